@@ -1,0 +1,211 @@
+package nldev
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mdlayher/netlink"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// ErrNoRDMA means the kernel has no RDMA netlink socket: ib_core is not
+// loaded or not built.
+var ErrNoRDMA = errors.New("the kernel has no RDMA netlink support (NETLINK_RDMA): load ib_core (modprobe ib_core) or use a kernel built with CONFIG_INFINIBAND")
+
+// Client talks NLDEV over one NETLINK_RDMA socket.
+type Client struct {
+	conn *netlink.Conn
+	// netAdmin says whether the kernel will show us MR and PD keys.
+	netAdmin bool
+	// Record, when set, receives every request's raw replies (for test
+	// fixtures captured from real kernels).
+	Record func(cmd uint16, replies []netlink.Message)
+}
+
+// Dial opens the RDMA netlink socket.
+func Dial() (*Client, error) {
+	conn, err := netlink.Dial(familyRDMA, nil)
+	if err != nil {
+		if errors.Is(err, syscall.EPROTONOSUPPORT) {
+			return nil, ErrNoRDMA
+		}
+		return nil, fmt.Errorf("open RDMA netlink socket: %w", err)
+	}
+	return &Client{conn: conn, netAdmin: hasNetAdmin()}, nil
+}
+
+// NewClient wraps an existing connection, e.g. nltest's fake kernel.
+func NewClient(conn *netlink.Conn, netAdmin bool) *Client {
+	return &Client{conn: conn, netAdmin: netAdmin}
+}
+
+// Close closes the socket.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// request sends one NLDEV command and returns the reply payloads.
+func (c *Client) request(cmd uint16, flags netlink.HeaderFlags, attrs func(*netlink.AttributeEncoder)) ([]netlink.Message, error) {
+	var data []byte
+	if attrs != nil {
+		ae := netlink.NewAttributeEncoder()
+		attrs(ae)
+		var err error
+		if data, err = ae.Encode(); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := c.conn.Execute(netlink.Message{
+		Header: netlink.Header{
+			Type:  netlink.HeaderType(clientNLDEV<<10 | cmd),
+			Flags: netlink.Request | flags,
+		},
+		Data: data,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.Record != nil {
+		c.Record(cmd, msgs)
+	}
+	return msgs, nil
+}
+
+// Devices lists every RDMA device.
+func (c *Client) Devices() ([]rdma.Device, error) {
+	msgs, err := c.request(cmdGet, netlink.Dump, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list RDMA devices: %w", err)
+	}
+	devs := make([]rdma.Device, 0, len(msgs))
+	var errs []error
+	for _, m := range msgs {
+		d, err := DecodeDevice(m.Data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		devs = append(devs, d)
+	}
+	return devs, errors.Join(errs...)
+}
+
+// Ports lists the ports of every device.
+func (c *Client) Ports(devs []rdma.Device) ([]rdma.Port, error) {
+	var ports []rdma.Port
+	var errs []error
+	for _, d := range devs {
+		msgs, err := c.request(cmdPortGet, netlink.Dump, func(ae *netlink.AttributeEncoder) {
+			ae.Uint32(attrDevIndex, d.Index)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list ports of %q: %w", d.Name, err))
+			continue
+		}
+		for _, m := range msgs {
+			p, err := DecodePort(m.Data)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			ports = append(ports, p)
+		}
+	}
+	return ports, errors.Join(errs...)
+}
+
+// Summaries counts every device's resources by type.
+func (c *Client) Summaries() ([]rdma.Summary, error) {
+	msgs, err := c.request(cmdResGet, netlink.Dump, nil)
+	if err != nil {
+		return nil, fmt.Errorf("resource summary: %w", err)
+	}
+	out := make([]rdma.Summary, 0, len(msgs))
+	var errs []error
+	for _, m := range msgs {
+		s, err := DecodeSummary(m.Data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Resources dumps every resource of type t on the given devices, in the order
+// iproute2 prints them: per device, entries without a port first, then by
+// port, each in the kernel's id order. One dump per device is enough: the
+// kernel's unfiltered dump includes every port (iproute2 asks once per port
+// and so queries each QP twice).
+func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource, error) {
+	tab, ok := resTables[t]
+	if !ok {
+		return nil, fmt.Errorf("no netlink dump for resource type %s", t)
+	}
+	var out []rdma.Resource
+	var errs []error
+	for _, d := range devs {
+		msgs, err := c.request(tab.cmd, netlink.Dump, func(ae *netlink.AttributeEncoder) {
+			ae.Uint32(attrDevIndex, d.Index)
+		})
+		if err != nil {
+			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENODEV) {
+				// The device went away between the listing and the dump.
+				continue
+			}
+			errs = append(errs, fmt.Errorf("dump %s of %q: %w", t, d.Name, err))
+			continue
+		}
+		start := len(out)
+		for _, m := range msgs {
+			rs, err := DecodeResources(t, m.Data, !c.netAdmin)
+			out = append(out, rs...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		SortByPort(out[start:])
+	}
+	return out, errors.Join(errs...)
+}
+
+// SortByPort orders one device's entries as iproute2 shows them: no port
+// first, then ascending port, keeping the kernel's order within a port.
+func SortByPort(rs []rdma.Resource) {
+	key := func(r *rdma.Resource) uint64 {
+		if r.Has&rdma.HasPort == 0 {
+			return 0
+		}
+		return 1 + uint64(r.Port)
+	}
+	// Insertion sort: stable, allocation-free, and the input is already
+	// nearly sorted (most entries share one port).
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && key(&rs[j]) < key(&rs[j-1]); j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+// hasNetAdmin reads our effective capabilities; the kernel checks
+// CAP_NET_ADMIN (bit 12) before it sends MR and PD keys.
+func hasNetAdmin() bool {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<12) != 0
+		}
+	}
+	return false
+}
