@@ -47,7 +47,8 @@ func newApp() *cli.App {
 }
 
 func main() {
-	err := newApp().Run(os.Args)
+	app := newApp()
+	err := app.Run(hoistFlags(os.Args, app.Commands))
 	if err == nil {
 		return
 	}

@@ -1,0 +1,288 @@
+package formats
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Kind says how a Field's value is written.
+type Kind uint8
+
+const (
+	Num     Kind = iota // a JSON number
+	Str                 // a JSON string
+	Hex                 // a key: a JSON string of lower-case hex digits (iproute2), 0x... in text
+	StrList             // a JSON array of strings (an SRQ's QP list)
+)
+
+// Field is one key and value of an object, in iproute2's key names.
+type Field struct {
+	Key  string
+	Kind Kind
+	Num  uint64
+	Str  string
+	List []string
+}
+
+// Text gives the value as a text line shows it.
+func (f *Field) Text() string {
+	switch f.Kind {
+	case Num:
+		return strconv.FormatUint(f.Num, 10)
+	case Hex:
+		return "0x" + strconv.FormatUint(f.Num, 16)
+	case StrList:
+		s := ""
+		for i, v := range f.List {
+			if i > 0 {
+				s += ","
+			}
+			s += v
+		}
+		return s
+	}
+	return f.Str
+}
+
+// Object is one rendered object: its fields, in output order.
+type Object []Field
+
+func (o Object) num(k string, v uint64) Object { return append(o, Field{Key: k, Kind: Num, Num: v}) }
+func (o Object) str(k, v string) Object        { return append(o, Field{Key: k, Kind: Str, Str: v}) }
+func (o Object) hex(k string, v uint64) Object { return append(o, Field{Key: k, Kind: Hex, Num: v}) }
+func (o Object) list(k string, v []string) Object {
+	return append(o, Field{Key: k, Kind: StrList, List: v})
+}
+
+// Get returns the field named k.
+func (o Object) Get(k string) (Field, bool) {
+	for _, f := range o {
+		if f.Key == k {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// ResourceObject lays out a resource with iproute2 6.1's JSON keys, in its
+// order, leaving out what the kernel left out. Withheld keys are listed
+// under "withheld" rather than shown as zero.
+func ResourceObject(r *rdma.Resource) Object {
+	o := make(Object, 0, 14)
+	o = o.num("ifindex", uint64(r.DevIndex)).str("ifname", r.DevName)
+	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	switch r.Type {
+	case rdma.ResQP:
+		if h(rdma.HasPort) {
+			o = o.num("port", uint64(r.Port))
+		}
+		o = o.num("lqpn", uint64(r.LQPN))
+		if h(rdma.HasRQPN) {
+			o = o.num("rqpn", uint64(r.RQPN))
+		}
+		o = o.str("type", r.QPType.String()).str("state", r.QPState.String())
+		if h(rdma.HasRQPSN) {
+			o = o.num("rq-psn", uint64(r.RQPSN))
+		}
+		if h(rdma.HasSQPSN) {
+			o = o.num("sq-psn", uint64(r.SQPSN))
+		}
+		if h(rdma.HasPathMig) {
+			o = o.str("path-mig-state", r.PathMig.String())
+		}
+		if h(rdma.HasPDN) {
+			o = o.num("pdn", uint64(r.PDN))
+		}
+	case rdma.ResCMID:
+		if h(rdma.HasPort) {
+			o = o.num("port", uint64(r.Port))
+		}
+		if h(rdma.HasCMIDN) {
+			o = o.num("cm-idn", uint64(r.CMIDN))
+		}
+		if h(rdma.HasLQPN) {
+			o = o.num("lqpn", uint64(r.LQPN))
+		}
+		if h(rdma.HasQPType) {
+			o = o.str("qp-type", r.QPType.String())
+		}
+		o = o.str("state", r.CMState.String()).str("ps", r.PS.String())
+	case rdma.ResCQ:
+		if h(rdma.HasCQN) {
+			o = o.num("cqn", uint64(r.CQN))
+		}
+		o = o.num("cqe", uint64(r.CQE)).num("users", r.Users)
+		if h(rdma.HasPollCtx) {
+			o = o.str("poll-ctx", r.PollCtx.String())
+		}
+		if h(rdma.HasDIM) {
+			o = o.str("adaptive-moderation", onOff(r.DIM))
+		}
+		if h(rdma.HasCTXN) {
+			o = o.num("ctxn", uint64(r.CTXN))
+		}
+	case rdma.ResMR:
+		if h(rdma.HasMRN) {
+			o = o.num("mrn", uint64(r.MRN))
+		}
+		if h(rdma.HasRKey) {
+			o = o.hex("rkey", uint64(r.RKey))
+		}
+		if h(rdma.HasLKey) {
+			o = o.hex("lkey", uint64(r.LKey))
+		}
+		if h(rdma.HasIOVA) {
+			o = o.hex("iova", r.IOVA)
+		}
+		o = o.num("mrlen", r.MRLen)
+		if h(rdma.HasPDN) {
+			o = o.num("pdn", uint64(r.PDN))
+		}
+	case rdma.ResPD:
+		if h(rdma.HasPDN) {
+			o = o.num("pdn", uint64(r.PDN))
+		}
+		if h(rdma.HasLocalDMALKey) {
+			o = o.hex("local_dma_lkey", uint64(r.LocalDMALKey))
+		}
+		o = o.num("users", r.Users)
+		if h(rdma.HasUnsafeGlobalRKey) {
+			o = o.hex("unsafe_global_rkey", uint64(r.UnsafeGlobalRKey))
+		}
+		if h(rdma.HasCTXN) {
+			o = o.num("ctxn", uint64(r.CTXN))
+		}
+	case rdma.ResCTX:
+		o = o.num("ctxn", uint64(r.CTXN))
+	case rdma.ResSRQ:
+		o = o.num("srqn", uint64(r.SRQN)).str("type", r.SRQType.String())
+		if len(r.QPs) > 0 {
+			o = o.list("lqpn", qpRanges(r.QPs))
+		}
+		if h(rdma.HasPDN) {
+			o = o.num("pdn", uint64(r.PDN))
+		}
+		if h(rdma.HasCQN) {
+			o = o.num("cqn", uint64(r.CQN))
+		}
+	}
+	if h(rdma.HasPID) {
+		o = o.num("pid", uint64(r.Owner.PID))
+	}
+	if c := commOf(r); c != "" {
+		o = o.str("comm", c)
+	}
+	if r.Type == rdma.ResCMID {
+		// iproute2 prints the addresses after the owner.
+		if h(rdma.HasSrcAddr) {
+			o = o.str("src-addr", IPRouteAddr(r.Src.Addr().String(), r.Src.Port()))
+		}
+		if h(rdma.HasDstAddr) {
+			o = o.str("dst-addr", IPRouteAddr(r.Dst.Addr().String(), r.Dst.Port()))
+		}
+	}
+	if r.Withheld != 0 {
+		o = o.list("withheld", withheldKeys(r.Withheld))
+	}
+	return o
+}
+
+// IPRouteAddr writes an address the way iproute2 does: "ip:port", with no
+// brackets even for IPv6.
+func IPRouteAddr(ip string, port uint16) string { return ip + ":" + strconv.Itoa(int(port)) }
+
+// commOf is the owner's name: the module for kernel objects, the process
+// name for user objects (absent when the process could not be looked up).
+func commOf(r *rdma.Resource) string {
+	if r.Owner.KernName != "" {
+		return r.Owner.KernName
+	}
+	return r.Owner.Comm
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func qpRanges(qs []rdma.QPRange) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		if q.Min == q.Max {
+			out[i] = strconv.FormatUint(uint64(q.Min), 10)
+		} else {
+			out[i] = fmt.Sprintf("%d-%d", q.Min, q.Max)
+		}
+	}
+	return out
+}
+
+func withheldKeys(f rdma.Field) []string {
+	var out []string
+	for _, k := range []struct {
+		f    rdma.Field
+		name string
+	}{{rdma.HasRKey, "rkey"}, {rdma.HasLKey, "lkey"}, {rdma.HasLocalDMALKey, "local_dma_lkey"}} {
+		if f&k.f != 0 {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
+
+// SummaryObject lays out one device's resource counts as `rdma -j res show`.
+func SummaryObject(s *rdma.Summary) Object {
+	o := make(Object, 0, 2+len(s.Counts))
+	o = o.num("ifindex", uint64(s.DevIndex)).str("ifname", s.DevName)
+	for _, c := range s.Counts {
+		o = o.num(c.Name, c.Value)
+	}
+	return o
+}
+
+// DeviceObject lays out a device as `rdma -j dev show`.
+func DeviceObject(d *rdma.Device) Object {
+	o := Object{}.num("ifindex", uint64(d.Index)).str("ifname", d.Name).str("node_type", d.NodeType.String())
+	if d.FWVersion != "" {
+		o = o.str("fw", d.FWVersion)
+	}
+	o = o.str("node_guid", guid(d.NodeGUID)).str("sys_image_guid", guid(d.SysImageGUID))
+	if d.DIM != nil {
+		o = o.str("adaptive-moderation", onOff(*d.DIM))
+	}
+	if d.Protocol != "" {
+		o = o.str("protocol", d.Protocol)
+	}
+	return o.num("ports", uint64(d.Ports))
+}
+
+// PortObject lays out a port as `rdma -j link show`.
+func PortObject(p *rdma.Port) Object {
+	o := Object{}.num("ifindex", uint64(p.DevIndex)).str("ifname", p.DevName).num("port", uint64(p.Port))
+	if p.Has&rdma.HasSubnetPrefix != 0 {
+		o = o.str("subnet_prefix", guid(p.SubnetPrefix))
+	}
+	if p.Has&rdma.HasLID != 0 {
+		o = o.num("lid", uint64(p.LID))
+	}
+	if p.Has&rdma.HasSMLID != 0 {
+		o = o.num("sm_lid", uint64(p.SMLID))
+	}
+	if p.Has&rdma.HasLMC != 0 {
+		o = o.num("lmc", uint64(p.LMC))
+	}
+	o = o.str("state", p.State.String()).str("physical_state", p.PhysState.String())
+	if p.Has&rdma.HasNetdev != 0 {
+		o = o.str("netdev", p.Netdev).num("netdev_index", uint64(p.NetdevIndex))
+	}
+	return o
+}
+
+// guid prints a 64-bit GUID as iproute2 does: four groups of 16 bits.
+func guid(v uint64) string {
+	return fmt.Sprintf("%04x:%04x:%04x:%04x", v>>48, (v>>32)&0xffff, (v>>16)&0xffff, v&0xffff)
+}

@@ -1,0 +1,133 @@
+package formats
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendJSON appends o as one compact JSON object. Strings are escaped so
+// that no control character (C0, DEL or C1) survives raw: JSON output is
+// terminal-safe as well as valid.
+func AppendJSON(b []byte, o Object) []byte {
+	b = append(b, '{')
+	for i := range o {
+		f := &o[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, f.Key)
+		b = append(b, ':')
+		switch f.Kind {
+		case Num:
+			b = strconv.AppendUint(b, f.Num, 10)
+		case Hex:
+			b = append(b, '"')
+			b = strconv.AppendUint(b, f.Num, 16)
+			b = append(b, '"')
+		case StrList:
+			b = append(b, '[')
+			for j, s := range f.List {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = AppendJSONString(b, s)
+			}
+			b = append(b, ']')
+		default:
+			b = AppendJSONString(b, f.Str)
+		}
+	}
+	return append(b, '}')
+}
+
+// AppendJSONString appends s as a JSON string literal.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r < 0x20 || (r >= 0x7f && r < 0xa0):
+			b = append(b, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		case r == 0x2028 || r == 0x2029: // line separators break JavaScript readers
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// JSONArrayWriter writes objects as one JSON array, as `rdma -j` does.
+type JSONArrayWriter struct {
+	w   *bufio.Writer
+	n   int
+	buf []byte
+}
+
+// NewJSONArrayWriter starts an array on w.
+func NewJSONArrayWriter(w io.Writer) *JSONArrayWriter {
+	return &JSONArrayWriter{w: bufio.NewWriter(w)}
+}
+
+// Write adds one object.
+func (j *JSONArrayWriter) Write(o Object) error {
+	sep := byte(',')
+	if j.n == 0 {
+		sep = '['
+	}
+	j.n++
+	j.buf = append(j.buf[:0], sep)
+	j.buf = AppendJSON(j.buf, o)
+	_, err := j.w.Write(j.buf)
+	return err
+}
+
+// Close ends the array ("[]" when empty) and flushes.
+func (j *JSONArrayWriter) Close() error {
+	end := "]\n"
+	if j.n == 0 {
+		end = "[]\n"
+	}
+	if _, err := j.w.WriteString(end); err != nil {
+		return err
+	}
+	return j.w.Flush()
+}
+
+// NDJSONWriter writes one JSON object per line.
+type NDJSONWriter struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+// NewNDJSONWriter writes to w; call Flush at the end.
+func NewNDJSONWriter(w io.Writer) *NDJSONWriter { return &NDJSONWriter{w: bufio.NewWriter(w)} }
+
+// Write adds one object and its newline.
+func (n *NDJSONWriter) Write(o Object) error {
+	n.buf = AppendJSON(n.buf[:0], o)
+	n.buf = append(n.buf, '\n')
+	_, err := n.w.Write(n.buf)
+	return err
+}
+
+// Flush flushes buffered lines.
+func (n *NDJSONWriter) Flush() error { return n.w.Flush() }

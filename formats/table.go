@@ -1,0 +1,136 @@
+package formats
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Table collects rows and renders them as aligned, borderless columns (the
+// `kubectl get` look), with every cell sanitized for the terminal.
+type Table struct {
+	header []string
+	rows   [][]string
+}
+
+// NewTable starts a table with these column headings.
+func NewTable(header ...string) *Table { return &Table{header: header} }
+
+// Append adds a row.
+func (t *Table) Append(cells ...string) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		if c == "" {
+			c = "-"
+		}
+		row[i] = Sanitize(c)
+	}
+	t.rows = append(t.rows, row)
+}
+
+// Len is the number of rows.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Render writes the table to w.
+func (t *Table) Render(w io.Writer) error {
+	var buf bytes.Buffer
+	tab := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	tab.Header(t.header)
+	if err := tab.Bulk(t.rows); err != nil {
+		return err
+	}
+	if err := tab.Render(); err != nil {
+		return err
+	}
+	// The renderer pads every cell on both sides; drop the outer padding.
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		nl := strings.HasSuffix(line, "\n")
+		line = strings.TrimRight(strings.TrimPrefix(line, " "), " \n")
+		if line != "" || nl {
+			out.WriteString(line)
+		}
+		if nl {
+			out.WriteByte('\n')
+		}
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// resourceColumns are the table columns of each type, by JSON key; "link"
+// is DEV/PORT and "dev" the device name.
+var resourceColumns = map[rdma.ResType][]string{
+	rdma.ResQP:   {"link", "lqpn", "rqpn", "type", "state", "pdn", "pid", "comm"},
+	rdma.ResCMID: {"link", "cm-idn", "lqpn", "qp-type", "state", "ps", "pid", "comm", "src-addr", "dst-addr"},
+	rdma.ResCQ:   {"dev", "cqn", "cqe", "users", "poll-ctx", "ctxn", "pid", "comm"},
+	rdma.ResMR:   {"dev", "mrn", "rkey", "lkey", "mrlen", "pdn", "pid", "comm"},
+	rdma.ResPD:   {"dev", "pdn", "local_dma_lkey", "users", "ctxn", "pid", "comm"},
+	rdma.ResCTX:  {"dev", "ctxn", "pid", "comm"},
+	rdma.ResSRQ:  {"dev", "srqn", "type", "lqpn", "pdn", "cqn", "pid", "comm"},
+}
+
+// ResourceTable lays out resources of one type as a table.
+func ResourceTable(t rdma.ResType, rs []rdma.Resource) *Table {
+	cols := resourceColumns[t]
+	head := make([]string, len(cols))
+	for i, c := range cols {
+		head[i] = strings.ToUpper(c)
+	}
+	tab := NewTable(head...)
+	for i := range rs {
+		r := &rs[i]
+		o := ResourceObject(r)
+		withheld, _ := o.Get("withheld")
+		row := make([]string, len(cols))
+		for j, c := range cols {
+			switch c {
+			case "link":
+				row[j] = r.DevName + "/-"
+				if r.Has&rdma.HasPort != 0 {
+					row[j] = r.DevName + "/" + uintText(uint64(r.Port))
+				}
+			case "dev":
+				row[j] = r.DevName
+			case "comm":
+				if f, ok := o.Get(c); ok && r.Owner.Kernel() {
+					row[j] = "[" + f.Str + "]"
+				} else if ok {
+					row[j] = f.Str
+				}
+			default:
+				if f, ok := o.Get(c); ok {
+					row[j] = f.Text()
+				}
+				for _, k := range withheld.List {
+					if k == c {
+						row[j] = "withheld"
+					}
+				}
+			}
+		}
+		tab.Append(row...)
+	}
+	return tab
+}
+
+func uintText(v uint64) string { return (&Field{Kind: Num, Num: v}).Text() }

@@ -1,0 +1,43 @@
+package nldev
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+)
+
+// MarshalMessages frames replies exactly as the kernel sent them (nlmsghdr
+// and payload, 4-byte aligned), so recorded fixtures are real kernel bytes.
+func MarshalMessages(msgs []netlink.Message) ([]byte, error) {
+	var out []byte
+	for _, m := range msgs {
+		b, err := m.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// UnmarshalMessages splits a recording back into messages.
+func UnmarshalMessages(b []byte) ([]netlink.Message, error) {
+	var msgs []netlink.Message
+	for off := 0; off < len(b); {
+		if len(b)-off < 16 {
+			return msgs, fmt.Errorf("recording: %d trailing bytes at offset %d, expected a 16-byte netlink header", len(b)-off, off)
+		}
+		l := int(binary.NativeEndian.Uint32(b[off:]))
+		if l < 16 || off+l > len(b) {
+			return msgs, fmt.Errorf("recording: message at offset %d claims %d bytes, %d remain", off, l, len(b)-off)
+		}
+		var m netlink.Message
+		if err := m.UnmarshalBinary(b[off : off+l]); err != nil {
+			return msgs, fmt.Errorf("recording: message at offset %d: %w", off, err)
+		}
+		msgs = append(msgs, m)
+		off += (l + 3) &^ 3
+	}
+	return msgs, nil
+}
