@@ -261,7 +261,11 @@ func FuzzDecodeResources(f *testing.F) {
 	f.Add(uint8(3), dump(f, resTables[rdma.ResCMID], func(e *netlink.AttributeEncoder) { e.Bytes(attrResSrcAddr, sockaddrIn6("::1", 1, 1)) }))
 	f.Add(uint8(7), dump(f, resTables[rdma.ResSRQ], func(e *netlink.AttributeEncoder) {
 		e.Nested(attrResQP, func(n *netlink.AttributeEncoder) error {
-			n.Nested(attrResQPEntry, func(q *netlink.AttributeEncoder) error { q.Uint32(attrMinRange, 1); q.Uint32(attrMaxRange, 4); return nil })
+			n.Nested(attrResQPEntry, func(q *netlink.AttributeEncoder) error {
+				q.Uint32(attrMinRange, 1)
+				q.Uint32(attrMaxRange, 4)
+				return nil
+			})
 			return nil
 		})
 	}))
