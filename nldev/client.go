@@ -161,16 +161,28 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 			errs = append(errs, fmt.Errorf("dump %s of %q: %w", t, d.Name, err))
 			continue
 		}
-		start := len(out)
-		for _, m := range msgs {
-			rs, err := DecodeResources(t, m.Data, !c.netAdmin)
-			out = append(out, rs...)
-			if err != nil {
-				errs = append(errs, err)
-			}
+		rs, err := DecodeDump(t, msgs, !c.netAdmin)
+		out = append(out, rs...)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		SortByPort(out[start:])
 	}
+	return out, errors.Join(errs...)
+}
+
+// DecodeDump decodes the replies of one device's RES_*_GET dump and puts
+// them in iproute2's order.
+func DecodeDump(t rdma.ResType, msgs []netlink.Message, withheld bool) ([]rdma.Resource, error) {
+	var out []rdma.Resource
+	var errs []error
+	for _, m := range msgs {
+		rs, err := DecodeResources(t, m.Data, withheld)
+		out = append(out, rs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	SortByPort(out)
 	return out, errors.Join(errs...)
 }
 

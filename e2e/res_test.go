@@ -1,0 +1,126 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"syscall"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/proc"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// TestResMatchesIproute2 compares `rdmatrace res <type> -j` with
+// `rdma -j res show <type>` object by object and key by key, while
+// workloads hold QPs, CM_IDs, CQs, MRs, PDs and contexts, stopped with
+// SIGSTOP so both snapshots describe the same state.
+func TestResMatchesIproute2(t *testing.T) {
+	needDevice(t)
+	w := startAll(t)
+	defer w.stop()
+	w.signal(syscall.SIGSTOP)
+
+	for _, typ := range []string{"", "qp", "cm_id", "cq", "mr", "pd", "ctx", "srq"} {
+		name := typ
+		if name == "" {
+			name = "summary"
+		}
+		t.Run(name, func(t *testing.T) {
+			rdmaArgs := []string{"-j", "res", "show"}
+			ourArgs := []string{"res", "-j", "--nl-record", *outDir + "/netlink/" + name}
+			if *outDir == "" {
+				ourArgs = []string{"res", "-j"}
+			}
+			if typ != "" {
+				rdmaArgs = append(rdmaArgs, typ)
+				ourArgs = append(ourArgs, typ)
+			}
+			theirs := run(t, "rdma", rdmaArgs...)
+			ours := run(t, *rdmatraceBin, ourArgs...)
+			keep(t, "rdma/"+name+".json", theirs)
+			keep(t, "rdmatrace/"+name+".json", ours)
+			compareObjects(t, theirs, ours)
+		})
+	}
+	keepComms(t)
+}
+
+func compareObjects(t *testing.T, theirs, ours []byte) {
+	t.Helper()
+	diffs, err := iproute2cmp.Compare(theirs, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	if len(diffs) > 0 {
+		t.Logf("rdma:      %s\nrdmatrace: %s", theirs, ours)
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// keepComms saves the names of the processes that own resources, so unit
+// tests can replay the recorded netlink replies with the same names.
+func keepComms(t *testing.T) {
+	comms := map[string]string{}
+	var c proc.CommCache
+	for _, typ := range rdma.ResourceTypes {
+		for _, r := range snapshot(t, typ) {
+			if r.Has&rdma.HasPID != 0 {
+				comms[fmt.Sprint(r.Owner.PID)] = c.Comm(r.Owner.PID)
+			}
+		}
+	}
+	b, _ := json.MarshalIndent(comms, "", "  ")
+	keep(t, "comm.json", append(b, '\n'))
+}
+
+// TestKeysWithheldWithoutNetAdmin runs rdmatrace without capabilities: MR
+// and PD keys are marked withheld, everything else is still shown.
+func TestKeysWithheldWithoutNetAdmin(t *testing.T) {
+	needDevice(t)
+	w := startAll(t)
+	defer w.stop()
+	w.signal(syscall.SIGSTOP)
+	nobody := []string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", *rdmatraceBin}
+	for _, typ := range []string{"mr", "pd"} {
+		root := run(t, *rdmatraceBin, "res", typ, "-j")
+		unpriv := run(t, "setpriv", append(nobody, "res", typ, "-j")...)
+		var a, b []map[string]any
+		if err := json.Unmarshal(root, &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(unpriv, &b); err != nil {
+			t.Fatal(err)
+		}
+		if len(a) != len(b) || len(a) == 0 {
+			t.Fatalf("%s: %d objects as root, %d without CAP_NET_ADMIN", typ, len(a), len(b))
+		}
+		keys := map[string][]string{"mr": {"rkey", "lkey"}, "pd": {"local_dma_lkey"}}[typ]
+		for i := range a {
+			for _, k := range keys {
+				if _, ok := b[i][k]; ok {
+					t.Errorf("%s %d: %s shown without CAP_NET_ADMIN: %s", typ, i, k, mustJSON(b[i]))
+				}
+				delete(a[i], k)
+			}
+			wh, _ := b[i]["withheld"].([]any)
+			if len(wh) != len(keys) {
+				t.Errorf("%s %d: withheld = %v, want %v", typ, i, b[i]["withheld"], keys)
+			}
+			delete(b[i], "withheld")
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Errorf("%s %d: apart from the keys, root sees %s and nobody %s", typ, i, mustJSON(a[i]), mustJSON(b[i]))
+			}
+		}
+	}
+}

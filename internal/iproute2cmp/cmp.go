@@ -1,0 +1,74 @@
+// Package iproute2cmp compares rdmatrace's JSON with iproute2's `rdma -j`
+// output for the same kernel state, object by object and key by key,
+// allowing only the documented places where rdmatrace fixes an iproute2 bug.
+package iproute2cmp
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// KnownDifferences maps, per key, a value rdmatrace prints to the value
+// iproute2 6.1 prints for the same kernel value.
+var KnownDifferences = map[string]map[string]string{
+	// RDMA_PS_IB (0x13F) is printed "IPoIB" by iproute2.
+	"ps": {"IB": "IPoIB"},
+	// iproute2 indexes enum ib_poll_context from DIRECT (the kernel's 3).
+	"poll-ctx": {"SOFTIRQ": "DIRECT", "WORKQUEUE": "SOFTIRQ", "UNBOUND_WORKQUEUE": "WORKQUEUE", "DIRECT": "UNBOUND_WORKQUEUE"},
+}
+
+// Compare returns one line per difference between iproute2's JSON array and
+// rdmatrace's; none means they describe the same objects in the same order.
+func Compare(iproute2JSON, rdmatraceJSON []byte) ([]string, error) {
+	var theirs, ours []map[string]any
+	if err := json.Unmarshal(iproute2JSON, &theirs); err != nil {
+		return nil, fmt.Errorf("rdma -j output is not a JSON array: %w", err)
+	}
+	if err := json.Unmarshal(rdmatraceJSON, &ours); err != nil {
+		return nil, fmt.Errorf("rdmatrace -j output is not a JSON array: %w", err)
+	}
+	if len(ours) != len(theirs) {
+		return []string{fmt.Sprintf("rdmatrace lists %d objects, rdma lists %d", len(ours), len(theirs))}, nil
+	}
+	var diffs []string
+	for i := range theirs {
+		o := ours[i]
+		for k, v := range o {
+			if s, ok := v.(string); ok {
+				if m, ok := KnownDifferences[k][s]; ok {
+					o[k] = m
+				}
+			}
+		}
+		if !reflect.DeepEqual(o, theirs[i]) {
+			diffs = append(diffs, fmt.Sprintf("object %d: %s\n  rdma:      %s\n  rdmatrace: %s", i, keyDiff(theirs[i], o), mustJSON(theirs[i]), mustJSON(o)))
+		}
+	}
+	return diffs, nil
+}
+
+func keyDiff(a, b map[string]any) string {
+	var d []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			d = append(d, "missing "+k)
+		} else if !reflect.DeepEqual(v, w) {
+			d = append(d, fmt.Sprintf("%s %v != %v", k, v, w))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			d = append(d, "extra "+k)
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, ", ")
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
