@@ -189,8 +189,9 @@ func DecodeResources(t rdma.ResType, data []byte, withheld bool) ([]rdma.Resourc
 			devName = ad.String()
 		case tab.table:
 			// The device attributes precede the table in the kernel's
-			// messages, but nothing promises it: decode tables last.
-			tables = append(tables, ad.Bytes())
+			// messages, but nothing promises it: decode tables last. The
+			// slice aliases data, which outlives this call.
+			ad.Do(func(b []byte) error { tables = append(tables, b); return nil })
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -208,15 +209,18 @@ func DecodeResources(t rdma.ResType, data []byte, withheld bool) ([]rdma.Resourc
 				continue
 			}
 			n++
-			r := rdma.Resource{Type: t, DevIndex: devIndex, DevName: devName}
-			if err := decodeEntry(&r, td.Bytes()); err != nil {
+			out = append(out, rdma.Resource{Type: t, DevIndex: devIndex, DevName: devName})
+			r := &out[len(out)-1]
+			var err error
+			td.Do(func(b []byte) error { err = decodeEntry(r, b); return nil })
+			if err != nil {
+				out = out[:len(out)-1]
 				errs = append(errs, fmt.Errorf("%s entry %d of device %q: %w", t, n, devName, err))
 				continue
 			}
 			if withheld {
-				markWithheld(&r)
+				markWithheld(r)
 			}
-			out = append(out, r)
 		}
 		if err := td.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("%s table of device %q after entry %d: %w", t, devName, n, err))
