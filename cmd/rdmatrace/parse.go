@@ -1,0 +1,209 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/debugfs"
+	"github.com/rdmatrace/rdmatrace/filter"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+func init() { commands = append(commands, parseCommand()) }
+
+func parseCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "parse",
+		Usage:     "read saved RDMA state: legacy rdma_cm debugfs dumps, `rdma res show cm_id|qp` text and JSON",
+		ArgsUsage: "[FILE|DIR|-]...",
+		Description: `Reads each FILE (- for standard input, the default), or the files of each
+DIR tree that hold RDMA state (a support bundle), in any of the forms the
+legacy dumps arrive in: one device file, cat of several, grep -H/-r output,
+head/tail output, with CRLF, tabs or a truncated last line. The kind of each
+input is told by its content.
+
+Exit status: 0 when every line was understood, 1 when some lines were
+rejected (they are listed on stderr; all good records are still printed),
+2 on usage or I/O errors.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON); same as -o json"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or legacy"},
+			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records matching `EXPR`, with the filters of `rdmatrace res cm_id` (e.g. 'state LISTEN ps TCP src-port 7174')"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return exitWith(2, err) },
+		Action:       runParse,
+	}
+}
+
+// parseSink is where parsed records go.
+type parseSink interface {
+	add(rec *debugfs.Record) error
+	close() error
+}
+
+func runParse(c *cli.Context) error {
+	out := c.String("output")
+	if c.Bool("json") {
+		out = "json"
+	}
+	stdout, stderr := c.App.Writer, c.App.ErrWriter
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	var sink parseSink
+	switch out {
+	case "table":
+		sink = &tableSink{w: stdout}
+	case "json":
+		sink = &ndjsonSink{w: formats.NewNDJSONWriter(stdout)}
+	case "legacy":
+		sink = &legacySink{w: formats.NewLegacyWriter(stdout), stderr: stderr}
+	default:
+		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, legacy", out))
+	}
+	keep, err := parseFilter(c.String("filter"))
+	if err != nil {
+		return exitWith(2, err)
+	}
+	paths := c.Args().Slice()
+	if len(paths) == 0 {
+		if f, ok := c.App.Reader.(*os.File); ok && isTerminal(f) {
+			return exitWith(2, errors.New("parse: no input: name files or directories, or pipe a dump to standard input"))
+		}
+		paths = []string{"-"}
+	}
+
+	var rejected, records int
+	ioFailed := false
+	report := func(err error) {
+		fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
+		ioFailed = true
+	}
+	for _, p := range paths {
+		inputs, err := debugfs.Inputs(p, c.App.Reader)
+		if err != nil {
+			report(err)
+		}
+		for _, in := range inputs {
+			rc, err := in.Open()
+			if err != nil {
+				report(err)
+				continue
+			}
+			rd := debugfs.NewReader(rc, in.Name)
+			for {
+				rec, err := rd.Next()
+				var lerr *debugfs.LineError
+				if errors.As(err, &lerr) {
+					// LineError quotes the input it shows: terminal-safe.
+					fmt.Fprintln(stderr, lerr.Error())
+					rejected++
+					continue
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					report(err)
+					break
+				}
+				records++
+				if keep(&rec.Res) {
+					if err := sink.add(rec); err != nil {
+						rc.Close()
+						return exitWith(2, fmt.Errorf("write: %w", err))
+					}
+				}
+			}
+			rc.Close()
+		}
+	}
+	if err := sink.close(); err != nil {
+		return exitWith(2, fmt.Errorf("write: %w", err))
+	}
+	switch {
+	case ioFailed:
+		return exitWith(2, nil)
+	case rejected > 0:
+		fmt.Fprintf(stderr, "rdmatrace: %d line(s) rejected, %d record(s) read\n", rejected, records)
+		return exitWith(1, nil)
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a terminal: waiting on one for a dump
+// nobody is going to type is a usage error.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parseFilter builds the record filter from iproute2 filter words. rdma_cm
+// IDs use the cm_id filters; QPs (from saved `rdma res show qp`) use the
+// qp filters when the expression is valid for QPs too, and are dropped
+// when it is not (a "ps TCP" filter selects no QP).
+func parseFilter(expr string) (func(*rdma.Resource) bool, error) {
+	if expr == "" {
+		return func(*rdma.Resource) bool { return true }, nil
+	}
+	cm, err := filter.Parse(rdma.ResCMID, expr)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	qp, qerr := filter.Parse(rdma.ResQP, expr)
+	return func(r *rdma.Resource) bool {
+		if r.Type == rdma.ResQP {
+			return qerr == nil && qp.Match(r)
+		}
+		return cm.Match(r)
+	}, nil
+}
+
+type tableSink struct {
+	w io.Writer
+	t formats.ParsedTable
+}
+
+func (s *tableSink) add(rec *debugfs.Record) error { s.t.Add(rec); return nil }
+func (s *tableSink) close() error                  { return s.t.Render(s.w) }
+
+type ndjsonSink struct{ w *formats.NDJSONWriter }
+
+func (s *ndjsonSink) add(rec *debugfs.Record) error { return s.w.Write(formats.ParsedObject(rec)) }
+func (s *ndjsonSink) close() error                  { return s.w.Flush() }
+
+// legacySink writes rdma_cm IDs in the legacy layout, each under the
+// header it was read under; records of `rdma` output get the 2009 columns
+// plus PID and COMM. QPs have no place in the layout and are counted.
+type legacySink struct {
+	w       *formats.LegacyWriter
+	stderr  io.Writer
+	skipped int
+}
+
+var rdmaLegacyColumns = append(slices.Clip(formats.LegacyColumns), "PID", "COMM")
+
+func (s *legacySink) add(rec *debugfs.Record) error {
+	if rec.Res.Type != rdma.ResCMID {
+		s.skipped++
+		return nil
+	}
+	cols := rdmaLegacyColumns
+	if rec.Layout != nil {
+		cols = rec.Layout.Names
+	}
+	return s.w.Write(&rec.Res, cols)
+}
+
+func (s *legacySink) close() error {
+	if s.skipped > 0 {
+		fmt.Fprintf(s.stderr, "rdmatrace: %d qp record(s) not written: the legacy layout holds rdma_cm IDs only\n", s.skipped)
+	}
+	return s.w.Flush()
+}

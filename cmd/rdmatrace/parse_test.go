@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/debugfs/golden")
+
+// runCLI runs rdmatrace with args and returns stdout, stderr and the exit
+// status main would give.
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	app := newApp()
+	app.Reader, app.Writer, app.ErrWriter = strings.NewReader(stdin), &out, &errOut
+	err := app.Run(append([]string{"rdmatrace"}, args...))
+	code := 0
+	if err != nil {
+		code = 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			errOut.WriteString("rdmatrace: " + err.Error() + "\n")
+		}
+	}
+	return out.String(), errOut.String(), code
+}
+
+// TestParseGoldens runs `rdmatrace parse` over every fixture of
+// testdata/debugfs/in (each arrival form and kind of input) in every
+// output, and compares stdout, stderr and the exit status with the
+// goldens. go test ./cmd/rdmatrace -run Goldens -update rewrites them.
+func TestParseGoldens(t *testing.T) {
+	golden, err := filepath.Abs("../../testdata/debugfs/golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir("../../testdata/debugfs/in") // short, stable source names
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		for _, out := range []string{"table", "json", "legacy"} {
+			name := e.Name() + "." + out
+			t.Run(name, func(t *testing.T) {
+				stdout, stderr, code := runCLI(t, "", "parse", "-o", out, e.Name())
+				got := stdout + "--- stderr\n" + stderr + "--- exit status " + string(rune('0'+code)) + "\n"
+				path := filepath.Join(golden, name)
+				if *update {
+					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if got != string(want) {
+					t.Errorf("rdmatrace parse -o %s %s:\n%s\nwant:\n%s", out, e.Name(), got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestParseExitStatus(t *testing.T) {
+	t.Chdir("../../testdata/debugfs/in")
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		inErr string
+	}{
+		{"every line understood", "", []string{"parse", "single.txt"}, 0, ""},
+		{"some lines rejected", "", []string{"parse", "single.txt", "errors.txt"}, 1, "errors.txt:3: expected SPACE"},
+		{"a missing file", "", []string{"parse", "single.txt", "nonexistent"}, 2, "nonexistent"},
+		{"an unknown output", "", []string{"parse", "-o", "xml", "single.txt"}, 2, "unknown output"},
+		{"an unknown flag", "", []string{"parse", "--frobnicate", "single.txt"}, 2, "frobnicate"},
+		{"a bad filter", "", []string{"parse", "-f", "colour red", "single.txt"}, 2, "valid filters are"},
+		{"standard input", "mthca0 0 0.0.0.0:7174 TCP LISTEN 0\n", []string{"parse", "-j", "-"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, tc.stdin, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.inErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.inErr)
+			}
+		})
+	}
+}
+
+func TestParseFilterSelectsRecords(t *testing.T) {
+	t.Chdir("../../testdata/debugfs/in")
+	out, _, code := runCLI(t, "", "parse", "-j", "-f", "state LISTEN src-port 7174", "single.txt", "concat.txt", "rdma-cmid.txt")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, %d records:\n%s", code, len(lines), out)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"state":"LISTEN"`) || !strings.Contains(l, `:7174"`) {
+			t.Errorf("filtered in: %s", l)
+		}
+	}
+	// A cm_id filter that means nothing for QPs drops them.
+	out, _, _ = runCLI(t, "", "parse", "-j", "-f", "ps TCP", "rdma-qp.txt")
+	if out != "" {
+		t.Errorf("QPs pass a ps filter:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "", "parse", "-j", "-f", "lqpn 17", "rdma-qp.txt")
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("lqpn 17 on QPs gives:\n%s", out)
+	}
+}
+
+func TestStdinEchoesThroughLegacyOutput(t *testing.T) {
+	in := "TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM\nmthca0 0 0.0.0.0:7174 TCP LISTEN 0\nIB mthca0 1 ib0 192.30.3.249:46079 192.30.3.248:7174 TCP CONNECT 132102\n"
+	out, stderr, code := runCLI(t, in, "parse", "-o", "legacy")
+	if code != 0 || out != in {
+		t.Errorf("exit %d, stderr %q, output\n%s", code, stderr, out)
+	}
+}

@@ -1,0 +1,83 @@
+package debugfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// checkReader reads in to the end and checks what any input must give: no
+// panic, only line errors besides the end, line numbers that never go
+// backwards nor past the input, and records that have what their layout
+// requires.
+func checkReader(t *testing.T, in []byte) {
+	lines := bytes.Count(in, []byte("\n")) + 1
+	rd := NewReader(bytes.NewReader(in), "fuzz")
+	last := 0
+	for n := 0; ; n++ {
+		if n > len(in)+1 {
+			// Every result uses up input: a line, or a JSON element.
+			t.Fatalf("more results (%d) than bytes (%d)", n, len(in))
+		}
+		rec, err := rd.Next()
+		if err == io.EOF {
+			return
+		}
+		line := 0
+		var le *LineError
+		switch {
+		case errors.As(err, &le):
+			line = le.Line
+			if le.Expected == "" || le.Found == "" {
+				t.Fatalf("error without a what: %#v", le)
+			}
+		case err != nil:
+			t.Fatalf("not a line error: %v", err)
+		default:
+			line = rec.Line
+			r := &rec.Res
+			if r.DevName == "" && rec.Kind != KindRdmaJSON {
+				t.Fatalf("record without a device: %+v", rec)
+			}
+			if rec.Kind == KindLegacy && (r.Type != rdma.ResCMID || rec.Layout == nil) {
+				t.Fatalf("legacy record %+v", rec)
+			}
+		}
+		if line < last || line < 1 || line > lines {
+			t.Fatalf("line %d after %d, input of %d lines", line, last, lines)
+		}
+		last = line
+	}
+}
+
+func addFixtures(f *testing.F, names ...string) {
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join("../testdata/debugfs/in", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+func FuzzParseLegacy(f *testing.F) {
+	addFixtures(f, "single.txt", "concat.txt", "grep-h.txt", "grep-rn.txt", "headtail.txt", "crlf-truncated.txt", "ipv6.txt", "errors.txt")
+	f.Add([]byte("TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM PID COMM\nIB 1 ib0 [fe80::1%x]:1 IB LISTEN 0 7 a b c\n"))
+	f.Fuzz(func(t *testing.T, in []byte) { checkReader(t, in) })
+}
+
+func FuzzParseRdmaText(f *testing.F) {
+	addFixtures(f, "rdma-cmid.txt", "rdma-qp.txt", "rdma-qp-pretty-driver.txt")
+	f.Fuzz(func(t *testing.T, in []byte) { checkReader(t, in) })
+}
+
+func FuzzParseRdmaJSON(f *testing.F) {
+	addFixtures(f, "rdma-cmid.json", "rdma-qp-pretty.json")
+	f.Add([]byte(`[][{"ifname":"a","ps":"TCP","state":"LISTEN"}]`))
+	f.Fuzz(func(t *testing.T, in []byte) { checkReader(t, in) })
+}

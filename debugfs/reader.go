@@ -1,0 +1,207 @@
+package debugfs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// MaxLine is the longest line the line readers accept. Legacy rows are
+// about 100 bytes and `rdma res show -d` lines a few hundred; anything
+// longer is rejected, so memory stays bounded whatever the input.
+const MaxLine = 64 << 10
+
+// maxCells bounds the cells of a line; a row has at most maxColumns.
+const maxCells = maxColumns + 1
+
+// Reader reads records from one input: the legacy layout in every wrapping
+// the format note lists, `rdma res show` text, or `rdma -j res show` JSON,
+// chosen by the input's first bytes.
+type Reader struct {
+	source string
+	br     *bufio.Reader
+	kind   inputKind
+	json   *jsonReader
+
+	line int
+	done error // io.EOF or the read error that ended the input
+
+	// Outputs of the last line read, returned one by one.
+	queue  [2]output
+	qi, qn int
+
+	rec     Record    // the latest legacy record
+	text    [2]Record // rdma text records: one pending, one being parsed
+	pending *Record   // an rdma text record that may go on on the next line
+
+	layout *Layout
+	origin string
+	m      matcher
+	cells  [][]byte
+	spans  []span
+	dec    []byte // decoded cells live here
+	names  map[string]string
+}
+
+type output struct {
+	rec *Record
+	err error
+}
+
+type span struct{ start, end int }
+
+type inputKind uint8
+
+const (
+	kindUnknown inputKind = iota
+	kindLines
+	kindJSON
+)
+
+// NewReader reads from r, naming it source in records and errors.
+func NewReader(r io.Reader, source string) *Reader {
+	return &Reader{
+		source: source,
+		br:     bufio.NewReaderSize(r, MaxLine),
+		layout: DefaultLayout,
+		cells:  make([][]byte, 0, maxCells),
+		spans:  make([]span, 0, maxCells),
+		names:  make(map[string]string),
+	}
+}
+
+// Source is the input's name.
+func (rd *Reader) Source() string { return rd.source }
+
+// Next returns the next record, or a *LineError for a line that yields
+// none (read on after it), or io.EOF at the end, or another error when the
+// input cannot be read further. The record is reused by later calls: copy
+// what you keep.
+func (rd *Reader) Next() (*Record, error) {
+	if rd.kind == kindUnknown {
+		rd.kind = rd.sniff()
+		if rd.kind == kindJSON {
+			rd.json = newJSONReader(rd)
+		}
+	}
+	if rd.kind == kindJSON {
+		return rd.json.next()
+	}
+	for rd.qi == rd.qn {
+		if rd.done != nil {
+			return nil, rd.done
+		}
+		rd.qi, rd.qn = 0, 0
+		rd.step()
+	}
+	o := rd.queue[rd.qi]
+	rd.qi++
+	return o.rec, o.err
+}
+
+func (rd *Reader) push(rec *Record, err error) {
+	rd.queue[rd.qn] = output{rec, err}
+	rd.qn++
+}
+
+// flushPending queues the held rdma text record, if any.
+func (rd *Reader) flushPending() {
+	if rd.pending != nil {
+		rd.push(rd.pending, nil)
+		rd.pending = nil
+	}
+}
+
+// step reads one line and queues what it yields.
+func (rd *Reader) step() {
+	line, last, long, err := rd.readLine()
+	switch {
+	case err != nil:
+		rd.flushPending()
+		rd.done = err
+		return
+	case long > 0:
+		rd.flushPending()
+		rd.push(nil, &LineError{Source: rd.source, Line: rd.line,
+			Expected: "a line of at most " + strconv.Itoa(MaxLine) + " bytes",
+			Found:    "a line of " + strconv.Itoa(long) + " bytes"})
+		return
+	}
+	if rd.pending != nil && len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+		// `rdma -p -d` puts driver attributes on indented lines after
+		// their record.
+		if lerr := rd.continueText(rd.pending, line); lerr == nil {
+			return
+		}
+	}
+	rec, lerr := rd.parseLine(line)
+	if lerr != nil {
+		lerr.Source, lerr.Line = rd.source, rd.line
+		if last {
+			lerr.Found += " (the last line has no line end: the input may be truncated)"
+		}
+		rd.flushPending()
+		rd.push(nil, lerr)
+		return
+	}
+	if rec == nil {
+		return
+	}
+	rd.flushPending()
+	if rec.Kind == KindRdmaText {
+		rd.pending = rec // complete once the next line is not a continuation
+		return
+	}
+	rd.push(rec, nil)
+}
+
+// sniff decides between JSON and lines from the first non-blank byte.
+func (rd *Reader) sniff() inputKind {
+	for n := 1; n <= 4096; n++ {
+		b, _ := rd.br.Peek(n)
+		if len(b) < n {
+			return kindLines
+		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[', '{':
+			return kindJSON
+		}
+		return kindLines
+	}
+	return kindLines
+}
+
+// readLine returns the next line without its line end (LF or CRLF); last
+// is true when the line had no line end. A line longer than MaxLine is
+// skipped: long is its length then.
+func (rd *Reader) readLine() (line []byte, last bool, long int, err error) {
+	b, err := rd.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		rd.line++
+		long = len(b)
+		for err == bufio.ErrBufferFull {
+			b, err = rd.br.ReadSlice('\n')
+			long += len(b)
+		}
+		if err != nil && err != io.EOF {
+			return nil, false, 0, fmt.Errorf("read %s: %w", printable(rd.source), err)
+		}
+		return nil, false, long, nil
+	}
+	if err == io.EOF {
+		if len(b) == 0 {
+			return nil, false, 0, io.EOF
+		}
+		last = true
+	} else if err != nil {
+		return nil, false, 0, fmt.Errorf("read %s: %w", printable(rd.source), err)
+	}
+	rd.line++
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	return b, last, 0, nil
+}

@@ -1,0 +1,251 @@
+package formats
+
+import (
+	"io"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rdmatrace/rdmatrace/debugfs"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Renderers for records read from saved state (`rdmatrace parse`).
+
+// ParsedObject lays out a parsed record as one NDJSON object. rdma_cm IDs
+// use the legacy columns under the keys source, line, dev-type, ifname,
+// port, netdev, src-addr, dst-addr, ps, state, lqpn, then the attributes
+// only `rdma` output has (cm-idn, qp-type), then pid, comm and the extra
+// columns under their lower-cased names. QPs carry "res": "qp" and
+// iproute2's qp keys. Absent values are left out, as `rdma -j` does.
+func ParsedObject(rec *debugfs.Record) Object {
+	r := &rec.Res
+	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	o := make(Object, 0, 16)
+	o = o.str("source", rec.Source).num("line", uint64(rec.Line))
+	if r.Type == rdma.ResQP {
+		o = o.str("res", "qp").str("ifname", r.DevName)
+		if h(rdma.HasPort) {
+			o = o.num("port", uint64(r.Port))
+		}
+		o = o.num("lqpn", uint64(r.LQPN))
+		if h(rdma.HasRQPN) {
+			o = o.num("rqpn", uint64(r.RQPN))
+		}
+		if h(rdma.HasQPType) {
+			o = o.str("type", r.QPType.String())
+		}
+		if h(rdma.HasState) {
+			o = o.str("state", r.QPState.String())
+		}
+		if h(rdma.HasRQPSN) {
+			o = o.num("rq-psn", uint64(r.RQPSN))
+		}
+		if h(rdma.HasSQPSN) {
+			o = o.num("sq-psn", uint64(r.SQPSN))
+		}
+		if h(rdma.HasPathMig) {
+			o = o.str("path-mig-state", r.PathMig.String())
+		}
+		if h(rdma.HasPDN) {
+			o = o.num("pdn", uint64(r.PDN))
+		}
+	} else {
+		if r.DevType != "" {
+			o = o.str("dev-type", r.DevType)
+		}
+		o = o.str("ifname", r.DevName)
+		if h(rdma.HasPort) {
+			o = o.num("port", uint64(r.Port))
+		}
+		if r.Netdev != "" {
+			o = o.str("netdev", r.Netdev)
+		}
+		if h(rdma.HasSrcAddr) {
+			o = o.str("src-addr", Endpoint(r.Src, r.SrcZone))
+		}
+		if h(rdma.HasDstAddr) {
+			o = o.str("dst-addr", Endpoint(r.Dst, r.DstZone))
+		}
+		if h(rdma.HasPS) {
+			o = o.str("ps", psName(r.PS))
+		}
+		if h(rdma.HasState) {
+			o = o.str("state", r.CMState.String())
+		}
+		if h(rdma.HasLQPN) {
+			o = o.num("lqpn", uint64(r.LQPN))
+		}
+		if h(rdma.HasCMIDN) {
+			o = o.num("cm-idn", uint64(r.CMIDN))
+		}
+		if h(rdma.HasQPType) {
+			o = o.str("qp-type", r.QPType.String())
+		}
+	}
+	if h(rdma.HasPID) {
+		o = o.num("pid", uint64(r.Owner.PID))
+	}
+	if c := commOf(r); c != "" {
+		o = o.str("comm", c) // as `rdma -j`: a kernel owner is the one without a pid
+	}
+	for _, kv := range r.Extra {
+		k := strings.ToLower(kv.Key)
+		if _, taken := o.Get(k); taken {
+			k = "extra-" + k // an extra column named like one of ours
+		}
+		o = o.str(k, kv.Value)
+	}
+	return o
+}
+
+// Endpoint writes ip:port, and [ip]:port or [ip%zone]:port for IPv6.
+func Endpoint(ap netip.AddrPort, zone string) string {
+	if zone != "" && ap.Addr().Is6() {
+		ap = netip.AddrPortFrom(ap.Addr().WithZone(zone), ap.Port())
+	}
+	return ap.String()
+}
+
+// psName is the port space as iproute2 names it, and SDP, which only
+// legacy dumps hold.
+func psName(ps rdma.PortSpace) string {
+	if ps == rdma.PSSDP {
+		return "SDP"
+	}
+	return ps.String()
+}
+
+// ParsedTable collects parsed records and renders them as tables: one for
+// rdma_cm IDs in the legacy columns (plus a SOURCE column, and columns for
+// whatever extras the records have), one for QPs. It holds every row until
+// Render, as any aligned table must; stream with NDJSON or the legacy
+// layout instead for very large inputs.
+type ParsedTable struct {
+	cm, qp [][]string
+	extras []string // extra column names, in first-seen order
+	cmExtr [][]rdma.KV
+}
+
+// cmFixed are the leading columns of the rdma_cm ID table.
+var cmFixed = []string{"SOURCE", "TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
+
+// Add copies what the table needs from rec.
+func (t *ParsedTable) Add(rec *debugfs.Record) {
+	r := &rec.Res
+	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	src := rec.Source + ":" + strconv.Itoa(rec.Line)
+	num := func(f rdma.Field, v uint32) string {
+		if !h(f) {
+			return ""
+		}
+		return strconv.FormatUint(uint64(v), 10)
+	}
+	comm := r.Owner.Comm
+	if r.Owner.KernName != "" {
+		comm = "[" + r.Owner.KernName + "]"
+	}
+	if r.Type == rdma.ResQP {
+		link := r.DevName + "/-"
+		if h(rdma.HasPort) {
+			link = r.DevName + "/" + strconv.FormatUint(uint64(r.Port), 10)
+		}
+		state, typ := "", ""
+		if h(rdma.HasState) {
+			state = r.QPState.String()
+		}
+		if h(rdma.HasQPType) {
+			typ = r.QPType.String()
+		}
+		t.qp = append(t.qp, []string{src, link, num(rdma.HasLQPN, r.LQPN), num(rdma.HasRQPN, r.RQPN),
+			typ, state, num(rdma.HasPDN, r.PDN), num(rdma.HasPID, r.Owner.PID), comm})
+		return
+	}
+	var src4, dst4, ps, state string
+	if h(rdma.HasSrcAddr) {
+		src4 = Endpoint(r.Src, r.SrcZone)
+	}
+	if h(rdma.HasDstAddr) {
+		dst4 = Endpoint(r.Dst, r.DstZone)
+	}
+	if h(rdma.HasPS) {
+		ps = psName(r.PS)
+	}
+	if h(rdma.HasState) {
+		state = r.CMState.String()
+	}
+	row := []string{src, r.DevType, r.DevName, num(rdma.HasPort, r.Port), r.Netdev, src4, dst4, ps, state, num(rdma.HasLQPN, r.LQPN)}
+	// Extras, by upper-case column name; the model's own attributes too.
+	var ex []rdma.KV
+	add := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if !slices.Contains(t.extras, k) {
+			t.extras = append(t.extras, k)
+			// The model's own attributes lead, in a fixed order.
+			slices.SortStableFunc(t.extras, func(a, b string) int { return extraRank(a) - extraRank(b) })
+		}
+		ex = append(ex, rdma.KV{Key: k, Value: v})
+	}
+	add("CM_IDN", num(rdma.HasCMIDN, r.CMIDN))
+	if h(rdma.HasQPType) {
+		add("QP_TYPE", r.QPType.String())
+	}
+	add("PID", num(rdma.HasPID, r.Owner.PID))
+	add("COMM", comm)
+	for _, kv := range r.Extra {
+		add(strings.ToUpper(kv.Key), kv.Value)
+	}
+	t.cm = append(t.cm, row)
+	t.cmExtr = append(t.cmExtr, ex)
+}
+
+// extraRank orders the table's extra columns: the model's attributes
+// first, then the dump's own extra columns as they were found.
+func extraRank(k string) int {
+	if i := slices.Index(modelExtras, k); i >= 0 {
+		return i
+	}
+	return len(modelExtras)
+}
+
+var modelExtras = []string{"CM_IDN", "QP_TYPE", "PID", "COMM"}
+
+// Len is the number of records added.
+func (t *ParsedTable) Len() int { return len(t.cm) + len(t.qp) }
+
+// Render writes the tables: rdma_cm IDs, then QPs after a blank line. With
+// no records it writes the rdma_cm ID header alone.
+func (t *ParsedTable) Render(w io.Writer) error {
+	if len(t.cm) > 0 || len(t.qp) == 0 {
+		tab := NewTable(append(slices.Clip(cmFixed), t.extras...)...)
+		for i, row := range t.cm {
+			cells := append(row, make([]string, len(t.extras))...)
+			for _, kv := range t.cmExtr[i] {
+				j := slices.Index(t.extras, kv.Key)
+				if cells[len(row)+j] == "" {
+					cells[len(row)+j] = kv.Value
+				}
+			}
+			tab.Append(cells...)
+		}
+		if err := tab.Render(w); err != nil {
+			return err
+		}
+		if len(t.qp) > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+	}
+	if len(t.qp) > 0 {
+		tab := NewTable("SOURCE", "LINK", "LQPN", "RQPN", "TYPE", "STATE", "PDN", "PID", "COMM")
+		for _, row := range t.qp {
+			tab.Append(row...)
+		}
+		return tab.Render(w)
+	}
+	return nil
+}
