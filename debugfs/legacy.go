@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -255,34 +256,40 @@ func isName(b []byte) bool {
 // parseEndpoint parses "a.b.c.d:port", "[v6]:port" or "[v6%zone]:port". An
 // IPv6 address without brackets is accepted too: the last ':' always
 // separates the port.
-func parseEndpoint(b []byte) (ap netip.AddrPort, zone string, ok bool) {
+func parseEndpoint(b []byte) (ap netip.AddrPort, zone []byte, ok bool) {
 	colon := bytes.LastIndexByte(b, ':')
 	if colon <= 0 {
-		return ap, "", false
+		return ap, nil, false
 	}
 	port, ok := parseUint(b[colon+1:], 0xffff)
 	if !ok {
-		return ap, "", false
+		return ap, nil, false
 	}
 	host := b[:colon]
 	if host[0] == '[' {
 		if len(host) < 3 || host[len(host)-1] != ']' {
-			return ap, "", false
+			return ap, nil, false
 		}
 		host = host[1 : len(host)-1]
 	} else if a, ok := parseIPv4(host); ok {
-		return netip.AddrPortFrom(a, uint16(port)), "", true
+		return netip.AddrPortFrom(a, uint16(port)), nil, true
 	}
 	if pct := bytes.IndexByte(host, '%'); pct >= 0 {
 		if pct == len(host)-1 {
-			return ap, "", false
+			return ap, nil, false
 		}
-		zone = string(host[pct+1:])
+		zone = host[pct+1:]
 		host = host[:pct]
 	}
-	a, err := netip.ParseAddr(string(host))
-	if err != nil || (zone != "" && !a.Is6()) {
-		return ap, "", false
+	if len(host) == 0 {
+		return ap, nil, false
+	}
+	// A string view of the bytes, not a copy: ParseAddr keeps nothing of
+	// its input once the zone is cut off, and its error is dropped here.
+	// This saves an allocation per IPv6 address.
+	a, err := netip.ParseAddr(unsafe.String(&host[0], len(host)))
+	if err != nil || (zone != nil && !a.Is6()) {
+		return ap, nil, false
 	}
 	return netip.AddrPortFrom(a, uint16(port)), zone, true
 }
@@ -455,10 +462,14 @@ func (rd *Reader) setCell(r *rdma.Resource, c *column, b []byte) {
 		r.Netdev = rd.intern(b)
 		r.Has |= rdma.HasNetdev
 	case colSrc:
-		r.Src, r.SrcZone, _ = parseEndpoint(b)
+		var zone []byte
+		r.Src, zone, _ = parseEndpoint(b)
+		r.SrcZone = rd.internZone(zone)
 		r.Has |= rdma.HasSrcAddr
 	case colDst:
-		r.Dst, r.DstZone, _ = parseEndpoint(b)
+		var zone []byte
+		r.Dst, zone, _ = parseEndpoint(b)
+		r.DstZone = rd.internZone(zone)
 		r.Has |= rdma.HasDstAddr
 	case colSpace:
 		r.PS, _ = parseSpace(b)
@@ -532,4 +543,11 @@ func headerNames(cells [][]byte) string {
 		s[i] = string(c)
 	}
 	return strings.Join(s, " ")
+}
+
+func (rd *Reader) internZone(z []byte) string {
+	if z == nil {
+		return ""
+	}
+	return rd.intern(z)
 }

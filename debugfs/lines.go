@@ -54,6 +54,12 @@ func (rd *Reader) setHeader(cells [][]byte) *LineError {
 	if rd.layout.equalNames(cells) {
 		return nil // the repeated header of concatenated files
 	}
+	for _, l := range rd.layouts {
+		if l.equalNames(cells) {
+			rd.layout = l // device files of one dump alternate among few headers
+			return nil
+		}
+	}
 	names := make([]string, len(cells))
 	for i, c := range cells {
 		names[i] = string(c)
@@ -64,8 +70,14 @@ func (rd *Reader) setHeader(cells [][]byte) *LineError {
 		return &LineError{Expected: le.expected, Found: le.found + " in header " + quoteFound([]byte(headerNames(cells)))}
 	}
 	rd.layout = l
+	if len(rd.layouts) < maxLayouts {
+		rd.layouts = append(rd.layouts, l)
+	}
 	return nil
 }
+
+// maxLayouts bounds the headers a reader remembers for reuse.
+const maxLayouts = 16
 
 // otherRdmaLine recognises `rdma` output this reader does not turn into
 // records, so the error says what the line is.

@@ -197,10 +197,11 @@ func (rd *Reader) setTextValue(r *rdma.Resource, k textKey, key, v []byte) strin
 	case tkSrc, tkDst:
 		// iproute2 writes "ip:port" without brackets even for IPv6;
 		// the last ':' separates the port.
-		ap, zone, ok := parseEndpoint(v)
+		ap, z, ok := parseEndpoint(v)
 		if !ok {
 			return "(ip:port)"
 		}
+		zone := rd.internZone(z)
 		if k == tkSrc {
 			r.Src, r.SrcZone, r.Has = ap, zone, r.Has|rdma.HasSrcAddr
 		} else {

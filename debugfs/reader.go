@@ -36,13 +36,14 @@ type Reader struct {
 	text    [2]Record // rdma text records: one pending, one being parsed
 	pending *Record   // an rdma text record that may go on on the next line
 
-	layout *Layout
-	origin string
-	m      matcher
-	cells  [][]byte
-	spans  []span
-	dec    []byte // decoded cells live here
-	names  map[string]string
+	layout  *Layout
+	layouts []*Layout // headers seen, to share their layouts
+	origin  string
+	m       matcher
+	cells   [][]byte
+	spans   []span
+	dec     []byte // decoded cells live here
+	names   map[string]string
 }
 
 type output struct {
