@@ -43,15 +43,18 @@ func TestResMatchesIproute2(t *testing.T) {
 			ours := run(t, *rdmatraceBin, ourArgs...)
 			keep(t, "rdma/"+name+".json", theirs)
 			keep(t, "rdmatrace/"+name+".json", ours)
-			compareObjects(t, theirs, ours)
+			compareObjects(t, typ, theirs, ours)
+			if typ == "srq" {
+				checkCommsFromProc(t, ours)
+			}
 		})
 	}
 	keepComms(t)
 }
 
-func compareObjects(t *testing.T, theirs, ours []byte) {
+func compareObjects(t *testing.T, typ string, theirs, ours []byte) {
 	t.Helper()
-	diffs, err := iproute2cmp.Compare(theirs, ours)
+	diffs, err := iproute2cmp.Compare(typ, theirs, ours)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +63,26 @@ func compareObjects(t *testing.T, theirs, ours []byte) {
 	}
 	if len(diffs) > 0 {
 		t.Logf("rdma:      %s\nrdmatrace: %s", theirs, ours)
+	}
+}
+
+// checkCommsFromProc checks each object's comm against /proc/PID/comm, for
+// types where iproute2's own comm cannot serve as the reference.
+func checkCommsFromProc(t *testing.T, ours []byte) {
+	t.Helper()
+	var objs []map[string]any
+	if err := json.Unmarshal(ours, &objs); err != nil {
+		t.Fatal(err)
+	}
+	var c proc.CommCache
+	for i, o := range objs {
+		pid, ok := o["pid"].(float64)
+		if !ok {
+			continue
+		}
+		if want := c.Comm(uint32(pid)); o["comm"] != want || want == "" {
+			t.Errorf("object %d: comm %v, /proc/%v/comm says %q", i, o["comm"], pid, want)
+		}
 	}
 }
 

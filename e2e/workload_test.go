@@ -84,26 +84,29 @@ func gidIndex(t *testing.T) string {
 	return ""
 }
 
-// startAll starts an rping pair, an ib_write_lat -R pair and an
-// ibv_rc_pingpong pair, and waits until all six RC QPs are in RTS.
+// startAll starts an rping pair, an ib_write_lat -R pair, an
+// ibv_rc_pingpong pair and an ibv_srq_pingpong pair (an SRQ with 4 QPs on
+// each side), and waits until all 14 RC QPs are in RTS.
 func startAll(t *testing.T) *workload {
 	w := &workload{t: t}
 	gid := gidIndex(t)
 	w.start("rping", "-s", "-a", addr, "-p", "7174", "-C", "10000000")
 	w.start("ib_write_lat", "-d", device, "-R", "-p", "18516", "-n", "100000000")
 	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18515", "-n", "100000000")
+	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18517", "-q", "4", "-n", "100000000")
 	time.Sleep(time.Second) // servers listen before clients connect
 	w.start("rping", "-c", "-a", addr, "-p", "7174", "-C", "10000000")
 	w.start("ib_write_lat", "-d", device, "-R", "-p", "18516", "-n", "100000000", addr)
 	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18515", "-n", "100000000", addr)
-	waitFor(t, 90*time.Second, "6 RC QPs in RTS", func() bool {
+	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18517", "-q", "4", "-n", "100000000", addr)
+	waitFor(t, 90*time.Second, "14 RC QPs in RTS", func() bool {
 		n := 0
 		for _, r := range snapshot(t, rdma.ResQP) {
 			if r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS {
 				n++
 			}
 		}
-		return n >= 6
+		return n >= 14
 	})
 	return w
 }

@@ -15,6 +15,7 @@ const (
 	Str                 // a JSON string
 	Hex                 // a key: a JSON string of lower-case hex digits (iproute2), 0x... in text
 	StrList             // a JSON array of strings (an SRQ's QP list)
+	Bool                // a JSON true/false; "on"/"off" in text (iproute2's print_on_off)
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -33,6 +34,8 @@ func (f *Field) Text() string {
 		return strconv.FormatUint(f.Num, 10)
 	case Hex:
 		return "0x" + strconv.FormatUint(f.Num, 16)
+	case Bool:
+		return onOff(f.Num != 0)
 	case StrList:
 		s := ""
 		for i, v := range f.List {
@@ -118,7 +121,7 @@ func ResourceObject(r *rdma.Resource) Object {
 			o = o.str("poll-ctx", r.PollCtx.String())
 		}
 		if h(rdma.HasDIM) {
-			o = o.str("adaptive-moderation", onOff(r.DIM))
+			o = o.boolean("adaptive-moderation", r.DIM)
 		}
 		if h(rdma.HasCTXN) {
 			o = o.num("ctxn", uint64(r.CTXN))
@@ -252,7 +255,7 @@ func DeviceObject(d *rdma.Device) Object {
 	}
 	o = o.str("node_guid", guid(d.NodeGUID)).str("sys_image_guid", guid(d.SysImageGUID))
 	if d.DIM != nil {
-		o = o.str("adaptive-moderation", onOff(*d.DIM))
+		o = o.boolean("adaptive-moderation", *d.DIM)
 	}
 	if d.Protocol != "" {
 		o = o.str("protocol", d.Protocol)
@@ -285,4 +288,12 @@ func PortObject(p *rdma.Port) Object {
 // guid prints a 64-bit GUID as iproute2 does: four groups of 16 bits.
 func guid(v uint64) string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", v>>48, (v>>32)&0xffff, (v>>16)&0xffff, v&0xffff)
+}
+
+func (o Object) boolean(k string, v bool) Object {
+	f := Field{Key: k, Kind: Bool}
+	if v {
+		f.Num = 1
+	}
+	return append(o, f)
 }

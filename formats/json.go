@@ -26,6 +26,8 @@ func AppendJSON(b []byte, o Object) []byte {
 			b = append(b, '"')
 			b = strconv.AppendUint(b, f.Num, 16)
 			b = append(b, '"')
+		case Bool:
+			b = strconv.AppendBool(b, f.Num != 0)
 		case StrList:
 			b = append(b, '[')
 			for j, s := range f.List {

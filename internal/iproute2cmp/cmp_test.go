@@ -20,7 +20,7 @@ func TestCompare(t *testing.T) {
 		{"count", `[{"a":1}]`, `[]`, []string{"rdmatrace lists 0 objects, rdma lists 1"}},
 		{"order", `[{"a":1},{"a":2}]`, `[{"a":2},{"a":1}]`, []string{"object 0", "object 1"}},
 	} {
-		got, err := Compare([]byte(tc.theirs), []byte(tc.ours))
+		got, err := Compare("qp", []byte(tc.theirs), []byte(tc.ours))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -34,7 +34,13 @@ func TestCompare(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Compare([]byte(`{}`), []byte(`[]`)); err == nil {
+	if d, _ := Compare("srq", []byte(`[{"comm":"17-20"}]`), []byte(`[{"comm":"ibv_srq_pingpon"}]`)); len(d) != 0 {
+		t.Errorf("srq comm, broken in iproute2 6.1, was compared: %q", d)
+	}
+	if d, _ := Compare("srq", []byte(`[{"comm":"17-20"}]`), []byte(`[{}]`)); len(d) != 1 {
+		t.Errorf("a missing srq comm was not reported: %q", d)
+	}
+	if _, err := Compare("qp", []byte(`{}`), []byte(`[]`)); err == nil {
 		t.Error("a JSON object instead of an array was accepted")
 	}
 }

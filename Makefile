@@ -1,0 +1,67 @@
+# rdmatrace. `make demo` boots a guest with soft-RoCE and shows rdmatrace's
+# view of an rping pair; `make test` runs every test, guest tests included.
+
+GO       ?= go
+KERNELS  ?= 6.1 6.12
+BIN      := bin/rdmatrace
+E2E_BIN  := bin/e2e.test
+FUZZTIME ?= 5s
+# E2E_RUN selects guest tests by name (go test -run syntax).
+E2E_RUN  ?= .
+
+.PHONY: all build unit fuzz e2e test capture generate bench demo clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/rdmatrace
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# Every fuzz target for a short while; longer runs: make fuzz FUZZTIME=5m.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+$(E2E_BIN): build
+	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(E2E_BIN) ./e2e
+
+# The end-to-end tests run inside a qemu guest on each kernel in KERNELS.
+# One kernel, one test: make e2e KERNELS=6.12 E2E_RUN=TestResMatchesIproute2
+e2e: $(E2E_BIN)
+	@set -e; for k in $(KERNELS); do \
+	  echo "== e2e on Debian $$k"; \
+	  guest/run -k $$k -t 900 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
+	done
+
+test: unit fuzz e2e
+
+# Re-record the netlink replies and iproute2's output that the replay unit
+# tests use (testdata/netlink/KERNEL), from a guest running real workloads.
+capture: $(E2E_BIN)
+	@set -e; for k in $(KERNELS); do \
+	  guest/run -k $$k -t 600 -o out/capture-$$k -- $(E2E_BIN) -test.run TestResMatchesIproute2 -rdmatrace $(BIN); \
+	  rm -rf testdata/netlink/$$k && mkdir -p testdata/netlink/$$k; \
+	  cp -r out/capture-$$k/netlink out/capture-$$k/rdma out/capture-$$k/comm.json testdata/netlink/$$k/; \
+	done
+
+-include bpf/bpf.mk
+
+generate: $(if $(wildcard bpf/bpf.mk),bpf-generate)
+	$(GO) generate ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	guest/run -k 6.1 -t 1200 -o out/bench-res -- guest/bench-res.sh $(BIN)
+
+demo: build
+	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# kernel.sh 6.1|6.12 — fetch Debian's kernel package, unpack it, run depmod
+# and build a small initramfs; prints the cache directory that holds vmlinuz,
+# modules/ and initramfs.cpio. Cached by the exact package version, so a new
+# Debian ABI is simply fetched anew.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${RDMATRACE_GUEST_CACHE:-$here/cache}
+series=${1:-6.1}
+
+case $series in
+6.1) meta=linux-image-amd64 ;;
+6.12) meta=linux-image-6.12-amd64 ;;
+*)
+	echo "guest: unknown kernel series '$series': use 6.1 or 6.12" >&2
+	exit 2
+	;;
+esac
+
+# The metapackage depends on the current ABI's image, e.g. linux-image-6.1.0-56-amd64.
+pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+if [ -z "$pkg" ]; then
+	echo "guest: cannot resolve the kernel package of $meta (apt-get update?)" >&2
+	exit 1
+fi
+version=$(apt-cache policy "$pkg" | awk '/Candidate:/ { print $2 }')
+dir="$cache/$pkg-$version"
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+if [ -f "$dir/ready" ]; then
+	echo "$dir"
+	exit 0
+fi
+
+rm -rf "$dir" && mkdir -p "$dir/debs"
+echo "guest: fetching $pkg $version" >&2
+(cd "$dir/debs" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version" >&2)
+mkdir -p "$dir/root"
+dpkg-deb -x "$dir"/debs/*.deb "$dir/root"
+kver=$(ls "$dir/root/lib/modules" 2>/dev/null || ls "$dir/root/usr/lib/modules")
+modroot=$dir/root
+[ -d "$modroot/lib/modules/$kver" ] || modroot=$dir/root/usr
+ln -s "$modroot/lib/modules/$kver" "$dir/modules"
+cp "$dir/root/boot/vmlinuz-$kver" "$dir/vmlinuz"
+echo "$kver" >"$dir/kver"
+# The .deb ships no modules.dep.
+depmod -b "$modroot" "$kver"
+
+# initramfs: busybox and what it takes to mount 9p and overlay.
+ird=$dir/initramfs
+mkdir -p "$ird"/{bin,dev,proc,sys,mnt,newroot,lib/mod}
+cp /bin/busybox "$ird/bin/busybox"
+: >"$ird/lib/mod/order"
+for m in virtio_pci 9pnet_virtio 9p overlay; do
+	modprobe -d "$modroot" -S "$kver" --show-depends "$m"
+done | awk '$1 == "insmod" { print $2 }' | while read -r ko; do
+	name=$(basename "$ko")
+	case $ko in
+	*.xz) xz -dc "$ko" >"$ird/lib/mod/${name%.xz}" && name=${name%.xz} ;;
+	*.zst) zstd -qdc "$ko" >"$ird/lib/mod/${name%.zst}" && name=${name%.zst} ;;
+	*) cp "$ko" "$ird/lib/mod/$name" ;;
+	esac
+	grep -qx "$name" "$ird/lib/mod/order" || echo "$name" >>"$ird/lib/mod/order"
+done
+cp "$here/lib/init.sh" "$ird/init"
+chmod +x "$ird/init"
+echo "$kver" >"$ird/kver"
+(cd "$ird" && find . | /bin/busybox cpio -o -H newc 2>/dev/null) >"$dir/initramfs.cpio"
+rm -rf "$dir/debs" "$ird"
+touch "$dir/ready"
+echo "$dir"

@@ -1,0 +1,31 @@
+#!/bin/bash
+# PID 1 in the guest's real root: mount the rest, run the command with its
+# output on the second serial port, record its status, power off.
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /var/tmp
+mount -t tmpfs tmpfs /var/log 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+hostname rdmatrace-guest
+ip link set lo up
+ulimit -l unlimited
+ulimit -n 65536
+echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+
+exch=/run/guest-out
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+# shellcheck disable=SC1091
+. "$exch/.guest/env"
+export GUEST_OUT=$exch HOME=/root
+cd "$GUEST_CWD" || echo "guest: no directory $GUEST_CWD" >/dev/ttyS1
+bash "$exch/.guest/cmd.sh" </dev/null >/dev/ttyS1 2>&1
+rc=$?
+echo "$rc" >"$exch/.guest/rc"
+sync
+echo o >/proc/sysrq-trigger
+sleep 10

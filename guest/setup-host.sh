@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs, from Debian's archive, what the guest harness and the guest
+# workloads need. Quick when everything is already there.
+set -euo pipefail
+
+packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-utils ibverbs-providers
+	rdmacm-utils perftest iproute2 util-linux procps)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+# apt-cache needs package lists to resolve the kernel packages.
+lists=$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' 2>/dev/null | head -1)
+if [ ${#missing[@]} -eq 0 ] && [ -n "$lists" ]; then
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "guest: need root to install ${missing[*]:-package lists} (apt-get)" >&2
+	exit 1
+fi
+echo "guest: installing ${missing[*]:-package lists}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+if [ ${#missing[@]} -gt 0 ]; then
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
