@@ -2,6 +2,7 @@ package debugfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,10 +37,17 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 	if !st.IsDir() {
 		return []Input{fileInput(path)}, nil
 	}
+	// One unreadable file or directory must not hide the rest of a
+	// bundle: errors are collected and the walk goes on.
 	var out []Input
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	var errs []error
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			if d != nil && d.IsDir() && p != path {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if !d.Type().IsRegular() {
 			return nil
@@ -48,17 +56,15 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			out = append(out, fileInput(p))
 			return nil
 		}
-		ok, err := holdsRDMAState(p)
-		if err != nil {
-			return err
-		}
-		if ok {
+		if ok, err := holdsRDMAState(p); err != nil {
+			errs = append(errs, err)
+		} else if ok {
 			out = append(out, fileInput(p))
 		}
 		return nil
 	})
-	if err != nil {
-		return out, fmt.Errorf("walk %s: %w", printable(path), err)
+	if len(errs) > 0 {
+		return out, fmt.Errorf("walk %s: %w", printable(path), errors.Join(errs...))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"slices"
 	"strconv"
@@ -92,7 +93,36 @@ func AppendLegacyRow(b []byte, r *rdma.Resource, cols []string) []byte {
 			b = b[:n]
 		}
 	}
-	return b
+	return guardFirstCell(b, start)
+}
+
+// guardFirstCell escapes what would make a reader take the row for a
+// wrapping: a ':' before the first blank reads as a grep "path:" prefix,
+// and "==>" at the start as a head/tail separator. The reader decodes the
+// escapes back, so the cells are unchanged.
+func guardFirstCell(b []byte, start int) []byte {
+	row := b[start:]
+	end := bytes.IndexByte(row, ' ')
+	if end < 0 {
+		end = len(row)
+	}
+	colon := bytes.IndexByte(row[:end], ':') >= 0
+	arrow := bytes.HasPrefix(row, []byte("==>"))
+	if !colon && !arrow {
+		return b
+	}
+	guarded := make([]byte, 0, len(row)+8)
+	for i, c := range row {
+		switch {
+		case i == 0 && arrow:
+			guarded = append(guarded, `\x3d`...)
+		case i < end && c == ':':
+			guarded = append(guarded, `\x3a`...)
+		default:
+			guarded = append(guarded, c)
+		}
+	}
+	return append(b[:start], guarded...)
 }
 
 func appendLegacyCell(b []byte, r *rdma.Resource, col string) []byte {

@@ -212,6 +212,10 @@ func FuzzLegacyRoundTrip(f *testing.F) {
 		"TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM TOS X\nIB 1 ib0 [fe80::1%ib0]:1 IB LISTEN 0 16 a\\x20b\n",
 		"/sys/kernel/debug/rdma_cm/mthca0:mthca0 0 0.0.0.0:7174 TCP LISTEN 0\r\n",
 		"link rxe0/1 cm-idn 3 state LISTEN ps TCP src-addr 0.0.0.0:1\n",
+		// Rows the writer must guard: a first cell with ':' would read
+		// as a grep prefix, "==> x <==" as a head/tail separator.
+		"A DEVICE STATE B\nA:A: A LISTEN",
+		"DEVICE STATE X\n==>\tLISTEN <==\n",
 	} {
 		f.Add([]byte(s))
 	}
