@@ -189,12 +189,18 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 	case hasField(fields, "sq-psn"):
 		keys, r.Type = qpKeys, rdma.ResQP
 	case !hasField(fields, "ps"):
+		const expected = "a cm_id object (with \"ps\") or a qp object (with \"sq-psn\")"
 		keys := make([]string, len(fields))
 		for i, f := range fields {
 			keys[i] = f.key
+			if t, ok := idKeyTypes[f.key]; ok && i == 2 {
+				return nil, &LineError{Expected: expected, Found: "an `rdma -j res show " + t + "` object"}
+			}
 		}
-		return nil, &LineError{Expected: "a cm_id object (with \"ps\") or a qp object (with \"sq-psn\")",
-			Found: "an object with keys " + quoteFound([]byte(strings.Join(keys, ",")))}
+		if hasField(fields, "cm_id") && hasField(fields, "qp") {
+			return nil, &LineError{Expected: expected, Found: "an `rdma -j res show` summary object"}
+		}
+		return nil, &LineError{Expected: expected, Found: "an object with keys " + quoteFound([]byte(strings.Join(keys, ",")))}
 	}
 	rd := jr.rd
 	for _, f := range fields {

@@ -277,3 +277,35 @@ func equalResources(a, b *rdma.Resource) bool {
 	x.DevIndex, y.DevIndex = 0, 0
 	return reflect.DeepEqual(x, y)
 }
+
+// TestReadsRdmaJSONCapturedInTheGuest reads `rdma -j res show cm_id|qp`
+// as iproute2 wrote it on Debian 6.1 and 6.12 guests (the netlink
+// fixtures), and tells the other resources' output apart.
+func TestReadsRdmaJSONCapturedInTheGuest(t *testing.T) {
+	for _, k := range []string{"6.1", "6.12"} {
+		for _, res := range []string{"cm_id", "qp", "cq", "summary"} {
+			path := filepath.Join("../testdata/netlink", k, "rdma", res+".json")
+			f, err := os.Open(path)
+			if err != nil {
+				t.Skipf("no capture: %v", err)
+			}
+			recs, lerrs := readAll(t, f, path)
+			f.Close()
+			switch res {
+			case "cm_id", "qp":
+				if len(lerrs) != 0 || len(recs) == 0 {
+					t.Errorf("%s: %d records, errors %v", path, len(recs), lerrs)
+				}
+				for _, r := range recs {
+					if r.Res.Type.String() != res || r.Res.DevName == "" || r.Res.Has&rdma.HasState == 0 {
+						t.Errorf("%s:%d read as %+v", path, r.Line, r.Res)
+					}
+				}
+			default:
+				if len(recs) != 0 || len(lerrs) == 0 || !strings.Contains(lerrs[0].Found, "rdma -j res show") {
+					t.Errorf("%s: %d records, errors %v", path, len(recs), lerrs)
+				}
+			}
+		}
+	}
+}
