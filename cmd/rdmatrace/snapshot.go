@@ -300,16 +300,18 @@ func runRes(c *cli.Context) error {
 			kept = append(kept, *r)
 		}
 	}
-	if err := writeResources(os.Stdout, format, t, kept); err != nil {
+	if format == outLegacy {
+		err = writeLegacy(os.Stdout, cl, devs, kept)
+	} else {
+		err = writeResources(os.Stdout, format, t, kept)
+	}
+	if err != nil {
 		return err
 	}
 	return partial(errors.Join(derr, rerr))
 }
 
 func writeResources(w io.Writer, format string, t rdma.ResType, rs []rdma.Resource) error {
-	if format == outLegacy {
-		return writeLegacy(w, rs)
-	}
 	objs := make([]formats.Object, len(rs))
 	for i := range rs {
 		objs[i] = formats.ResourceObject(&rs[i])
