@@ -13,8 +13,12 @@ E2E_RUN  ?= .
 
 all: build
 
+# No symbol tables and no urfave/cli doc generator: a smaller binary starts
+# measurably faster, which matters under the guest's emulated CPU.
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/rdmatrace
+	$(GOBUILD) -o $(BIN) ./cmd/rdmatrace
 
 unit:
 	$(GO) vet ./...
