@@ -3,9 +3,11 @@ module github.com/rdmatrace/rdmatrace
 go 1.26.0
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/mdlayher/netlink v1.11.2
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -26,5 +28,4 @@ require (
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/net v0.53.0 // indirect
 	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 )

@@ -16,6 +16,7 @@ const (
 	Hex                 // a key: a JSON string of lower-case hex digits (iproute2), 0x... in text
 	StrList             // a JSON array of strings (an SRQ's QP list)
 	Bool                // a JSON true/false; "on"/"off" in text (iproute2's print_on_off)
+	Int                 // a signed JSON number, stored in Num as int64
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -36,6 +37,8 @@ func (f *Field) Text() string {
 		return "0x" + strconv.FormatUint(f.Num, 16)
 	case Bool:
 		return onOff(f.Num != 0)
+	case Int:
+		return strconv.FormatInt(int64(f.Num), 10)
 	case StrList:
 		s := ""
 		for i, v := range f.List {

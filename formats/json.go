@@ -28,6 +28,8 @@ func AppendJSON(b []byte, o Object) []byte {
 			b = append(b, '"')
 		case Bool:
 			b = strconv.AppendBool(b, f.Num != 0)
+		case Int:
+			b = strconv.AppendInt(b, int64(f.Num), 10)
 		case StrList:
 			b = append(b, '[')
 			for j, s := range f.List {

@@ -296,14 +296,14 @@ func decodeEntry(r *rdma.Resource, data []byte) error {
 		case attrResSrcAddr:
 			ad.Do(func(b []byte) error {
 				var err error
-				r.Src, r.SrcZone, err = decodeSockaddr(b)
+				r.Src, r.SrcZone, err = DecodeSockaddr(b)
 				r.Has |= rdma.HasSrcAddr
 				return err
 			})
 		case attrResDstAddr:
 			ad.Do(func(b []byte) error {
 				var err error
-				r.Dst, r.DstZone, err = decodeSockaddr(b)
+				r.Dst, r.DstZone, err = DecodeSockaddr(b)
 				r.Has |= rdma.HasDstAddr
 				return err
 			})
@@ -423,10 +423,10 @@ const (
 	afIB    = 27
 )
 
-// decodeSockaddr reads the kernel's sockaddr_storage. AF_IB addresses
+// DecodeSockaddr reads the kernel's sockaddr_storage. AF_IB addresses
 // (struct sockaddr_ib) are shown as their GID with the low 16 bits of the
 // service id, which is where rdma_cm keeps the port.
-func decodeSockaddr(b []byte) (netip.AddrPort, string, error) {
+func DecodeSockaddr(b []byte) (netip.AddrPort, string, error) {
 	if len(b) < 2 {
 		return netip.AddrPort{}, "", fmt.Errorf("socket address of %d bytes, expected at least 2", len(b))
 	}

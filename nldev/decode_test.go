@@ -186,7 +186,7 @@ func TestSockaddrFamilies(t *testing.T) {
 		{"short ipv4", sockaddrIn("192.0.2.1", 80)[:6], "", "expected at least 8"},
 		{"empty", nil, "", "expected at least 2"},
 	} {
-		got, _, err := decodeSockaddr(tc.in)
+		got, _, err := DecodeSockaddr(tc.in)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)

@@ -1,0 +1,591 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+// rdmatrace's kernel side: CO-RE programs on ib_core's resource tracking,
+// the rdma_cma tracepoints, QP modification, rdma_cm ID creation and device
+// (un)registration. Every hook exists twice: the BTF variant (fentry/fexit,
+// tp_btf), which is cheapest, and a fallback (kprobe/kretprobe, raw_tp)
+// for kernels where the first cannot attach. User space picks per hook.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TASK_COMM_LEN 16
+#define DEV_NAME_LEN 64 /* IB_DEVICE_NAME_MAX */
+#define KERN_NAME_LEN 32
+#define ADDR_LEN 28 /* sizeof(struct sockaddr_in6), as the tracepoints copy */
+#define IB_QP_STATE_MASK 1 /* IB_QP_STATE in enum ib_qp_attr_mask */
+#define STATE_UNKNOWN 0xff
+
+enum event_kind {
+	EV_RES_ADD = 1,       /* rdma_restrack_add returned: the object is tracked */
+	EV_RES_DEL = 2,       /* rdma_restrack_del: MR, CM_ID, CTX, COUNTER freed */
+	EV_RES_BEGIN_DEL = 3, /* PD/CQ/QP/SRQ destruction started */
+	EV_RES_COMMIT_DEL = 4,/* ... and done: the object is gone */
+	EV_RES_ABORT_DEL = 5, /* ... and failed: the object stays */
+	EV_QP_STATE = 6,      /* a QP changed state */
+	EV_CM_ID_CREATE = 7,  /* an rdma_cm ID was created (not yet tracked) */
+	EV_CM = 8,            /* an rdma_cma tracepoint; cm_tp says which */
+	EV_DEV_REGISTER = 9,
+	EV_DEV_UNREGISTER = 10,
+	EV_DEV_UNREGISTERED = 11,
+};
+
+/* rdma_cma tracepoints, in EV_CM's cm_tp. */
+enum cm_tp {
+	CM_TP_EVENT_HANDLER = 1,
+	CM_TP_EVENT_DONE,
+	CM_TP_REQ_HANDLER,
+	CM_TP_SEND_REQ,
+	CM_TP_SEND_REP,
+	CM_TP_SEND_RTU,
+	CM_TP_SEND_REJ,
+	CM_TP_SEND_MRA,
+	CM_TP_DISCONNECT,
+	CM_TP_SENT_DREQ,
+	CM_TP_SENT_DREP,
+	CM_TP_ID_ATTACH,
+	CM_TP_ID_DESTROY,
+	CM_TP_QP_CREATE,
+	CM_TP_QP_DESTROY,
+};
+
+/* Flags in event.flags. */
+#define F_USER (1 << 0)      /* a user-space object */
+#define F_HAS_DEV (1 << 1)   /* dev_index/dev_name are set */
+#define F_HAS_OWNER (1 << 2) /* owner_* are set (res->task was not NULL) */
+#define F_HAS_STATE (1 << 3) /* new_state is set */
+#define F_HAS_QP (1 << 4)    /* qpn/qp_type are set */
+#define F_HAS_CM (1 << 5)    /* cm_event/status are set */
+#define F_HAS_ADDR (1 << 6)  /* src/dst/ps are set */
+
+struct event {
+	__u64 ts;     /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u64 cgroup; /* the actor's cgroup v2 id */
+	__u64 obj;    /* kernel address of the object: identity across events */
+	__u32 kind;
+	__u32 flags;
+	__u32 dev_index;
+	__u32 port;
+	__u32 id; /* restrack id (cm-idn, cqn, pdn, ...); lqpn for QPs lives in qpn */
+	__u32 qpn;
+	__u32 owner_pid; /* tgid of res->task */
+	__u32 owner_tid;
+	__u32 actor_pid;
+	__u32 actor_tid;
+	__u32 cm_event;
+	__s32 status;
+	__u32 ps;
+	__u32 cm_tp;
+	__u8 res_type; /* enum rdma_restrack_type */
+	__u8 qp_type;
+	__u8 old_state;
+	__u8 new_state;
+	__u8 pad[4];
+	char dev_name[DEV_NAME_LEN];
+	char owner_comm[TASK_COMM_LEN];
+	char kern_name[KERN_NAME_LEN];
+	char actor_comm[TASK_COMM_LEN];
+	__u8 src[ADDR_LEN];
+	__u8 dst[ADDR_LEN];
+};
+
+/* Keep the type in the object so bpf2go -type can generate it. */
+const struct event *unused_event __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22); /* user space may resize */
+} events SEC(".maps");
+
+/* Events that found the ring buffer full: counted here, never silent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+/* Last known state of each QP, by address, to report old -> new. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} qp_states SEC(".maps");
+
+/* Arguments saved at kprobe entry for the kretprobe fallbacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, __u64);
+} entry_args SEC(".maps");
+
+static __always_inline struct event *reserve(__u32 kind)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+		if (n)
+			(*n)++;
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts = bpf_ktime_get_ns();
+	e->kind = kind;
+	__u64 id = bpf_get_current_pid_tgid();
+	e->actor_pid = id >> 32;
+	e->actor_tid = (__u32)id;
+	e->cgroup = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(e->actor_comm, sizeof(e->actor_comm));
+	return e;
+}
+
+static __always_inline void set_dev(struct event *e, struct ib_device *dev)
+{
+	if (!dev)
+		return;
+	e->dev_index = BPF_CORE_READ(dev, index);
+	BPF_CORE_READ_STR_INTO(&e->dev_name, dev, name);
+	e->flags |= F_HAS_DEV;
+}
+
+/* The owner is res->task (user objects) or res->kern_name (kernel
+ * objects), never the current task: rdma_cm runs in workqueues. */
+static __always_inline void set_owner(struct event *e, struct rdma_restrack_entry *res)
+{
+	struct task_struct *task = BPF_CORE_READ(res, task);
+	const char *kern = BPF_CORE_READ(res, kern_name);
+
+	e->res_type = BPF_CORE_READ(res, type);
+	e->id = BPF_CORE_READ(res, id);
+	if (BPF_CORE_READ(res, user))
+		e->flags |= F_USER;
+	if (task) {
+		e->owner_pid = BPF_CORE_READ(task, tgid);
+		e->owner_tid = BPF_CORE_READ(task, pid);
+		BPF_CORE_READ_STR_INTO(&e->owner_comm, task, comm);
+		e->flags |= F_HAS_OWNER;
+	}
+	if (kern)
+		bpf_probe_read_kernel_str(e->kern_name, sizeof(e->kern_name), kern);
+}
+
+#define container(ptr, type, member) ((type *)((void *)(ptr) - bpf_core_field_offset(type, member)))
+
+static __always_inline void set_qp(struct event *e, struct ib_qp *qp)
+{
+	e->qpn = BPF_CORE_READ(qp, qp_num);
+	e->qp_type = BPF_CORE_READ(qp, qp_type);
+	e->port = BPF_CORE_READ(qp, port);
+	e->flags |= F_HAS_QP;
+}
+
+static __always_inline void set_cm(struct event *e, struct rdma_id_private *id)
+{
+	e->obj = (__u64)id;
+	set_owner(e, &id->res);
+	e->res_type = 3; /* RDMA_RESTRACK_CM_ID, also before it is tracked */
+	set_dev(e, BPF_CORE_READ(id, id.device));
+	e->port = BPF_CORE_READ(id, id.port_num);
+	e->ps = BPF_CORE_READ(id, id.ps);
+	e->qp_type = BPF_CORE_READ(id, id.qp_type);
+	e->qpn = BPF_CORE_READ(id, qp_num);
+	if (e->qpn)
+		e->flags |= F_HAS_QP;
+	e->new_state = BPF_CORE_READ(id, state);
+	e->flags |= F_HAS_STATE | F_HAS_ADDR;
+	bpf_probe_read_kernel(e->src, ADDR_LEN, &id->id.route.addr.src_addr);
+	bpf_probe_read_kernel(e->dst, ADDR_LEN, &id->id.route.addr.dst_addr);
+}
+
+/* Fill what each restrack type knows: its device, and for QPs the number,
+ * type and port. */
+static __always_inline void set_res(struct event *e, struct rdma_restrack_entry *res)
+{
+	set_owner(e, res);
+	switch (e->res_type) {
+	case 0: { /* PD */
+		struct ib_pd *pd = container(res, struct ib_pd, res);
+		e->obj = (__u64)pd;
+		set_dev(e, BPF_CORE_READ(pd, device));
+		break;
+	}
+	case 1: { /* CQ */
+		struct ib_cq *cq = container(res, struct ib_cq, res);
+		e->obj = (__u64)cq;
+		set_dev(e, BPF_CORE_READ(cq, device));
+		break;
+	}
+	case 2: { /* QP */
+		struct ib_qp *qp = container(res, struct ib_qp, res);
+		e->obj = (__u64)qp;
+		set_dev(e, BPF_CORE_READ(qp, device));
+		set_qp(e, qp);
+		break;
+	}
+	case 3: { /* CM_ID */
+		struct rdma_id_private *id = container(res, struct rdma_id_private, res);
+		__u32 rid = e->id;
+		set_cm(e, id);
+		e->id = rid;
+		break;
+	}
+	case 4: { /* MR */
+		struct ib_mr *mr = container(res, struct ib_mr, res);
+		e->obj = (__u64)mr;
+		set_dev(e, BPF_CORE_READ(mr, device));
+		break;
+	}
+	case 5: { /* CTX */
+		struct ib_ucontext *ctx = container(res, struct ib_ucontext, res);
+		e->obj = (__u64)ctx;
+		set_dev(e, BPF_CORE_READ(ctx, device));
+		break;
+	}
+	case 7: { /* SRQ */
+		struct ib_srq *srq = container(res, struct ib_srq, res);
+		e->obj = (__u64)srq;
+		set_dev(e, BPF_CORE_READ(srq, device));
+		break;
+	}
+	default:
+		e->obj = (__u64)res;
+	}
+}
+
+static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
+{
+	if (!res)
+		return 0;
+	struct event *e = reserve(kind);
+	if (!e)
+		return 0;
+	set_res(e, res);
+	if (e->res_type == 2) {
+		__u64 key = e->obj;
+		if (kind == EV_RES_ADD) {
+			__u8 reset = 0;
+			bpf_map_update_elem(&qp_states, &key, &reset, BPF_ANY);
+			e->new_state = 0; /* QPs are created in RESET */
+			e->flags |= F_HAS_STATE;
+		} else if (kind == EV_RES_COMMIT_DEL || kind == EV_RES_DEL) {
+			bpf_map_delete_elem(&qp_states, &key);
+		}
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int emit_qp_state(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, int ret)
+{
+	if (ret != 0 || !(mask & IB_QP_STATE_MASK) || !qp || !attr)
+		return 0;
+	struct event *e = reserve(EV_QP_STATE);
+	if (!e)
+		return 0;
+	__u64 key = (__u64)qp;
+	__u8 new_state = BPF_CORE_READ(attr, qp_state);
+	__u8 *old = bpf_map_lookup_elem(&qp_states, &key);
+	e->old_state = old ? *old : STATE_UNKNOWN;
+	e->new_state = new_state;
+	bpf_map_update_elem(&qp_states, &key, &new_state, BPF_ANY);
+	set_res(e, &qp->res);
+	e->flags |= F_HAS_STATE;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int emit_cm(__u32 tp, struct rdma_id_private *id, struct rdma_cm_event *ev, int status)
+{
+	/* tp_btf arguments may be NULL as far as the verifier knows (6.12
+	 * says trusted_ptr_or_null): check before any offset arithmetic. */
+	if (!id)
+		return 0;
+	struct event *e = reserve(EV_CM);
+	if (!e)
+		return 0;
+	set_cm(e, id);
+	e->cm_tp = tp;
+	if (ev) {
+		e->cm_event = BPF_CORE_READ(ev, event);
+		e->status = BPF_CORE_READ(ev, status);
+		e->flags |= F_HAS_CM;
+	} else if (tp == CM_TP_QP_CREATE) {
+		e->status = status;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int emit_dev(__u32 kind, struct ib_device *dev)
+{
+	struct event *e = reserve(kind);
+	if (!e)
+		return 0;
+	e->obj = (__u64)dev;
+	set_dev(e, dev);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* ---- BTF variants ---- */
+
+SEC("fexit/rdma_restrack_add")
+int BPF_PROG(fexit_restrack_add, struct rdma_restrack_entry *res)
+{
+	/* The id is assigned inside the function: read it on return. */
+	if (!BPF_CORE_READ(res, valid))
+		return 0;
+	return emit_res(EV_RES_ADD, res);
+}
+
+SEC("fentry/rdma_restrack_del")
+int BPF_PROG(fentry_restrack_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_DEL, res);
+}
+
+SEC("fentry/rdma_restrack_begin_del")
+int BPF_PROG(fentry_restrack_begin_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_BEGIN_DEL, res);
+}
+
+SEC("fentry/rdma_restrack_commit_del")
+int BPF_PROG(fentry_restrack_commit_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_COMMIT_DEL, res);
+}
+
+SEC("fentry/rdma_restrack_abort_del")
+int BPF_PROG(fentry_restrack_abort_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_ABORT_DEL, res);
+}
+
+/* Both the user path (ib_modify_qp_with_udata) and the kernel path
+ * (ib_modify_qp) go through _ib_modify_qp. */
+SEC("fexit/_ib_modify_qp")
+int BPF_PROG(fexit_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata, int ret)
+{
+	return emit_qp_state(qp, attr, mask, ret);
+}
+
+SEC("fexit/rdma_create_user_id")
+int BPF_PROG(fexit_create_user_id, void *handler, void *context, enum rdma_ucm_port_space ps, enum ib_qp_type qpt,
+	     struct rdma_cm_id *ret)
+{
+	if (!ret || (unsigned long)ret >= (unsigned long)-4095)
+		return 0;
+	struct event *e = reserve(EV_CM_ID_CREATE);
+	if (!e)
+		return 0;
+	set_cm(e, container(ret, struct rdma_id_private, id));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("fexit/__rdma_create_kernel_id")
+int BPF_PROG(fexit_create_kernel_id, void *net, void *handler, void *context, enum rdma_ucm_port_space ps,
+	     enum ib_qp_type qpt, const char *caller, struct rdma_cm_id *ret)
+{
+	if (!ret || (unsigned long)ret >= (unsigned long)-4095)
+		return 0;
+	struct event *e = reserve(EV_CM_ID_CREATE);
+	if (!e)
+		return 0;
+	set_cm(e, container(ret, struct rdma_id_private, id));
+	if (caller)
+		bpf_probe_read_kernel_str(e->kern_name, sizeof(e->kern_name), caller);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("fexit/ib_register_device")
+int BPF_PROG(fexit_register_device, struct ib_device *dev, const char *name, void *dma_device, int ret)
+{
+	return ret ? 0 : emit_dev(EV_DEV_REGISTER, dev);
+}
+
+SEC("fentry/__ib_unregister_device")
+int BPF_PROG(fentry_unregister_device, struct ib_device *dev)
+{
+	return emit_dev(EV_DEV_UNREGISTER, dev);
+}
+
+SEC("fexit/__ib_unregister_device")
+int BPF_PROG(fexit_unregister_device, struct ib_device *dev)
+{
+	return emit_dev(EV_DEV_UNREGISTERED, dev);
+}
+
+#define CM_TP_BTF(name, tp)                                                  \
+	SEC("tp_btf/" #name)                                                 \
+	int BPF_PROG(tp_btf_##name, struct rdma_id_private *id)              \
+	{                                                                    \
+		return emit_cm(tp, id, 0, 0);                                \
+	}
+
+CM_TP_BTF(cm_send_req, CM_TP_SEND_REQ)
+CM_TP_BTF(cm_send_rep, CM_TP_SEND_REP)
+CM_TP_BTF(cm_send_rtu, CM_TP_SEND_RTU)
+CM_TP_BTF(cm_send_rej, CM_TP_SEND_REJ)
+CM_TP_BTF(cm_send_mra, CM_TP_SEND_MRA)
+CM_TP_BTF(cm_disconnect, CM_TP_DISCONNECT)
+CM_TP_BTF(cm_sent_dreq, CM_TP_SENT_DREQ)
+CM_TP_BTF(cm_sent_drep, CM_TP_SENT_DREP)
+CM_TP_BTF(cm_id_attach, CM_TP_ID_ATTACH)
+CM_TP_BTF(cm_id_destroy, CM_TP_ID_DESTROY)
+CM_TP_BTF(cm_qp_destroy, CM_TP_QP_DESTROY)
+CM_TP_BTF(cm_req_handler, CM_TP_REQ_HANDLER)
+
+SEC("tp_btf/cm_qp_create")
+int BPF_PROG(tp_btf_cm_qp_create, struct rdma_id_private *id, struct ib_pd *pd, void *init_attr, int rc)
+{
+	return emit_cm(CM_TP_QP_CREATE, id, 0, rc);
+}
+
+SEC("tp_btf/cm_event_handler")
+int BPF_PROG(tp_btf_cm_event_handler, struct rdma_id_private *id, struct rdma_cm_event *ev)
+{
+	return emit_cm(CM_TP_EVENT_HANDLER, id, ev, 0);
+}
+
+SEC("tp_btf/cm_event_done")
+int BPF_PROG(tp_btf_cm_event_done, struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
+{
+	return emit_cm(CM_TP_EVENT_DONE, id, ev, result);
+}
+
+/* ---- Fallback variants: kprobes and raw tracepoints ---- */
+
+SEC("kprobe/rdma_restrack_add")
+int BPF_KPROBE(kprobe_restrack_add, struct rdma_restrack_entry *res)
+{
+	__u64 key = bpf_get_current_pid_tgid(), val = (__u64)res;
+	bpf_map_update_elem(&entry_args, &key, &val, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/rdma_restrack_add")
+int BPF_KRETPROBE(kretprobe_restrack_add)
+{
+	__u64 key = bpf_get_current_pid_tgid();
+	__u64 *res = bpf_map_lookup_elem(&entry_args, &key);
+	if (!res)
+		return 0;
+	struct rdma_restrack_entry *r = (void *)*res;
+	bpf_map_delete_elem(&entry_args, &key);
+	if (!BPF_CORE_READ(r, valid))
+		return 0;
+	return emit_res(EV_RES_ADD, r);
+}
+
+SEC("kprobe/rdma_restrack_del")
+int BPF_KPROBE(kprobe_restrack_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_DEL, res);
+}
+
+SEC("kprobe/rdma_restrack_begin_del")
+int BPF_KPROBE(kprobe_restrack_begin_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_BEGIN_DEL, res);
+}
+
+SEC("kprobe/rdma_restrack_commit_del")
+int BPF_KPROBE(kprobe_restrack_commit_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_COMMIT_DEL, res);
+}
+
+SEC("kprobe/rdma_restrack_abort_del")
+int BPF_KPROBE(kprobe_restrack_abort_del, struct rdma_restrack_entry *res)
+{
+	return emit_res(EV_RES_ABORT_DEL, res);
+}
+
+struct modify_args {
+	__u64 qp;   /* struct ib_qp * */
+	__u64 attr; /* struct ib_qp_attr * */
+	__s32 mask;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u64);
+	__type(value, struct modify_args);
+} modify_args SEC(".maps");
+
+SEC("kprobe/_ib_modify_qp")
+int BPF_KPROBE(kprobe_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	__u64 key = bpf_get_current_pid_tgid();
+	struct modify_args a = {.qp = (__u64)qp, .attr = (__u64)attr, .mask = mask};
+	bpf_map_update_elem(&modify_args, &key, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("kretprobe/_ib_modify_qp")
+int BPF_KRETPROBE(kretprobe_modify_qp, int ret)
+{
+	__u64 key = bpf_get_current_pid_tgid();
+	struct modify_args *a = bpf_map_lookup_elem(&modify_args, &key);
+	if (!a)
+		return 0;
+	struct modify_args copy = *a;
+	bpf_map_delete_elem(&modify_args, &key);
+	return emit_qp_state((struct ib_qp *)copy.qp, (struct ib_qp_attr *)copy.attr, copy.mask, ret);
+}
+
+SEC("kprobe/__ib_unregister_device")
+int BPF_KPROBE(kprobe_unregister_device, struct ib_device *dev)
+{
+	return emit_dev(EV_DEV_UNREGISTER, dev);
+}
+
+#define CM_TP_RAW(name, tp)                                                  \
+	SEC("raw_tp/" #name)                                                 \
+	int BPF_PROG(raw_tp_##name, struct rdma_id_private *id)              \
+	{                                                                    \
+		return emit_cm(tp, id, 0, 0);                                \
+	}
+
+CM_TP_RAW(cm_send_req, CM_TP_SEND_REQ)
+CM_TP_RAW(cm_send_rep, CM_TP_SEND_REP)
+CM_TP_RAW(cm_send_rtu, CM_TP_SEND_RTU)
+CM_TP_RAW(cm_send_rej, CM_TP_SEND_REJ)
+CM_TP_RAW(cm_send_mra, CM_TP_SEND_MRA)
+CM_TP_RAW(cm_disconnect, CM_TP_DISCONNECT)
+CM_TP_RAW(cm_sent_dreq, CM_TP_SENT_DREQ)
+CM_TP_RAW(cm_sent_drep, CM_TP_SENT_DREP)
+CM_TP_RAW(cm_id_attach, CM_TP_ID_ATTACH)
+CM_TP_RAW(cm_id_destroy, CM_TP_ID_DESTROY)
+CM_TP_RAW(cm_qp_destroy, CM_TP_QP_DESTROY)
+CM_TP_RAW(cm_req_handler, CM_TP_REQ_HANDLER)
+
+SEC("raw_tp/cm_qp_create")
+int BPF_PROG(raw_tp_cm_qp_create, struct rdma_id_private *id, struct ib_pd *pd, void *init_attr, int rc)
+{
+	return emit_cm(CM_TP_QP_CREATE, id, 0, rc);
+}
+
+SEC("raw_tp/cm_event_handler")
+int BPF_PROG(raw_tp_cm_event_handler, struct rdma_id_private *id, struct rdma_cm_event *ev)
+{
+	return emit_cm(CM_TP_EVENT_HANDLER, id, ev, 0);
+}
+
+SEC("raw_tp/cm_event_done")
+int BPF_PROG(raw_tp_cm_event_done, struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
+{
+	return emit_cm(CM_TP_EVENT_DONE, id, ev, result);
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/tracer"
+)
+
+func init() { commands = append(commands, traceCommand()) }
+
+func traceCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "trace",
+		Usage: "stream RDMA resource, rdma_cm and device events as they happen, with the owning process",
+		Description: "Attaches eBPF programs to ib_core's resource tracking, the rdma_cma tracepoints,\n" +
+			"QP state changes and device (un)registration, each with the cheapest variant the\n" +
+			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
+			"exist when tracing starts are listed first as \"exists\" events. Events the kernel\n" +
+			"could not queue are counted and reported, live and at the end.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per event (NDJSON)"},
+			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
+			&cli.StringFlag{Name: "filter-comm", Usage: "only objects whose owner has one of these names (comma list; kernel module names too)"},
+			&cli.StringFlag{Name: "filter-dev", Usage: "only these devices (comma list)"},
+			&cli.StringFlag{Name: "filter-res", Usage: "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)"},
+			&cli.StringFlag{Name: "filter-event", Usage: "only these events (create, destroy, modify, cm_event_handler, ..., or cm)"},
+			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
+			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
+			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after this long"},
+			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
+			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
+			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
+			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
+			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
+		},
+		Action: runTrace,
+	}
+}
+
+// eventFilter selects events by owner, device, type and kind.
+type eventFilter struct {
+	pids       filterNums
+	comms      map[string]bool
+	devs       map[string]bool
+	res        map[rdma.ResType]bool
+	kinds      map[rdma.EventKind]bool
+	kernelOnly bool
+	userOnly   bool
+}
+
+type filterNums [][2]uint64
+
+func (n filterNums) has(v uint64) bool {
+	for _, r := range n {
+		if v >= r[0] && v <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+func parseEventFilter(c *cli.Context) (*eventFilter, error) {
+	f := &eventFilter{kernelOnly: c.Bool("kernel-only"), userOnly: c.Bool("user-only")}
+	if f.kernelOnly && f.userOnly {
+		return nil, errors.New("--kernel-only and --user-only exclude each other")
+	}
+	for _, part := range splitList(c.String("filter-pid")) {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 32)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.ParseUint(hi, 10, 32)
+		}
+		if err != nil || b < a {
+			return nil, fmt.Errorf("--filter-pid %q: expected PIDs and ranges like 1234,2000-2100", part)
+		}
+		f.pids = append(f.pids, [2]uint64{a, b})
+	}
+	set := func(v string) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range splitList(v) {
+			m[s] = true
+		}
+		return m
+	}
+	f.comms, f.devs = set(c.String("filter-comm")), set(c.String("filter-dev"))
+	f.res = map[rdma.ResType]bool{}
+	for _, s := range splitList(c.String("filter-res")) {
+		t, err := rdma.ParseResType(s)
+		if err != nil {
+			return nil, fmt.Errorf("--filter-res: %w", err)
+		}
+		f.res[t] = true
+	}
+	f.kinds = map[rdma.EventKind]bool{}
+	for _, s := range splitList(c.String("filter-event")) {
+		ks, err := rdma.ParseEventKind(s)
+		if err != nil {
+			return nil, fmt.Errorf("--filter-event: %w", err)
+		}
+		for _, k := range ks {
+			f.kinds[k] = true
+		}
+	}
+	return f, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (f *eventFilter) match(e *rdma.Event) bool {
+	if len(f.pids) > 0 && !(e.Has(rdma.EvHasOwner) && (f.pids.has(uint64(e.Owner.PID)) || f.pids.has(uint64(e.Owner.TID)))) {
+		return false
+	}
+	if len(f.comms) > 0 && !f.comms[e.Owner.Comm] && !f.comms[e.Owner.KernName] {
+		return false
+	}
+	if len(f.devs) > 0 && !f.devs[e.DevName] {
+		return false
+	}
+	if len(f.res) > 0 && !(e.Has(rdma.EvHasRes) && f.res[e.Res]) {
+		return false
+	}
+	if len(f.kinds) > 0 && !f.kinds[e.Kind] {
+		return false
+	}
+	if f.kernelOnly && e.Owner.KernName == "" {
+		return false
+	}
+	if f.userOnly && !e.Has(rdma.EvUser) {
+		return false
+	}
+	return true
+}
+
+// eventSink writes events as NDJSON or human lines.
+type eventSink struct {
+	w    *bufio.Writer
+	nd   *formats.NDJSONWriter
+	json bool
+}
+
+func (s *eventSink) write(e *rdma.Event) error {
+	if s.json {
+		return s.nd.Write(formats.EventObject(e))
+	}
+	_, err := s.w.WriteString(formats.EventLine(e) + "\n")
+	return err
+}
+
+func (s *eventSink) flush() error {
+	if s.json {
+		return s.nd.Flush()
+	}
+	return s.w.Flush()
+}
+
+func runTrace(c *cli.Context) error {
+	f, err := parseEventFilter(c)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback")})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	attached := t.Attached()
+	for _, r := range t.Reports {
+		if r.Variant == "" {
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
+		}
+	}
+	if attached == 0 {
+		return fmt.Errorf("no hook could be attached (is the RDMA stack loaded? modprobe ib_core rdma_cm): %s", t.Reports[0].Reason)
+	}
+	fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+
+	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
+	sink.nd = formats.NewNDJSONWriter(os.Stdout)
+	clock := tracer.NewClock()
+	var seen, shown atomic.Uint64
+	limit := uint64(c.Int("count"))
+
+	if !c.Bool("no-snapshot") {
+		if err := snapshotEvents(clock, func(e *rdma.Event) {
+			if f.match(e) {
+				_ = sink.write(e)
+			}
+		}); err != nil {
+			fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+		}
+		_ = sink.flush()
+	}
+	if p := c.String("ready-file"); p != "" {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	var timeout <-chan time.Time
+	if d := c.Duration("duration"); d > 0 {
+		timeout = time.After(d)
+	}
+	go func() {
+		select {
+		case <-stop:
+		case <-timeout:
+		case <-done:
+		}
+		t.Close() // unblocks Read
+	}()
+
+	// Drops are reported as soon as they are seen.
+	var lastDrops uint64
+	checkDrops := func() {
+		n, err := t.Drops()
+		if err == nil && n > lastDrops {
+			_ = sink.flush()
+			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events dropped (ring buffer full; %d in all): raise --ring-size or filter\n", n-lastDrops, n)
+			lastDrops = n
+		}
+	}
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+
+	var raw *tracer.RawWriter
+	if p := c.String("record-raw"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		raw = tracer.NewRawWriter(f, clock)
+		defer raw.Flush()
+	}
+	d := tracer.NewDecoder(clock)
+	var rec ringbuf.Record
+	var ev rdma.Event
+	var readErr error
+	for {
+		err := t.Read(&rec, d, &ev)
+		if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+			break
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
+			continue
+		}
+		seen.Add(1)
+		if raw != nil {
+			if err := raw.Write(rec.RawSample); err != nil {
+				return err
+			}
+		}
+		if f.match(&ev) {
+			if err := sink.write(&ev); err != nil {
+				readErr = err
+				break
+			}
+			if shown.Add(1) == limit {
+				break
+			}
+		}
+		if t.Pending() == 0 {
+			_ = sink.flush()
+		}
+		select {
+		case <-ticker.C:
+			checkDrops()
+		default:
+		}
+	}
+	close(done)
+	_ = sink.flush()
+	checkDrops()
+	drops, _ := t.Drops()
+	summary(t, seen.Load(), shown.Load(), drops)
+	return readErr
+}
+
+// summary tells, on stderr, what was attached and what was seen.
+func summary(t *tracer.Tracer, seen, shown, drops uint64) {
+	var on, off []string
+	for _, r := range t.Reports {
+		if r.Variant != "" && r.Reason != "" {
+			on = append(on, r.Hook+" ("+r.Variant+", as "+r.Reason+")")
+		} else if r.Variant != "" {
+			on = append(on, r.Hook+" ("+r.Variant+")")
+		} else {
+			off = append(off, r.Hook+": "+r.Reason)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "rdmatrace: hooks attached: %d: %s\n", len(on), strings.Join(on, ", "))
+	if len(off) > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
+	}
+	fmt.Fprintf(os.Stderr, "rdmatrace: events: %d seen, %d shown, %d dropped\n", seen, shown, drops)
+}
+
+// snapshotEvents lists the resources that exist now as "exists" events.
+func snapshotEvents(clock tracer.Clock, emit func(*rdma.Event)) error {
+	cl, err := nldev.Dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	devs, err := cl.Devices()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	var errs []error
+	for _, typ := range rdma.ResourceTypes {
+		rs, err := cl.Resources(typ, devs)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for i := range rs {
+			e := tracer.ExistingEvent(&rs[i], now)
+			emit(&e)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+package formats
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// EventObject lays out a traced event with the keys of `rdmatrace trace -j`:
+// iproute2's names wherever the same thing exists. pid is the kernel's
+// notion (the creating thread, as `rdma res` shows it), tgid its process
+// when that differs.
+func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0, 20), e) }
+
+// AppendEventObject is EventObject into a reused slice, for the hot path.
+func AppendEventObject(o Object, e *rdma.Event) Object {
+	o = o.str("time", e.Time.Format(time.RFC3339Nano)).str("event", e.Kind.String())
+	if e.Has(rdma.EvHasRes) {
+		o = o.str("res", e.Res.String())
+	}
+	if e.Has(rdma.EvHasDev) {
+		o = o.str("ifname", e.DevName)
+	}
+	if e.Has(rdma.EvHasPort) {
+		o = o.num("port", uint64(e.Port))
+	}
+	if e.Has(rdma.EvHasRes) && (e.ID != 0 || e.Kind == rdma.EvCreate || e.Kind == rdma.EvDestroy || e.Kind == rdma.EvExists) {
+		o = o.num("id", uint64(e.ID))
+	}
+	if e.Has(rdma.EvHasQP) {
+		o = o.num("lqpn", uint64(e.LQPN)).str("type", e.QPType.String())
+	}
+	if e.Has(rdma.EvHasState) {
+		o = o.str("state", e.StateName(false))
+	}
+	if e.Has(rdma.EvHasPrevState) {
+		o = o.str("prev-state", e.StateName(true))
+	}
+	if e.Has(rdma.EvHasCM) {
+		o = o.str("cm-event", e.CMEvent.String())
+		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+	} else if e.Kind == rdma.EvCMQPCreate {
+		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+	}
+	if e.Has(rdma.EvHasAddr) {
+		o = o.str("ps", e.PS.String())
+		o = o.str("src-addr", IPRouteAddr(e.Src.Addr().String(), e.Src.Port()))
+		if e.Dst.IsValid() {
+			o = o.str("dst-addr", IPRouteAddr(e.Dst.Addr().String(), e.Dst.Port()))
+		}
+	}
+	if e.Has(rdma.EvHasOwner) {
+		o = o.num("pid", uint64(e.Owner.TID))
+		if e.Owner.PID != e.Owner.TID {
+			o = o.num("tgid", uint64(e.Owner.PID))
+		}
+		o = o.str("comm", e.Owner.Comm)
+	}
+	if e.Owner.KernName != "" {
+		o = o.str("kern-name", e.Owner.KernName)
+	}
+	if e.Actor.PID != 0 || e.Actor.Comm != "" {
+		if !e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID {
+			o = o.num("actor-pid", uint64(e.Actor.TID)).str("actor-comm", e.Actor.Comm)
+		}
+	}
+	return o
+}
+
+// EventLine is the human view of an event: one aligned line.
+//
+//	14:03:07.123456 create        qp     rxe0/1   lqpn 17 RC RESET          rping[812]
+func EventLine(e *rdma.Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.Local().Format("15:04:05.000000"))
+	b.WriteByte(' ')
+	pad(&b, e.Kind.String(), 17)
+	res := ""
+	if e.Has(rdma.EvHasRes) {
+		res = e.Res.String()
+	}
+	pad(&b, res, 7)
+	where := "-"
+	if e.Has(rdma.EvHasDev) {
+		where = Sanitize(e.DevName)
+		if e.Has(rdma.EvHasPort) {
+			where += "/" + strconv.FormatUint(uint64(e.Port), 10)
+		}
+	}
+	pad(&b, where, 10)
+	var what []string
+	if e.Has(rdma.EvHasRes) && e.ID != 0 {
+		what = append(what, "id "+strconv.FormatUint(uint64(e.ID), 10))
+	}
+	if e.Has(rdma.EvHasQP) {
+		what = append(what, "lqpn "+strconv.FormatUint(uint64(e.LQPN), 10), e.QPType.String())
+	}
+	if e.Has(rdma.EvHasState) {
+		s := e.StateName(false)
+		if e.Has(rdma.EvHasPrevState) {
+			s = e.StateName(true) + "->" + s
+		}
+		what = append(what, s)
+	}
+	if e.Has(rdma.EvHasCM) {
+		what = append(what, e.CMEvent.String())
+		if e.Status != 0 {
+			what = append(what, "status "+strconv.Itoa(int(e.Status)))
+		}
+	}
+	if e.Has(rdma.EvHasAddr) && e.Src.IsValid() {
+		a := IPRouteAddr(e.Src.Addr().String(), e.Src.Port())
+		if e.Dst.IsValid() && !e.Dst.Addr().IsUnspecified() {
+			a += ">" + IPRouteAddr(e.Dst.Addr().String(), e.Dst.Port())
+		}
+		what = append(what, a)
+	}
+	pad(&b, strings.Join(what, " "), 44)
+	switch {
+	case e.Owner.KernName != "":
+		b.WriteString("[" + Sanitize(e.Owner.KernName) + "]")
+	case e.Has(rdma.EvHasOwner):
+		b.WriteString(Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.TID), 10) + "]")
+	}
+	if e.Actor.PID != 0 && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
+		b.WriteString(" by " + Sanitize(e.Actor.Comm) + "[" + strconv.FormatUint(uint64(e.Actor.TID), 10) + "]")
+	}
+	return b.String()
+}
+
+func pad(b *strings.Builder, s string, w int) {
+	b.WriteString(s)
+	for i := len(s); i < w; i++ {
+		b.WriteByte(' ')
+	}
+	b.WriteByte(' ')
+}

@@ -1,0 +1,127 @@
+package rdma
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// EventKind is what happened to a resource, a connection or a device.
+type EventKind uint8
+
+const (
+	EvNone            EventKind = iota
+	EvCreate                    // the kernel started tracking the resource (rdma_restrack_add)
+	EvDestroy                   // the resource is gone (rdma_restrack_del, or commit_del)
+	EvDestroyBegin              // destruction of a PD, CQ, QP or SRQ started
+	EvDestroyAbort              // ... and failed in the driver; the resource stays
+	EvModify                    // a QP changed state
+	EvCMIDCreate                // an rdma_cm ID was created (before any device is bound)
+	EvCMEventHandler            // rdma_cma:cm_event_handler: an event delivered to the ID's owner
+	EvCMEventDone               // rdma_cma:cm_event_done
+	EvCMReqHandler              // rdma_cma:cm_req_handler: a connect request arrived
+	EvCMSendReq                 // rdma_cma:cm_send_req
+	EvCMSendRep                 // rdma_cma:cm_send_rep
+	EvCMSendRTU                 // rdma_cma:cm_send_rtu
+	EvCMSendRej                 // rdma_cma:cm_send_rej
+	EvCMSendMRA                 // rdma_cma:cm_send_mra
+	EvCMDisconnect              // rdma_cma:cm_disconnect
+	EvCMSentDreq                // rdma_cma:cm_sent_dreq
+	EvCMSentDrep                // rdma_cma:cm_sent_drep
+	EvCMIDAttach                // rdma_cma:cm_id_attach: the ID was bound to a device
+	EvCMIDDestroy               // rdma_cma:cm_id_destroy
+	EvCMQPCreate                // rdma_cma:cm_qp_create
+	EvCMQPDestroy               // rdma_cma:cm_qp_destroy
+	EvDevRegister               // a device was registered
+	EvDevUnregister             // a device's unregistration began
+	EvDevUnregistered           // a device's unregistration finished
+	EvExists                    // the resource existed when tracing started (netlink snapshot)
+	numEventKinds
+)
+
+var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_begin", "destroy_abort", "modify",
+	"cm_id_create", "cm_event_handler", "cm_event_done", "cm_req_handler", "cm_send_req", "cm_send_rep",
+	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
+	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
+	"dev_unregistered", "exists"}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) && k != EvNone {
+		return eventKindNames[k]
+	}
+	return fmt.Sprintf("event-%d", uint8(k))
+}
+
+// ParseEventKind parses an event name; "cm" names every rdma_cma event.
+func ParseEventKind(s string) ([]EventKind, error) {
+	s = strings.ToLower(s)
+	var out []EventKind
+	for k := EvCreate; k < numEventKinds; k++ {
+		if k.String() == s || (s == "cm" && strings.HasPrefix(k.String(), "cm_")) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("unknown event %q: valid events are %s, or cm for all rdma_cm events", s, strings.Join(eventKindNames[1:], ", "))
+	}
+	return out, nil
+}
+
+// EventFlag says which optional fields of an Event are set.
+type EventFlag uint16
+
+const (
+	EvHasRes EventFlag = 1 << iota
+	EvHasDev
+	EvHasOwner
+	EvHasState
+	EvHasPrevState
+	EvHasQP
+	EvHasCM
+	EvHasAddr
+	EvUser    // a user-space object
+	EvHasPort // Port is set (QPs and CM_IDs bound to a port)
+)
+
+// Event is one thing that happened, as the tracer saw it.
+type Event struct {
+	Mono  uint64    // CLOCK_MONOTONIC, ns
+	Time  time.Time // wall clock
+	Kind  EventKind
+	Flags EventFlag
+
+	Res      ResType
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	ID       uint32 // restrack id (cm-idn, cqn, pdn, ...); 0 before the kernel assigns it
+	LQPN     uint32
+	QPType   QPType
+	// State and PrevState are a QPState for QPs and a CMState for CM_IDs.
+	State, PrevState uint8
+	CMEvent          CMEvent
+	Status           int32
+	PS               PortSpace
+	Src, Dst         netip.AddrPort
+
+	Owner  Owner  // who holds the resource
+	Actor  Owner  // the task that was running (may be a kworker)
+	Cgroup uint64 // the actor's cgroup v2 id
+	Obj    uint64 // kernel address of the object: identity across its events
+}
+
+// Has reports whether all of f are set.
+func (e *Event) Has(f EventFlag) bool { return e.Flags&f == f }
+
+// StateName names State (or PrevState with prev) for the event's resource type.
+func (e *Event) StateName(prev bool) string {
+	s := e.State
+	if prev {
+		s = e.PrevState
+	}
+	if e.Res == ResCMID {
+		return CMState(s).String()
+	}
+	return QPState(s).String()
+}

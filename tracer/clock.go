@@ -1,0 +1,23 @@
+package tracer
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Clock converts CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns) to wall time.
+type Clock struct{ offset int64 }
+
+// NewClock measures the offset between the two clocks now.
+func NewClock() Clock {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return Clock{offset: time.Now().UnixNano() - ts.Nano()}
+}
+
+// FixedClock is a clock with a given offset, for tests and recordings.
+func FixedClock(offset int64) Clock { return Clock{offset: offset} }
+
+// Wall gives the wall time of a monotonic timestamp.
+func (c Clock) Wall(mono uint64) time.Time { return time.Unix(0, int64(mono)+c.offset).UTC() }

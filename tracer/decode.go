@@ -1,0 +1,210 @@
+// Package tracer loads rdmatrace's eBPF programs, attaches each hook with
+// the best variant this kernel allows (reporting what it skipped and why),
+// reads the ring buffer, counts what the kernel had to drop, and decodes
+// records into rdma.Event values.
+package tracer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Layout of struct event in bpf/rdmatrace.bpf.c; TestRecordLayout checks it
+// against the bpf2go-generated type.
+const (
+	offTS       = 0
+	offCgroup   = 8
+	offObj      = 16
+	offKind     = 24
+	offFlags    = 28
+	offDevIndex = 32
+	offPort     = 36
+	offID       = 40
+	offQPN      = 44
+	offOwnerPID = 48
+	offOwnerTID = 52
+	offActorPID = 56
+	offActorTID = 60
+	offCMEvent  = 64
+	offStatus   = 68
+	offPS       = 72
+	offCMTP     = 76
+	offResType  = 80
+	offQPType   = 81
+	offOldState = 82
+	offNewState = 83
+	offDevName  = 88
+	offOwnComm  = 152
+	offKernName = 168
+	offActComm  = 200
+	offSrc      = 216
+	offDst      = 244
+	addrLen     = 28
+	recordSize  = 272
+)
+
+// Kinds and flags of the C side.
+const (
+	cResAdd = 1 + iota
+	cResDel
+	cResBeginDel
+	cResCommitDel
+	cResAbortDel
+	cQPState
+	cCMIDCreate
+	cCM
+	cDevRegister
+	cDevUnregister
+	cDevUnregistered
+)
+
+const (
+	cfUser = 1 << iota
+	cfHasDev
+	cfHasOwner
+	cfHasState
+	cfHasQP
+	cfHasCM
+	cfHasAddr
+)
+
+const stateUnknown = 0xff
+
+// cmKinds maps the C side's rdma_cma tracepoint number to the event kind.
+var cmKinds = [...]rdma.EventKind{0, rdma.EvCMEventHandler, rdma.EvCMEventDone, rdma.EvCMReqHandler,
+	rdma.EvCMSendReq, rdma.EvCMSendRep, rdma.EvCMSendRTU, rdma.EvCMSendRej, rdma.EvCMSendMRA,
+	rdma.EvCMDisconnect, rdma.EvCMSentDreq, rdma.EvCMSentDrep, rdma.EvCMIDAttach, rdma.EvCMIDDestroy,
+	rdma.EvCMQPCreate, rdma.EvCMQPDestroy}
+
+// Decoder turns ring buffer records into events. It keeps the strings it
+// has seen (device names, comms, module names), so decoding does not
+// allocate once they are known.
+type Decoder struct {
+	strs map[string]string
+	// Clock converts the kernel's monotonic timestamps to wall time.
+	Clock Clock
+}
+
+// NewDecoder returns a decoder using clock for wall times.
+func NewDecoder(clock Clock) *Decoder { return &Decoder{strs: make(map[string]string), Clock: clock} }
+
+// intern returns the NUL-terminated string in b, shared with earlier calls.
+func (d *Decoder) intern(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := d.strs[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if len(d.strs) > 4096 { // pathological churn of names: start over
+		clear(d.strs)
+	}
+	s := string(b)
+	d.strs[s] = s
+	return s
+}
+
+// Decode fills ev from one record. ev is reset first.
+func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
+	if len(rec) < recordSize {
+		return fmt.Errorf("record of %d bytes, expected %d", len(rec), recordSize)
+	}
+	le := binary.LittleEndian
+	u32 := func(off int) uint32 { return le.Uint32(rec[off:]) }
+	*ev = rdma.Event{}
+	ev.Mono = le.Uint64(rec[offTS:])
+	ev.Time = d.Clock.Wall(ev.Mono)
+	ev.Cgroup = le.Uint64(rec[offCgroup:])
+	ev.Obj = le.Uint64(rec[offObj:])
+	kind, flags := u32(offKind), u32(offFlags)
+	switch kind {
+	case cResAdd:
+		ev.Kind = rdma.EvCreate
+	case cResDel, cResCommitDel:
+		ev.Kind = rdma.EvDestroy
+	case cResBeginDel:
+		ev.Kind = rdma.EvDestroyBegin
+	case cResAbortDel:
+		ev.Kind = rdma.EvDestroyAbort
+	case cQPState:
+		ev.Kind = rdma.EvModify
+	case cCMIDCreate:
+		ev.Kind = rdma.EvCMIDCreate
+	case cCM:
+		tp := u32(offCMTP)
+		if tp == 0 || int(tp) >= len(cmKinds) {
+			return fmt.Errorf("rdma_cma record with unknown tracepoint %d", tp)
+		}
+		ev.Kind = cmKinds[tp]
+	case cDevRegister:
+		ev.Kind = rdma.EvDevRegister
+	case cDevUnregister:
+		ev.Kind = rdma.EvDevUnregister
+	case cDevUnregistered:
+		ev.Kind = rdma.EvDevUnregistered
+	default:
+		return fmt.Errorf("record of unknown kind %d", kind)
+	}
+	if kind < cDevRegister {
+		ev.Res = rdma.ResType(rec[offResType])
+		ev.Flags |= rdma.EvHasRes
+		ev.ID = u32(offID)
+	}
+	if flags&cfUser != 0 {
+		ev.Flags |= rdma.EvUser
+	}
+	if flags&cfHasDev != 0 {
+		ev.Flags |= rdma.EvHasDev
+		ev.DevIndex = u32(offDevIndex)
+		ev.DevName = d.intern(rec[offDevName:offOwnComm])
+	}
+	if p := u32(offPort); p != 0 {
+		ev.Port = p
+		ev.Flags |= rdma.EvHasPort
+	}
+	if flags&cfHasOwner != 0 {
+		ev.Flags |= rdma.EvHasOwner
+		ev.Owner.PID = u32(offOwnerPID)
+		ev.Owner.TID = u32(offOwnerTID)
+		ev.Owner.Comm = d.intern(rec[offOwnComm:offKernName])
+	}
+	ev.Owner.KernName = d.intern(rec[offKernName:offActComm])
+	ev.Actor = rdma.Owner{PID: u32(offActorPID), TID: u32(offActorTID), Comm: d.intern(rec[offActComm:offSrc])}
+	if flags&cfHasQP != 0 {
+		ev.Flags |= rdma.EvHasQP
+		ev.LQPN = u32(offQPN)
+		ev.QPType = rdma.QPType(rec[offQPType])
+	}
+	if flags&cfHasState != 0 {
+		ev.Flags |= rdma.EvHasState
+		ev.State = rec[offNewState]
+		if kind == cQPState && rec[offOldState] != stateUnknown {
+			ev.PrevState = rec[offOldState]
+			ev.Flags |= rdma.EvHasPrevState
+		}
+	}
+	if flags&cfHasCM != 0 {
+		ev.Flags |= rdma.EvHasCM
+		ev.CMEvent = rdma.CMEvent(u32(offCMEvent))
+	}
+	ev.Status = int32(u32(offStatus))
+	if flags&cfHasAddr != 0 {
+		ev.PS = rdma.PortSpace(u32(offPS))
+		// A family of 0 means the ID has no address yet.
+		if src, _, err := nldev.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
+			ev.Src = src
+			ev.Flags |= rdma.EvHasAddr
+		}
+		if dst, _, err := nldev.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
+			ev.Dst = dst
+		}
+	}
+	return nil
+}

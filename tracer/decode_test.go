@@ -1,0 +1,198 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rdmatrace/rdmatrace/bpf"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
+	var e bpf.RdmatraceEvent
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"ts", unsafe.Offsetof(e.Ts), offTS},
+		{"cgroup", unsafe.Offsetof(e.Cgroup), offCgroup},
+		{"obj", unsafe.Offsetof(e.Obj), offObj},
+		{"kind", unsafe.Offsetof(e.Kind), offKind},
+		{"flags", unsafe.Offsetof(e.Flags), offFlags},
+		{"dev_index", unsafe.Offsetof(e.DevIndex), offDevIndex},
+		{"port", unsafe.Offsetof(e.Port), offPort},
+		{"id", unsafe.Offsetof(e.Id), offID},
+		{"qpn", unsafe.Offsetof(e.Qpn), offQPN},
+		{"owner_pid", unsafe.Offsetof(e.OwnerPid), offOwnerPID},
+		{"owner_tid", unsafe.Offsetof(e.OwnerTid), offOwnerTID},
+		{"actor_pid", unsafe.Offsetof(e.ActorPid), offActorPID},
+		{"actor_tid", unsafe.Offsetof(e.ActorTid), offActorTID},
+		{"cm_event", unsafe.Offsetof(e.CmEvent), offCMEvent},
+		{"status", unsafe.Offsetof(e.Status), offStatus},
+		{"ps", unsafe.Offsetof(e.Ps), offPS},
+		{"cm_tp", unsafe.Offsetof(e.CmTp), offCMTP},
+		{"res_type", unsafe.Offsetof(e.ResType), offResType},
+		{"qp_type", unsafe.Offsetof(e.QpType), offQPType},
+		{"old_state", unsafe.Offsetof(e.OldState), offOldState},
+		{"new_state", unsafe.Offsetof(e.NewState), offNewState},
+		{"dev_name", unsafe.Offsetof(e.DevName), offDevName},
+		{"owner_comm", unsafe.Offsetof(e.OwnerComm), offOwnComm},
+		{"kern_name", unsafe.Offsetof(e.KernName), offKernName},
+		{"actor_comm", unsafe.Offsetof(e.ActorComm), offActComm},
+		{"src", unsafe.Offsetof(e.Src), offSrc},
+		{"dst", unsafe.Offsetof(e.Dst), offDst},
+		{"size", unsafe.Sizeof(e), recordSize},
+	} {
+		if f.got != f.want {
+			t.Errorf("struct event field %s at %d, the decoder reads it at %d", f.name, f.got, f.want)
+		}
+	}
+}
+
+func readRecording(t testing.TB, dir string) (Clock, [][]byte) {
+	f, err := os.Open(filepath.Join(dir, "trace.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	clock, recs, err := ReadRaw(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock, recs
+}
+
+// TestDecodeMatchesTheLiveStream decodes raw records recorded in the guest
+// (6.1 and 6.12, an rping pair and a device added and removed) and checks
+// that they render exactly as `rdmatrace trace -j` printed them live.
+func TestDecodeMatchesTheLiveStream(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.UTC // the human view prints local time
+	dirs, _ := filepath.Glob("../testdata/tracer/*")
+	if len(dirs) < 2 {
+		t.Fatalf("recordings for %d kernels, want 6.1 and 6.12", len(dirs))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			clock, recs := readRecording(t, dir)
+			live, err := os.ReadFile(filepath.Join(dir, "trace.ndjson"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			sc := bufio.NewScanner(bytes.NewReader(live))
+			for sc.Scan() {
+				if !strings.Contains(sc.Text(), `"event":"exists"`) { // from the netlink snapshot
+					want = append(want, sc.Text())
+				}
+			}
+			d := NewDecoder(clock)
+			var ev rdma.Event
+			var human bytes.Buffer
+			kinds := map[rdma.EventKind]int{}
+			for i, rec := range recs {
+				if err := d.Decode(rec, &ev); err != nil {
+					t.Fatalf("record %d: %v", i+1, err)
+				}
+				kinds[ev.Kind]++
+				got := string(formats.AppendJSON(nil, formats.EventObject(&ev)))
+				if i >= len(want) || got != want[i] {
+					t.Fatalf("record %d decodes to\n  %s\nlive stream had\n  %s", i+1, got, want[min(i, len(want)-1)])
+				}
+				human.WriteString(formats.EventLine(&ev) + "\n")
+			}
+			if len(recs) != len(want) {
+				t.Errorf("%d records, %d live lines", len(recs), len(want))
+			}
+			for _, k := range []rdma.EventKind{rdma.EvCreate, rdma.EvDestroy, rdma.EvModify, rdma.EvCMIDCreate,
+				rdma.EvCMEventHandler, rdma.EvCMIDAttach, rdma.EvDevRegister, rdma.EvDevUnregister} {
+				if kinds[k] == 0 {
+					t.Errorf("the recording has no %s event", k)
+				}
+			}
+			golden(t, filepath.Join(dir, "trace.txt"), human.Bytes())
+		})
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n%s", path, got)
+	}
+}
+
+func TestDecodeRejectsShortAndUnknownRecords(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	if err := d.Decode(make([]byte, 10), &ev); err == nil {
+		t.Error("a 10-byte record decoded")
+	}
+	rec := make([]byte, recordSize)
+	rec[offKind] = 99
+	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown kind 99") {
+		t.Errorf("unknown kind: %v", err)
+	}
+	rec[offKind] = cCM
+	rec[offCMTP] = 200
+	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown tracepoint 200") {
+		t.Errorf("unknown tracepoint: %v", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(make([]byte, recordSize))
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		d := NewDecoder(Clock{})
+		var ev rdma.Event
+		if d.Decode(rec, &ev) == nil {
+			_ = formats.AppendJSON(nil, formats.EventObject(&ev))
+			_ = formats.EventLine(&ev)
+		}
+	})
+}
+
+// BenchmarkDecodeFilterEncode is the tracer's hot path: decode a record,
+// filter it, and write it as NDJSON, over the records recorded on 6.1.
+func BenchmarkDecodeFilterEncode(b *testing.B) {
+	clock, recs := readRecording(b, "../testdata/tracer/6.1")
+	d := NewDecoder(clock)
+	var ev rdma.Event
+	var buf []byte
+	obj := make(formats.Object, 0, 24)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		rec := recs[n%len(recs)]
+		n++
+		if err := d.Decode(rec, &ev); err != nil {
+			b.Fatal(err)
+		}
+		if ev.Res == rdma.ResSRQ { // a filter that keeps almost everything
+			continue
+		}
+		obj = formats.AppendEventObject(obj[:0], &ev)
+		buf = formats.AppendJSON(buf[:0], obj)
+		buf = append(buf, '\n')
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}

@@ -1,0 +1,107 @@
+package tracer
+
+import (
+	"github.com/cilium/ebpf/link"
+)
+
+// attachKind is how a program is attached.
+type attachKind uint8
+
+const (
+	tracing   attachKind = iota // fentry, fexit, tp_btf
+	kprobe                      // kprobe on target
+	kretprobe                   // kretprobe on target
+	rawTP                       // raw tracepoint target
+)
+
+// prog is one program of a variant and where it goes.
+type prog struct {
+	name   string // program name in the collection (the C function)
+	kind   attachKind
+	target string // function or tracepoint; unused for tracing (the ELF section names it)
+}
+
+// variant is one way to implement a hook: its programs attach together.
+type variant struct {
+	name  string // "fexit", "kprobe+kretprobe", "tp_btf", "raw_tp"
+	progs []prog
+}
+
+// Hook is one thing rdmatrace watches, with its variants in order of
+// preference.
+type Hook struct {
+	Name     string // what it watches, e.g. "rdma_restrack_add"
+	variants []variant
+}
+
+func tracingVariant(name, progName string) variant {
+	return variant{name: name, progs: []prog{{name: progName, kind: tracing}}}
+}
+
+func kprobeVariant(progName, target string) variant {
+	return variant{name: "kprobe", progs: []prog{{name: progName, kind: kprobe, target: target}}}
+}
+
+func cmHook(tp string) Hook {
+	return Hook{Name: "rdma_cma:" + tp, variants: []variant{
+		tracingVariant("tp_btf", "tp_btf_"+tp),
+		{name: "raw_tp", progs: []prog{{name: "raw_tp_" + tp, kind: rawTP, target: tp}}},
+	}}
+}
+
+// Hooks lists every hook, in attach order: lifecycle first, so nothing that
+// is created while the rest attaches goes unseen.
+var Hooks = []Hook{
+	{Name: "rdma_restrack_add", variants: []variant{
+		tracingVariant("fexit", "fexit_restrack_add"),
+		{name: "kprobe+kretprobe", progs: []prog{
+			{name: "kprobe_restrack_add", kind: kprobe, target: "rdma_restrack_add"},
+			{name: "kretprobe_restrack_add", kind: kretprobe, target: "rdma_restrack_add"}}},
+	}},
+	{Name: "rdma_restrack_del", variants: []variant{
+		tracingVariant("fentry", "fentry_restrack_del"), kprobeVariant("kprobe_restrack_del", "rdma_restrack_del")}},
+	{Name: "rdma_restrack_begin_del", variants: []variant{
+		tracingVariant("fentry", "fentry_restrack_begin_del"), kprobeVariant("kprobe_restrack_begin_del", "rdma_restrack_begin_del")}},
+	{Name: "rdma_restrack_commit_del", variants: []variant{
+		tracingVariant("fentry", "fentry_restrack_commit_del"), kprobeVariant("kprobe_restrack_commit_del", "rdma_restrack_commit_del")}},
+	{Name: "rdma_restrack_abort_del", variants: []variant{
+		tracingVariant("fentry", "fentry_restrack_abort_del"), kprobeVariant("kprobe_restrack_abort_del", "rdma_restrack_abort_del")}},
+	{Name: "_ib_modify_qp", variants: []variant{
+		tracingVariant("fexit", "fexit_modify_qp"),
+		{name: "kprobe+kretprobe", progs: []prog{
+			{name: "kprobe_modify_qp", kind: kprobe, target: "_ib_modify_qp"},
+			{name: "kretprobe_modify_qp", kind: kretprobe, target: "_ib_modify_qp"}}},
+	}},
+	{Name: "rdma_create_user_id", variants: []variant{tracingVariant("fexit", "fexit_create_user_id")}},
+	{Name: "__rdma_create_kernel_id", variants: []variant{tracingVariant("fexit", "fexit_create_kernel_id")}},
+	{Name: "ib_register_device", variants: []variant{tracingVariant("fexit", "fexit_register_device")}},
+	{Name: "__ib_unregister_device", variants: []variant{
+		{name: "fentry+fexit", progs: []prog{{name: "fentry_unregister_device", kind: tracing}, {name: "fexit_unregister_device", kind: tracing}}},
+		kprobeVariant("kprobe_unregister_device", "__ib_unregister_device")}},
+	cmHook("cm_event_handler"), cmHook("cm_event_done"), cmHook("cm_req_handler"),
+	cmHook("cm_send_req"), cmHook("cm_send_rep"), cmHook("cm_send_rtu"), cmHook("cm_send_rej"),
+	cmHook("cm_send_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
+	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
+}
+
+// Variants names the variants of a hook in order of preference.
+func (h Hook) Variants() []string {
+	out := make([]string, len(h.variants))
+	for i, v := range h.variants {
+		out[i] = v.name
+	}
+	return out
+}
+
+// attach attaches one loaded program.
+func (p prog) attach(loaded *loadedProg) (link.Link, error) {
+	switch p.kind {
+	case kprobe:
+		return link.Kprobe(p.target, loaded.prog, nil)
+	case kretprobe:
+		return link.Kretprobe(p.target, loaded.prog, nil)
+	case rawTP:
+		return link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.target, Program: loaded.prog})
+	}
+	return link.AttachTracing(link.TracingOptions{Program: loaded.prog})
+}

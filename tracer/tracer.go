@@ -1,0 +1,226 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/rdmatrace/rdmatrace/bpf"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Options tune the tracer.
+type Options struct {
+	// RingBytes is the ring buffer size: a power of two, at least a page.
+	RingBytes int
+	// Fallback skips the BTF variants (fentry, fexit, tp_btf) and uses
+	// kprobes and raw tracepoints, e.g. to test them.
+	Fallback bool
+}
+
+// Report says how one hook was attached, or why it was not.
+type Report struct {
+	Hook    string
+	Variant string // empty when skipped
+	Reason  string // why earlier variants, or all of them, failed
+}
+
+// Tracer holds the loaded programs and links.
+type Tracer struct {
+	spec    *ebpf.CollectionSpec
+	maps    map[string]*ebpf.Map
+	progs   []*loadedProg
+	links   []link.Link
+	reader  *ringbuf.Reader
+	Reports []Report
+	cache   *btf.Cache
+}
+
+type loadedProg struct {
+	coll *ebpf.Collection
+	prog *ebpf.Program
+}
+
+// ErrPrivileges wraps failures that need more privileges.
+var ErrPrivileges = errors.New("loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and CAP_SYS_RESOURCE on kernels that charge BPF memory to RLIMIT_MEMLOCK: run rdmatrace trace as root")
+
+// Open loads the maps and attaches every hook it can. It fails only when
+// nothing can be loaded at all; per-hook failures are in Reports.
+func Open(opts Options) (*Tracer, error) {
+	if err := rlimit.RemoveMemlock(); err != nil && !errors.Is(err, os.ErrPermission) {
+		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
+	}
+	spec, err := bpf.LoadRdmatrace()
+	if err != nil {
+		return nil, err
+	}
+	if opts.RingBytes != 0 {
+		if opts.RingBytes < os.Getpagesize() || opts.RingBytes&(opts.RingBytes-1) != 0 {
+			return nil, fmt.Errorf("ring buffer size %d: expected a power of two of at least %d bytes", opts.RingBytes, os.Getpagesize())
+		}
+		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+	}
+	t := &Tracer{spec: spec, maps: map[string]*ebpf.Map{}, cache: btf.NewCache()}
+	for name, ms := range spec.Maps {
+		if strings.HasPrefix(name, ".") {
+			continue // .rodata and friends belong to each program's collection
+		}
+		m, err := ebpf.NewMap(ms)
+		if err != nil {
+			t.Close()
+			if errors.Is(err, os.ErrPermission) {
+				return nil, ErrPrivileges
+			}
+			return nil, fmt.Errorf("create map %s: %w", name, err)
+		}
+		t.maps[name] = m
+	}
+	for _, h := range Hooks {
+		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback))
+	}
+	t.reader, err = ringbuf.NewReader(t.maps["events"])
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// attachHook tries the hook's variants in order; the first whose programs
+// all load and attach wins.
+func (t *Tracer) attachHook(h Hook, fallback bool) Report {
+	var reasons []string
+	for i, v := range h.variants {
+		if fallback && i == 0 && len(h.variants) > 1 {
+			reasons = append(reasons, v.name+": skipped (--fallback)")
+			continue
+		}
+		var links []link.Link
+		var loaded []*loadedProg
+		var err error
+		for _, p := range v.progs {
+			var lp *loadedProg
+			if lp, err = t.load(p.name); err != nil {
+				break
+			}
+			loaded = append(loaded, lp)
+			var l link.Link
+			if l, err = p.attach(lp); err != nil {
+				break
+			}
+			links = append(links, l)
+		}
+		if err == nil {
+			t.links = append(t.links, links...)
+			t.progs = append(t.progs, loaded...)
+			return Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; ")}
+		}
+		for _, l := range links {
+			l.Close()
+		}
+		for _, lp := range loaded {
+			lp.coll.Close()
+		}
+		reasons = append(reasons, v.name+": "+shortError(err))
+	}
+	return Report{Hook: h.Name, Reason: strings.Join(reasons, "; ")}
+}
+
+// load loads one program with the shared maps.
+func (t *Tracer) load(name string) (*loadedProg, error) {
+	ps, ok := t.spec.Programs[name]
+	if !ok {
+		return nil, fmt.Errorf("no program %s in the object", name)
+	}
+	sub := &ebpf.CollectionSpec{
+		Maps:      map[string]*ebpf.MapSpec{},
+		Programs:  map[string]*ebpf.ProgramSpec{name: ps.Copy()},
+		Variables: t.spec.Variables,
+		Types:     t.spec.Types,
+	}
+	repl := map[string]*ebpf.Map{}
+	for n, ms := range t.spec.Maps {
+		sub.Maps[n] = ms.Copy()
+		if m, ok := t.maps[n]; ok {
+			repl[n] = m
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache})
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("%w (%v)", ErrPrivileges, err)
+		}
+		return nil, err
+	}
+	return &loadedProg{coll: coll, prog: coll.Programs[name]}, nil
+}
+
+// shortError keeps the first line of a verifier or attach error.
+func shortError(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// Attached counts the hooks that are attached.
+func (t *Tracer) Attached() int {
+	n := 0
+	for _, r := range t.Reports {
+		if r.Variant != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Read waits for the next record and decodes it into ev. It returns
+// ringbuf.ErrClosed after Close.
+func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event) error {
+	if err := t.reader.ReadInto(rec); err != nil {
+		return err
+	}
+	return d.Decode(rec.RawSample, ev)
+}
+
+// Drops is how many events the kernel could not put in the ring buffer.
+func (t *Tracer) Drops() (uint64, error) {
+	var perCPU []uint64
+	if err := t.maps["drops"].Lookup(uint32(0), &perCPU); err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, v := range perCPU {
+		n += v
+	}
+	return n, nil
+}
+
+// Close detaches everything. The links are not pinned, so they also go
+// away when the process dies, even by SIGKILL.
+func (t *Tracer) Close() error {
+	if t.reader != nil {
+		t.reader.Close()
+	}
+	for _, l := range t.links {
+		l.Close()
+	}
+	for _, p := range t.progs {
+		p.coll.Close()
+	}
+	for _, m := range t.maps {
+		m.Close()
+	}
+	return nil
+}
+
+// Pending is how many bytes wait in the ring buffer.
+func (t *Tracer) Pending() int { return t.reader.AvailableBytes() }
