@@ -59,7 +59,8 @@ func (w *workload) signal(sig syscall.Signal) {
 	}
 }
 
-// stop kills everything and reaps it; on failure it shows the programs' output.
+// stop kills everything and reaps it; on failure it shows the programs'
+// output. It may be called more than once.
 func (w *workload) stop() {
 	w.signal(syscall.SIGKILL)
 	for i, p := range w.procs {
@@ -68,7 +69,12 @@ func (w *workload) stop() {
 			w.t.Logf("output of %s:\n%s", strings.Join(p.Args, " "), w.logs[i].String())
 		}
 	}
+	w.procs, w.logs = nil, nil
 }
+
+// ports gives each workload its own TCP and rdma_cm ports, so a program
+// never meets the TIME_WAIT sockets of the one before it.
+var ports = 18500
 
 // gidIndex finds the GID index that holds rxe0's IPv4-mapped address, which
 // ibv_rc_pingpong needs for RoCE v2.
@@ -89,16 +95,19 @@ func gidIndex(t *testing.T) string {
 // each side), and waits until all 14 RC QPs are in RTS.
 func startAll(t *testing.T) *workload {
 	w := &workload{t: t}
+	t.Cleanup(w.stop) // also when waiting below fails
 	gid := gidIndex(t)
-	w.start("rping", "-s", "-a", addr, "-p", "7174", "-C", "10000000")
-	w.start("ib_write_lat", "-d", device, "-R", "-p", "18516", "-n", "100000000")
-	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18515", "-n", "100000000")
-	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18517", "-q", "4", "-n", "100000000")
+	ports += 10
+	rp, lat, rc, srq := fmt.Sprint(ports), fmt.Sprint(ports+1), fmt.Sprint(ports+2), fmt.Sprint(ports+3)
+	w.start("rping", "-s", "-a", addr, "-p", rp, "-C", "10000000")
+	w.start("ib_write_lat", "-d", device, "-R", "-p", lat, "-n", "100000000")
+	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", rc, "-n", "100000000")
+	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", srq, "-q", "4", "-n", "100000000")
 	time.Sleep(time.Second) // servers listen before clients connect
-	w.start("rping", "-c", "-a", addr, "-p", "7174", "-C", "10000000")
-	w.start("ib_write_lat", "-d", device, "-R", "-p", "18516", "-n", "100000000", addr)
-	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18515", "-n", "100000000", addr)
-	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18517", "-q", "4", "-n", "100000000", addr)
+	w.start("rping", "-c", "-a", addr, "-p", rp, "-C", "10000000")
+	w.start("ib_write_lat", "-d", device, "-R", "-p", lat, "-n", "100000000", addr)
+	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", rc, "-n", "100000000", addr)
+	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", srq, "-q", "4", "-n", "100000000", addr)
 	waitFor(t, 90*time.Second, "14 RC QPs in RTS", func() bool {
 		n := 0
 		for _, r := range snapshot(t, rdma.ResQP) {
