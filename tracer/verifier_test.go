@@ -1,0 +1,94 @@
+package tracer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/rdmatrace/rdmatrace/bpf"
+)
+
+func loadGzBTF(t *testing.T, path string, base *btf.Spec) *btf.Spec {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *btf.Spec
+	if base == nil {
+		s, err = btf.LoadSpecFromReader(readerAt(t, z))
+	} else {
+		s, err = btf.LoadSplitSpecFromReader(readerAt(t, z), base)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+// TestFallbackProgramsPassTheHostVerifier loads the kprobe and raw_tp
+// programs into this machine's kernel, which has no RDMA: their CO-RE
+// relocations are resolved against Debian 6.1's BTF (vmlinux and rdma_cm,
+// kept in testdata/btf), and the kernel's verifier checks them. The
+// fentry/fexit/tp_btf programs need their RDMA target functions in the
+// running kernel to load at all; the guest tests load and attach them.
+func TestFallbackProgramsPassTheHostVerifier(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CI runs as root)")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	base := loadGzBTF(t, "../testdata/btf/6.1/vmlinux.btf.gz", nil)
+	types := loadGzBTF(t, "../testdata/btf/6.1/rdma_cm.btf.gz", base)
+	spec, err := bpf.LoadRdmatrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := 0
+	for name, ps := range spec.Programs {
+		if ps.Type != ebpf.Kprobe && ps.Type != ebpf.RawTracepoint {
+			continue
+		}
+		sub := &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{name: ps}, Variables: spec.Variables, Types: spec.Types}
+		coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base, ExtraRelocationTargets: []*btf.Spec{types}}})
+		if err != nil {
+			var ve *ebpf.VerifierError
+			if errors.As(err, &ve) {
+				t.Errorf("%s: rejected by the verifier:\n%+v", name, ve)
+			} else {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		coll.Close()
+		loaded++
+	}
+	if loaded < 20 {
+		t.Errorf("only %d kprobe/raw_tp programs loaded, want all 24", loaded)
+	}
+	t.Logf("%d kprobe and raw_tp programs passed the host kernel's verifier", loaded)
+}
+
+func readerAt(t *testing.T, z *gzip.Reader) *bytesReaderAt {
+	t.Helper()
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bytesReaderAt{bytes.NewReader(b)}
+}
+
+type bytesReaderAt struct{ *bytes.Reader }
