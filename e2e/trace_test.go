@@ -121,6 +121,7 @@ func checkResources(t *testing.T, evs []map[string]any, objs []map[string]any, r
 		}
 		var created, destroyed bool
 		states := map[string]bool{}
+		last := "RESET" // QPs are created in RESET
 		for _, e := range evs {
 			if !same(e) {
 				continue
@@ -135,6 +136,7 @@ func checkResources(t *testing.T, evs []map[string]any, objs []map[string]any, r
 				destroyed = true
 			case "modify":
 				states[str(e["state"])] = true
+				last = str(e["state"])
 			}
 		}
 		if !created {
@@ -143,8 +145,14 @@ func checkResources(t *testing.T, evs []map[string]any, objs []map[string]any, r
 		if !destroyed {
 			t.Errorf("%s %s=%v (pid %v %v) has no destroy event after its program was killed", res, idKey, o[idKey], o["pid"], o["comm"])
 		}
-		if res == "qp" && o["type"] == "RC" && !(states["INIT"] && states["RTR"] && states["RTS"]) {
-			t.Errorf("qp %v: transitions seen %v, want INIT, RTR and RTS", o[idKey], states)
+		// Not every QP reaches RTS (a CI run met an RC QP with no
+		// transition traced, and did not record its state): the trace must
+		// end in the state rdma res shows, and RTS must come after INIT and RTR.
+		if res == "qp" && last != o["state"] {
+			t.Errorf("qp %v (%v %v): last state traced %s, rdma res says %v (transitions seen %v)", o[idKey], o["pid"], o["comm"], last, o["state"], states)
+		}
+		if res == "qp" && o["state"] == "RTS" && o["type"] == "RC" && !(states["INIT"] && states["RTR"]) {
+			t.Errorf("qp %v (%v %v) is in RTS, but transitions seen are %v, want INIT and RTR before", o[idKey], o["pid"], o["comm"], states)
 		}
 	}
 	if checked < atLeast {
