@@ -61,6 +61,10 @@ enum cm_tp {
 #define F_HAS_QP (1 << 4)    /* qpn/qp_type are set */
 #define F_HAS_CM (1 << 5)    /* cm_event/status are set */
 #define F_HAS_ADDR (1 << 6)  /* src/dst/ps are set */
+#define F_EXITING (1 << 7)   /* the actor was exiting (PF_EXITING): cleanup at process exit */
+#define F_CLOSING (1 << 8)   /* inside ib_uverbs_close or ucma_close: cleanup of a closed file */
+
+#define PF_EXITING 0x00000004 /* include/linux/sched.h; a #define, so not in BTF */
 
 struct event {
 	__u64 ts;     /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
@@ -117,6 +121,15 @@ struct {
 	__type(value, __u8);
 } qp_states SEC(".maps");
 
+/* Threads inside the release of a uverbs or rdma_cm file: what they free
+ * is cleanup of a closed file, not an explicit destroy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u32); /* tid */
+	__type(value, __u32);
+} closing SEC(".maps");
+
 /* Arguments saved at kprobe entry for the kretprobe fallbacks. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -143,7 +156,27 @@ static __always_inline struct event *reserve(__u32 kind)
 	e->actor_tid = (__u32)id;
 	e->cgroup = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->actor_comm, sizeof(e->actor_comm));
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	if (BPF_CORE_READ(task, flags) & PF_EXITING)
+		e->flags |= F_EXITING;
+	__u32 tid = e->actor_tid;
+	if (bpf_map_lookup_elem(&closing, &tid))
+		e->flags |= F_CLOSING;
 	return e;
+}
+
+static __always_inline int close_enter(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), one = 1;
+	bpf_map_update_elem(&closing, &tid, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int close_exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&closing, &tid);
+	return 0;
 }
 
 static __always_inline void set_dev(struct event *e, struct ib_device *dev)
@@ -425,6 +458,17 @@ int BPF_PROG(fexit_unregister_device, struct ib_device *dev)
 	return emit_dev(EV_DEV_UNREGISTERED, dev);
 }
 
+/* The release of /dev/infiniband/uverbsN (ib_uverbs) and rdma_cm (rdma_ucm)
+ * files, where the kernel frees what a process left behind. */
+SEC("fentry/ib_uverbs_close")
+int BPF_PROG(fentry_uverbs_close) { return close_enter(); }
+SEC("fexit/ib_uverbs_close")
+int BPF_PROG(fexit_uverbs_close) { return close_exit(); }
+SEC("fentry/ucma_close")
+int BPF_PROG(fentry_ucma_close) { return close_enter(); }
+SEC("fexit/ucma_close")
+int BPF_PROG(fexit_ucma_close) { return close_exit(); }
+
 #define CM_TP_BTF(name, tp)                                                  \
 	SEC("tp_btf/" #name)                                                 \
 	int BPF_PROG(tp_btf_##name, struct rdma_id_private *id)              \
@@ -545,6 +589,15 @@ int BPF_KRETPROBE(kretprobe_modify_qp, int ret)
 	bpf_map_delete_elem(&modify_args, &key);
 	return emit_qp_state((struct ib_qp *)copy.qp, (struct ib_qp_attr *)copy.attr, copy.mask, ret);
 }
+
+SEC("kprobe/ib_uverbs_close")
+int BPF_KPROBE(kprobe_uverbs_close) { return close_enter(); }
+SEC("kretprobe/ib_uverbs_close")
+int BPF_KRETPROBE(kretprobe_uverbs_close) { return close_exit(); }
+SEC("kprobe/ucma_close")
+int BPF_KPROBE(kprobe_ucma_close) { return close_enter(); }
+SEC("kretprobe/ucma_close")
+int BPF_KRETPROBE(kretprobe_ucma_close) { return close_exit(); }
 
 SEC("kprobe/__ib_unregister_device")
 int BPF_KPROBE(kprobe_unregister_device, struct ib_device *dev)

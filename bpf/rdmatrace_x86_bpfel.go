@@ -57,6 +57,7 @@ type RdmatraceModifyArgs struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapClosing                  = "closing"
 	RdmatraceMapDrops                    = "drops"
 	RdmatraceMapEntryArgs                = "entry_args"
 	RdmatraceMapEvents                   = "events"
@@ -66,22 +67,30 @@ const (
 	RdmatraceProgFentryRestrackBeginDel  = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel = "fentry_restrack_commit_del"
 	RdmatraceProgFentryRestrackDel       = "fentry_restrack_del"
+	RdmatraceProgFentryUcmaClose         = "fentry_ucma_close"
 	RdmatraceProgFentryUnregisterDevice  = "fentry_unregister_device"
+	RdmatraceProgFentryUverbsClose       = "fentry_uverbs_close"
 	RdmatraceProgFexitCreateKernelId     = "fexit_create_kernel_id"
 	RdmatraceProgFexitCreateUserId       = "fexit_create_user_id"
 	RdmatraceProgFexitModifyQp           = "fexit_modify_qp"
 	RdmatraceProgFexitRegisterDevice     = "fexit_register_device"
 	RdmatraceProgFexitRestrackAdd        = "fexit_restrack_add"
+	RdmatraceProgFexitUcmaClose          = "fexit_ucma_close"
 	RdmatraceProgFexitUnregisterDevice   = "fexit_unregister_device"
+	RdmatraceProgFexitUverbsClose        = "fexit_uverbs_close"
 	RdmatraceProgKprobeModifyQp          = "kprobe_modify_qp"
 	RdmatraceProgKprobeRestrackAbortDel  = "kprobe_restrack_abort_del"
 	RdmatraceProgKprobeRestrackAdd       = "kprobe_restrack_add"
 	RdmatraceProgKprobeRestrackBeginDel  = "kprobe_restrack_begin_del"
 	RdmatraceProgKprobeRestrackCommitDel = "kprobe_restrack_commit_del"
 	RdmatraceProgKprobeRestrackDel       = "kprobe_restrack_del"
+	RdmatraceProgKprobeUcmaClose         = "kprobe_ucma_close"
 	RdmatraceProgKprobeUnregisterDevice  = "kprobe_unregister_device"
+	RdmatraceProgKprobeUverbsClose       = "kprobe_uverbs_close"
 	RdmatraceProgKretprobeModifyQp       = "kretprobe_modify_qp"
 	RdmatraceProgKretprobeRestrackAdd    = "kretprobe_restrack_add"
+	RdmatraceProgKretprobeUcmaClose      = "kretprobe_ucma_close"
+	RdmatraceProgKretprobeUverbsClose    = "kretprobe_uverbs_close"
 	RdmatraceProgRawTpCmDisconnect       = "raw_tp_cm_disconnect"
 	RdmatraceProgRawTpCmEventDone        = "raw_tp_cm_event_done"
 	RdmatraceProgRawTpCmEventHandler     = "raw_tp_cm_event_handler"
@@ -161,22 +170,30 @@ type RdmatraceProgramSpecs struct {
 	FentryRestrackBeginDel  *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel       *ebpf.ProgramSpec `ebpf:"fentry_restrack_del"`
+	FentryUcmaClose         *ebpf.ProgramSpec `ebpf:"fentry_ucma_close"`
 	FentryUnregisterDevice  *ebpf.ProgramSpec `ebpf:"fentry_unregister_device"`
+	FentryUverbsClose       *ebpf.ProgramSpec `ebpf:"fentry_uverbs_close"`
 	FexitCreateKernelId     *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId       *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
 	FexitModifyQp           *ebpf.ProgramSpec `ebpf:"fexit_modify_qp"`
 	FexitRegisterDevice     *ebpf.ProgramSpec `ebpf:"fexit_register_device"`
 	FexitRestrackAdd        *ebpf.ProgramSpec `ebpf:"fexit_restrack_add"`
+	FexitUcmaClose          *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice   *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
+	FexitUverbsClose        *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
 	KprobeModifyQp          *ebpf.ProgramSpec `ebpf:"kprobe_modify_qp"`
 	KprobeRestrackAbortDel  *ebpf.ProgramSpec `ebpf:"kprobe_restrack_abort_del"`
 	KprobeRestrackAdd       *ebpf.ProgramSpec `ebpf:"kprobe_restrack_add"`
 	KprobeRestrackBeginDel  *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel *ebpf.ProgramSpec `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel       *ebpf.ProgramSpec `ebpf:"kprobe_restrack_del"`
+	KprobeUcmaClose         *ebpf.ProgramSpec `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice  *ebpf.ProgramSpec `ebpf:"kprobe_unregister_device"`
+	KprobeUverbsClose       *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_close"`
 	KretprobeModifyQp       *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
 	KretprobeRestrackAdd    *ebpf.ProgramSpec `ebpf:"kretprobe_restrack_add"`
+	KretprobeUcmaClose      *ebpf.ProgramSpec `ebpf:"kretprobe_ucma_close"`
+	KretprobeUverbsClose    *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_close"`
 	RawTpCmDisconnect       *ebpf.ProgramSpec `ebpf:"raw_tp_cm_disconnect"`
 	RawTpCmEventDone        *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_done"`
 	RawTpCmEventHandler     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_handler"`
@@ -213,6 +230,7 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
+	Closing    *ebpf.MapSpec `ebpf:"closing"`
 	Drops      *ebpf.MapSpec `ebpf:"drops"`
 	EntryArgs  *ebpf.MapSpec `ebpf:"entry_args"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
@@ -247,6 +265,7 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
+	Closing    *ebpf.Map `ebpf:"closing"`
 	Drops      *ebpf.Map `ebpf:"drops"`
 	EntryArgs  *ebpf.Map `ebpf:"entry_args"`
 	Events     *ebpf.Map `ebpf:"events"`
@@ -256,6 +275,7 @@ type RdmatraceMaps struct {
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.Closing,
 		m.Drops,
 		m.EntryArgs,
 		m.Events,
@@ -279,22 +299,30 @@ type RdmatracePrograms struct {
 	FentryRestrackBeginDel  *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel       *ebpf.Program `ebpf:"fentry_restrack_del"`
+	FentryUcmaClose         *ebpf.Program `ebpf:"fentry_ucma_close"`
 	FentryUnregisterDevice  *ebpf.Program `ebpf:"fentry_unregister_device"`
+	FentryUverbsClose       *ebpf.Program `ebpf:"fentry_uverbs_close"`
 	FexitCreateKernelId     *ebpf.Program `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId       *ebpf.Program `ebpf:"fexit_create_user_id"`
 	FexitModifyQp           *ebpf.Program `ebpf:"fexit_modify_qp"`
 	FexitRegisterDevice     *ebpf.Program `ebpf:"fexit_register_device"`
 	FexitRestrackAdd        *ebpf.Program `ebpf:"fexit_restrack_add"`
+	FexitUcmaClose          *ebpf.Program `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice   *ebpf.Program `ebpf:"fexit_unregister_device"`
+	FexitUverbsClose        *ebpf.Program `ebpf:"fexit_uverbs_close"`
 	KprobeModifyQp          *ebpf.Program `ebpf:"kprobe_modify_qp"`
 	KprobeRestrackAbortDel  *ebpf.Program `ebpf:"kprobe_restrack_abort_del"`
 	KprobeRestrackAdd       *ebpf.Program `ebpf:"kprobe_restrack_add"`
 	KprobeRestrackBeginDel  *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel *ebpf.Program `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel       *ebpf.Program `ebpf:"kprobe_restrack_del"`
+	KprobeUcmaClose         *ebpf.Program `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice  *ebpf.Program `ebpf:"kprobe_unregister_device"`
+	KprobeUverbsClose       *ebpf.Program `ebpf:"kprobe_uverbs_close"`
 	KretprobeModifyQp       *ebpf.Program `ebpf:"kretprobe_modify_qp"`
 	KretprobeRestrackAdd    *ebpf.Program `ebpf:"kretprobe_restrack_add"`
+	KretprobeUcmaClose      *ebpf.Program `ebpf:"kretprobe_ucma_close"`
+	KretprobeUverbsClose    *ebpf.Program `ebpf:"kretprobe_uverbs_close"`
 	RawTpCmDisconnect       *ebpf.Program `ebpf:"raw_tp_cm_disconnect"`
 	RawTpCmEventDone        *ebpf.Program `ebpf:"raw_tp_cm_event_done"`
 	RawTpCmEventHandler     *ebpf.Program `ebpf:"raw_tp_cm_event_handler"`
@@ -333,22 +361,30 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryRestrackBeginDel,
 		p.FentryRestrackCommitDel,
 		p.FentryRestrackDel,
+		p.FentryUcmaClose,
 		p.FentryUnregisterDevice,
+		p.FentryUverbsClose,
 		p.FexitCreateKernelId,
 		p.FexitCreateUserId,
 		p.FexitModifyQp,
 		p.FexitRegisterDevice,
 		p.FexitRestrackAdd,
+		p.FexitUcmaClose,
 		p.FexitUnregisterDevice,
+		p.FexitUverbsClose,
 		p.KprobeModifyQp,
 		p.KprobeRestrackAbortDel,
 		p.KprobeRestrackAdd,
 		p.KprobeRestrackBeginDel,
 		p.KprobeRestrackCommitDel,
 		p.KprobeRestrackDel,
+		p.KprobeUcmaClose,
 		p.KprobeUnregisterDevice,
+		p.KprobeUverbsClose,
 		p.KretprobeModifyQp,
 		p.KretprobeRestrackAdd,
+		p.KretprobeUcmaClose,
+		p.KretprobeUverbsClose,
 		p.RawTpCmDisconnect,
 		p.RawTpCmEventDone,
 		p.RawTpCmEventHandler,

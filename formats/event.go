@@ -66,6 +66,9 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 			o = o.num("actor-pid", uint64(e.Actor.TID)).str("actor-comm", e.Actor.Comm)
 		}
 	}
+	if c := e.Cleanup(); c != "" {
+		o = o.str("cleanup", c)
+	}
 	return o
 }
 
@@ -126,6 +129,9 @@ func EventLine(e *rdma.Event) string {
 	}
 	if e.Actor.PID != 0 && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
 		b.WriteString(" by " + Sanitize(e.Actor.Comm) + "[" + strconv.FormatUint(uint64(e.Actor.TID), 10) + "]")
+	}
+	if c := e.Cleanup(); c != "" {
+		b.WriteString(" (" + c + " cleanup)")
 	}
 	return b.String()
 }

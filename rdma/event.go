@@ -82,7 +82,26 @@ const (
 	EvHasAddr
 	EvUser    // a user-space object
 	EvHasPort // Port is set (QPs and CM_IDs bound to a port)
+	// EvActorExiting: the acting task was exiting. A destroy with it is
+	// the kernel's cleanup at process exit, not one the program asked for.
+	EvActorExiting
+	// EvFileClose: it happened inside the release of a uverbs or rdma_cm
+	// file (ib_uverbs_close, ucma_close): cleanup of what a closed file held.
+	EvFileClose
 )
+
+// Cleanup names how a destroy came about: "exit" (the kernel's cleanup when
+// the owner exited), "close" (the owner closed its device file with the
+// object still in it), or "" (an explicit destroy).
+func (e *Event) Cleanup() string {
+	switch {
+	case e.Has(EvActorExiting):
+		return "exit"
+	case e.Has(EvFileClose):
+		return "close"
+	}
+	return ""
+}
 
 // Event is one thing that happened, as the tracer saw it.
 type Event struct {

@@ -21,3 +21,10 @@ func FixedClock(offset int64) Clock { return Clock{offset: offset} }
 
 // Wall gives the wall time of a monotonic timestamp.
 func (c Clock) Wall(mono uint64) time.Time { return time.Unix(0, int64(mono)+c.offset).UTC() }
+
+// Mono is the kernel's monotonic clock now, as bpf_ktime_get_ns counts it.
+func Mono() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}

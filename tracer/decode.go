@@ -70,6 +70,8 @@ const (
 	cfHasQP
 	cfHasCM
 	cfHasAddr
+	cfExiting
+	cfClosing
 )
 
 const stateUnknown = 0xff
@@ -159,6 +161,12 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	}
 	if flags&cfUser != 0 {
 		ev.Flags |= rdma.EvUser
+	}
+	if flags&cfExiting != 0 {
+		ev.Flags |= rdma.EvActorExiting
+	}
+	if flags&cfClosing != 0 {
+		ev.Flags |= rdma.EvFileClose
 	}
 	if flags&cfHasDev != 0 {
 		ev.Flags |= rdma.EvHasDev

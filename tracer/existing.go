@@ -34,6 +34,9 @@ func ExistingEvent(r *rdma.Resource, now time.Time) rdma.Event {
 	if r.Has&rdma.HasPID != 0 {
 		// The kernel reports the creating thread; its process may differ.
 		e.Owner = rdma.Owner{PID: r.Owner.PID, TID: r.Owner.PID, Comm: comms.Comm(r.Owner.PID)}
+		if tgid := comms.TGID(r.Owner.PID); tgid != 0 {
+			e.Owner.PID = tgid
+		}
 		e.Flags |= rdma.EvHasOwner | rdma.EvUser
 	}
 	e.Owner.KernName = r.Owner.KernName

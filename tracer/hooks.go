@@ -49,6 +49,17 @@ func cmHook(tp string) Hook {
 	}}
 }
 
+// closeHook marks the release of a device file, so that what it frees is
+// told apart from explicit destroys.
+func closeHook(fn, short string) Hook {
+	return Hook{Name: fn, variants: []variant{
+		{name: "fentry+fexit", progs: []prog{{name: "fentry_" + short, kind: tracing}, {name: "fexit_" + short, kind: tracing}}},
+		{name: "kprobe+kretprobe", progs: []prog{
+			{name: "kprobe_" + short, kind: kprobe, target: fn},
+			{name: "kretprobe_" + short, kind: kretprobe, target: fn}}},
+	}}
+}
+
 // Hooks lists every hook, in attach order: lifecycle first, so nothing that
 // is created while the rest attaches goes unseen.
 var Hooks = []Hook{
@@ -78,6 +89,7 @@ var Hooks = []Hook{
 	{Name: "__ib_unregister_device", variants: []variant{
 		{name: "fentry+fexit", progs: []prog{{name: "fentry_unregister_device", kind: tracing}, {name: "fexit_unregister_device", kind: tracing}}},
 		kprobeVariant("kprobe_unregister_device", "__ib_unregister_device")}},
+	closeHook("ib_uverbs_close", "uverbs_close"), closeHook("ucma_close", "ucma_close"),
 	cmHook("cm_event_handler"), cmHook("cm_event_done"), cmHook("cm_req_handler"),
 	cmHook("cm_send_req"), cmHook("cm_send_rep"), cmHook("cm_send_rtu"), cmHook("cm_send_rej"),
 	cmHook("cm_send_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),

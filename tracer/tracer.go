@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -224,3 +225,7 @@ func (t *Tracer) Close() error {
 
 // Pending is how many bytes wait in the ring buffer.
 func (t *Tracer) Pending() int { return t.reader.AvailableBytes() }
+
+// SetDeadline makes Read return os.ErrDeadlineExceeded when no record
+// comes before t; the zero time waits for ever.
+func (t *Tracer) SetDeadline(at time.Time) { t.reader.SetDeadline(at) }

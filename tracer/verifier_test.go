@@ -3,8 +3,8 @@ package tracer
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"errors"
+	"io"
 	"os"
 	"testing"
 

@@ -183,21 +183,11 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return exitWith(2, err)
 	}
-	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback")})
+	t, err := openTracer(c)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	attached := t.Attached()
-	for _, r := range t.Reports {
-		if r.Variant == "" {
-			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
-		}
-	}
-	if attached == 0 {
-		return fmt.Errorf("no hook could be attached (is the RDMA stack loaded? modprobe ib_core rdma_cm): %s", t.Reports[0].Reason)
-	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
 
 	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
 	sink.nd = formats.NewNDJSONWriter(os.Stdout)
@@ -303,6 +293,27 @@ func runTrace(c *cli.Context) error {
 	drops, _ := t.Drops()
 	summary(t, seen.Load(), shown.Load(), drops)
 	return readErr
+}
+
+// openTracer loads and attaches the tracer as the flags say, and tells on
+// stderr which hooks it could not attach.
+func openTracer(c *cli.Context) (*tracer.Tracer, error) {
+	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback")})
+	if err != nil {
+		return nil, err
+	}
+	attached := t.Attached()
+	for _, r := range t.Reports {
+		if r.Variant == "" {
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
+		}
+	}
+	if attached == 0 {
+		t.Close()
+		return nil, fmt.Errorf("no hook could be attached (is the RDMA stack loaded? modprobe ib_core rdma_cm): %s", t.Reports[0].Reason)
+	}
+	fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+	return t, nil
 }
 
 // summary tells, on stderr, what was attached and what was seen.
