@@ -8,6 +8,9 @@ E2E_BIN  := bin/e2e.test
 FUZZTIME ?= 5s
 # E2E_RUN selects guest tests by name (go test -run syntax).
 E2E_RUN  ?= .
+# Our own C workloads (guest/workloads): a churn for make bench, a program
+# that leaks a QP for the leak tests.
+WORKLOADS := out/churn out/leakqp
 
 .PHONY: all build unit fuzz e2e test capture generate bench demo clean
 
@@ -33,7 +36,7 @@ fuzz:
 	  done; \
 	done
 
-$(E2E_BIN): build
+$(E2E_BIN): build $(WORKLOADS)
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(E2E_BIN) ./e2e
 
 # The end-to-end tests run inside a qemu guest on each kernel in KERNELS.
@@ -41,6 +44,7 @@ $(E2E_BIN): build
 e2e: $(E2E_BIN)
 	@set -e; for k in $(KERNELS); do \
 	  echo "== e2e on Debian $$k"; \
+	  guest/kmod.sh $$k out/kmod >/dev/null; \
 	  guest/run -k $$k -t 900 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	done
 
@@ -61,9 +65,18 @@ capture: $(E2E_BIN)
 # result must equal what is committed.
 generate: bpf-generate
 
-bench: build
+# The workloads link the host's libibverbs, which the guest shares through
+# its 9p root.
+out/%: guest/workloads/%.c
+	guest/setup-host.sh
+	mkdir -p out && gcc -O2 -Wall -o $@ $< -libverbs
+
+bench: build $(WORKLOADS)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	guest/run -k 6.1 -t 1200 -o out/bench-res -- guest/bench-res.sh $(BIN)
+	@set -e; for k in $(KERNELS); do \
+	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
+	  guest/run -k $$k -t 1200 -o out/bench-trace-$$k -- guest/bench-trace.sh $(BIN) out/churn; \
+	done
 
 demo: build
 	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)

@@ -17,6 +17,7 @@ const (
 	StrList             // a JSON array of strings (an SRQ's QP list)
 	Bool                // a JSON true/false; "on"/"off" in text (iproute2's print_on_off)
 	Int                 // a signed JSON number, stored in Num as int64
+	Secs                // a duration: milliseconds in Num, a JSON number of seconds ("1.5"), "1.5s" in text
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -39,6 +40,8 @@ func (f *Field) Text() string {
 		return onOff(f.Num != 0)
 	case Int:
 		return strconv.FormatInt(int64(f.Num), 10)
+	case Secs:
+		return string(appendSecs(nil, f.Num)) + "s"
 	case StrList:
 		s := ""
 		for i, v := range f.List {
@@ -50,6 +53,20 @@ func (f *Field) Text() string {
 		return s
 	}
 	return f.Str
+}
+
+// appendSecs writes milliseconds as seconds with up to three decimals.
+func appendSecs(b []byte, ms uint64) []byte {
+	b = strconv.AppendUint(b, ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		d := strconv.AppendUint([]byte{'.'}, 1000+frac, 10) // ".1xyz"
+		d = append(d[:1], d[2:]...)
+		for d[len(d)-1] == '0' {
+			d = d[:len(d)-1]
+		}
+		b = append(b, d...)
+	}
+	return b
 }
 
 // Object is one rendered object: its fields, in output order.

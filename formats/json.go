@@ -30,6 +30,8 @@ func AppendJSON(b []byte, o Object) []byte {
 			b = strconv.AppendBool(b, f.Num != 0)
 		case Int:
 			b = strconv.AppendInt(b, int64(f.Num), 10)
+		case Secs:
+			b = appendSecs(b, f.Num)
 		case StrList:
 			b = append(b, '[')
 			for j, s := range f.List {

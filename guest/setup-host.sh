@@ -4,11 +4,8 @@
 set -euo pipefail
 
 packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-utils ibverbs-providers
-	rdmacm-utils perftest iproute2 util-linux procps bpftool)
-# make bench also compiles a C workload against libibverbs.
-if [ "${1:-}" = --bench ]; then
-	packages+=(gcc libc6-dev libibverbs-dev)
-fi
+	rdmacm-utils perftest iproute2 util-linux procps bpftool
+	gcc libc6-dev libibverbs-dev) # our own workloads (guest/workloads) are C
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/leaks"
+	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/restable"
+	"github.com/rdmatrace/rdmatrace/tracer"
+)
+
+func init() { commands = append(commands, leaksCommand()) }
+
+// exitLeaked is the exit status when leaks were reported.
+const exitLeaked = 3
+
+// reorderWindow is how long events are held to put them in timestamp
+// order: far more than two CPUs' reservations can be apart.
+const reorderWindow = uint64(50 * time.Millisecond)
+
+func leaksCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "leaks",
+		Usage:     "name what is still alive when a device unregisters, when the run ends, or when a program exits",
+		ArgsUsage: "[-- CMD [ARG...]]",
+		Description: "Keeps a table of live RDMA resources (a netlink snapshot at start, then the tracer's\n" +
+			"events) and reports:\n" +
+			"  - when a device's unregistration begins: everything still alive on it, by owner;\n" +
+			"    while it is blocked, every --interval, the processes it waits for and their open\n" +
+			"    RDMA device files; when it finishes, what was freed and what never was;\n" +
+			"  - at the end (Ctrl-C, --duration): what is still alive;\n" +
+			"  - with -- CMD: runs CMD and, when it exits, reports what it created and did not destroy\n" +
+			"    itself: what the kernel freed at its exit (or when it closed its device file), and\n" +
+			"    what is still alive.\n" +
+			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON)"},
+			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
+			&cli.StringFlag{Name: "filter-comm", Usage: "only objects whose owner has one of these names (comma list; kernel module names too)"},
+			&cli.StringFlag{Name: "filter-dev", Usage: "only these devices (comma list)"},
+			&cli.StringFlag{Name: "filter-res", Usage: "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)"},
+			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
+			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
+			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after this long"},
+			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "how often to name what a blocked unregistration waits for"},
+			&cli.IntFlag{Name: "max-table", Value: 1 << 18, Usage: "most resources tracked at once (the rest are counted as untracked)"},
+			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
+			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
+			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+		},
+		Action: runLeaks,
+	}
+}
+
+// findingSink writes findings as NDJSON or as the human report.
+type findingSink struct {
+	json  bool
+	w     *bufio.Writer
+	nd    *formats.NDJSONWriter
+	human *formats.LeakWriter
+	err   error
+}
+
+func newFindingSink(json bool) *findingSink {
+	s := &findingSink{json: json, w: bufio.NewWriter(os.Stdout)}
+	s.nd = formats.NewNDJSONWriter(os.Stdout)
+	s.human = formats.NewLeakWriter(s.w)
+	return s
+}
+
+func (s *findingSink) write(f *rdma.Finding) {
+	if s.err != nil {
+		return
+	}
+	if s.json {
+		s.err = s.nd.Write(formats.FindingObject(f))
+		return
+	}
+	s.err = s.human.Write(f)
+}
+
+func (s *findingSink) flush() error {
+	if s.json {
+		if err := s.nd.Flush(); s.err == nil {
+			s.err = err
+		}
+		return s.err
+	}
+	if err := s.human.Flush(); s.err == nil {
+		s.err = err
+	}
+	if err := s.w.Flush(); s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+func runLeaks(c *cli.Context) error {
+	f, err := parseEventFilter(c)
+	if err != nil {
+		return exitWith(2, err)
+	}
+	if c.Int("max-table") < 1 {
+		return exitWith(2, errors.New("--max-table must be at least 1"))
+	}
+	argv := c.Args().Slice()
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	t, err := openTracer(c)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+
+	sink := newFindingSink(c.Bool("json"))
+	table := restable.New(c.Int("max-table"))
+	w := leaks.New(table, sink.write)
+	w.Keep = f.match
+	w.Interval = c.Duration("interval")
+	clock := tracer.NewClock()
+	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	}
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	var timeout <-chan time.Time
+	if d := c.Duration("duration"); d > 0 {
+		timeout = time.After(d)
+	}
+	if p := c.String("ready-file"); p != "" {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+
+	var cmd *exec.Cmd
+	exited := make(chan error, 1)
+	if len(argv) > 0 {
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			return exitWith(2, err)
+		}
+		w.Program(uint32(cmd.Process.Pid))
+		go func() { exited <- cmd.Wait() }()
+	}
+
+	reorder := restable.NewReorder(reorderWindow)
+	d := tracer.NewDecoder(clock)
+	var rec ringbuf.Record
+	var ev rdma.Event
+	var seen, lastDrops uint64
+	var cmdErr error
+	cmdDone := false
+	drainUntil := time.Time{}
+	warnedUntracked := uint64(0)
+
+	// tick does what is due at a moment without events.
+	tick := func() {
+		now := tracer.Mono()
+		if now > reorderWindow {
+			reorder.FlushUntil(now-reorderWindow, w.Handle)
+		}
+		w.Tick(clock.Wall(now))
+		if n, err := t.Drops(); err == nil && n > lastDrops {
+			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events dropped (ring buffer full; %d in all): the report may be incomplete; raise --ring-size\n", n-lastDrops, n)
+			lastDrops = n
+		}
+		if n := table.Untracked(); n > warnedUntracked {
+			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: table full (--max-table %d), %d resources untracked\n", c.Int("max-table"), n)
+			warnedUntracked = n
+		}
+		_ = sink.flush()
+	}
+	lastTick := time.Now()
+loop:
+	for {
+		select {
+		case s := <-stop:
+			if cmd == nil {
+				break loop
+			}
+			// The program decides when it ends; pass SIGTERM on (a
+			// terminal's SIGINT reached it already).
+			if s == syscall.SIGTERM {
+				_ = cmd.Process.Signal(s)
+			}
+		case <-timeout:
+			if cmd == nil {
+				break loop
+			}
+		case cmdErr = <-exited:
+			cmdDone = true
+			// Its exit cleanup ran before the wait returned; read what is
+			// queued, and a little longer for the reorder window.
+			drainUntil = time.Now().Add(200 * time.Millisecond)
+		default:
+		}
+		if cmdDone && t.Pending() == 0 && time.Now().After(drainUntil) {
+			break loop
+		}
+		t.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		err := t.Read(&rec, d, &ev)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
+			break loop
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
+		default:
+			seen++
+			reorder.Push(&ev, w.Handle)
+		}
+		if time.Since(lastTick) >= 100*time.Millisecond {
+			tick()
+			lastTick = time.Now()
+		}
+	}
+	reorder.Flush(w.Handle)
+	tick()
+	now := time.Now().UTC()
+	if cmd != nil {
+		w.ProgramExited(now)
+	} else {
+		w.End(now)
+	}
+	if err := sink.flush(); err != nil {
+		return err
+	}
+	drops, _ := t.Drops()
+	summary(t, seen, seen, drops)
+	if r := table.Replaced(); r > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d resource ids were reused without a traced destroy\n", r)
+	}
+	if w.Leaked() > 0 {
+		return exitWith(exitLeaked, nil)
+	}
+	if cmd != nil && cmdErr != nil {
+		var ee *exec.ExitError
+		if errors.As(cmdErr, &ee) {
+			code := ee.ExitCode()
+			if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+				code = 128 + int(st.Signal())
+			}
+			return exitWith(code, nil)
+		}
+		return cmdErr
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+var workloads = flag.String("workloads", "out", "where our own C workloads (guest/workloads) are built")
+
+// lines collects a program's output lines as they come.
+type lines struct {
+	mu      sync.Mutex
+	partial bytes.Buffer
+	all     []string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial.Write(p)
+	for {
+		i := bytes.IndexByte(l.partial.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.all = append(l.all, string(l.partial.Next(i+1)[:i]))
+	}
+}
+
+// findings returns the JSON objects among the lines so far.
+func (l *lines) findings(t *testing.T) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, s := range l.all {
+		if !strings.HasPrefix(s, "{") {
+			continue // the traced program's own output
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("leaks -j line %q: %v", s, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// leakRun is `rdmatrace leaks -j` running in the background.
+type leakRun struct {
+	cmd         *exec.Cmd
+	out, stderr lines
+}
+
+func startLeaks(t *testing.T, args ...string) *leakRun {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	l := &leakRun{}
+	l.cmd = exec.Command(*rdmatraceBin, append([]string{"leaks", "-j", "--ready-file", ready}, args...)...)
+	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.stderr
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if l.cmd.ProcessState == nil {
+			_ = l.cmd.Process.Kill()
+			_ = l.cmd.Wait()
+		}
+	})
+	waitFor(t, 60*time.Second, "rdmatrace leaks to attach", func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	return l
+}
+
+// belongsTo tells whether a finding's owner is process pid (its "pid" is
+// the creating thread, "tgid" its process when they differ).
+func belongsTo(f map[string]any, pid int) bool {
+	p := fmt.Sprint(pid)
+	return str(f["pid"]) == p || str(f["tgid"]) == p
+}
+
+// TestLeaksNamesWhatHoldsAnUnregister stops a connected rping pair, starts
+// `rdma link delete rxe0` (which blocks in ib_uverbs_remove_one while the
+// processes hold the device), and checks that within 10 s rdmatrace names
+// both processes with their QP, CQ, MR, PD and CM_ID as what the
+// unregistration waits for; after SIGKILL, that it finished.
+func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
+	needDevice(t)
+	t.Cleanup(func() { // the next tests need rxe0 again
+		if out, err := exec.Command(*rdmaUp).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", *rdmaUp, err, out)
+		}
+	})
+	l := startLeaks(t, "--interval", "2s", "--filter-dev", device)
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	ports += 10
+	port := fmt.Sprint(ports)
+	server := w.start("rping", "-s", "-a", addr, "-p", port, "-C", "100000000")
+	time.Sleep(time.Second)
+	client := w.start("rping", "-c", "-a", addr, "-p", port, "-C", "100000000")
+	waitFor(t, 60*time.Second, "the rping pair to connect", func() bool {
+		n := 0
+		for _, r := range snapshot(t, rdma.ResQP) {
+			if r.Owner.PID != 0 && r.QPState == rdma.QPStateRTS {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	w.signal(syscall.SIGSTOP)
+
+	del := exec.Command("rdma", "link", "delete", device)
+	var delOut bytes.Buffer
+	del.Stdout, del.Stderr = &delOut, &delOut
+	began := time.Now()
+	if err := del.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"qp", "cq", "mr", "pd", "cm_id"}
+	named := func(fs []map[string]any, pid int) (missing []string, waiting bool) {
+		have := map[string]bool{}
+		for _, f := range fs {
+			if !belongsTo(f, pid) {
+				continue
+			}
+			switch f["report"] {
+			case "unregister":
+				if f["ifname"] == device {
+					have[str(f["res"])] = true
+				}
+			case "waiting":
+				waiting = f["ifname"] == device
+			}
+		}
+		for _, r := range want {
+			if !have[r] {
+				missing = append(missing, r)
+			}
+		}
+		return missing, waiting
+	}
+	deadline := began.Add(10 * time.Second)
+	for {
+		fs := l.out.findings(t)
+		ms, ws := named(fs, server.Process.Pid)
+		mc, wc := named(fs, client.Process.Pid)
+		if len(ms) == 0 && len(mc) == 0 && ws && wc {
+			t.Logf("both rpings named as what the unregistration waits for after %v", time.Since(began).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after rdma link delete: server %d misses %v (waiting line %v), client %d misses %v (waiting line %v)\n%s\n%s",
+				server.Process.Pid, ms, ws, client.Process.Pid, mc, wc, l.out.String(), l.stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if del.ProcessState != nil {
+		t.Errorf("rdma link delete did not block while the rpings held rxe0: %s", delOut.String())
+	}
+
+	w.stop() // SIGKILL: the kernel's exit cleanup frees everything
+	done := make(chan error, 1)
+	go func() { done <- del.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("rdma link delete: %v\n%s", err, delOut.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("rdma link delete still blocked 90 s after the rpings were killed")
+	}
+	waitFor(t, 10*time.Second, "the unregistered report", func() bool {
+		for _, f := range l.out.findings(t) {
+			if f["report"] == "unregistered" && f["ifname"] == device {
+				if str(f["left"]) != "0" || str(f["freed-at-exit"]) == "0" {
+					t.Errorf("unregistered report: %v, want nothing left and frees at exit", f)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	_ = l.cmd.Process.Signal(syscall.SIGINT)
+	err := l.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("rdmatrace leaks after reporting leaks: %v, want exit status 3\n%s", err, l.stderr.String())
+	}
+}
+
+// runLeaks runs `rdmatrace leaks -j -- CMD...` to the end.
+// Its log is stderr and the program's own output.
+func runLeaks(t *testing.T, argv ...string) (fs []map[string]any, code int, log string) {
+	t.Helper()
+	var out, errOut lines
+	cmd := exec.Command(*rdmatraceBin, append([]string{"leaks", "-j", "--"}, argv...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("rdmatrace leaks -- %v: %v", argv, err)
+	}
+	return out.findings(t), code, errOut.String() + "\nstdout:\n" + out.String()
+}
+
+// TestLeaksOfAProgram: a program that exits without destroying its QP is
+// reported (QP, CQ and PD, freed by the kernel at its exit) with exit
+// status 3; the same program destroying them, and a clean rping run, are
+// not, and leaks passes their exit status on.
+func TestLeaksOfAProgram(t *testing.T) {
+	needDevice(t)
+	leakqp := filepath.Join(*workloads, "leakqp")
+	fs, code, log := runLeaks(t, leakqp, device)
+	if code != 3 {
+		t.Errorf("leaks -- leakqp: exit status %d, want 3\n%s", code, log)
+	}
+	var lqpn string
+	for _, s := range strings.Split(log, "\n") {
+		if v, ok := strings.CutPrefix(s, "lqpn "); ok {
+			lqpn = v
+		}
+	}
+	got := map[string]bool{}
+	for _, f := range fs {
+		if f["report"] != "exit-cleanup" || f["comm"] != "leakqp" || f["cleanup"] != "exit" || f["ifname"] != device {
+			t.Errorf("unexpected finding %v", f)
+			continue
+		}
+		got[str(f["res"])] = true
+		if f["res"] == "qp" && str(f["lqpn"]) != lqpn {
+			t.Errorf("leaked QP lqpn %v, leakqp printed %s", f["lqpn"], lqpn)
+		}
+	}
+	for _, r := range []string{"qp", "cq", "pd"} {
+		if !got[r] {
+			t.Errorf("leakqp's %s is not reported\n%s", r, log)
+		}
+	}
+
+	fs, code, log = runLeaks(t, leakqp, device, "clean")
+	if code != 0 || len(fs) != 0 {
+		t.Errorf("leaks -- leakqp clean: status %d, findings %v; want 0 and none\n%s", code, fs, log)
+	}
+	fs, code, _ = runLeaks(t, "sh", "-c", "exit 7")
+	if code != 7 || len(fs) != 0 {
+		t.Errorf("leaks -- sh -c 'exit 7': status %d, findings %v; want 7 and none", code, fs)
+	}
+
+	ports += 10
+	port := fmt.Sprint(ports)
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	w.start("rping", "-s", "-a", addr, "-p", port, "-C", "3")
+	time.Sleep(time.Second)
+	fs, code, log = runLeaks(t, "rping", "-c", "-a", addr, "-p", port, "-C", "3")
+	if code != 0 || len(fs) != 0 {
+		t.Errorf("leaks -- rping (a clean run): status %d, findings %v; want 0 and none\n%s", code, fs, log)
+	}
+	sc := bufio.NewScanner(strings.NewReader(log))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "events:") && !strings.Contains(sc.Text(), " 0 dropped") {
+			t.Errorf("events were dropped: %s", sc.Text())
+		}
+	}
+}

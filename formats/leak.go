@@ -1,0 +1,188 @@
+package formats
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+func ms(d time.Duration) uint64 {
+	if d < 0 {
+		return 0
+	}
+	return uint64(d / time.Millisecond)
+}
+
+// FindingObject lays out a leak finding for `rdmatrace leaks -j`: "report"
+// says what it is, then the tracer's keys for the resource (res, ifname,
+// id/lqpn, pid, comm, kern-name) and "age" in seconds.
+func FindingObject(f *rdma.Finding) Object {
+	o := Object{}.str("report", f.Report.String()).str("time", f.Time.Format(time.RFC3339Nano))
+	e := &f.Res
+	switch f.Report {
+	case rdma.LeakWaiting:
+		o = o.str("ifname", e.DevName).append(Field{Key: "blocked", Kind: Secs, Num: ms(f.Blocked)})
+		if e.Has(rdma.EvHasOwner) {
+			o = o.num("pid", uint64(e.Owner.PID)).str("comm", e.Owner.Comm).num("resources", uint64(f.Resources))
+			o = o.list("files", append([]string{}, f.Files...))
+		}
+		return o
+	case rdma.LeakUnregistered:
+		o = o.str("ifname", e.DevName)
+		if f.Took > 0 {
+			o = o.append(Field{Key: "took", Kind: Secs, Num: ms(f.Took)})
+		}
+		return o.num("freed", uint64(f.Freed)).num("freed-at-exit", uint64(f.FreedAtExit)).
+			num("freed-by-unregister", uint64(f.FreedByUnregister)).num("left", uint64(f.Left))
+	}
+	for _, fl := range AppendEventObject(nil, e)[2:] { // without time and event
+		if fl.Key == "actor-pid" || fl.Key == "actor-comm" || (fl.Key == "cleanup" && f.Report != rdma.LeakExitCleanup) ||
+			(fl.Key == "id" && e.Res == rdma.ResQP) { // a QP is named by its lqpn
+			continue
+		}
+		o = append(o, fl)
+	}
+	o = o.append(Field{Key: "age", Kind: Secs, Num: ms(f.Age)})
+	if f.AgeAtLeast {
+		o = o.boolean("pre-existing", true)
+	}
+	return o
+}
+
+func (o Object) append(f Field) Object { return append(o, f) }
+
+// owner names who holds a resource: comm[pid] or [module].
+func owner(e *rdma.Event) string {
+	switch {
+	case e.Has(rdma.EvHasOwner):
+		return Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.PID), 10) + "]"
+	case e.Owner.KernName != "":
+		return "[" + Sanitize(e.Owner.KernName) + "]"
+	}
+	return "?"
+}
+
+// LeakWriter is the human view of a leak report: a heading and a table
+// for each group of resources, one line for each status.
+type LeakWriter struct {
+	w     io.Writer
+	group []*rdma.Finding
+	err   error
+}
+
+// NewLeakWriter writes to w.
+func NewLeakWriter(w io.Writer) *LeakWriter { return &LeakWriter{w: w} }
+
+// Write adds a finding; findings of one report at one moment form a table.
+func (lw *LeakWriter) Write(f *rdma.Finding) error {
+	if len(lw.group) > 0 {
+		g := lw.group[0]
+		perDevice := f.Report == rdma.LeakUnregister || f.Report == rdma.LeakLeft
+		if g.Report != f.Report || !f.Report.IsLeak() ||
+			(perDevice && (!g.Time.Equal(f.Time) || g.Res.DevName != f.Res.DevName)) {
+			lw.Flush()
+		}
+	}
+	if !f.Report.IsLeak() {
+		lw.line(statusLine(f))
+		return lw.err
+	}
+	c := *f
+	lw.group = append(lw.group, &c)
+	return lw.err
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func (lw *LeakWriter) line(s string) {
+	if lw.err == nil {
+		_, lw.err = io.WriteString(lw.w, s+"\n")
+	}
+}
+
+func statusLine(f *rdma.Finding) string {
+	dev := Sanitize(f.Res.DevName)
+	if f.Report == rdma.LeakWaiting {
+		s := fmt.Sprintf("%s: unregister blocked for %s, ", dev, f.Blocked.Round(time.Second))
+		if !f.Res.Has(rdma.EvHasOwner) {
+			return s + "not on a process rdmatrace knows of (kernel references)"
+		}
+		s += fmt.Sprintf("waiting for %s: %d resources", owner(&f.Res), f.Resources)
+		if len(f.Files) > 0 {
+			files := make([]string, len(f.Files))
+			for i, p := range f.Files {
+				files[i] = Sanitize(p)
+			}
+			s += "; open " + strings.Join(files, ", ")
+		}
+		return s
+	}
+	took := "finished"
+	if f.Took > 0 {
+		took = "finished after " + f.Took.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s: unregister %s: %d resources freed (%d by their owners' exit cleanup, %d by the unregistering task, %d by their owners), %d never freed",
+		dev, took, f.Freed, f.FreedAtExit, f.FreedByUnregister, f.Freed-f.FreedAtExit-f.FreedByUnregister, f.Left)
+}
+
+var leakHeadings = map[rdma.LeakReport]string{
+	rdma.LeakUnregister:  "%s: unregister began; %d resource%s alive:",
+	rdma.LeakLeft:        "%s: unregister finished with %d resource%s never freed (the kernel dropped them):",
+	rdma.LeakEnd:         "alive at the end of the run%s: %d resource%s:",
+	rdma.LeakExitCleanup: "not destroyed by the program%s, freed by the kernel's cleanup: %d resource%s:",
+	rdma.LeakAlive:       "created by the program%s and still alive: %d resource%s:",
+}
+
+// Flush writes the pending group.
+func (lw *LeakWriter) Flush() error {
+	if len(lw.group) == 0 {
+		return lw.err
+	}
+	g := lw.group[0]
+	where := ""
+	if g.Report == rdma.LeakUnregister || g.Report == rdma.LeakLeft {
+		where = Sanitize(g.Res.DevName)
+	}
+	lw.line(fmt.Sprintf(leakHeadings[g.Report], where, len(lw.group), plural(len(lw.group))))
+	header := []string{"OWNER", "DEV", "RES", "ID", "LQPN", "TYPE", "STATE", "AGE"}
+	if g.Report == rdma.LeakExitCleanup {
+		header = append(header, "CLEANUP")
+	}
+	t := NewTable(header...)
+	for _, f := range lw.group {
+		e := &f.Res
+		var id, lqpn, typ, state string
+		if e.Res != rdma.ResQP { // a QP is named by its lqpn
+			id = strconv.FormatUint(uint64(e.ID), 10)
+		}
+		if e.Has(rdma.EvHasQP) {
+			lqpn, typ = strconv.FormatUint(uint64(e.LQPN), 10), e.QPType.String()
+		}
+		if e.Has(rdma.EvHasState) {
+			state = e.StateName(false)
+		}
+		age := f.Age.Round(time.Millisecond).String()
+		if f.AgeAtLeast {
+			age = ">" + age
+		}
+		row := []string{owner(e), e.DevName, e.Res.String(), id, lqpn, typ, state, age}
+		if g.Report == rdma.LeakExitCleanup {
+			row = append(row, e.Cleanup())
+		}
+		t.Append(row...)
+	}
+	lw.group = lw.group[:0]
+	if lw.err == nil {
+		lw.err = t.Render(lw.w)
+	}
+	return lw.err
+}

@@ -1,0 +1,253 @@
+package leaks
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/proc"
+	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/restable"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/leaks")
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// script builds events at given offsets from t0.
+type script struct{ evs []rdma.Event }
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint32, pid uint32, comm string) *rdma.Event {
+	e := rdma.Event{Kind: kind, Res: res, ID: id, DevIndex: 1, DevName: "rxe0", Time: at(s),
+		Mono: uint64(s * 1e9), Flags: rdma.EvHasRes | rdma.EvHasDev}
+	if pid != 0 {
+		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
+		e.Flags |= rdma.EvHasOwner | rdma.EvUser
+		e.Actor = e.Owner
+	} else {
+		e.Owner.KernName = comm
+		e.Actor = rdma.Owner{PID: 224, TID: 224, Comm: "rdma"}
+	}
+	if res == rdma.ResQP {
+		e.LQPN, e.QPType, e.ID = id, rdma.QPTypeRC, 0
+		e.Flags |= rdma.EvHasQP
+		if pid == 0 {
+			e.QPType, e.Port = rdma.QPTypeGSI, 1
+		}
+	}
+	sc.evs = append(sc.evs, e)
+	return &sc.evs[len(sc.evs)-1]
+}
+
+func (sc *script) dev(s float64, kind rdma.EventKind) {
+	sc.evs = append(sc.evs, rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Time: at(s), Mono: uint64(s * 1e9),
+		Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, TID: 224, Comm: "rdma"}})
+}
+
+// fakeProc makes a /proc with fd links and parents, and a /sys naming
+// uverbs0's device.
+func fakeProc(t *testing.T, files map[uint32][]string, parents map[uint32]uint32) (procRoot, sysRoot string) {
+	dir := t.TempDir()
+	procRoot, sysRoot = filepath.Join(dir, "proc"), filepath.Join(dir, "sys")
+	for pid, fs := range files {
+		fd := filepath.Join(procRoot, strconv.Itoa(int(pid)), "fd")
+		if err := os.MkdirAll(fd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range append(fs, "/dev/null", fs[0]) { // others and duplicates are left out
+			if err := os.Symlink(f, filepath.Join(fd, strconv.Itoa(i+3))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for pid, ppid := range parents {
+		d := filepath.Join(procRoot, strconv.Itoa(int(pid)))
+		_ = os.MkdirAll(d, 0o755)
+		stat := strconv.Itoa(int(pid)) + " (a) b) S " + strconv.Itoa(int(ppid)) + " 1 1 0\n"
+		if err := os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ib := filepath.Join(sysRoot, "class/infiniband_verbs/uverbs0")
+	if err := os.MkdirAll(ib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ib, "ibdev"), []byte("rxe0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return procRoot, sysRoot
+}
+
+// run feeds events to a watcher in timestamp order (through Reorder, as
+// rdmatrace does), ticking at each given second, and renders the
+// findings both ways.
+func run(t *testing.T, w *Watcher, evs []rdma.Event, ticks []float64, found *[]rdma.Finding) {
+	r := restable.NewReorder(uint64(50 * time.Millisecond))
+	ti := 0
+	for i := range evs {
+		for ti < len(ticks) && at(ticks[ti]).Before(evs[i].Time) {
+			r.FlushUntil(uint64(ticks[ti]*1e9), w.Handle)
+			w.Tick(at(ticks[ti]))
+			ti++
+		}
+		r.Push(&evs[i], w.Handle)
+	}
+	r.Flush(w.Handle)
+	_ = found
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "leaks", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./leaks -update writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// render writes the findings as NDJSON and as the human report.
+func render(t *testing.T, fs []rdma.Finding) (ndjson, human []byte) {
+	var j, h bytes.Buffer
+	nd := formats.NewNDJSONWriter(&j)
+	lw := formats.NewLeakWriter(&h)
+	for i := range fs {
+		if err := nd.Write(formats.FindingObject(&fs[i])); err != nil {
+			t.Fatal(err)
+		}
+		if err := lw.Write(&fs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return j.Bytes(), h.Bytes()
+}
+
+// TestBlockedUnregister: a stopped rping pair holds rxe0 while `rdma link
+// delete` waits; the processes are killed; a kernel module's PD is never
+// freed.
+func TestBlockedUnregister(t *testing.T) {
+	var sc script
+	gsi := sc.res(0, rdma.EvExists, rdma.ResQP, 1, 0, "ib_core")
+	gsi.Mono, gsi.Flags = 0, gsi.Flags|rdma.EvHasPort|rdma.EvHasState
+	sc.res(0, rdma.EvExists, rdma.ResPD, 1, 0, "leakmod").Mono = 0
+	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 203, "rping")
+	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 203, "rping")
+	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 203, "rping")
+	sc.res(2, rdma.EvCreate, rdma.ResCTX, 2, 207, "rping")
+	sc.res(2.1, rdma.EvCreate, rdma.ResQP, 19, 207, "rping")
+	m := sc.res(2.2, rdma.EvModify, rdma.ResQP, 19, 207, "rping")
+	m.State, m.Flags = uint8(rdma.QPStateRTS), m.Flags|rdma.EvHasState
+	// Two CPUs: the MR's destroy arrives before its create.
+	sc.res(2.4, rdma.EvDestroy, rdma.ResMR, 8, 207, "rping")
+	sc.res(2.39, rdma.EvCreate, rdma.ResMR, 8, 207, "rping")
+	sc.dev(5, rdma.EvDevUnregister)
+	// SIGKILL at 27 s: exit cleanup in each rping.
+	for _, e := range []*rdma.Event{
+		sc.res(27, rdma.EvDestroyBegin, rdma.ResQP, 19, 207, "rping"),
+		sc.res(27, rdma.EvDestroy, rdma.ResQP, 19, 207, "rping"),
+		sc.res(27.01, rdma.EvDestroy, rdma.ResCTX, 2, 207, "rping"),
+		sc.res(27.02, rdma.EvDestroy, rdma.ResCMID, 3, 203, "rping"),
+		sc.res(27.03, rdma.EvDestroy, rdma.ResPD, 2, 203, "rping"),
+		sc.res(27.04, rdma.EvDestroy, rdma.ResCTX, 1, 203, "rping"),
+	} {
+		e.Flags |= rdma.EvActorExiting
+	}
+	sc.res(27.1, rdma.EvDestroy, rdma.ResQP, 1, 0, "ib_core").Flags |= rdma.EvHasPort
+	sc.evs[len(sc.evs)-1].QPType, sc.evs[len(sc.evs)-1].Port = rdma.QPTypeGSI, 1
+	sc.dev(27.2, rdma.EvDevUnregistered)
+
+	procRoot, sysRoot := fakeProc(t, map[uint32][]string{
+		203: {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"},
+		207: {"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0"},
+	}, nil)
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
+	run(t, w, sc.evs, []float64{6, 10.5, 15.5, 20}, &found)
+	w.End(at(30))
+	j, h := render(t, found)
+	golden(t, "unregister.ndjson", j)
+	golden(t, "unregister.txt", h)
+	if w.Leaked() != 6 { // 5 alive at the start, 1 left at the end (the module's PD: not alive at End)
+		t.Errorf("leaked %d, want 6", w.Leaked())
+	}
+}
+
+// TestProgram: a program (300) and its child (301) create resources; it
+// destroys some, leaves others to exit cleanup, and one outlives it.
+func TestProgram(t *testing.T) {
+	var sc script
+	sc.res(0, rdma.EvExists, rdma.ResPD, 1, 0, "ib_core").Mono = 0
+	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 300, "leakqp")
+	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 300, "leakqp")
+	sc.res(1.2, rdma.EvCreate, rdma.ResCQ, 3, 300, "leakqp")
+	sc.res(1.3, rdma.EvCreate, rdma.ResQP, 17, 300, "leakqp")
+	sc.res(1.4, rdma.EvCreate, rdma.ResQP, 18, 300, "leakqp")
+	sc.res(1.5, rdma.EvCreate, rdma.ResMR, 4, 301, "helper")   // a child: ours
+	sc.res(1.6, rdma.EvCreate, rdma.ResMR, 5, 400, "stranger") // not ours
+	sc.res(2, rdma.EvDestroy, rdma.ResQP, 18, 300, "leakqp")   // explicit
+	for _, e := range []*rdma.Event{
+		sc.res(3, rdma.EvDestroy, rdma.ResQP, 17, 300, "leakqp"),
+		sc.res(3.01, rdma.EvDestroy, rdma.ResCQ, 3, 300, "leakqp"),
+		sc.res(3.02, rdma.EvDestroy, rdma.ResPD, 2, 300, "leakqp"),
+		sc.res(3.03, rdma.EvDestroy, rdma.ResCTX, 1, 300, "leakqp"), // the file's own context: no leak
+	} {
+		e.Flags |= rdma.EvActorExiting | rdma.EvFileClose
+	}
+	procRoot, sysRoot := fakeProc(t, nil, map[uint32]uint32{301: 300, 400: 1})
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
+	w.Program(300)
+	run(t, w, sc.evs, nil, &found)
+	w.ProgramExited(at(4))
+	j, h := render(t, found)
+	golden(t, "program.ndjson", j)
+	golden(t, "program.txt", h)
+	if w.Leaked() != 4 { // QP 17, CQ 3, PD 2 at exit; MR 4 alive
+		t.Errorf("leaked %d, want 4", w.Leaked())
+	}
+}
+
+// TestCleanProgramLeaksNothing: everything destroyed explicitly.
+func TestCleanProgramLeaksNothing(t *testing.T) {
+	var sc script
+	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 300, "rping")
+	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 300, "rping")
+	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 300, "rping")
+	sc.res(2, rdma.EvDestroy, rdma.ResCMID, 3, 300, "rping")
+	sc.res(2.1, rdma.EvDestroy, rdma.ResPD, 2, 300, "rping")
+	sc.res(3, rdma.EvDestroy, rdma.ResCTX, 1, 300, "rping").Flags |= rdma.EvActorExiting
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Program(300)
+	run(t, w, sc.evs, nil, &found)
+	w.ProgramExited(at(4))
+	if len(found) != 0 || w.Leaked() != 0 {
+		t.Errorf("a clean program: %d findings, %d leaked: %+v", len(found), w.Leaked(), found)
+	}
+}

@@ -1,0 +1,92 @@
+package proc
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func (c *CommCache) root() string {
+	if c.Root == "" {
+		return "/proc"
+	}
+	return c.Root
+}
+
+// RDMAFiles lists the RDMA character devices (/dev/infiniband/...) that a
+// process holds open, each once, sorted. A uverbs file is named with its
+// device when sys can tell ("/dev/infiniband/uverbs0 (rxe0)"); sys is the
+// sysfs root, "/sys" when empty.
+func (c *CommCache) RDMAFiles(pid uint32, sys string) []string {
+	if sys == "" {
+		sys = "/sys"
+	}
+	dir := c.root() + "/" + strconv.FormatUint(uint64(pid), 10) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || !strings.HasPrefix(target, "/dev/infiniband/") || seen[target] {
+			continue
+		}
+		seen[target] = true
+		name := target
+		// A device being removed has its node deleted: " (deleted)".
+		if base := filepath.Base(strings.TrimSuffix(target, " (deleted)")); strings.HasPrefix(base, "uverbs") {
+			if dev, err := os.ReadFile(filepath.Join(sys, "class/infiniband_verbs", base, "ibdev")); err == nil {
+				name += " (" + strings.TrimSpace(string(dev)) + ")"
+			}
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ParentPID returns the parent of a process, or 0 when it cannot be read.
+func (c *CommCache) ParentPID(pid uint32) uint32 {
+	b, err := os.ReadFile(c.root() + "/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The comm in parentheses may hold anything: parse after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, err := strconv.ParseUint(f[1], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(ppid)
+}
+
+// TGID returns the process (thread group) of a thread, or 0 when it
+// cannot be read. The kernel's RDMA netlink names the creating thread.
+func (c *CommCache) TGID(tid uint32) uint32 {
+	b, err := os.ReadFile(c.root() + "/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return 0
+			}
+			return uint32(n)
+		}
+	}
+	return 0
+}
