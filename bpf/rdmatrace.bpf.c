@@ -165,6 +165,19 @@ static __always_inline struct event *reserve(__u32 kind)
 	return e;
 }
 
+/* Waking the reader for every event costs a context switch each (under
+ * load, the reader is always caught up): wake it only once an eighth of
+ * the ring is full, and let it poll for the rest (user space reads at
+ * least every 50 ms). */
+#define WAKEUP_SHARE 8
+
+static __always_inline void submit(struct event *e)
+{
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	bpf_ringbuf_submit(e, avail >= size / WAKEUP_SHARE ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline int close_enter(void)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), one = 1;
@@ -311,7 +324,7 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 			bpf_map_delete_elem(&qp_states, &key);
 		}
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -330,7 +343,7 @@ static __always_inline int emit_qp_state(struct ib_qp *qp, struct ib_qp_attr *at
 	bpf_map_update_elem(&qp_states, &key, &new_state, BPF_ANY);
 	set_res(e, &qp->res);
 	e->flags |= F_HAS_STATE;
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -352,7 +365,7 @@ static __always_inline int emit_cm(__u32 tp, struct rdma_id_private *id, struct 
 	} else if (tp == CM_TP_QP_CREATE) {
 		e->status = status;
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -363,7 +376,7 @@ static __always_inline int emit_dev(__u32 kind, struct ib_device *dev)
 		return 0;
 	e->obj = (__u64)dev;
 	set_dev(e, dev);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -420,7 +433,7 @@ int BPF_PROG(fexit_create_user_id, void *handler, void *context, enum rdma_ucm_p
 	if (!e)
 		return 0;
 	set_cm(e, container(ret, struct rdma_id_private, id));
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -436,7 +449,7 @@ int BPF_PROG(fexit_create_kernel_id, void *net, void *handler, void *context, en
 	set_cm(e, container(ret, struct rdma_id_private, id));
 	if (caller)
 		bpf_probe_read_kernel_str(e->kern_name, sizeof(e->kern_name), caller);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 

@@ -21,6 +21,15 @@ func ms(d time.Duration) uint64 {
 // says what it is, then the tracer's keys for the resource (res, ifname,
 // id/lqpn, pid, comm, kern-name) and "age" in seconds.
 func FindingObject(f *rdma.Finding) Object {
+	o := FindingFields(f)
+	if f.By.PID != 0 {
+		o = o.num("by-pid", uint64(f.By.PID)).str("by-comm", f.By.Comm)
+	}
+	return o
+}
+
+// FindingFields is FindingObject without the unregistering task.
+func FindingFields(f *rdma.Finding) Object {
 	o := Object{}.str("report", f.Report.String()).str("time", f.Time.Format(time.RFC3339Nano))
 	e := &f.Res
 	switch f.Report {
@@ -109,10 +118,18 @@ func (lw *LeakWriter) line(s string) {
 	}
 }
 
+// byTask names the unregistering task: " by rdma[224]".
+func byTask(f *rdma.Finding) string {
+	if f.By.PID == 0 {
+		return ""
+	}
+	return " by " + Sanitize(f.By.Comm) + "[" + strconv.FormatUint(uint64(f.By.PID), 10) + "]"
+}
+
 func statusLine(f *rdma.Finding) string {
 	dev := Sanitize(f.Res.DevName)
 	if f.Report == rdma.LeakWaiting {
-		s := fmt.Sprintf("%s: unregister blocked for %s, ", dev, f.Blocked.Round(time.Second))
+		s := fmt.Sprintf("%s: unregister%s blocked for %s, ", dev, byTask(f), f.Blocked.Round(time.Second))
 		if !f.Res.Has(rdma.EvHasOwner) {
 			return s + "not on a process rdmatrace knows of (kernel references)"
 		}
@@ -130,16 +147,16 @@ func statusLine(f *rdma.Finding) string {
 	if f.Took > 0 {
 		took = "finished after " + f.Took.Round(time.Millisecond).String()
 	}
-	return fmt.Sprintf("%s: unregister %s: %d resources freed (%d by their owners' exit cleanup, %d by the unregistering task, %d by their owners), %d never freed",
-		dev, took, f.Freed, f.FreedAtExit, f.FreedByUnregister, f.Freed-f.FreedAtExit-f.FreedByUnregister, f.Left)
+	return fmt.Sprintf("%s: unregister%s %s: %d resources freed (%d by their owners' exit cleanup, %d by the unregistering task, %d by their owners), %d never freed",
+		dev, byTask(f), took, f.Freed, f.FreedAtExit, f.FreedByUnregister, f.Freed-f.FreedAtExit-f.FreedByUnregister, f.Left)
 }
 
 var leakHeadings = map[rdma.LeakReport]string{
-	rdma.LeakUnregister:  "%s: unregister began; %d resource%s alive:",
-	rdma.LeakLeft:        "%s: unregister finished with %d resource%s never freed (the kernel dropped them):",
-	rdma.LeakEnd:         "alive at the end of the run%s: %d resource%s:",
-	rdma.LeakExitCleanup: "not destroyed by the program%s, freed by the kernel's cleanup: %d resource%s:",
-	rdma.LeakAlive:       "created by the program%s and still alive: %d resource%s:",
+	rdma.LeakUnregister:  "%s: unregister%s began; %d resource%s alive:",
+	rdma.LeakLeft:        "%s: unregister%s finished with %d resource%s never freed (the kernel dropped them):",
+	rdma.LeakEnd:         "alive at the end of the run%s%s: %d resource%s:",
+	rdma.LeakExitCleanup: "not destroyed by the program%s%s, freed by the kernel's cleanup: %d resource%s:",
+	rdma.LeakAlive:       "created by the program%s%s and still alive: %d resource%s:",
 }
 
 // Flush writes the pending group.
@@ -148,11 +165,12 @@ func (lw *LeakWriter) Flush() error {
 		return lw.err
 	}
 	g := lw.group[0]
-	where := ""
+	where, by := "", ""
 	if g.Report == rdma.LeakUnregister || g.Report == rdma.LeakLeft {
 		where = Sanitize(g.Res.DevName)
+		by = byTask(g)
 	}
-	lw.line(fmt.Sprintf(leakHeadings[g.Report], where, len(lw.group), plural(len(lw.group))))
+	lw.line(fmt.Sprintf(leakHeadings[g.Report], where, by, len(lw.group), plural(len(lw.group))))
 	header := []string{"OWNER", "DEV", "RES", "ID", "LQPN", "TYPE", "STATE", "AGE"}
 	if g.Report == rdma.LeakExitCleanup {
 		header = append(header, "CLEANUP")

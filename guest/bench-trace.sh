@@ -9,15 +9,26 @@ rounds=${ROUNDS:-20000}
 here=$(dirname "$0")
 "$here/rdma-up.sh" >/dev/null
 
+# cpu_ms PID: CPU time (user+system) a process has used, in ms.
+cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"; } # CLK_TCK is 100
+
 # trace_start ARGS...: start the tracer, wait until it is attached.
 trace_start() {
 	rm -f /tmp/ready
 	"$bin" trace -j --no-snapshot --ready-file /tmp/ready "$@" >/dev/null 2>/tmp/trace.err &
 	tracer=$!
-	for _ in $(seq 300); do [ -e /tmp/ready ] && return; sleep 0.1; done
+	for _ in $(seq 300); do
+		if [ -e /tmp/ready ]; then
+			tracer_ready_cpu=$(cpu_ms "$tracer")
+			return
+		fi
+		sleep 0.1
+	done
 	echo "tracer did not start" >&2; cat /tmp/trace.err >&2; exit 1
 }
+tracer_cpu=()
 trace_stop() {
+	tracer_cpu+=("$(($(cpu_ms "$tracer") - tracer_ready_cpu))") # while tracing, start-up not counted
 	kill -INT "$tracer"; wait "$tracer"
 	grep 'events:' /tmp/trace.err | sed 's/^rdmatrace: //'
 }
@@ -36,6 +47,16 @@ for ring in 4194304 16384; do
 	echo "ring $ring B: produced $produced in $ms ms; delivered $seen, dropped $dropped; delivered+dropped=$((seen + dropped)); delivered/s $((seen * 1000 / ms))"
 done
 
+# wait_listen PORT: until an rdma_cm ID listens on PORT (a client started
+# before that fails, and its server then waits for ever).
+wait_listen() {
+	for _ in $(seq 100); do
+		rdma res show cm_id | grep -q "state LISTEN .*src-addr [0-9.]*:$1 " && return
+		sleep 0.1
+	done
+	echo "nothing listens on port $1" >&2
+}
+
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== ib_write_lat -R: median of t_typical over 5 runs each, alternating"
@@ -45,9 +66,9 @@ lat_run() {
 	lat_port=$((lat_port + 1)) # a fresh port: no clash with the last run's
 	timeout 120 ib_write_lat -d rxe0 -R -n 3000 -p $lat_port >/dev/null 2>&1 &
 	server=$!
-	sleep 1
-	timeout 120 ib_write_lat -d rxe0 -R -n 3000 -p $lat_port 10.99.0.1 2>/dev/null | awk '/^ *2 /{print $5}'
-	wait "$server" # not a bare wait: the tracer runs in the background too
+	wait_listen $lat_port
+	timeout 120 ib_write_lat -d rxe0 -R -n 3000 -p $lat_port 10.99.0.1 2>/dev/null | awk '/^ *2 /{print $5}' || true
+	wait "$server" || true # not a bare wait: the tracer runs in the background too
 }
 plain=() traced=()
 for _ in 1 2 3 4 5; do
@@ -61,7 +82,7 @@ awk -v a="$t" -v b="$p" 'BEGIN { printf "latency ratio with/without: %.3f\n", a 
 echo "== rping: connections per second, 20 sequential connections, 5 runs each"
 rping -s -P -a 10.99.0.1 -p 18800 >/dev/null 2>&1 &
 server=$!
-sleep 1
+wait_listen 18800
 conn_run() {
 	local s e
 	s=$(date +%s%N)
@@ -76,5 +97,6 @@ for _ in 1 2 3 4 5; do
 done
 kill "$server"
 p=$(median "${plain[@]}") t=$(median "${traced[@]}")
+echo "rdmatrace trace CPU time while tracing, per traced run (20 connections): ${tracer_cpu[*]: -5} ms"
 echo "connections/s: without ${plain[*]} (median $p); with ${traced[*]} (median $t)"
 awk -v a="$t" -v b="$p" 'BEGIN { printf "connection rate ratio with/without: %.3f (cost %.1f%%)\n", a / b, (1 - a / b) * 100 }'

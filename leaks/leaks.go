@@ -59,8 +59,8 @@ func (w *Watcher) Leaked() int { return w.leaked }
 
 func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 
-func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time) {
-	w.emit(&rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting})
+func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
+	w.emit(&rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by})
 }
 
 // Handle applies one event.
@@ -103,7 +103,7 @@ func (w *Watcher) beginUnregister(e *rdma.Event) {
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return ent.Dev == e.DevIndex }) {
 		u.alive[ent.Key] = w.Keep(&ent.Res)
 		if u.alive[ent.Key] {
-			w.emitEntry(rdma.LeakUnregister, ent, e.Time)
+			w.emitEntry(rdma.LeakUnregister, ent, e.Time, e.Actor)
 		}
 	}
 }
@@ -130,7 +130,7 @@ func (w *Watcher) Tick(now time.Time) {
 			pids = append(pids, pid)
 		}
 		sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-		base := rdma.Finding{Report: rdma.LeakWaiting, Time: now, Blocked: now.Sub(u.dev.Time)}
+		base := rdma.Finding{Report: rdma.LeakWaiting, Time: now, Blocked: now.Sub(u.dev.Time), By: u.dev.Actor}
 		base.Res = rdma.Event{Kind: rdma.EvDevUnregister, DevIndex: idx, DevName: u.dev.DevName, Flags: rdma.EvHasDev}
 		if len(pids) == 0 {
 			f := base // waiting, but not for a process rdmatrace knows
@@ -193,13 +193,13 @@ func (w *Watcher) endUnregister(e *rdma.Event) {
 			w.leaked++
 		}
 		if w.Keep(&ent.Res) {
-			w.emitEntry(rdma.LeakLeft, ent, e.Time)
+			w.emitEntry(rdma.LeakLeft, ent, e.Time, e.Actor)
 		}
 		if w.program != nil {
 			w.program.forget(ent.Key)
 		}
 	}
-	f := &rdma.Finding{Report: rdma.LeakUnregistered, Time: e.Time, Res: *e, Left: len(left)}
+	f := &rdma.Finding{Report: rdma.LeakUnregistered, Time: e.Time, Res: *e, Left: len(left), By: e.Actor}
 	if u != nil {
 		f.Took = e.Time.Sub(u.dev.Time)
 		f.Freed, f.FreedAtExit, f.FreedByUnregister = u.freed, u.atExit, u.byUnreg
@@ -215,7 +215,7 @@ func (w *Watcher) End(now time.Time) {
 		w.leaked += w.unreg[idx].held() // still holding an unregistration
 	}
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return w.Keep(&ent.Res) }) {
-		w.emitEntry(rdma.LeakEnd, ent, now)
+		w.emitEntry(rdma.LeakEnd, ent, now, rdma.Owner{})
 		if !ent.PreExisting && w.unreg[ent.Dev] == nil {
 			w.leaked++
 		}

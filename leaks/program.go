@@ -87,7 +87,7 @@ func (w *Watcher) ProgramExited(now time.Time) {
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return p.created[ent.Key] }) {
 		if w.Keep(&ent.Res) {
 			w.leaked++
-			w.emitEntry(rdma.LeakAlive, ent, now)
+			w.emitEntry(rdma.LeakAlive, ent, now, rdma.Owner{})
 		}
 	}
 }

@@ -52,6 +52,10 @@ type Finding struct {
 	// Res describes the resource; for LeakWaiting its Owner is the
 	// process, for LeakUnregistered its device is set.
 	Res Event
+	// By is the task doing a device's unregistration, for the reports
+	// about one (unregister, waiting, left, unregistered): the task a
+	// kernel WARNING or hung-task report names.
+	By Owner
 	// Age is how long the resource has existed; AgeAtLeast when it
 	// predates the trace (the snapshot cannot say when it was created).
 	Age        time.Duration

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -91,6 +92,11 @@ func Open(opts Options) (*Tracer, error) {
 		t.Close()
 		return nil, err
 	}
+	// What loading took (the kernel's and modules' BTF, the object's
+	// specs: tens of MB) is garbage now. Collect it before tracing starts
+	// rather than in the middle of the workload being traced.
+	t.spec, t.cache = nil, nil
+	debug.FreeOSMemory()
 	return t, nil
 }
 
@@ -183,9 +189,16 @@ func (t *Tracer) Attached() int {
 	return n
 }
 
-// Read waits for the next record and decodes it into ev. It returns
-// ringbuf.ErrClosed after Close.
-func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event) error {
+// Read decodes the next record into ev. The kernel side wakes the reader
+// only once the ring is an eighth full, so Read waits at most wait for a
+// record and then returns os.ErrDeadlineExceeded (0: no limit, for tests).
+// It returns ringbuf.ErrClosed after Close.
+func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time.Duration) error {
+	if wait > 0 {
+		t.reader.SetDeadline(time.Now().Add(wait))
+	} else {
+		t.reader.SetDeadline(time.Time{})
+	}
 	if err := t.reader.ReadInto(rec); err != nil {
 		return err
 	}
@@ -225,7 +238,3 @@ func (t *Tracer) Close() error {
 
 // Pending is how many bytes wait in the ring buffer.
 func (t *Tracer) Pending() int { return t.reader.AvailableBytes() }
-
-// SetDeadline makes Read return os.ErrDeadlineExceeded when no record
-// comes before t; the zero time waits for ever.
-func (t *Tracer) SetDeadline(at time.Time) { t.reader.SetDeadline(at) }

@@ -165,7 +165,7 @@ func runLeaks(c *cli.Context) error {
 	var ev rdma.Event
 	var seen, lastDrops uint64
 	var cmdErr error
-	cmdDone := false
+	cmdDone, stopping := false, false
 	drainUntil := time.Time{}
 	warnedUntracked := uint64(0)
 
@@ -192,7 +192,8 @@ loop:
 		select {
 		case s := <-stop:
 			if cmd == nil {
-				break loop
+				stopping = true
+				continue // read what was queued before the stop first
 			}
 			// The program decides when it ends; pass SIGTERM on (a
 			// terminal's SIGINT reached it already).
@@ -201,7 +202,8 @@ loop:
 			}
 		case <-timeout:
 			if cmd == nil {
-				break loop
+				stopping = true
+				continue
 			}
 		case cmdErr = <-exited:
 			cmdDone = true
@@ -210,11 +212,10 @@ loop:
 			drainUntil = time.Now().Add(200 * time.Millisecond)
 		default:
 		}
-		if cmdDone && t.Pending() == 0 && time.Now().After(drainUntil) {
+		if (cmdDone && time.Now().After(drainUntil) || stopping) && t.Pending() == 0 {
 			break loop
 		}
-		t.SetDeadline(time.Now().Add(100 * time.Millisecond))
-		err := t.Read(&rec, d, &ev)
+		err := t.Read(&rec, d, &ev, pollInterval)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):

@@ -213,19 +213,10 @@ func runTrace(c *cli.Context) error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
 	var timeout <-chan time.Time
 	if d := c.Duration("duration"); d > 0 {
 		timeout = time.After(d)
 	}
-	go func() {
-		select {
-		case <-stop:
-		case <-timeout:
-		case <-done:
-		}
-		t.Close() // unblocks Read
-	}()
 
 	// Drops are reported as soon as they are seen.
 	var lastDrops uint64
@@ -237,8 +228,7 @@ func runTrace(c *cli.Context) error {
 			lastDrops = n
 		}
 	}
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
+	lastCheck := time.Now()
 
 	var raw *tracer.RawWriter
 	if p := c.String("record-raw"); p != "" {
@@ -254,8 +244,29 @@ func runTrace(c *cli.Context) error {
 	var rec ringbuf.Record
 	var ev rdma.Event
 	var readErr error
+	stopping := false
 	for {
-		err := t.Read(&rec, d, &ev)
+		if !stopping {
+			select {
+			case <-stop:
+				stopping = true
+			case <-timeout:
+				stopping = true
+			default:
+			}
+		}
+		pending := t.Pending()
+		if stopping && pending == 0 {
+			break // what was queued before the stop is read first
+		}
+		if pending == 0 {
+			_ = sink.flush()
+		}
+		err := t.Read(&rec, d, &ev, pollInterval)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			checkDrops()
+			continue
+		}
 		if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
 			break
 		}
@@ -278,22 +289,21 @@ func runTrace(c *cli.Context) error {
 				break
 			}
 		}
-		if t.Pending() == 0 {
-			_ = sink.flush()
-		}
-		select {
-		case <-ticker.C:
+		if time.Since(lastCheck) >= time.Second {
 			checkDrops()
-		default:
+			lastCheck = time.Now()
 		}
 	}
-	close(done)
 	_ = sink.flush()
 	checkDrops()
 	drops, _ := t.Drops()
 	summary(t, seen.Load(), shown.Load(), drops)
 	return readErr
 }
+
+// pollInterval is how often the ring buffer is read when the kernel has
+// not woken the reader: it wakes it only once the ring is an eighth full.
+const pollInterval = 50 * time.Millisecond
 
 // openTracer loads and attaches the tracer as the flags say, and tells on
 // stderr which hooks it could not attach.

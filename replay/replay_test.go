@@ -1,0 +1,156 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// TestLiveRecordingsRoundTrip reads the `trace -j` output recorded live in
+// the guests and renders every event again: the same bytes must come out.
+func TestLiveRecordingsRoundTrip(t *testing.T) {
+	for _, k := range []string{"6.1", "6.12"} {
+		path := filepath.Join("..", "testdata", "tracer", k, "trace.ndjson")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewReader(bytes.NewReader(data), path)
+		var out bytes.Buffer
+		nd := formats.NewNDJSONWriter(&out)
+		var ev rdma.Event
+		n := 0
+		for {
+			err := r.Next(&ev)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nd.Write(formats.EventObject(&ev)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := nd.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), data) {
+			a, b := bufio.NewScanner(bytes.NewReader(data)), bufio.NewScanner(&out)
+			for a.Scan() && b.Scan() {
+				if a.Text() != b.Text() {
+					t.Fatalf("%s: round trip differs:\n in  %s\n out %s", k, a.Text(), b.Text())
+				}
+			}
+			t.Fatalf("%s: round trip differs in length", k)
+		}
+		if n < 100 {
+			t.Errorf("%s: only %d events", k, n)
+		}
+	}
+}
+
+func TestDeviceIndexesAreNewAfterUnregistration(t *testing.T) {
+	in := `{"time":"2026-11-22T10:00:00Z","event":"dev_register","ifname":"rxe9"}
+{"time":"2026-11-22T10:00:01Z","event":"dev_unregistered","ifname":"rxe9"}
+{"time":"2026-11-22T10:00:02Z","event":"dev_register","ifname":"rxe9"}
+{"time":"2026-11-22T10:00:03Z","event":"dev_register","ifname":"rxe0"}
+`
+	r := NewReader(strings.NewReader(in), "x")
+	var got []uint32
+	var ev rdma.Event
+	for r.Next(&ev) == nil {
+		got = append(got, ev.DevIndex)
+	}
+	if want := []uint32{1, 1, 2, 3}; len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
+		t.Errorf("indexes %v, want %v", got, want)
+	}
+}
+
+// TestBadLinesAreErrorsAndReadingGoesOn: each bad line gives an error
+// naming the source and line, and the good ones around it are read.
+func TestBadLinesAreErrorsAndReadingGoesOn(t *testing.T) {
+	in := strings.Join([]string{
+		`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"a"}`,
+		`not json`,
+		`{"time":"yesterday","event":"create"}`,
+		`{"time":"2026-11-22T10:00:00Z","event":"explode"}`,
+		`{"time":"2026-11-22T10:00:00Z","event":"create","res":"qp","lqpn":3,"type":"XX"}`,
+		`{"time":"2026-11-22T10:00:00Z","event":"create","unknown-key":1}`,
+		`{"time":"2026-11-22T10:00:00Z","event":"destroy","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"a","cleanup":"soon"}`,
+		``,
+		strings.Repeat("x", MaxLine+10),
+		`{"time":"2026-11-22T10:00:01Z","event":"destroy","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"a","cleanup":"exit"}`,
+	}, "\r\n")
+	r := NewReader(strings.NewReader(in), "rec.ndjson")
+	var evs []rdma.Event
+	var errs []string
+	for {
+		var ev rdma.Event
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var pe *Error
+		if errors.As(err, &pe) {
+			errs = append(errs, pe.Error())
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	wantErrs := []string{
+		"rec.ndjson:2: expected an event of rdmatrace trace -j",
+		"rec.ndjson:3: time \"yesterday\": expected RFC 3339",
+		"rec.ndjson:4: event \"explode\"",
+		"rec.ndjson:5: type:",
+		"rec.ndjson:6: expected an event of rdmatrace trace -j",
+		"rec.ndjson:7: cleanup \"soon\": expected exit or close",
+		"rec.ndjson:9: line of",
+	}
+	if len(errs) != len(wantErrs) {
+		t.Fatalf("errors %q, want %d", errs, len(wantErrs))
+	}
+	for i, w := range wantErrs {
+		if !strings.HasPrefix(errs[i], w) {
+			t.Errorf("error %d: %q, want it to start with %q", i, errs[i], w)
+		}
+	}
+	if len(evs) != 2 || evs[1].Cleanup() != "exit" || evs[0].Owner.Comm != "a" || evs[0].ID != 3 {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	for _, k := range []string{"6.1", "6.12"} {
+		if data, err := os.ReadFile(filepath.Join("..", "testdata", "tracer", k, "trace.ndjson")); err == nil {
+			f.Add(data[:min(len(data), 4000)])
+		}
+	}
+	f.Add([]byte(`{"time":"2026-11-22T10:00:00Z","event":"create","res":"qp","ifname":"rxe0","lqpn":3,"type":"RC","src-addr":"[fe80::1%2]:1","ps":"TCP"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := NewReader(bytes.NewReader(data), "fuzz")
+		var ev rdma.Event
+		for i := 0; i < 100000; i++ {
+			err := r.Next(&ev)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			var pe *Error
+			if err != nil && !errors.As(err, &pe) {
+				t.Fatalf("not a line error: %v", err)
+			}
+		}
+	})
+}
