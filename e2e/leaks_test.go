@@ -39,7 +39,7 @@ func (l *lines) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		l.all = append(l.all, string(l.partial.Next(i+1)[:i]))
+		l.all = append(l.all, string(l.partial.Next(i + 1)[:i]))
 	}
 }
 
