@@ -189,10 +189,10 @@ func (t *Tracer) Attached() int {
 	return n
 }
 
-// Read decodes the next record into ev. The kernel side wakes the reader
-// only once the ring is an eighth full, so Read waits at most wait for a
-// record and then returns os.ErrDeadlineExceeded (0: no limit, for tests).
-// It returns ringbuf.ErrClosed after Close.
+// Read decodes the next record into ev. It waits at most wait for one
+// (0: no limit) and then returns os.ErrDeadlineExceeded. After Flush it
+// returns what is queued, then ringbuf.ErrFlushed; after Close,
+// ringbuf.ErrClosed.
 func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time.Duration) error {
 	if wait > 0 {
 		t.reader.SetDeadline(time.Now().Add(wait))
@@ -204,6 +204,10 @@ func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time
 	}
 	return d.Decode(rec.RawSample, ev)
 }
+
+// Flush makes a blocked Read return: first every record queued now, then
+// ringbuf.ErrFlushed. It may be called from another goroutine.
+func (t *Tracer) Flush() error { return t.reader.Flush() }
 
 // Drops is how many events the kernel could not put in the ring buffer.
 func (t *Tracer) Drops() (uint64, error) {

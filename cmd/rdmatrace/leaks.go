@@ -30,6 +30,11 @@ const exitLeaked = 3
 // order: far more than two CPUs' reservations can be apart.
 const reorderWindow = uint64(50 * time.Millisecond)
 
+// tickInterval is how often leaks looks up from the ring buffer: to put
+// held events in order, name what a blocked unregistration waits for, and
+// notice signals and the program's exit.
+const tickInterval = 250 * time.Millisecond
+
 func leaksCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "leaks",
@@ -215,7 +220,7 @@ loop:
 		if (cmdDone && time.Now().After(drainUntil) || stopping) && t.Pending() == 0 {
 			break loop
 		}
-		err := t.Read(&rec, d, &ev, pollInterval)
+		err := t.Read(&rec, d, &ev, tickInterval)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
@@ -226,7 +231,7 @@ loop:
 			seen++
 			reorder.Push(&ev, w.Handle)
 		}
-		if time.Since(lastTick) >= 100*time.Millisecond {
+		if time.Since(lastTick) >= tickInterval {
 			tick()
 			lastTick = time.Now()
 		}

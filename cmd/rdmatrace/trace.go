@@ -211,12 +211,25 @@ func runTrace(c *cli.Context) error {
 		}
 	}
 
+	// A signal or the end of --duration wakes the reader: it reads what
+	// is queued, then stops.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	var timeout <-chan time.Time
 	if d := c.Duration("duration"); d > 0 {
 		timeout = time.After(d)
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+		case <-timeout:
+		case <-done:
+			return
+		}
+		_ = t.Flush()
+	}()
 
 	// Drops are reported as soon as they are seen.
 	var lastDrops uint64
@@ -244,30 +257,16 @@ func runTrace(c *cli.Context) error {
 	var rec ringbuf.Record
 	var ev rdma.Event
 	var readErr error
-	stopping := false
 	for {
-		if !stopping {
-			select {
-			case <-stop:
-				stopping = true
-			case <-timeout:
-				stopping = true
-			default:
-			}
+		if t.Pending() == 0 {
+			_ = sink.flush() // about to wait: show what we have
 		}
-		pending := t.Pending()
-		if stopping && pending == 0 {
-			break // what was queued before the stop is read first
-		}
-		if pending == 0 {
-			_ = sink.flush()
-		}
-		err := t.Read(&rec, d, &ev, pollInterval)
+		err := t.Read(&rec, d, &ev, time.Second)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			checkDrops()
 			continue
 		}
-		if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
 			break
 		}
 		if err != nil {
@@ -300,10 +299,6 @@ func runTrace(c *cli.Context) error {
 	summary(t, seen.Load(), shown.Load(), drops)
 	return readErr
 }
-
-// pollInterval is how often the ring buffer is read when the kernel has
-// not woken the reader: it wakes it only once the ring is an eighth full.
-const pollInterval = 50 * time.Millisecond
 
 // openTracer loads and attaches the tracer as the flags say, and tells on
 // stderr which hooks it could not attach.
