@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -37,6 +38,7 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 	}
 	const dev = "rxe1"
 	l := startLeaks(t, "--filter-dev", dev)
+	tr := startTrace(t, "--no-snapshot") // a recording for the post-mortem below
 	run(t, "rdma", "link", "add", dev, "type", "rxe", "netdev", "veth1")
 	run(t, "insmod", ko, "dev="+dev)
 	t.Cleanup(func() { _, _, _ = runStatus("rmmod", "rdmatrace_leak") })
@@ -101,4 +103,37 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 		t.Errorf("rdmatrace leaks: %v, want exit status 3\n%s", err, l.stderr.String())
 	}
 	keep(t, "kmod/leaks.ndjson", []byte(l.out.String()+"\n"))
+
+	// Post-mortem: the same dmesg and a trace recording of the same boot
+	// name what the WARNINGs leave unnamed.
+	tr.stop()
+	dir := t.TempDir()
+	logPath, recPath := filepath.Join(dir, "dmesg.txt"), filepath.Join(dir, "trace.ndjson")
+	if err := os.WriteFile(logPath, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recPath, tr.out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keep(t, "kmod/trace.ndjson", tr.out.Bytes())
+	out, stderr, err := runStatus(*rdmatraceBin, "leaks", "-j", "--log", logPath, "--recording", recPath)
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("leaks --log --recording: %v, want exit status 3\n%s", err, stderr)
+	}
+	warnings, named := 0, map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("leaks --log -j line %q: %v", line, err)
+		}
+		switch {
+		case f["report"] == "kernel-log" && f["kind"] == "restrack-warning":
+			warnings++
+		case f["report"] == "left" && f["kern-name"] == "rdmatrace_leak" && f["ifname"] == dev:
+			named[str(f["res"])] = true
+		}
+	}
+	if warnings != 3 || !named["pd"] || !named["cq"] || !named["qp"] {
+		t.Errorf("post-mortem: %d restrack WARNINGs (want 3), named %v (want pd, cq, qp of rdmatrace_leak):\n%s", warnings, named, out)
+	}
 }

@@ -57,7 +57,7 @@ wait_listen() {
 	echo "nothing listens on port $1" >&2
 }
 
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { printf '%s\n' "$@" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== ib_write_lat -R: median of t_typical over 5 runs each, alternating"
 lat_port=18700

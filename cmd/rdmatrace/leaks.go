@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/leaks"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/restable"
@@ -49,7 +51,13 @@ func leaksCommand() *cli.Command {
 			"  - with -- CMD: runs CMD and, when it exits, reports what it created and did not destroy\n" +
 			"    itself: what the kernel freed at its exit (or when it closed its device file), and\n" +
 			"    what is still alive.\n" +
-			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status.",
+			"Post-mortem, with --log: the kernel's own leak and hang reports (the named restrack report\n" +
+			"of kernels up to 6.9 and MLNX_OFED, the bare restrack.c WARNING of newer ones, rxe's pool\n" +
+			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
+			"saved `rdmatrace trace -j` of the same boot says: the objects the WARNING leaves unnamed\n" +
+			"(matched by the unregistering task's PID), or what the hung task waited for.\n" +
+			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status (post-mortem:\n" +
+			"1 when some lines could not be read).",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON)"},
 			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
@@ -64,6 +72,8 @@ func leaksCommand() *cli.Command {
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text); no tracing"},
+			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
 		},
 		Action: runLeaks,
 	}
@@ -78,9 +88,9 @@ type findingSink struct {
 	err   error
 }
 
-func newFindingSink(json bool) *findingSink {
-	s := &findingSink{json: json, w: bufio.NewWriter(os.Stdout)}
-	s.nd = formats.NewNDJSONWriter(os.Stdout)
+func newFindingSink(w io.Writer, json bool) *findingSink {
+	s := &findingSink{json: json, w: bufio.NewWriter(w)}
+	s.nd = formats.NewNDJSONWriter(w)
 	s.human = formats.NewLeakWriter(s.w)
 	return s
 }
@@ -94,6 +104,37 @@ func (s *findingSink) write(f *rdma.Finding) {
 		return
 	}
 	s.err = s.human.Write(f)
+}
+
+// kernel writes a report from a kernel log; withRecording says whether a
+// recording was given, matched how many findings it has on it, and sameAs
+// where the findings of the same unregistration were shown.
+func (s *findingSink) kernel(r *kernlog.Report, withRecording bool, matched int, sameAs string) {
+	if s.err != nil {
+		return
+	}
+	if s.json {
+		o := formats.KernelReportObject(r)
+		if withRecording {
+			o = append(o, formats.Field{Key: "recording-findings", Kind: formats.Num, Num: uint64(matched)})
+		}
+		if sameAs != "" {
+			o = append(o, formats.Field{Key: "same-unregistration-as", Kind: formats.Str, Str: sameAs})
+		}
+		s.err = s.nd.Write(o)
+		return
+	}
+	if s.err = s.human.Flush(); s.err != nil {
+		return
+	}
+	line := formats.KernelReportLine(r)
+	switch {
+	case sameAs != "":
+		line += "\n  (the same unregistration as " + formats.Sanitize(sameAs) + ")"
+	case withRecording && matched == 0:
+		line += "\n  (the recording says nothing more about it)"
+	}
+	_, s.err = s.w.WriteString(line + "\n")
 }
 
 func (s *findingSink) flush() error {
@@ -124,13 +165,22 @@ func runLeaks(c *cli.Context) error {
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
+	if logs := c.StringSlice("log"); len(logs) > 0 {
+		if len(argv) > 0 {
+			return exitWith(2, errors.New("--log reads saved logs: it runs no program"))
+		}
+		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.ErrWriter)
+	}
+	if c.String("recording") != "" {
+		return exitWith(2, errors.New("--recording goes with --log FILE (the kernel log of the same boot)"))
+	}
 	t, err := openTracer(c)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 
-	sink := newFindingSink(c.Bool("json"))
+	sink := newFindingSink(os.Stdout, c.Bool("json"))
 	table := restable.New(c.Int("max-table"))
 	w := leaks.New(table, sink.write)
 	w.Keep = f.match

@@ -1,0 +1,61 @@
+package formats
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rdmatrace/rdmatrace/kernlog"
+)
+
+// KernelReportObject lays out a leak or hang report found in a kernel log
+// (`rdmatrace leaks --log`): "report" is "kernel-log", "kind" what it is.
+func KernelReportObject(r *kernlog.Report) Object {
+	o := Object{}.str("report", "kernel-log").str("kind", r.Kind.String()).
+		str("source", r.Source).num("line", uint64(r.Line)).str("stamp", r.Stamp)
+	switch r.Kind {
+	case kernlog.RestrackNamed:
+		o = o.str("ifname", r.Device).str("res", r.ResType)
+		if r.Kernel {
+			o = o.str("kern-name", r.Owner)
+		} else {
+			o = o.str("comm", r.Owner)
+		}
+		return o
+	case kernlog.HungUnregister:
+		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).num("blocked", uint64(r.BlockedSecs)).str("waits-in", r.WaitsIn)
+	default:
+		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).str("location", r.Location).str("function", r.Function)
+	}
+	if r.Truncated {
+		o = o.boolean("truncated", true)
+	}
+	return o
+}
+
+// KernelReportLine is the human view of a kernel log report.
+func KernelReportLine(r *kernlog.Report) string {
+	at := Sanitize(r.Source) + ":" + strconv.Itoa(r.Line) + ": " + Sanitize(r.Stamp) + " "
+	task := Sanitize(r.Task) + "[" + strconv.Itoa(r.PID) + "]"
+	switch r.Kind {
+	case kernlog.RestrackNamed:
+		who := "process " + Sanitize(r.Owner)
+		if r.Kernel {
+			who = "module " + Sanitize(r.Owner)
+		}
+		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), r.ResType, who)
+	case kernlog.HungUnregister:
+		return at + fmt.Sprintf("%s blocked for more than %d s in %s: a device's unregistration waits", task, r.BlockedSecs, Sanitize(r.WaitsIn))
+	case kernlog.DriverWarning:
+		return at + fmt.Sprintf("WARNING at %s (%s) by %s: the driver had objects left when the device was freed%s",
+			Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
+	}
+	return at + fmt.Sprintf("WARNING at %s (%s) by %s: a device was freed with resources still tracked; the kernel does not say which%s",
+		Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
+}
+
+func truncated(r *kernlog.Report) string {
+	if r.Truncated {
+		return " (report cut short)"
+	}
+	return ""
+}

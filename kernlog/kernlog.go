@@ -1,0 +1,369 @@
+// Package kernlog finds the kernel's reports of RDMA resource leaks and of
+// device removals that hang in kernel logs (dmesg, dmesg -T, journalctl
+// text, or bare lines), for post-mortems. It recognises:
+//
+//   - the named restrack report of kernels up to 6.9 and of MLNX_OFED
+//     ("restrack: User QP object allocated by rping is not freed", after
+//     "infiniband DEV: BUG: RESTRACK detected leak of resources");
+//   - the bare WARNING at drivers/infiniband/core/restrack.c that newer
+//     kernels (and Debian's 6.1 and 6.12, with the backport) print instead,
+//     one per type still tracked, without names;
+//   - rxe's WARNING at rxe_pool.c (its own objects left at dealloc);
+//   - hung-task reports whose stack is inside a device unregistration
+//     (ib_uverbs_remove_one waiting for processes to close their files).
+//
+// Everything else in a log is skipped; that is not an error. A report cut
+// short (a new one starts, or the log ends) is returned marked Truncated,
+// with an error naming the source and line.
+package kernlog
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Kind is what a report says.
+type Kind uint8
+
+const (
+	RestrackNamed   Kind = iota + 1 // "restrack: ... object allocated by X is not freed"
+	RestrackWarning                 // WARNING at restrack.c: objects left, unnamed
+	DriverWarning                   // WARNING at rxe_pool.c: the driver's objects left
+	HungUnregister                  // a task blocked in a device unregistration
+)
+
+func (k Kind) String() string {
+	switch k {
+	case RestrackNamed:
+		return "restrack-named"
+	case RestrackWarning:
+		return "restrack-warning"
+	case DriverWarning:
+		return "driver-warning"
+	case HungUnregister:
+		return "hung-unregister"
+	}
+	return "kind-" + strconv.Itoa(int(k))
+}
+
+// Frame is one function of a call trace.
+type Frame struct{ Func, Module string }
+
+// MaxFrames bounds the frames kept per report; the rest are counted.
+const MaxFrames = 64
+
+// MaxLine bounds a line.
+const MaxLine = 64 << 10
+
+// Report is one recognised report.
+type Report struct {
+	Kind   Kind
+	Source string
+	Line   int // of its first line
+	// Stamp is the line's time as written; Seconds the dmesg time since
+	// boot when the log has it.
+	Stamp      string
+	Seconds    float64
+	HasSeconds bool
+	// Named form: the device, whether the object was the kernel's, its
+	// type (lower case: qp, cm_id, ...) and owner (module or comm).
+	Device  string
+	Kernel  bool
+	ResType string
+	Owner   string
+	// WARNING and hung task: the task that hit it.
+	Task string
+	PID  int
+	// WARNING: where.
+	Location string // "drivers/infiniband/core/restrack.c:52"
+	Function string // "rdma_restrack_clean"
+	// Hung task: how long, and the innermost RDMA function it waits in.
+	BlockedSecs int
+	WaitsIn     string
+	Frames      []Frame
+	MoreFrames  int
+	Truncated   bool
+}
+
+// Error is a report that could not be read whole.
+type Error struct {
+	Source string
+	Line   int
+	Msg    string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg) }
+
+var (
+	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
+	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
+	dateStamp  = regexp.MustCompile(`^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?`)
+	// journalctl: "Nov 22 10:00:00 host kernel: " (also with a year or ISO time)
+	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)) \S+ kernel: `)
+
+	warning  = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
+	cpuComm  = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
+	frame    = regexp.MustCompile(`^\s*()([A-Za-z0-9_.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[([A-Za-z0-9_]+)\])?\s*$`)
+	hung     = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
+	bugLeak  = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
+	notFreed = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
+)
+
+// rdmaWaits are the functions a blocked unregistration waits in, innermost
+// first.
+var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remove_one", "remove_client_context",
+	"disable_device", "__ib_unregister_device", "ib_unregister_device_and_put", "ib_unregister_driver",
+	"ib_unregister_device", "ib_unregister_device_queued"}
+
+// Reader reads reports from a log.
+type Reader struct {
+	r      *bufio.Reader
+	source string
+	line   int
+	cur    *Report // a WARNING or hung task being read
+	inCall bool    // inside its call trace
+	device string  // of the named report being read
+	queue  []*Report
+	errs   []error
+	eof    bool
+}
+
+// NewReader reads the log r, called source in errors and reports.
+func NewReader(r io.Reader, source string) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, MaxLine), source: source}
+}
+
+// Next returns the next report, io.EOF at the end, or an *Error (call Next
+// again to go on).
+func (r *Reader) Next() (*Report, error) {
+	for {
+		if len(r.errs) > 0 {
+			err := r.errs[0]
+			r.errs = r.errs[1:]
+			return nil, err
+		}
+		if len(r.queue) > 0 {
+			rep := r.queue[0]
+			r.queue = r.queue[1:]
+			return rep, nil
+		}
+		if r.eof {
+			return nil, io.EOF
+		}
+		line, err := r.readLine()
+		if errors.Is(err, io.EOF) {
+			r.eof = true
+			r.cut("the end of the log")
+			continue
+		}
+		if err != nil {
+			var le *Error
+			if errors.As(err, &le) {
+				r.errs = append(r.errs, err)
+				continue
+			}
+			return nil, err
+		}
+		r.feed(line)
+	}
+}
+
+func (r *Reader) readLine() (string, error) {
+	r.line++
+	b, err := r.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		n := len(b)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			b, err = r.r.ReadSlice('\n')
+			n += len(b)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		return "", &Error{Source: r.source, Line: r.line, Msg: fmt.Sprintf("line of %d bytes or more, expected at most %d", n, MaxLine)}
+	}
+	if errors.Is(err, io.EOF) {
+		if len(b) == 0 {
+			return "", io.EOF
+		}
+		err = nil
+	}
+	if err != nil {
+		return "", err
+	}
+	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
+	return string(b), nil
+}
+
+// split separates a line's time prefix from its text.
+func split(line string) (stamp string, secs float64, hasSecs bool, body string) {
+	if m := journal.FindStringSubmatch(line); m != nil {
+		stamp, line = m[1], line[len(m[0]):]
+	}
+	if m := dmesgStamp.FindStringSubmatch(line); m != nil {
+		s, err := strconv.ParseFloat(m[1], 64)
+		if stamp == "" {
+			stamp = "[" + m[1] + "]"
+		}
+		return stamp, s, err == nil, line[len(m[0]):]
+	}
+	if m := dateStamp.FindStringSubmatch(line); m != nil {
+		return m[1], 0, false, line[len(m[0]):]
+	}
+	return stamp, 0, false, line
+}
+
+// cut ends the report being read before its end: truncated.
+func (r *Reader) cut(why string) {
+	if r.cur == nil {
+		return
+	}
+	rep := r.cur
+	r.cur, r.inCall = nil, false
+	if rep.Kind == 0 {
+		return // a cut-here line with no RDMA WARNING after it
+	}
+	if rep.Kind == HungUnregister && len(rep.Frames) > 0 && !r.eof {
+		// Hung-task reports have no end marker on older kernels: the call
+		// trace ending is their end.
+		r.finish(rep)
+		return
+	}
+	rep.Truncated = true
+	r.errs = append(r.errs, &Error{Source: r.source, Line: r.line,
+		Msg: fmt.Sprintf("the %s report of line %d ends early: expected its call trace and end, found %s", rep.Kind, rep.Line, why)})
+	r.finish(rep)
+}
+
+// finish queues a complete (or truncated) report if it is about RDMA.
+func (r *Reader) finish(rep *Report) {
+	if rep.Kind == HungUnregister {
+		rep.WaitsIn = waitsIn(rep.Frames)
+		if rep.WaitsIn == "" {
+			return // a hung task elsewhere
+		}
+	}
+	r.queue = append(r.queue, rep)
+}
+
+func waitsIn(fs []Frame) string {
+	for _, w := range rdmaWaits {
+		for _, f := range fs {
+			if f.Func == w {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+func (r *Reader) start(kind Kind, stamp string, secs float64, hasSecs bool) *Report {
+	r.cut("a new report")
+	r.cur = &Report{Kind: kind, Source: r.source, Line: r.line, Stamp: stamp, Seconds: secs, HasSeconds: hasSecs}
+	return r.cur
+}
+
+func (r *Reader) feed(line string) {
+	stamp, secs, hasSecs, body := split(line)
+	trimmed := strings.TrimSpace(body)
+
+	// The named form: one line per object.
+	if strings.HasPrefix(trimmed, "restrack: ") {
+		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
+			r.queue = append(r.queue, &Report{Kind: RestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
+				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Kernel: m[1] == "Kernel",
+				ResType: strings.ToLower(m[2]), Owner: m[3]})
+		}
+		return
+	}
+	if m := bugLeak.FindStringSubmatch(trimmed); m != nil {
+		r.device = m[1]
+		return
+	}
+
+	switch {
+	case strings.HasPrefix(trimmed, "------------[ cut here ]------------"):
+		r.start(0, stamp, secs, hasSecs) // its kind comes with the WARNING line
+		return
+	case strings.HasPrefix(trimmed, "WARNING: "):
+		m := warning.FindStringSubmatch(trimmed)
+		rep := r.cur
+		if rep == nil || rep.Kind != 0 {
+			rep = r.start(0, stamp, secs, hasSecs) // a WARNING without its cut-here line
+		}
+		if m == nil {
+			r.cur = nil
+			return
+		}
+		switch {
+		case strings.Contains(m[2], "infiniband/core/restrack.c"):
+			rep.Kind = RestrackWarning
+		case strings.Contains(m[2], "infiniband/sw/rxe/rxe_pool.c"):
+			rep.Kind = DriverWarning
+		default:
+			r.cur = nil // not about RDMA resources
+			return
+		}
+		rep.PID, _ = strconv.Atoi(m[1])
+		rep.Location, rep.Function = m[2], m[3]
+		return
+	case strings.HasPrefix(trimmed, "INFO: task "):
+		if m := hung.FindStringSubmatch(trimmed); m != nil {
+			rep := r.start(HungUnregister, stamp, secs, hasSecs)
+			rep.Task = m[1]
+			rep.PID, _ = strconv.Atoi(m[2])
+			rep.BlockedSecs, _ = strconv.Atoi(m[3])
+		}
+		return
+	}
+
+	rep := r.cur
+	if rep == nil {
+		return
+	}
+	if rep.Kind == 0 {
+		if strings.HasPrefix(trimmed, "---[ end trace") {
+			r.cur = nil
+		}
+		return // between cut-here and the WARNING line
+	}
+	switch {
+	case strings.HasPrefix(trimmed, "---[ end trace"):
+		r.cur, r.inCall = nil, false
+		r.finish(rep)
+	case rep.Task == "" && cpuComm.MatchString(trimmed):
+		rep.Task = cpuComm.FindStringSubmatch(trimmed)[2]
+	case trimmed == "Call Trace:":
+		r.inCall = true
+	case trimmed == "<TASK>" || strings.HasPrefix(trimmed, "<IRQ>") || strings.HasPrefix(trimmed, "</IRQ>"):
+	case trimmed == "</TASK>":
+		r.inCall = false
+		if rep.Kind == HungUnregister {
+			r.cur = nil
+			r.finish(rep)
+		}
+	case r.inCall && strings.HasPrefix(trimmed, "? "):
+		// "? func+0x...": a guess from the stack, not a caller.
+	case r.inCall:
+		m := frame.FindStringSubmatch(body)
+		if m == nil {
+			r.inCall = false
+			if rep.Kind == HungUnregister && len(rep.Frames) > 0 {
+				r.cur = nil // older kernels: the trace ends without </TASK>
+				r.finish(rep)
+			}
+			return
+		}
+		if len(rep.Frames) < MaxFrames {
+			rep.Frames = append(rep.Frames, Frame{Func: m[2], Module: m[3]})
+		} else {
+			rep.MoreFrames++
+		}
+	}
+}
