@@ -3,7 +3,6 @@ package formats
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -16,7 +15,8 @@ func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0
 
 // AppendEventObject is EventObject into a reused slice, for the hot path.
 func AppendEventObject(o Object, e *rdma.Event) Object {
-	o = o.str("time", e.Time.Format(time.RFC3339Nano)).str("event", e.Kind.String())
+	o = append(o, timeField("time", e.Time))
+	o = o.str("event", e.Kind.String())
 	if e.Has(rdma.EvHasRes) {
 		o = o.str("res", e.Res.String())
 	}

@@ -3,6 +3,7 @@ package formats
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -18,6 +19,7 @@ const (
 	Bool                // a JSON true/false; "on"/"off" in text (iproute2's print_on_off)
 	Int                 // a signed JSON number, stored in Num as int64
 	Secs                // a duration: milliseconds in Num, a JSON number of seconds ("1.5"), "1.5s" in text
+	Time                // a time: Unix nanoseconds in Num, RFC 3339 with nanoseconds in UTC (formatted on output: no allocation)
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -42,6 +44,8 @@ func (f *Field) Text() string {
 		return strconv.FormatInt(int64(f.Num), 10)
 	case Secs:
 		return string(appendSecs(nil, f.Num)) + "s"
+	case Time:
+		return timeOf(f.Num).Format(time.RFC3339Nano)
 	case StrList:
 		s := ""
 		for i, v := range f.List {
@@ -54,6 +58,11 @@ func (f *Field) Text() string {
 	}
 	return f.Str
 }
+
+func timeOf(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
+
+// timeField is a Time field.
+func timeField(k string, t time.Time) Field { return Field{Key: k, Kind: Time, Num: uint64(t.UnixNano())} }
 
 // appendSecs writes milliseconds as seconds with up to three decimals.
 func appendSecs(b []byte, ms uint64) []byte {

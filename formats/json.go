@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -32,6 +33,10 @@ func AppendJSON(b []byte, o Object) []byte {
 			b = strconv.AppendInt(b, int64(f.Num), 10)
 		case Secs:
 			b = appendSecs(b, f.Num)
+		case Time:
+			b = append(b, '"')
+			b = timeOf(f.Num).AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
 		case StrList:
 			b = append(b, '[')
 			for j, s := range f.List {

@@ -30,7 +30,8 @@ func FindingObject(f *rdma.Finding) Object {
 
 // FindingFields is FindingObject without the unregistering task.
 func FindingFields(f *rdma.Finding) Object {
-	o := Object{}.str("report", f.Report.String()).str("time", f.Time.Format(time.RFC3339Nano))
+	o := Object{}.str("report", f.Report.String())
+	o = append(o, timeField("time", f.Time))
 	e := &f.Res
 	switch f.Report {
 	case rdma.LeakWaiting:

@@ -205,13 +205,18 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	ev.Status = int32(u32(offStatus))
 	if flags&cfHasAddr != 0 {
 		ev.PS = rdma.PortSpace(u32(offPS))
-		// A family of 0 means the ID has no address yet.
-		if src, _, err := nldev.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
-			ev.Src = src
-			ev.Flags |= rdma.EvHasAddr
+		// A family of 0 means the ID has no address yet: not worth the
+		// error DecodeSockaddr would build.
+		if le.Uint16(rec[offSrc:]) != 0 {
+			if src, _, err := nldev.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
+				ev.Src = src
+				ev.Flags |= rdma.EvHasAddr
+			}
 		}
-		if dst, _, err := nldev.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
-			ev.Dst = dst
+		if le.Uint16(rec[offDst:]) != 0 {
+			if dst, _, err := nldev.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
+				ev.Dst = dst
+			}
 		}
 	}
 	return nil

@@ -43,16 +43,7 @@ type Tracer struct {
 	reader  *ringbuf.Reader
 	Reports []Report
 	cache   *btf.Cache
-	// streaming: the last Read returned a record, so more may be coming.
-	streaming bool
 }
-
-// batchDelay is how long Read lets records gather once the ring is empty
-// in the middle of a stream, before it waits to be woken. The kernel wakes
-// the reader when a record finds it caught up, which for events that
-// trickle in is once per event; under TCG that cost rdmatrace ~0.2 ms of
-// CPU per event. Idle, nothing is delayed: the reader just waits.
-const batchDelay = 5 * time.Millisecond
 
 type loadedProg struct {
 	coll *ebpf.Collection
@@ -203,10 +194,6 @@ func (t *Tracer) Attached() int {
 // returns what is queued, then ringbuf.ErrFlushed; after Close,
 // ringbuf.ErrClosed.
 func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time.Duration) error {
-	if t.streaming && t.reader.AvailableBytes() == 0 {
-		time.Sleep(batchDelay)
-	}
-	t.streaming = false
 	if wait > 0 {
 		t.reader.SetDeadline(time.Now().Add(wait))
 	} else {
@@ -215,7 +202,6 @@ func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time
 	if err := t.reader.ReadInto(rec); err != nil {
 		return err
 	}
-	t.streaming = true
 	return d.Decode(rec.RawSample, ev)
 }
 

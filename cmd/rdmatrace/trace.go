@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,6 +50,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
 		},
 		Action: runTrace,
 	}
@@ -188,6 +191,17 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
+	if p := c.String("cpuprofile"); p != "" {
+		pf, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
 	sink.nd = formats.NewNDJSONWriter(os.Stdout)
@@ -303,6 +317,9 @@ func runTrace(c *cli.Context) error {
 // openTracer loads and attaches the tracer as the flags say, and tells on
 // stderr which hooks it could not attach.
 func openTracer(c *cli.Context) (*tracer.Tracer, error) {
+	// One goroutine reads one ring buffer: more Ps only add scheduler work
+	// at each wakeup (measured: a quarter less CPU under TCG with 1).
+	runtime.GOMAXPROCS(1)
 	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback")})
 	if err != nil {
 		return nil, err
