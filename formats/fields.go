@@ -62,7 +62,9 @@ func (f *Field) Text() string {
 func timeOf(ns uint64) time.Time { return time.Unix(0, int64(ns)).UTC() }
 
 // timeField is a Time field.
-func timeField(k string, t time.Time) Field { return Field{Key: k, Kind: Time, Num: uint64(t.UnixNano())} }
+func timeField(k string, t time.Time) Field {
+	return Field{Key: k, Kind: Time, Num: uint64(t.UnixNano())}
+}
 
 // appendSecs writes milliseconds as seconds with up to three decimals.
 func appendSecs(b []byte, ms uint64) []byte {
