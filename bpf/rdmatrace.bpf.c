@@ -305,6 +305,10 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 {
 	if (!res)
 		return 0;
+	/* rdma_cm calls rdma_restrack_del for IDs that were never added
+	 * (never bound to a device): the kernel returns at once, and so do we. */
+	if (kind == EV_RES_DEL && !BPF_CORE_READ(res, valid))
+		return 0;
 	struct event *e = reserve(kind);
 	if (!e)
 		return 0;
