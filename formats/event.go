@@ -94,7 +94,7 @@ func EventLine(e *rdma.Event) string {
 	}
 	pad(&b, where, 10)
 	var what []string
-	if e.Has(rdma.EvHasRes) && e.ID != 0 {
+	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Res != rdma.ResQP { // a QP's id is its lqpn
 		what = append(what, "id "+strconv.FormatUint(uint64(e.ID), 10))
 	}
 	if e.Has(rdma.EvHasQP) {
