@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,11 +104,21 @@ func startAll(t *testing.T) *workload {
 	w.start("ib_write_lat", "-d", device, "-R", "-p", lat, "-n", "100000000")
 	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", rc, "-n", "100000000")
 	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", srq, "-q", "4", "-n", "100000000")
-	time.Sleep(time.Second) // servers listen before clients connect
+	// Clients that come before their server listens fail or, worse, are
+	// rejected and leave half-made QPs behind (perftest does): wait. And a
+	// second more, as before: a run once hung when the clients came at once.
+	waitListening(t, rp, lat, rc, srq)
+	time.Sleep(time.Second)
 	w.start("rping", "-c", "-a", addr, "-p", rp, "-C", "10000000")
 	w.start("ib_write_lat", "-d", device, "-R", "-p", lat, "-n", "100000000", addr)
 	w.start("ibv_rc_pingpong", "-d", device, "-g", gid, "-p", rc, "-n", "100000000", addr)
 	w.start("ibv_srq_pingpong", "-d", device, "-g", gid, "-p", srq, "-q", "4", "-n", "100000000", addr)
+	t.Cleanup(func() {
+		if t.Failed() { // what the programs had made
+			out, _, _ := runStatus("sh", "-c", "rdma res show qp; rdma res show cm_id; ss -tan")
+			t.Logf("at the end:\n%s", out)
+		}
+	})
 	waitFor(t, 90*time.Second, "14 RC QPs in RTS", func() bool {
 		n := 0
 		for _, r := range snapshot(t, rdma.ResQP) {
@@ -118,6 +129,39 @@ func startAll(t *testing.T) *workload {
 		return n >= 14
 	})
 	return w
+}
+
+// waitListening waits until every port has a listener: an rdma_cm ID in
+// LISTEN (rping, perftest -R) or a TCP socket (ibv_*_pingpong).
+func waitListening(t *testing.T, ports ...string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the servers to listen on "+strings.Join(ports, ", "), func() bool {
+		listening := map[string]bool{}
+		for _, r := range snapshot(t, rdma.ResCMID) {
+			if r.CMState == rdma.CMListen {
+				listening[fmt.Sprint(r.Src.Port())] = true
+			}
+		}
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				fs := strings.Fields(line)
+				if len(fs) > 3 && fs[3] == "0A" { // TCP_LISTEN
+					if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
+						if p, err := strconv.ParseUint(fs[1][i+1:], 16, 16); err == nil {
+							listening[fmt.Sprint(p)] = true
+						}
+					}
+				}
+			}
+		}
+		for _, p := range ports {
+			if !listening[p] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func snapshot(t *testing.T, typ rdma.ResType) []rdma.Resource {
