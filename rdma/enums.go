@@ -116,7 +116,10 @@ func ParseQPType(s string) (QPType, error) {
 		return QPTypeDriver, nil
 	}
 	v, err := qpTypeNames.parse("QP type", s)
-	return QPType(v), err
+	if err != nil {
+		return 0, fmt.Errorf("unknown QP type %q: valid values are %s", s, QPTypeNames())
+	}
+	return QPType(v), nil
 }
 
 // QPTypeNames lists the valid QP type names.
@@ -305,5 +308,11 @@ func (e CMEvent) String() string {
 // ParseCMEvent parses an rdma_cm event name such as "ESTABLISHED".
 func ParseCMEvent(s string) (CMEvent, error) {
 	v, err := cmEventNames.parse("rdma_cm event", strings.TrimPrefix(strings.ToUpper(s), "RDMA_CM_EVENT_"))
-	return CMEvent(v), err
+	if err != nil {
+		return 0, fmt.Errorf("unknown rdma_cm event %q: valid values are %s", s, CMEventNames())
+	}
+	return CMEvent(v), nil
 }
+
+// CMEventNames lists the valid rdma_cm event names.
+func CMEventNames() string { return cmEventNames.list() }
