@@ -278,13 +278,19 @@ func SummaryObject(s *rdma.Summary) Object {
 	return o
 }
 
-// DeviceObject lays out a device as `rdma -j dev show`.
-func DeviceObject(d *rdma.Device) Object {
+// DeviceObject lays out a device as `rdma -j dev show`; with details as
+// `rdma -d -j dev show` (adaptive-moderation), plus what iproute2 does not
+// print: the protocol and the number of ports. iproute2's caps are not
+// printed.
+func DeviceObject(d *rdma.Device, details bool) Object {
 	o := Object{}.num("ifindex", uint64(d.Index)).str("ifname", d.Name).str("node_type", d.NodeType.String())
 	if d.FWVersion != "" {
 		o = o.str("fw", d.FWVersion)
 	}
 	o = o.str("node_guid", guid(d.NodeGUID)).str("sys_image_guid", guid(d.SysImageGUID))
+	if !details {
+		return o
+	}
 	if d.DIM != nil {
 		o = o.boolean("adaptive-moderation", *d.DIM)
 	}

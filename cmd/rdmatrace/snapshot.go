@@ -40,6 +40,11 @@ func outputFlags(extra ...string) []cli.Flag {
 	}
 }
 
+// detailsFlag is iproute2's -d: keys its default output leaves out.
+func detailsFlag(what string) cli.Flag {
+	return &cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "show details, as `rdma -d`: " + what}
+}
+
 func outputFormat(c *cli.Context, extra ...string) (string, error) {
 	if c.Bool("json") {
 		return outJSON, nil
@@ -130,7 +135,7 @@ func devCommand() *cli.Command {
 		Name:      "dev",
 		Usage:     "list RDMA devices (like `rdma dev`)",
 		ArgsUsage: "[DEV]",
-		Flags:     outputFlags(),
+		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
 			format, err := outputFormat(c)
 			if err != nil {
@@ -145,21 +150,11 @@ func devCommand() *cli.Command {
 			devs = selectDevices(devs, c.Args().First())
 			objs := make([]formats.Object, len(devs))
 			for i := range devs {
-				objs[i] = formats.DeviceObject(&devs[i])
+				objs[i] = formats.DeviceObject(&devs[i], c.Bool("details"))
 			}
 			err = writeObjects(os.Stdout, format, objs,
-				func(tw *formats.TextWriter, i int) error {
-					return tw.Object(fmt.Sprintf("%d: %s:", devs[i].Index, devs[i].Name), objs[i], "ifindex", "ifname")
-				},
-				func() *formats.Table {
-					t := formats.NewTable("IFINDEX", "DEV", "NODE_TYPE", "FW", "NODE_GUID", "PORTS", "PROTOCOL")
-					for i, d := range devs {
-						fw, _ := objs[i].Get("fw")
-						guid, _ := objs[i].Get("node_guid")
-						t.Append(fmt.Sprint(d.Index), d.Name, d.NodeType.String(), fw.Str, guid.Str, fmt.Sprint(d.Ports), d.Protocol)
-					}
-					return t
-				})
+				func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], c.Bool("details")) },
+				func() *formats.Table { return formats.DeviceTable(devs) })
 			if err != nil {
 				return err
 			}
@@ -187,7 +182,7 @@ func linkCommand() *cli.Command {
 		Name:      "link",
 		Usage:     "list RDMA ports with their state and network device (like `rdma link`)",
 		ArgsUsage: "[DEV[/PORT]]",
-		Flags:     outputFlags(),
+		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
 			format, err := outputFormat(c)
 			if err != nil {
@@ -215,20 +210,8 @@ func linkCommand() *cli.Command {
 				objs[i] = formats.PortObject(&ports[i])
 			}
 			err = writeObjects(os.Stdout, format, objs,
-				func(tw *formats.TextWriter, i int) error {
-					return tw.Object(fmt.Sprintf("link %s/%d", ports[i].DevName, ports[i].Port), objs[i], "ifindex", "ifname", "port")
-				},
-				func() *formats.Table {
-					t := formats.NewTable("LINK", "STATE", "PHYSICAL_STATE", "NETDEV", "LID", "SM_LID")
-					for _, p := range ports {
-						lid, smlid := "", ""
-						if p.Has&rdma.HasLID != 0 {
-							lid, smlid = fmt.Sprint(p.LID), fmt.Sprint(p.SMLID)
-						}
-						t.Append(fmt.Sprintf("%s/%d", p.DevName, p.Port), p.State.String(), p.PhysState.String(), p.Netdev, lid, smlid)
-					}
-					return t
-				})
+				func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], c.Bool("details")) },
+				func() *formats.Table { return formats.PortTable(ports) })
 			if err != nil {
 				return err
 			}
@@ -334,27 +317,7 @@ func runSummary(c *cli.Context, format string) error {
 	}
 	err = writeObjects(os.Stdout, format, objs,
 		func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
-		func() *formats.Table {
-			head := []string{"IFINDEX", "DEV"}
-			for _, t := range rdma.ResourceTypes {
-				head = append(head, strings.ToUpper(t.String()))
-			}
-			tab := formats.NewTable(head...)
-			for _, s := range sums {
-				row := []string{fmt.Sprint(s.DevIndex), s.DevName}
-				for _, t := range rdma.ResourceTypes {
-					v := ""
-					for _, cnt := range s.Counts {
-						if cnt.Name == t.String() {
-							v = fmt.Sprint(cnt.Value)
-						}
-					}
-					row = append(row, v)
-				}
-				tab.Append(row...)
-			}
-			return tab
-		})
+		func() *formats.Table { return formats.SummaryTable(sums) })
 	if err != nil {
 		return err
 	}

@@ -89,3 +89,54 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// CompareText returns one line per difference between iproute2's text
+// output and rdmatrace's `-o text` for objects of type typ, compared line
+// by line and word by word (iproute2 ends each line with a blank). The
+// known differences and broken keys are allowed as in Compare; in text a
+// value is the word after its key.
+func CompareText(typ, iproute2Text, rdmatraceText string) []string {
+	theirs := nonEmptyLines(iproute2Text)
+	ours := nonEmptyLines(rdmatraceText)
+	if len(ours) != len(theirs) {
+		return []string{fmt.Sprintf("rdmatrace prints %d lines, rdma prints %d", len(ours), len(theirs))}
+	}
+	broken := map[string]bool{}
+	for _, k := range BrokenKeys[typ] {
+		broken[k] = true
+	}
+	var diffs []string
+	for i := range theirs {
+		a, b := strings.Fields(theirs[i]), strings.Fields(ours[i])
+		same := len(a) == len(b)
+		for j := 0; same && j < len(a); j++ {
+			if a[j] == b[j] || j == 0 {
+				same = a[j] == b[j]
+				continue
+			}
+			key := a[j-1]
+			switch {
+			case key != b[j-1]:
+				same = false
+			case broken[key]:
+			case KnownDifferences[key][b[j]] == a[j]:
+			default:
+				same = false
+			}
+		}
+		if !same {
+			diffs = append(diffs, fmt.Sprintf("line %d:\n  rdma:      %s\n  rdmatrace: %s", i+1, strings.TrimSpace(theirs[i]), strings.TrimSpace(ours[i])))
+		}
+	}
+	return diffs
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

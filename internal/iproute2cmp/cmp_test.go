@@ -44,3 +44,26 @@ func TestCompare(t *testing.T) {
 		t.Error("a JSON object instead of an array was accepted")
 	}
 }
+
+func TestCompareText(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ, theirs, ours string
+		diffs                   int
+	}{
+		{"equal, iproute2's trailing blank", "qp", "link rxe0/1 lqpn 1 type GSI state RTS \n", "link rxe0/1 lqpn 1 type GSI state RTS\n", 0},
+		{"known ps bug", "cm_id", "link rxe0/1 cm-idn 0 ps IPoIB comm rping \n", "link rxe0/1 cm-idn 0 ps IB comm rping\n", 0},
+		{"known poll-ctx shift", "cq", "dev rxe0 cqn 0 poll-ctx WORKQUEUE \n", "dev rxe0 cqn 0 poll-ctx UNBOUND_WORKQUEUE\n", 0},
+		{"a known difference applies only to its key", "cq", "dev rxe0 cqn 0 state WORKQUEUE \n", "dev rxe0 cqn 0 state UNBOUND_WORKQUEUE\n", 1},
+		{"broken srq comm", "srq", "dev rxe0 srqn 0 comm 17-20 \n", "dev rxe0 srqn 0 comm ibv_srq_pingpon\n", 0},
+		{"srq comm is broken, srqn is not", "srq", "dev rxe0 srqn 0 comm 17-20 \n", "dev rxe0 srqn 1 comm 17-20\n", 1},
+		{"different value", "qp", "link rxe0/1 lqpn 1 \n", "link rxe0/1 lqpn 2\n", 1},
+		{"different lead", "qp", "link rxe0/1 lqpn 1 \n", "link rxe1/1 lqpn 1\n", 1},
+		{"missing word", "qp", "link rxe0/1 lqpn 1 pid 5 \n", "link rxe0/1 lqpn 1\n", 1},
+		{"line count", "qp", "a\nb\n", "a\n", 1},
+		{"blank lines ignored", "qp", "a\n\nb\n", "a\nb\n\n", 0},
+	} {
+		if got := CompareText(tc.typ, tc.theirs, tc.ours); len(got) != tc.diffs {
+			t.Errorf("%s: diffs %q, want %d", tc.name, got, tc.diffs)
+		}
+	}
+}
