@@ -197,13 +197,13 @@ func parseTerm(k *key, value string) (term, error) {
 			tm.links = append(tm.links, l)
 		case k.num != nil || k == keyLQPN:
 			lo, hi, found := strings.Cut(part, "-")
-			a, err := strconv.ParseUint(lo, 0, 64)
+			a, err := parseNum(lo)
 			if err != nil {
 				return tm, fmt.Errorf("bad number %q: expected a number, a range like 1-10, or a comma list", part)
 			}
 			b := a
 			if found {
-				if b, err = strconv.ParseUint(hi, 0, 64); err != nil || b < a {
+				if b, err = parseNum(hi); err != nil || b < a {
 					return tm, fmt.Errorf("bad range %q: expected LOW-HIGH with LOW <= HIGH", part)
 				}
 			}
@@ -236,6 +236,15 @@ func parseLink(s string) (link, error) {
 		return link{}, fmt.Errorf("bad link %q: expected DEV/PORT with a port number or -", s)
 	}
 	return link{dev: dev, port: uint32(p)}, nil
+}
+
+// parseNum reads a decimal number as iproute2 does ("010" is ten), or a
+// hexadecimal one with 0x, the way rkey and lkey are printed.
+func parseNum(s string) (uint64, error) {
+	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
+		return strconv.ParseUint(h, 16, 64)
+	}
+	return strconv.ParseUint(s, 10, 64)
 }
 
 // Empty reports whether the filter has no terms.

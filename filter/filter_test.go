@@ -44,6 +44,9 @@ func TestFilterMatchesLikeIproute2(t *testing.T) {
 		{"link rxe0/-", []uint32{18}, ""},
 		{"link rxe1", []uint32{17}, "rxe1"},
 		{"comm ib_core", []uint32{1}, ""},
+		{"lqpn 017", []uint32{17, 17}, ""},  // decimal, as iproute2's strtol(..., 10)
+		{"lqpn 0x11", []uint32{17, 17}, ""}, // hex, as rkey and lkey are printed
+		{"lqpn 0x1-0X11", []uint32{1, 17, 17}, ""},
 	} {
 		f, err := Parse(rdma.ResQP, tc.expr)
 		if err != nil {
