@@ -53,6 +53,12 @@ type RdmatraceModifyArgs struct {
 	Pad  uint32
 }
 
+type RdmatraceReaderState struct {
+	_       structs.HostLayout
+	Polling uint64
+	Fence   uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -63,6 +69,7 @@ const (
 	RdmatraceMapEvents                   = "events"
 	RdmatraceMapModifyArgs               = "modify_args"
 	RdmatraceMapQpStates                 = "qp_states"
+	RdmatraceMapReader                   = "reader"
 	RdmatraceProgFentryRestrackAbortDel  = "fentry_restrack_abort_del"
 	RdmatraceProgFentryRestrackBeginDel  = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel = "fentry_restrack_commit_del"
@@ -236,6 +243,7 @@ type RdmatraceMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	ModifyArgs *ebpf.MapSpec `ebpf:"modify_args"`
 	QpStates   *ebpf.MapSpec `ebpf:"qp_states"`
+	Reader     *ebpf.MapSpec `ebpf:"reader"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -271,6 +279,7 @@ type RdmatraceMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
 	ModifyArgs *ebpf.Map `ebpf:"modify_args"`
 	QpStates   *ebpf.Map `ebpf:"qp_states"`
+	Reader     *ebpf.Map `ebpf:"reader"`
 }
 
 func (m *RdmatraceMaps) Close() error {
@@ -281,6 +290,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.Events,
 		m.ModifyArgs,
 		m.QpStates,
+		m.Reader,
 	)
 }
 
