@@ -57,7 +57,7 @@ wait_listen() {
 	echo "nothing listens on port $1" >&2
 }
 
-median() { printf '%s\n' "$@" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "== ib_write_lat -R: median of t_typical over 5 runs each, alternating"
 lat_port=18700
@@ -79,7 +79,7 @@ p=$(median "${plain[@]}") t=$(median "${traced[@]}")
 echo "t_typical us: without ${plain[*]} (median $p); with ${traced[*]} (median $t)"
 awk -v a="$t" -v b="$p" 'BEGIN { printf "latency ratio with/without: %.3f\n", a / b }'
 
-echo "== rping: connections per second, 20 sequential connections, 5 runs each"
+echo "== rping: connections per second, 20 sequential connections, ${CONN_RUNS:-9} runs each"
 rping -s -P -a 10.99.0.1 -p 18800 >/dev/null 2>&1 &
 server=$!
 wait_listen 18800
@@ -90,13 +90,20 @@ conn_run() {
 	e=$(date +%s%N)
 	awk -v n=20 -v ns=$((e - s)) 'BEGIN { printf "%.2f\n", n / (ns / 1e9) }'
 }
+conn_run >/dev/null # warm-up: the first run is slow (cold caches over 9p)
 plain=() traced=()
-for _ in 1 2 3 4 5; do
+for _ in $(seq "${CONN_RUNS:-9}"); do
 	plain+=("$(conn_run)")
 	trace_start; traced+=("$(conn_run)"); trace_stop >/dev/null
 done
 kill "$server"
 p=$(median "${plain[@]}") t=$(median "${traced[@]}")
-echo "rdmatrace trace CPU time while tracing, per traced run (20 connections): ${tracer_cpu[*]: -5} ms"
+echo "rdmatrace trace CPU time while tracing, per traced run (20 connections): ${tracer_cpu[*]: -${CONN_RUNS:-9}} ms"
+
+echo "== idle: tracer CPU time over 10 s with no RDMA activity"
+trace_start
+sleep 10
+trace_stop >/dev/null
+echo "idle tracer CPU: ${tracer_cpu[*]: -1} ms in 10 s"
 echo "connections/s: without ${plain[*]} (median $p); with ${traced[*]} (median $t)"
 awk -v a="$t" -v b="$p" 'BEGIN { printf "connection rate ratio with/without: %.3f (cost %.1f%%)\n", a / b, (1 - a / b) * 100 }'
