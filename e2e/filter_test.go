@@ -47,7 +47,7 @@ func TestResFiltersMatchIproute2(t *testing.T) {
 						// A key of rdmatrace's own (comm, dev): the
 						// reference is iproute2's objects with that value.
 						t.Run(key+"="+val, func(t *testing.T) {
-							compareObjects(t, typ, withoutIproute2FilterBugs(t, key, val, unfiltered, true),
+							compareObjects(t, typ, reference(t, key, val, unfiltered, true),
 								run(t, *rdmatraceBin, "res", typ, key, val, "-j"))
 						})
 						compared++
@@ -58,7 +58,7 @@ func TestResFiltersMatchIproute2(t *testing.T) {
 						continue
 					}
 					t.Run(key+"="+val, func(t *testing.T) {
-						compareObjects(t, typ, withoutIproute2FilterBugs(t, key, val, theirs, false),
+						compareObjects(t, typ, reference(t, key, val, theirs, false),
 							run(t, *rdmatraceBin, "res", typ, key, ourValue(key, val), "-j"))
 					})
 					compared++
@@ -144,16 +144,16 @@ func valueOf(key string, o map[string]any) (string, bool) {
 	return "", false
 }
 
-// withoutIproute2FilterBugs removes from iproute2's filtered output what
-// iproute2 6.1 gets wrong, so the rest can be compared: it accepts rkey
-// and lkey filters on MRs but never applies them (res-mr.c checks only
-// mrlen, pid, mrn and pdn), and a name filter passes an object that lacks
-// the attribute, as if it had the value 0 (rd_is_string_filtered_attr
-// ignores the missing attribute: `path-mig-state MIGRATED` lists the GSI
-// QP, which has none). rdmatrace filters on what the kernel sent.
-//
-// With all, theirs is unfiltered and every value is checked.
-func withoutIproute2FilterBugs(t *testing.T, key, val string, theirs []byte, all bool) []byte {
+// reference is what rdmatrace should select for KEY VAL, taken from
+// iproute2: its filtered output without what iproute2 6.1 gets wrong, or,
+// for a key iproute2 does not take, its unfiltered objects with the value.
+// iproute2 6.1 accepts rkey and lkey filters on MRs but never applies them
+// (res-mr.c checks only mrlen, pid, mrn and pdn), and lets a name filter
+// pass an object that lacks the attribute, as if it had the value 0
+// (rd_is_string_filtered_attr ignores the missing attribute:
+// `path-mig-state MIGRATED` lists the GSI QP, which has none). rdmatrace
+// filters on what the kernel sent.
+func reference(t *testing.T, key, val string, theirs []byte, unfiltered bool) []byte {
 	t.Helper()
 	var objs, keep []map[string]any
 	if err := json.Unmarshal(theirs, &objs); err != nil {
@@ -168,7 +168,7 @@ func withoutIproute2FilterBugs(t *testing.T, key, val string, theirs []byte, all
 		if !ok {
 			continue
 		}
-		if (all || key == "rkey" || key == "lkey") && !want[v] {
+		if (unfiltered || key == "rkey" || key == "lkey") && !want[v] {
 			continue
 		}
 		keep = append(keep, o)
