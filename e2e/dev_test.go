@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
 // TestDevAndLinkMatchIproute2 compares `rdmatrace dev` and `rdmatrace link`
@@ -69,7 +70,8 @@ func TestResTextMatchesIproute2(t *testing.T) {
 	w := startAll(t)
 	defer w.stop()
 	w.signal(syscall.SIGSTOP)
-	for _, typ := range []string{"qp", "cm_id", "cq", "mr", "pd", "ctx", "srq"} {
+	for _, rt := range rdma.ResourceTypes {
+		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {
 			compareText(t, typ, run(t, "rdma", "res", "show", typ), run(t, *rdmatraceBin, "res", typ, "-o", "text"))
 		})

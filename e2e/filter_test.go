@@ -28,12 +28,9 @@ func TestResFiltersMatchIproute2(t *testing.T) {
 	w := startAll(t)
 	defer w.stop()
 	w.signal(syscall.SIGSTOP)
-	for _, typ := range []string{"qp", "cm_id", "cq", "mr", "pd", "ctx", "srq"} {
+	for _, rt := range rdma.ResourceTypes {
+		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {
-			rt, err := rdma.ParseResType(typ)
-			if err != nil {
-				t.Fatal(err)
-			}
 			unfiltered := run(t, "rdma", "-j", "res", "show", typ)
 			var all []map[string]any
 			if err := json.Unmarshal(unfiltered, &all); err != nil {

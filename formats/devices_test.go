@@ -63,16 +63,22 @@ func TestDeviceJSONGolden(t *testing.T) {
 	devs, ports, sums := sampleDevices()
 	var buf bytes.Buffer
 	nw := NewNDJSONWriter(&buf)
+	var objs []Object
 	for _, details := range []bool{false, true} {
 		for i := range devs {
-			_ = nw.Write(DeviceObject(&devs[i], details))
+			objs = append(objs, DeviceObject(&devs[i], details))
 		}
 	}
 	for i := range ports {
-		_ = nw.Write(PortObject(&ports[i]))
+		objs = append(objs, PortObject(&ports[i]))
 	}
 	for i := range sums {
-		_ = nw.Write(SummaryObject(&sums[i]))
+		objs = append(objs, SummaryObject(&sums[i]))
+	}
+	for _, o := range objs {
+		if err := nw.Write(o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := nw.Flush(); err != nil {
 		t.Fatal(err)

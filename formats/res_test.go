@@ -133,9 +133,7 @@ func TestResourceTableGolden(t *testing.T) {
 		}
 		buf.WriteString("\n")
 	}
-	if bytes.Contains(buf.Bytes(), []byte{0x1b}) || bytes.Contains(buf.Bytes(), []byte{0x07}) {
-		t.Error("table output carries raw control characters")
-	}
+	noControls(t, buf.Bytes())
 	golden(t, "resources.table", buf.Bytes())
 }
 

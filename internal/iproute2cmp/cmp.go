@@ -107,28 +107,33 @@ func CompareText(typ, iproute2Text, rdmatraceText string) []string {
 	}
 	var diffs []string
 	for i := range theirs {
-		a, b := strings.Fields(theirs[i]), strings.Fields(ours[i])
-		same := len(a) == len(b)
-		for j := 0; same && j < len(a); j++ {
-			if a[j] == b[j] || j == 0 {
-				same = a[j] == b[j]
-				continue
-			}
-			key := a[j-1]
-			switch {
-			case key != b[j-1]:
-				same = false
-			case broken[key]:
-			case KnownDifferences[key][b[j]] == a[j]:
-			default:
-				same = false
-			}
-		}
-		if !same {
+		if !sameWords(strings.Fields(theirs[i]), strings.Fields(ours[i]), broken) {
 			diffs = append(diffs, fmt.Sprintf("line %d:\n  rdma:      %s\n  rdmatrace: %s", i+1, strings.TrimSpace(theirs[i]), strings.TrimSpace(ours[i])))
 		}
 	}
 	return diffs
+}
+
+// sameWords reports whether two lines say the same: word by word, except
+// that a value (the word after a key both lines have) may be a known
+// difference, and the value of a broken key may be anything.
+func sameWords(theirs, ours []string, broken map[string]bool) bool {
+	if len(theirs) != len(ours) {
+		return false
+	}
+	for j := range theirs {
+		if theirs[j] == ours[j] {
+			continue
+		}
+		if j == 0 || theirs[j-1] != ours[j-1] {
+			return false // not a value after a shared key
+		}
+		key := theirs[j-1]
+		if !broken[key] && KnownDifferences[key][ours[j]] != theirs[j] {
+			return false
+		}
+	}
+	return true
 }
 
 func nonEmptyLines(s string) []string {

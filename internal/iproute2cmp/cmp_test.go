@@ -56,6 +56,7 @@ func TestCompareText(t *testing.T) {
 		{"a known difference applies only to its key", "cq", "dev rxe0 cqn 0 state WORKQUEUE \n", "dev rxe0 cqn 0 state UNBOUND_WORKQUEUE\n", 1},
 		{"broken srq comm", "srq", "dev rxe0 srqn 0 comm 17-20 \n", "dev rxe0 srqn 0 comm ibv_srq_pingpon\n", 0},
 		{"srq comm is broken, srqn is not", "srq", "dev rxe0 srqn 0 comm 17-20 \n", "dev rxe0 srqn 1 comm 17-20\n", 1},
+		{"a word after a known difference is a key, not a value", "cm_id", "link rxe0/1 ps IPoIB comm rping \n", "link rxe0/1 ps IB pid rping\n", 1},
 		{"different value", "qp", "link rxe0/1 lqpn 1 \n", "link rxe0/1 lqpn 2\n", 1},
 		{"different lead", "qp", "link rxe0/1 lqpn 1 \n", "link rxe1/1 lqpn 1\n", 1},
 		{"missing word", "qp", "link rxe0/1 lqpn 1 pid 5 \n", "link rxe0/1 lqpn 1\n", 1},
