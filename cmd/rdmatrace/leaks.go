@@ -2,17 +2,16 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -185,16 +184,9 @@ func runLeaks(c *cli.Context) error {
 	w := leaks.New(table, sink.write)
 	w.Keep = f.match
 	w.Interval = c.Duration("interval")
-	clock := tracer.NewClock()
+	clock := t.Clock()
 	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
-	}
-
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	var timeout <-chan time.Time
-	if d := c.Duration("duration"); d > 0 {
-		timeout = time.After(d)
 	}
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -214,17 +206,39 @@ func runLeaks(c *cli.Context) error {
 		go func() { exited <- cmd.Wait() }()
 	}
 
-	reorder := restable.NewReorder(reorderWindow)
-	d := tracer.NewDecoder(clock)
-	var rec ringbuf.Record
-	var ev rdma.Event
-	var seen, lastDrops uint64
+	// Without a program, a signal or the end of --duration stops the
+	// tracer: it delivers what is queued at that moment. With one, the
+	// program decides when it ends; SIGTERM is passed on (a terminal's
+	// SIGINT reached it already). A second signal exits at once.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer onInterrupt(func(s os.Signal) {
+		if cmd == nil {
+			stop()
+		} else if s == syscall.SIGTERM {
+			_ = cmd.Process.Signal(s)
+		}
+	})()
+	if d := c.Duration("duration"); d > 0 && cmd == nil {
+		defer time.AfterFunc(d, stop).Stop()
+	}
 	var cmdErr error
-	cmdDone, stopping := false, false
-	drainUntil := time.Time{}
-	warnedUntracked := uint64(0)
+	waited := make(chan struct{})
+	if cmd != nil {
+		go func() {
+			cmdErr = <-exited
+			// Its exit cleanup ran before the wait returned; read what is
+			// queued, and a little longer for the reorder window.
+			time.AfterFunc(200*time.Millisecond, stop)
+			close(waited)
+		}()
+	}
 
-	// tick does what is due at a moment without events.
+	reorder := restable.NewReorder(reorderWindow)
+	var seen, lastDrops uint64
+	warnedUntracked := uint64(0)
+	// tick does what is due at a moment without events, and under a
+	// flood every tickInterval all the same.
 	tick := func() {
 		now := tracer.Mono()
 		if now > reorderWindow {
@@ -241,50 +255,21 @@ func runLeaks(c *cli.Context) error {
 		}
 		_ = sink.flush()
 	}
-	lastTick := time.Now()
-loop:
-	for {
-		select {
-		case s := <-stop:
-			if cmd == nil {
-				stopping = true
-				continue // read what was queued before the stop first
-			}
-			// The program decides when it ends; pass SIGTERM on (a
-			// terminal's SIGINT reached it already).
-			if s == syscall.SIGTERM {
-				_ = cmd.Process.Signal(s)
-			}
-		case <-timeout:
-			if cmd == nil {
-				stopping = true
-				continue
-			}
-		case cmdErr = <-exited:
-			cmdDone = true
-			// Its exit cleanup ran before the wait returned; read what is
-			// queued, and a little longer for the reorder window.
-			drainUntil = time.Now().Add(200 * time.Millisecond)
-		default:
-		}
-		if (cmdDone && time.Now().After(drainUntil) || stopping) && t.Pending() == 0 {
-			break loop
-		}
-		err := t.Read(&rec, d, &ev, tickInterval)
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
-			break loop
-		case err != nil:
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
-		default:
+	err = t.Run(ctx, tracer.Consumer{
+		Event: func(ev *rdma.Event) error {
 			seen++
-			reorder.Push(&ev, w.Handle)
-		}
-		if time.Since(lastTick) >= tickInterval {
-			tick()
-			lastTick = time.Now()
-		}
+			reorder.Push(ev, w.Handle)
+			return nil
+		},
+		Tick:  tick,
+		Every: tickInterval,
+		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
+	})
+	if err != nil && !errors.Is(err, tracer.ErrClosed) {
+		return err
+	}
+	if cmd != nil {
+		<-waited // cmdErr is set
 	}
 	reorder.Flush(w.Handle)
 	tick()

@@ -2,19 +2,16 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -205,12 +202,11 @@ func runTrace(c *cli.Context) error {
 
 	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
 	sink.nd = formats.NewNDJSONWriter(os.Stdout)
-	clock := tracer.NewClock()
-	var seen, shown atomic.Uint64
+	var seen, shown uint64
 	limit := uint64(c.Int("count"))
 
 	if !c.Bool("no-snapshot") {
-		if err := snapshotEvents(clock, func(e *rdma.Event) {
+		if err := snapshotEvents(t.Clock(), func(e *rdma.Event) {
 			if f.match(e) {
 				_ = sink.write(e)
 			}
@@ -219,31 +215,31 @@ func runTrace(c *cli.Context) error {
 		}
 		_ = sink.flush()
 	}
+	var raw *tracer.RawWriter
+	if p := c.String("record-raw"); p != "" {
+		// The records hold kernel addresses: for root's eyes only.
+		rf, err := createPrivate(p)
+		if err != nil {
+			return err
+		}
+		defer rf.Close()
+		raw = tracer.NewRawWriter(rf, t.Clock())
+		defer raw.Flush()
+	}
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
 
-	// A signal or the end of --duration wakes the reader: it reads what
-	// is queued, then stops.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	var timeout <-chan time.Time
+	// A signal or the end of --duration stops the tracer: it delivers
+	// what is queued at that moment, then Run returns.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer onInterrupt(func(os.Signal) { stop() })()
 	if d := c.Duration("duration"); d > 0 {
-		timeout = time.After(d)
+		defer time.AfterFunc(d, stop).Stop()
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-stop:
-		case <-timeout:
-		case <-done:
-			return
-		}
-		_ = t.Flush()
-	}()
 
 	// Drops are reported as soon as they are seen.
 	var lastDrops uint64
@@ -255,64 +251,40 @@ func runTrace(c *cli.Context) error {
 			lastDrops = n
 		}
 	}
-	lastCheck := time.Now()
-
-	var raw *tracer.RawWriter
-	if p := c.String("record-raw"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		raw = tracer.NewRawWriter(f, clock)
-		defer raw.Flush()
-	}
-	d := tracer.NewDecoder(clock)
-	var rec ringbuf.Record
-	var ev rdma.Event
-	var readErr error
-	for {
-		if t.Pending() == 0 {
-			_ = sink.flush() // about to wait: show what we have
-		}
-		err := t.Read(&rec, d, &ev, time.Second)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			checkDrops()
-			continue
-		}
-		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
-			break
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
-			continue
-		}
-		seen.Add(1)
-		if raw != nil {
-			if err := raw.Write(rec.RawSample); err != nil {
+	err = t.Run(ctx, tracer.Consumer{
+		Event: func(ev *rdma.Event) error {
+			seen++
+			if !f.match(ev) {
+				return nil
+			}
+			if err := sink.write(ev); err != nil {
 				return err
 			}
-		}
-		if f.match(&ev) {
-			if err := sink.write(&ev); err != nil {
-				readErr = err
-				break
+			if shown++; shown == limit {
+				return errCountReached
 			}
-			if shown.Add(1) == limit {
-				break
-			}
-		}
-		if time.Since(lastCheck) >= time.Second {
-			checkDrops()
-			lastCheck = time.Now()
-		}
+			return nil
+		},
+		Idle:  func() { _ = sink.flush() }, // about to wait: show what we have
+		Tick:  checkDrops,
+		Every: time.Second,
+		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
+		Raw:   raw,
+	})
+	if errors.Is(err, errCountReached) {
+		err = nil
 	}
-	_ = sink.flush()
+	if ferr := sink.flush(); err == nil {
+		err = ferr
+	}
 	checkDrops()
 	drops, _ := t.Drops()
-	summary(t, seen.Load(), shown.Load(), drops)
-	return readErr
+	summary(t, seen, shown, drops)
+	return err
 }
+
+// errCountReached ends a trace at --count events.
+var errCountReached = errors.New("--count reached")
 
 // openTracer loads and attaches the tracer as the flags say, and tells on
 // stderr which hooks it could not attach.
