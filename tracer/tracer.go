@@ -85,6 +85,20 @@ type loadedProg struct {
 	prog *ebpf.Program
 }
 
+// MaxRingBytes is the largest ring buffer: the kernel's max_entries is a
+// 32-bit power of two.
+const MaxRingBytes = 1 << 31
+
+// CheckRingSize says what is wrong with a ring buffer size, if anything:
+// the kernel takes a power of two, at least a page (ringbuf_map_alloc).
+func CheckRingSize(n int) error {
+	if n < os.Getpagesize() || n > MaxRingBytes || n&(n-1) != 0 {
+		return fmt.Errorf("expected a power of two from %d to %d bytes (%d KiB to %d GiB)",
+			os.Getpagesize(), MaxRingBytes, os.Getpagesize()>>10, MaxRingBytes>>30)
+	}
+	return nil
+}
+
 // ErrPrivileges wraps failures that need more privileges.
 var ErrPrivileges = errors.New("loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and CAP_SYS_RESOURCE on kernels that charge BPF memory to RLIMIT_MEMLOCK: run rdmatrace trace as root")
 
@@ -99,8 +113,8 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	if opts.RingBytes != 0 {
-		if opts.RingBytes < os.Getpagesize() || opts.RingBytes&(opts.RingBytes-1) != 0 {
-			return nil, fmt.Errorf("ring buffer size %d: expected a power of two of at least %d bytes", opts.RingBytes, os.Getpagesize())
+		if err := CheckRingSize(opts.RingBytes); err != nil {
+			return nil, fmt.Errorf("ring buffer size %d: %w", opts.RingBytes, err)
 		}
 		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
 	}

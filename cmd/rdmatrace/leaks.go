@@ -153,12 +153,18 @@ func (s *findingSink) flush() error {
 }
 
 func runLeaks(c *cli.Context) error {
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
+		return err
+	}
+	if d := c.Duration("interval"); d <= 0 {
+		return usage(c, "--interval %v: expected a positive duration such as 5s", d)
+	}
 	f, err := parseEventFilter(c)
 	if err != nil {
-		return exitWith(2, err)
-	}
-	if c.Int("max-table") < 1 {
-		return exitWith(2, errors.New("--max-table must be at least 1"))
+		return usage(c, "%w", err)
 	}
 	argv := c.Args().Slice()
 	if len(argv) > 0 && argv[0] == "--" {
@@ -166,12 +172,12 @@ func runLeaks(c *cli.Context) error {
 	}
 	if logs := c.StringSlice("log"); len(logs) > 0 {
 		if len(argv) > 0 {
-			return exitWith(2, errors.New("--log reads saved logs: it runs no program"))
+			return usage(c, "--log reads saved logs: it runs no program")
 		}
 		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.ErrWriter)
 	}
 	if c.String("recording") != "" {
-		return exitWith(2, errors.New("--recording goes with --log FILE (the kernel log of the same boot)"))
+		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
 	}
 	t, err := openTracer(c)
 	if err != nil {

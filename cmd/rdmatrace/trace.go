@@ -179,9 +179,18 @@ func (s *eventSink) flush() error {
 }
 
 func runTrace(c *cli.Context) error {
+	if err := maxArgs(c, 0); err != nil {
+		return err
+	}
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
+		return err
+	}
 	f, err := parseEventFilter(c)
 	if err != nil {
-		return exitWith(2, err)
+		return usage(c, "%w", err)
 	}
 	t, err := openTracer(c)
 	if err != nil {
