@@ -45,6 +45,7 @@ func traceCommand() *cli.Command {
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
@@ -295,9 +296,23 @@ func runTrace(c *cli.Context) error {
 // errCountReached ends a trace at --count events.
 var errCountReached = errors.New("--count reached")
 
-// openTracer loads and attaches the tracer as the flags say, and tells on
-// stderr which hooks it could not attach.
+// verboseFlag asks for each hook's attach report.
+var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say how each hook was attached, or why it was not"}
+
+// openTracer checks the system, loads and attaches the tracer as the flags
+// say, and tells on stderr, in a line or two, what it could not attach
+// (each hook's reason with -v).
 func openTracer(c *cli.Context) (*tracer.Tracer, error) {
+	fatal := false
+	for _, p := range tracer.Preflight() {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", p.Msg)
+		fatal = fatal || p.Fatal
+	}
+	// -v tries all the same, and shows each hook's reason: a way out if
+	// the check is wrong about some kernel.
+	if fatal && !c.Bool("verbose") {
+		return nil, exitWith(1, nil)
+	}
 	// One goroutine reads one ring buffer: more Ps only add scheduler work
 	// at each wakeup (measured: a quarter less CPU under TCG with 1).
 	runtime.GOMAXPROCS(1)
@@ -306,16 +321,36 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		return nil, err
 	}
 	attached := t.Attached()
+	var skipped []string
+	noTracefs := false
 	for _, r := range t.Reports {
-		if r.Variant == "" {
+		switch {
+		case r.Variant != "" && c.Bool("verbose"):
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
+		case r.Variant == "" && c.Bool("verbose"):
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
 		}
+		if r.Variant == "" {
+			skipped = append(skipped, r.Hook)
+			noTracefs = noTracefs || strings.Contains(r.Reason, "nor tracefs")
+		}
+	}
+	if noTracefs {
+		fmt.Fprintln(os.Stderr, "rdmatrace: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing): hooks that fall back to kprobes need it")
+	}
+	why := ""
+	if len(skipped) > 0 && !c.Bool("verbose") {
+		why = " (-v says why)"
 	}
 	if attached == 0 {
 		t.Close()
-		return nil, fmt.Errorf("no hook could be attached (is the RDMA stack loaded? modprobe ib_core rdma_cm): %s", t.Reports[0].Reason)
+		return nil, fmt.Errorf("no hook could be attached%s", why)
 	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+	if len(skipped) > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached; skipped: %s%s\n", attached, len(t.Reports), strings.Join(skipped, ", "), why)
+	} else {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+	}
 	return t, nil
 }
 
