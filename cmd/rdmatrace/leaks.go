@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -195,6 +196,21 @@ func runLeaks(c *cli.Context) error {
 	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
+	// Without a program, a signal or the end of --duration stops the
+	// tracer: it delivers what is queued at that moment. With one, the
+	// program decides when it ends; SIGTERM is passed on (a terminal's
+	// SIGINT reached it already). A second signal exits at once. Signals
+	// are caught before the ready file tells a script it may send them.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var prog atomic.Pointer[os.Process]
+	defer onInterrupt(func(s os.Signal) {
+		if len(argv) == 0 {
+			stop()
+		} else if p := prog.Load(); p != nil && s == syscall.SIGTERM {
+			_ = p.Signal(s)
+		}
+	})()
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return err
@@ -209,23 +225,10 @@ func runLeaks(c *cli.Context) error {
 		if err := cmd.Start(); err != nil {
 			return exitWith(2, err)
 		}
+		prog.Store(cmd.Process)
 		w.Program(uint32(cmd.Process.Pid))
 		go func() { exited <- cmd.Wait() }()
 	}
-
-	// Without a program, a signal or the end of --duration stops the
-	// tracer: it delivers what is queued at that moment. With one, the
-	// program decides when it ends; SIGTERM is passed on (a terminal's
-	// SIGINT reached it already). A second signal exits at once.
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	defer onInterrupt(func(s os.Signal) {
-		if cmd == nil {
-			stop()
-		} else if s == syscall.SIGTERM {
-			_ = cmd.Process.Signal(s)
-		}
-	})()
 	if d := c.Duration("duration"); d > 0 && cmd == nil {
 		defer time.AfterFunc(d, stop).Stop()
 	}

@@ -236,17 +236,17 @@ func runTrace(c *cli.Context) error {
 		raw = tracer.NewRawWriter(rf, t.Clock())
 		defer raw.Flush()
 	}
+	// A signal or the end of --duration stops the tracer: it delivers
+	// what is queued at that moment, then Run returns. Signals are caught
+	// before the ready file tells a script it may send them.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer onInterrupt(func(os.Signal) { stop() })()
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
-
-	// A signal or the end of --duration stops the tracer: it delivers
-	// what is queued at that moment, then Run returns.
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	defer onInterrupt(func(os.Signal) { stop() })()
 	if d := c.Duration("duration"); d > 0 {
 		defer time.AfterFunc(d, stop).Stop()
 	}
