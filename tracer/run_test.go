@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -144,32 +145,38 @@ func TestRunTicksUnderAFlood(t *testing.T) {
 }
 
 func TestRunIdleAndStopWithoutEvents(t *testing.T) {
-	events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
-	if err != nil {
-		t.Skip("no BPF ring buffer here:", err)
-	}
-	defer events.Close()
-	tr := &Tracer{}
-	if err := tr.ring.open(events); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.ring.close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var stoppedAt time.Time
-	time.AfterFunc(100*time.Millisecond, func() { stoppedAt = time.Now(); cancel() })
-	ticks := 0
-	err = tr.Run(ctx, Consumer{
-		Event: func(*rdma.Event) error { t.Fatal("an event from an empty ring"); return nil },
-		Tick:  func() { ticks++ }, Every: 10 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(stoppedAt); took > 50*time.Millisecond {
-		t.Errorf("an idle Run returned %v after the stop", took)
-	}
-	if ticks < 3 {
-		t.Errorf("%d ticks in 100ms at 10ms while idle", ticks)
+	for _, every := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(fmt.Sprintf("ticks every %v", every), func(t *testing.T) {
+			events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
+			if err != nil {
+				t.Skip("no BPF ring buffer here:", err)
+			}
+			defer events.Close()
+			tr := &Tracer{}
+			if err := tr.ring.open(events); err != nil {
+				t.Fatal(err)
+			}
+			defer tr.ring.close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var stoppedAt atomic.Int64
+			time.AfterFunc(100*time.Millisecond, func() { stoppedAt.Store(time.Now().UnixNano()); cancel() })
+			ticks := 0
+			err = tr.Run(ctx, Consumer{
+				Event: func(*rdma.Event) error { t.Fatal("an event from an empty ring"); return nil },
+				Tick:  func() { ticks++ }, Every: every,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Without ticks Run waits with no deadline: only the stop
+			// wakes it.
+			if took := time.Duration(time.Now().UnixNano() - stoppedAt.Load()); took > 50*time.Millisecond {
+				t.Errorf("an idle Run returned %v after the stop", took)
+			}
+			if every > 0 && ticks < 3 {
+				t.Errorf("%d ticks in 100ms at %v while idle", ticks, every)
+			}
+		})
 	}
 }
 
