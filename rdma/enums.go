@@ -52,6 +52,13 @@ func ParseResType(s string) (ResType, error) {
 	if len(found) == 1 {
 		return found[0], nil
 	}
+	if len(found) > 1 {
+		amb := make([]string, len(found))
+		for i, t := range found {
+			amb[i] = t.String()
+		}
+		return 0, fmt.Errorf("ambiguous resource type %q: it could be %s", s, strings.Join(amb, ", "))
+	}
 	names := make([]string, len(ResourceTypes))
 	for i, t := range ResourceTypes {
 		names[i] = t.String()

@@ -157,3 +157,20 @@ func TestParseEventKind(t *testing.T) {
 		t.Errorf("ParseEventKind(bogus) error %v does not list the events", err)
 	}
 }
+
+func TestParseResTypeTellsAmbiguousFromUnknown(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"c", `ambiguous resource type "c": it could be cq, cm_id, ctx`},
+		{"cm", ""}, // cm_id
+		{"x", `unknown resource type "x": valid types are`},
+	} {
+		_, err := ParseResType(tc.in)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("ParseResType(%q): %v", tc.in, err)
+			}
+		} else if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("ParseResType(%q) = %v, want %q...", tc.in, err, tc.want)
+		}
+	}
+}

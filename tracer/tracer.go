@@ -8,15 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
-	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -38,25 +35,41 @@ type Report struct {
 	Reason  string // why earlier variants, or all of them, failed
 }
 
-// Tracer holds the loaded programs and links.
+// Tracer holds the loaded programs and links. Run reads its events.
 type Tracer struct {
 	spec    *ebpf.CollectionSpec
 	maps    map[string]*ebpf.Map
 	progs   []*loadedProg
 	links   []link.Link
-	reader  *ringbuf.Reader
 	Reports []Report
 	cache   *btf.Cache
+	ring
+}
 
-	// ready is the ring buffer's fd again, in Go's netpoller: Read waits
+// ring is the reading side: the ring buffer, the decoder and the state of
+// a stop. Only Run's goroutine touches rec, ev and gotData.
+type ring struct {
+	reader *ringbuf.Reader
+	clock  Clock
+	dec    *Decoder
+	rec    ringbuf.Record
+	ev     rdma.Event
+
+	// ready is the ring buffer's fd again, in Go's netpoller: Run waits
 	// there instead of in the reader's own blocking epoll_wait, which
 	// ties up a thread that the scheduler hands the P away from and back
-	// to at every wakeup. nil where the fd cannot be polled: Read then
-	// blocks in the reader as before.
+	// to at every wakeup.
 	ready     *os.File
 	readyConn syscall.RawConn
-	flushReq  atomic.Bool
 	closed    atomic.Bool
+
+	// The kernel's producer and consumer positions (read-only mappings of
+	// the ring's first two pages): a stop notes the producer's, and Run
+	// delivers records until the consumer's reaches it.
+	prodPos, consPos *uintptr
+	posMem           [][]byte
+	stopReq          atomic.Bool
+	stopAt           atomic.Uint64
 
 	// polling is the BPF programs' reader.polling, mapped here: set while
 	// events flow, so that they do not wake the reader for each one; it
@@ -64,16 +77,26 @@ type Tracer struct {
 	polling    *atomic.Uint64
 	pollingMem []byte
 	quarter    int  // a quarter of the ring: the kernel wakes a polling reader then
-	gotData    bool // Read returned records since it last waited
+	gotData    bool // Run read records since it last waited
 }
-
-// activePoll is how often a reader looks while events flow: how late an
-// event after the first of a burst may be read.
-const activePoll = 20 * time.Millisecond
 
 type loadedProg struct {
 	coll *ebpf.Collection
 	prog *ebpf.Program
+}
+
+// MaxRingBytes is the largest ring buffer: the kernel's max_entries is a
+// 32-bit power of two.
+const MaxRingBytes = 1 << 31
+
+// CheckRingSize says what is wrong with a ring buffer size, if anything:
+// the kernel takes a power of two, at least a page (ringbuf_map_alloc).
+func CheckRingSize(n int) error {
+	if n < os.Getpagesize() || n > MaxRingBytes || n&(n-1) != 0 {
+		return fmt.Errorf("expected a power of two from %d to %d bytes (%d KiB to %d GiB)",
+			os.Getpagesize(), MaxRingBytes, os.Getpagesize()>>10, MaxRingBytes>>30)
+	}
+	return nil
 }
 
 // ErrPrivileges wraps failures that need more privileges.
@@ -90,8 +113,8 @@ func Open(opts Options) (*Tracer, error) {
 		return nil, err
 	}
 	if opts.RingBytes != 0 {
-		if opts.RingBytes < os.Getpagesize() || opts.RingBytes&(opts.RingBytes-1) != 0 {
-			return nil, fmt.Errorf("ring buffer size %d: expected a power of two of at least %d bytes", opts.RingBytes, os.Getpagesize())
+		if err := CheckRingSize(opts.RingBytes); err != nil {
+			return nil, fmt.Errorf("ring buffer size %d: %w", opts.RingBytes, err)
 		}
 		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
 	}
@@ -113,14 +136,11 @@ func Open(opts Options) (*Tracer, error) {
 	for _, h := range Hooks {
 		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback))
 	}
-	t.reader, err = ringbuf.NewReader(t.maps["events"])
-	if err != nil {
+	if err := t.ring.open(t.maps["events"]); err != nil {
 		t.Close()
 		return nil, err
 	}
-	t.ready, t.readyConn = pollable(t.maps["events"].FD())
-	t.quarter = int(t.maps["events"].MaxEntries() / 4)
-	if t.ready != nil {
+	if t.maps["reader"] != nil {
 		t.pollingMem, t.polling = mapFlag(t.maps["reader"])
 	}
 	// What loading took (the kernel's and modules' BTF, the object's
@@ -220,147 +240,6 @@ func (t *Tracer) Attached() int {
 	return n
 }
 
-// Read decodes the next record into ev. It waits at most wait for one
-// (0: no limit) and then returns os.ErrDeadlineExceeded. After Flush it
-// returns what is queued, then ringbuf.ErrFlushed; after Close,
-// ringbuf.ErrClosed.
-func (t *Tracer) Read(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time.Duration) error {
-	if t.ready == nil {
-		return t.readBlocking(rec, d, ev, wait)
-	}
-	var deadline time.Time
-	if wait > 0 {
-		deadline = time.Now().Add(wait)
-	}
-	// A deadline in the past: the reader only takes what is queued.
-	t.reader.SetDeadline(longAgo)
-	for {
-		err := t.reader.ReadInto(rec)
-		if err == nil {
-			t.gotData = true
-			return d.Decode(rec.RawSample, ev)
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
-		}
-		// The ring is empty.
-		if t.flushReq.CompareAndSwap(true, false) {
-			return ringbuf.ErrFlushed
-		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return os.ErrDeadlineExceeded
-		}
-		if t.polling != nil && t.gotData {
-			// Events are flowing: look again in a moment, or when the
-			// ring fills a quarter.
-			t.gotData = false
-			t.polling.Store(1)
-			until := now.Add(activePoll)
-			if !deadline.IsZero() && deadline.Before(until) {
-				until = deadline
-			}
-			if err := t.waitReadable(until, t.quarter); err != nil {
-				return err
-			}
-			continue
-		}
-		// Idle: be woken by the next event. The store is a full barrier
-		// (XCHG), so the look at the ring below comes after it.
-		if t.polling != nil {
-			t.polling.Store(0)
-			if t.reader.AvailableBytes() > 0 {
-				continue
-			}
-		}
-		if err := t.waitReadable(deadline, 1); err != nil {
-			return err
-		}
-	}
-}
-
-// longAgo is a deadline that has passed (the zero time means none).
-var longAgo = time.Unix(1, 0)
-
-// waitReadable parks the goroutine until the ring holds at least bytes,
-// Flush is called, or the deadline passes.
-func (t *Tracer) waitReadable(deadline time.Time, bytes int) error {
-	if err := t.ready.SetReadDeadline(deadline); err != nil {
-		return t.closedOr(err)
-	}
-	err := t.readyConn.Read(func(uintptr) bool { return t.reader.AvailableBytes() >= bytes || t.flushReq.Load() })
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil // Read looks again
-	}
-	return t.closedOr(err)
-}
-
-func (t *Tracer) closedOr(err error) error {
-	if t.closed.Load() {
-		return ringbuf.ErrClosed
-	}
-	return err
-}
-
-func (t *Tracer) readBlocking(rec *ringbuf.Record, d *Decoder, ev *rdma.Event, wait time.Duration) error {
-	if wait > 0 {
-		t.reader.SetDeadline(time.Now().Add(wait))
-	} else {
-		t.reader.SetDeadline(time.Time{})
-	}
-	if err := t.reader.ReadInto(rec); err != nil {
-		return err
-	}
-	return d.Decode(rec.RawSample, ev)
-}
-
-// Flush makes a blocked Read return: first every record queued now, then
-// ringbuf.ErrFlushed. It may be called from another goroutine.
-func (t *Tracer) Flush() error {
-	if t.ready == nil {
-		return t.reader.Flush()
-	}
-	t.flushReq.Store(true)
-	return t.ready.SetReadDeadline(time.Now()) // wakes a waiting Read
-}
-
-// mapFlag maps the first 8 bytes of an mmapable array map's value.
-func mapFlag(m *ebpf.Map) ([]byte, *atomic.Uint64) {
-	if m == nil {
-		return nil, nil
-	}
-	mem, err := unix.Mmap(m.FD(), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil
-	}
-	return mem, (*atomic.Uint64)(unsafe.Pointer(&mem[0]))
-}
-
-// pollable returns a copy of fd registered with Go's netpoller, or nils
-// when the kernel will not poll it that way.
-func pollable(fd int) (*os.File, syscall.RawConn) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil
-	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return nil, nil
-	}
-	f := os.NewFile(uintptr(dup), "ringbuf")
-	// Only a file in the netpoller takes deadlines.
-	if err := f.SetReadDeadline(time.Time{}); err != nil {
-		f.Close()
-		return nil, nil
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, nil
-	}
-	return f, rc
-}
-
 // Drops is how many events the kernel could not put in the ring buffer.
 func (t *Tracer) Drops() (uint64, error) {
 	var perCPU []uint64
@@ -377,17 +256,7 @@ func (t *Tracer) Drops() (uint64, error) {
 // Close detaches everything. The links are not pinned, so they also go
 // away when the process dies, even by SIGKILL.
 func (t *Tracer) Close() error {
-	t.closed.Store(true)
-	if t.ready != nil {
-		t.ready.Close()
-	}
-	if t.pollingMem != nil {
-		t.polling = nil
-		unix.Munmap(t.pollingMem)
-	}
-	if t.reader != nil {
-		t.reader.Close()
-	}
+	t.ring.close()
 	for _, l := range t.links {
 		l.Close()
 	}
@@ -399,6 +268,3 @@ func (t *Tracer) Close() error {
 	}
 	return nil
 }
-
-// Pending is how many bytes wait in the ring buffer.
-func (t *Tracer) Pending() int { return t.reader.AvailableBytes() }

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 // hoistFlags moves a subcommand's flags in front of its positional
@@ -62,4 +64,37 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		out = append(out, "--")
 	}
 	return append(out, rest...)
+}
+
+// maxArgs rejects positional arguments beyond n (hoistFlags' "--" aside):
+// an ignored word is a mistake the user does not see.
+func maxArgs(c *cli.Context, n int) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) > n {
+		return usage(c, "unexpected argument %q", args[n])
+	}
+	return nil
+}
+
+// atLeast rejects an integer flag below min; want says what is expected.
+func atLeast(c *cli.Context, name string, min int, want string) error {
+	if v := c.Int(name); v < min {
+		return usage(c, "--%s %d: expected %s", name, v, want)
+	}
+	return nil
+}
+
+// checkTracerFlags checks the flags that trace and leaks share, before
+// anything is loaded.
+func checkTracerFlags(c *cli.Context) error {
+	if d := c.Duration("duration"); d < 0 {
+		return usage(c, "--duration %v: expected a positive duration such as 30s (0: no limit)", d)
+	}
+	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
+		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
+	}
+	return nil
 }

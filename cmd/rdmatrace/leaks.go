@@ -2,17 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -72,6 +72,7 @@ func leaksCommand() *cli.Command {
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
 		},
@@ -154,12 +155,18 @@ func (s *findingSink) flush() error {
 }
 
 func runLeaks(c *cli.Context) error {
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
+		return err
+	}
+	if d := c.Duration("interval"); d <= 0 {
+		return usage(c, "--interval %v: expected a positive duration such as 5s", d)
+	}
 	f, err := parseEventFilter(c)
 	if err != nil {
-		return exitWith(2, err)
-	}
-	if c.Int("max-table") < 1 {
-		return exitWith(2, errors.New("--max-table must be at least 1"))
+		return usage(c, "%w", err)
 	}
 	argv := c.Args().Slice()
 	if len(argv) > 0 && argv[0] == "--" {
@@ -167,12 +174,12 @@ func runLeaks(c *cli.Context) error {
 	}
 	if logs := c.StringSlice("log"); len(logs) > 0 {
 		if len(argv) > 0 {
-			return exitWith(2, errors.New("--log reads saved logs: it runs no program"))
+			return usage(c, "--log reads saved logs: it runs no program")
 		}
 		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.ErrWriter)
 	}
 	if c.String("recording") != "" {
-		return exitWith(2, errors.New("--recording goes with --log FILE (the kernel log of the same boot)"))
+		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
 	}
 	t, err := openTracer(c)
 	if err != nil {
@@ -185,17 +192,25 @@ func runLeaks(c *cli.Context) error {
 	w := leaks.New(table, sink.write)
 	w.Keep = f.match
 	w.Interval = c.Duration("interval")
-	clock := tracer.NewClock()
+	clock := t.Clock()
 	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	var timeout <-chan time.Time
-	if d := c.Duration("duration"); d > 0 {
-		timeout = time.After(d)
-	}
+	// Without a program, a signal or the end of --duration stops the
+	// tracer: it delivers what is queued at that moment. With one, the
+	// program decides when it ends; SIGTERM is passed on (a terminal's
+	// SIGINT reached it already). A second signal exits at once. Signals
+	// are caught before the ready file tells a script it may send them.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var prog atomic.Pointer[os.Process]
+	defer onInterrupt(func(s os.Signal) {
+		if len(argv) == 0 {
+			stop()
+		} else if p := prog.Load(); p != nil && s == syscall.SIGTERM {
+			_ = p.Signal(s)
+		}
+	})()
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return err
@@ -210,21 +225,30 @@ func runLeaks(c *cli.Context) error {
 		if err := cmd.Start(); err != nil {
 			return exitWith(2, err)
 		}
+		prog.Store(cmd.Process)
 		w.Program(uint32(cmd.Process.Pid))
 		go func() { exited <- cmd.Wait() }()
 	}
+	if d := c.Duration("duration"); d > 0 && cmd == nil {
+		defer time.AfterFunc(d, stop).Stop()
+	}
+	var cmdErr error
+	waited := make(chan struct{})
+	if cmd != nil {
+		go func() {
+			cmdErr = <-exited
+			// Its exit cleanup ran before the wait returned; read what is
+			// queued, and a little longer for the reorder window.
+			time.AfterFunc(200*time.Millisecond, stop)
+			close(waited)
+		}()
+	}
 
 	reorder := restable.NewReorder(reorderWindow)
-	d := tracer.NewDecoder(clock)
-	var rec ringbuf.Record
-	var ev rdma.Event
 	var seen, lastDrops uint64
-	var cmdErr error
-	cmdDone, stopping := false, false
-	drainUntil := time.Time{}
 	warnedUntracked := uint64(0)
-
-	// tick does what is due at a moment without events.
+	// tick does what is due at a moment without events, and under a
+	// flood every tickInterval all the same.
 	tick := func() {
 		now := tracer.Mono()
 		if now > reorderWindow {
@@ -241,50 +265,21 @@ func runLeaks(c *cli.Context) error {
 		}
 		_ = sink.flush()
 	}
-	lastTick := time.Now()
-loop:
-	for {
-		select {
-		case s := <-stop:
-			if cmd == nil {
-				stopping = true
-				continue // read what was queued before the stop first
-			}
-			// The program decides when it ends; pass SIGTERM on (a
-			// terminal's SIGINT reached it already).
-			if s == syscall.SIGTERM {
-				_ = cmd.Process.Signal(s)
-			}
-		case <-timeout:
-			if cmd == nil {
-				stopping = true
-				continue
-			}
-		case cmdErr = <-exited:
-			cmdDone = true
-			// Its exit cleanup ran before the wait returned; read what is
-			// queued, and a little longer for the reorder window.
-			drainUntil = time.Now().Add(200 * time.Millisecond)
-		default:
-		}
-		if (cmdDone && time.Now().After(drainUntil) || stopping) && t.Pending() == 0 {
-			break loop
-		}
-		err := t.Read(&rec, d, &ev, tickInterval)
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
-			break loop
-		case err != nil:
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
-		default:
+	err = t.Run(ctx, tracer.Consumer{
+		Event: func(ev *rdma.Event) error {
 			seen++
-			reorder.Push(&ev, w.Handle)
-		}
-		if time.Since(lastTick) >= tickInterval {
-			tick()
-			lastTick = time.Now()
-		}
+			reorder.Push(ev, w.Handle)
+			return nil
+		},
+		Tick:  tick,
+		Every: tickInterval,
+		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
+	})
+	if err != nil && !errors.Is(err, tracer.ErrClosed) {
+		return err
+	}
+	if cmd != nil {
+		<-waited // cmdErr is set
 	}
 	reorder.Flush(w.Handle)
 	tick()

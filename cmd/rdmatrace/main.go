@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
 )
 
 // commands is filled by each command's file in init, so commands stay in
@@ -34,8 +37,95 @@ func (e *exitError) Unwrap() error { return e.err }
 // nil when the message was already printed.
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
+// usageError is a mistake in how rdmatrace was called. It travels in an
+// exitError of status 2, and reads as the one line that main prints after
+// "rdmatrace: ": the command, what is wrong, and where the help is. Every
+// command reports bad flags, arguments and values this way.
+type usageError struct {
+	cmd   string // empty for rdmatrace itself
+	err   error
+	flags []cli.Flag // the command's, to name what a bad value should be
+}
+
+func (e *usageError) Error() string {
+	help, what := "rdmatrace", usageText(e.err, e.flags)
+	if e.cmd != "" {
+		help += " " + e.cmd
+		what = e.cmd + ": " + what
+	}
+	return formats.Sanitize(what) + "; see '" + help + " --help'"
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErr wraps err as a usage error of cmd ("" for rdmatrace itself).
+func usageErr(cmd string, flags []cli.Flag, err error) error {
+	return exitWith(2, &usageError{cmd: cmd, err: err, flags: flags})
+}
+
+// usage makes a usage error of command c's.
+func usage(c *cli.Context, format string, a ...any) error {
+	return usageErr(c.Command.Name, nil, fmt.Errorf(format, a...))
+}
+
+// usageText rewrites the flag package's messages in rdmatrace's words,
+// with flags spelled as they are typed.
+func usageText(err error, flags []cli.Flag) string {
+	s := err.Error()
+	if f, ok := strings.CutPrefix(s, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashes(f)
+	}
+	if f, ok := strings.CutPrefix(s, "flag needs an argument: -"); ok {
+		return dashes(f) + " needs a value"
+	}
+	// invalid value "abc" for flag -count: parse error
+	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
+		if v, f, ok := strings.Cut(rest, " for flag -"); ok {
+			f, why, _ := strings.Cut(f, ": ")
+			if why == "parse error" {
+				why = expected(f, flags)
+			}
+			return dashes(f) + " " + v + ": " + why
+		}
+	}
+	return s
+}
+
+// expected says what a flag's value should look like.
+func expected(name string, flags []cli.Flag) string {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			switch f.(type) {
+			case *cli.IntFlag, *cli.UintFlag, *cli.Int64Flag, *cli.Uint64Flag:
+				return "expected a whole number"
+			case *cli.DurationFlag:
+				return "expected a duration such as 30s or 1m30s"
+			}
+		}
+	}
+	return "parse error"
+}
+
+// dashes spells a flag name as typed: -o, --output.
+func dashes(name string) string {
+	name = strings.TrimPrefix(name, "-")
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
 func newApp() *cli.App {
 	sort.Slice(commands, func(i, j int) bool { return commands[i].Name < commands[j].Name })
+	for _, cmd := range commands {
+		name, flags := cmd.Name, cmd.Flags
+		// Without this, urfave/cli prints "Incorrect Usage" and the whole
+		// help on stdout and exits 1.
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
+	}
 	return &cli.App{
 		Name:                 "rdmatrace",
 		Usage:                "see who holds which RDMA connection, queue pair and port, since when, and what happened to it",
@@ -43,6 +133,12 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // main decides the status
+		OnUsageError:         func(_ *cli.Context, err error, _ bool) error { return usageErr("", nil, err) },
+		CommandNotFound: func(c *cli.Context, name string) {
+			// cli.App takes no error from here: main's rule, applied here.
+			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &usageError{err: fmt.Errorf("unknown command %q", name)})
+			exit(2)
+		},
 	}
 }
 

@@ -55,8 +55,8 @@ func outputFormat(c *cli.Context, extra ...string) (string, error) {
 			return o, nil
 		}
 	}
-	return "", exitWith(2, fmt.Errorf("unknown output format %q: valid formats are %s", o,
-		strings.Join(append([]string{outTable, outText, outJSON, outNDJSON}, extra...), ", ")))
+	return "", usage(c, "unknown output format %q: valid formats are %s", o,
+		strings.Join(append([]string{outTable, outText, outJSON, outNDJSON}, extra...), ", "))
 }
 
 // dial opens the netlink client, recording raw replies when asked.
@@ -137,6 +137,9 @@ func devCommand() *cli.Command {
 		ArgsUsage: "[DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
+			if err := maxArgs(c, 1); err != nil {
+				return err
+			}
 			format, err := outputFormat(c)
 			if err != nil {
 				return err
@@ -184,6 +187,9 @@ func linkCommand() *cli.Command {
 		ArgsUsage: "[DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
+			if err := maxArgs(c, 1); err != nil {
+				return err
+			}
 			format, err := outputFormat(c)
 			if err != nil {
 				return err
@@ -246,24 +252,24 @@ func runRes(c *cli.Context) error {
 	}
 	if len(args) == 0 {
 		if c.String("filter") != "" {
-			return exitWith(2, errors.New("--filter needs a resource type (qp, cm_id, cq, mr, pd, ctx, srq)"))
+			return usage(c, "--filter needs a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
 		}
 		if format == outLegacy {
-			return exitWith(2, errors.New("-o legacy needs the cm_id type: rdmatrace res cm_id -o legacy"))
+			return usage(c, "-o legacy needs the cm_id type: rdmatrace res cm_id -o legacy")
 		}
 		return runSummary(c, format)
 	}
 	t, err := rdma.ParseResType(args[0])
 	if err != nil {
-		return exitWith(2, err)
+		return usage(c, "%w", err)
 	}
 	if format == outLegacy && t != rdma.ResCMID {
-		return exitWith(2, fmt.Errorf("-o legacy is the rdma_cm layout: it shows cm_id only, not %s", t))
+		return usage(c, "-o legacy is the rdma_cm layout: it shows cm_id only, not %s", t)
 	}
 	words := append(args[1:], strings.Fields(c.String("filter"))...)
 	f, err := filter.ParseArgs(t, words)
 	if err != nil {
-		return exitWith(2, err)
+		return usage(c, "%w", err)
 	}
 	cl, err := dial(c)
 	if err != nil {

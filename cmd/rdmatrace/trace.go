@@ -2,19 +2,16 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -48,6 +45,7 @@ func traceCommand() *cli.Command {
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
@@ -182,9 +180,18 @@ func (s *eventSink) flush() error {
 }
 
 func runTrace(c *cli.Context) error {
+	if err := maxArgs(c, 0); err != nil {
+		return err
+	}
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
+		return err
+	}
 	f, err := parseEventFilter(c)
 	if err != nil {
-		return exitWith(2, err)
+		return usage(c, "%w", err)
 	}
 	t, err := openTracer(c)
 	if err != nil {
@@ -205,12 +212,11 @@ func runTrace(c *cli.Context) error {
 
 	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
 	sink.nd = formats.NewNDJSONWriter(os.Stdout)
-	clock := tracer.NewClock()
-	var seen, shown atomic.Uint64
+	var seen, shown uint64
 	limit := uint64(c.Int("count"))
 
 	if !c.Bool("no-snapshot") {
-		if err := snapshotEvents(clock, func(e *rdma.Event) {
+		if err := snapshotEvents(t.Clock(), func(e *rdma.Event) {
 			if f.match(e) {
 				_ = sink.write(e)
 			}
@@ -219,31 +225,31 @@ func runTrace(c *cli.Context) error {
 		}
 		_ = sink.flush()
 	}
+	var raw *tracer.RawWriter
+	if p := c.String("record-raw"); p != "" {
+		// The records hold kernel addresses: for root's eyes only.
+		rf, err := createPrivate(p)
+		if err != nil {
+			return err
+		}
+		defer rf.Close()
+		raw = tracer.NewRawWriter(rf, t.Clock())
+		defer raw.Flush()
+	}
+	// A signal or the end of --duration stops the tracer: it delivers
+	// what is queued at that moment, then Run returns. Signals are caught
+	// before the ready file tells a script it may send them.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer onInterrupt(func(os.Signal) { stop() })()
 	if p := c.String("ready-file"); p != "" {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
-
-	// A signal or the end of --duration wakes the reader: it reads what
-	// is queued, then stops.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	var timeout <-chan time.Time
 	if d := c.Duration("duration"); d > 0 {
-		timeout = time.After(d)
+		defer time.AfterFunc(d, stop).Stop()
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-stop:
-		case <-timeout:
-		case <-done:
-			return
-		}
-		_ = t.Flush()
-	}()
 
 	// Drops are reported as soon as they are seen.
 	var lastDrops uint64
@@ -255,68 +261,58 @@ func runTrace(c *cli.Context) error {
 			lastDrops = n
 		}
 	}
-	lastCheck := time.Now()
-
-	var raw *tracer.RawWriter
-	if p := c.String("record-raw"); p != "" {
-		f, err := os.Create(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		raw = tracer.NewRawWriter(f, clock)
-		defer raw.Flush()
-	}
-	d := tracer.NewDecoder(clock)
-	var rec ringbuf.Record
-	var ev rdma.Event
-	var readErr error
-	for {
-		if t.Pending() == 0 {
-			_ = sink.flush() // about to wait: show what we have
-		}
-		err := t.Read(&rec, d, &ev, time.Second)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			checkDrops()
-			continue
-		}
-		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
-			break
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
-			continue
-		}
-		seen.Add(1)
-		if raw != nil {
-			if err := raw.Write(rec.RawSample); err != nil {
+	err = t.Run(ctx, tracer.Consumer{
+		Event: func(ev *rdma.Event) error {
+			seen++
+			if !f.match(ev) {
+				return nil
+			}
+			if err := sink.write(ev); err != nil {
 				return err
 			}
-		}
-		if f.match(&ev) {
-			if err := sink.write(&ev); err != nil {
-				readErr = err
-				break
+			if shown++; shown == limit {
+				return errCountReached
 			}
-			if shown.Add(1) == limit {
-				break
-			}
-		}
-		if time.Since(lastCheck) >= time.Second {
-			checkDrops()
-			lastCheck = time.Now()
-		}
+			return nil
+		},
+		Idle:  func() { _ = sink.flush() }, // about to wait: show what we have
+		Tick:  checkDrops,
+		Every: time.Second,
+		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
+		Raw:   raw,
+	})
+	if errors.Is(err, errCountReached) {
+		err = nil
 	}
-	_ = sink.flush()
+	if ferr := sink.flush(); err == nil {
+		err = ferr
+	}
 	checkDrops()
 	drops, _ := t.Drops()
-	summary(t, seen.Load(), shown.Load(), drops)
-	return readErr
+	summary(t, seen, shown, drops)
+	return err
 }
 
-// openTracer loads and attaches the tracer as the flags say, and tells on
-// stderr which hooks it could not attach.
+// errCountReached ends a trace at --count events.
+var errCountReached = errors.New("--count reached")
+
+// verboseFlag asks for each hook's attach report.
+var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say how each hook was attached, or why it was not"}
+
+// openTracer checks the system, loads and attaches the tracer as the flags
+// say, and tells on stderr, in a line or two, what it could not attach
+// (each hook's reason with -v).
 func openTracer(c *cli.Context) (*tracer.Tracer, error) {
+	fatal := false
+	for _, p := range tracer.Preflight() {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", p.Msg)
+		fatal = fatal || p.Fatal
+	}
+	// -v tries all the same, and shows each hook's reason: a way out if
+	// the check is wrong about some kernel.
+	if fatal && !c.Bool("verbose") {
+		return nil, exitWith(1, nil)
+	}
 	// One goroutine reads one ring buffer: more Ps only add scheduler work
 	// at each wakeup (measured: a quarter less CPU under TCG with 1).
 	runtime.GOMAXPROCS(1)
@@ -325,16 +321,36 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		return nil, err
 	}
 	attached := t.Attached()
+	var skipped []string
+	noTracefs := false
 	for _, r := range t.Reports {
-		if r.Variant == "" {
+		switch {
+		case r.Variant != "" && c.Bool("verbose"):
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
+		case r.Variant == "" && c.Bool("verbose"):
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
 		}
+		if r.Variant == "" {
+			skipped = append(skipped, r.Hook)
+			noTracefs = noTracefs || strings.Contains(r.Reason, "nor tracefs")
+		}
+	}
+	if noTracefs {
+		fmt.Fprintln(os.Stderr, "rdmatrace: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing): hooks that fall back to kprobes need it")
+	}
+	why := ""
+	if len(skipped) > 0 && !c.Bool("verbose") {
+		why = " (-v says why)"
 	}
 	if attached == 0 {
 		t.Close()
-		return nil, fmt.Errorf("no hook could be attached (is the RDMA stack loaded? modprobe ib_core rdma_cm): %s", t.Reports[0].Reason)
+		return nil, fmt.Errorf("no hook could be attached%s", why)
 	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+	if len(skipped) > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached; skipped: %s%s\n", attached, len(t.Reports), strings.Join(skipped, ", "), why)
+	} else {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+	}
 	return t, nil
 }
 

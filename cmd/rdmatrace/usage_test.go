@@ -1,0 +1,72 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Every command answers a usage mistake the same way: exit status 2, one
+// line on stderr naming the command, what is wrong and where the help is,
+// and nothing on stdout. None of these reaches the kernel, so they run
+// anywhere.
+func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string // in the line
+	}{
+		{"--bogus", "unknown flag --bogus"},
+		{"nosuch", `unknown command "nosuch"`},
+		{"trace --bogus", "unknown flag --bogus"},
+		{"trace --count -1", "--count -1: expected 0 (no limit) or more"},
+		{"trace -c x", `-c "x": expected a whole number`},
+		{"trace --duration -1s", "--duration -1s: expected a positive duration"},
+		{"trace -d 5", `-d "5": expected a duration`},
+		{"trace --ring-size 3", "--ring-size 3: expected a power of two from 4096 to 2147483648 bytes"},
+		{"trace --ring-size 12288", "--ring-size 12288: expected a power of two"},
+		{"trace --ring-size 4294967296", "--ring-size 4294967296: expected a power of two"},
+		{"trace --ring-size 8589934592", "--ring-size 8589934592: expected a power of two"},
+		{"trace --filter-res bogus", `unknown resource type "bogus"`},
+		{"trace --kernel-only --user-only", "exclude each other"},
+		{"trace qp", `unexpected argument "qp"`},
+		{"trace --ready-file", "--ready-file needs a value"},
+		{"leaks --bogus", "unknown flag --bogus"},
+		{"leaks --duration -5s", "--duration -5s: expected a positive duration"},
+		{"leaks --interval -1s", "--interval -1s: expected a positive duration"},
+		{"leaks --interval 0", "--interval 0s: expected a positive duration"},
+		{"leaks --ring-size 4294967296", "--ring-size 4294967296: expected a power of two"},
+		{"leaks --max-table 0", "--max-table 0: expected 1 or more"},
+		{"leaks --recording x", "--recording goes with --log"},
+		{"res --bogus", "unknown flag --bogus"},
+		{"res c", `ambiguous resource type "c": it could be cq, cm_id, ctx`},
+		{"res queue", `unknown resource type "queue"`},
+		{"res qp -o xml", `unknown output format "xml"`},
+		{"res qp colour red", `unknown qp filter "colour"`},
+		{"res -o", "-o needs a value"},
+		{"dev --bogus", "unknown flag --bogus"},
+		{"dev rxe0 rxe1", `unexpected argument "rxe1"`},
+		{"dev -o xml", `unknown output format "xml"`},
+		{"link --bogus", "unknown flag --bogus"},
+		{"link rxe0/1 rxe1/1", `unexpected argument "rxe1/1"`},
+		{"parse --bogus", "unknown flag --bogus"},
+		{"parse -x", "unknown flag -x"},
+	} {
+		t.Run(tc.args, func(t *testing.T) {
+			args := strings.Fields(tc.args)
+			stdout, stderr, code := rdmatrace(t, args...)
+			cmd := ""
+			if !strings.HasPrefix(args[0], "-") && args[0] != "nosuch" {
+				cmd = args[0]
+			}
+			help, prefix := "rdmatrace", ""
+			if cmd != "" {
+				help, prefix = "rdmatrace "+cmd, cmd+": "
+			}
+			line := regexp.MustCompile(`^rdmatrace: ` + regexp.QuoteMeta(prefix) + `.+; see '` + regexp.QuoteMeta(help) + ` --help'\n$`)
+			if code != 2 || stdout != "" || !line.MatchString(stderr) || !strings.Contains(stderr, tc.want) {
+				t.Errorf("rdmatrace %s: exit %d, stdout %q, stderr %q;\nwant exit 2, no stdout, one line \"rdmatrace: %s...; see '%s --help'\" containing %q",
+					tc.args, code, stdout, stderr, prefix, help, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package tracer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// flood returns a tracer whose ring of ringBytes gets one device-register
+// record per system call of this process, from a raw tracepoint on
+// sys_enter (the host has no RDMA, but has raw tracepoints), and starts a
+// goroutine making system calls as fast as it can. Skips where BPF cannot
+// be used.
+func flood(t *testing.T, ringBytes uint32) *Tracer {
+	t.Helper()
+	events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: ringBytes})
+	if err != nil {
+		t.Skip("no BPF ring buffer here:", err)
+	}
+	t.Cleanup(func() { events.Close() })
+	insns := asm.Instructions{
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.JNE.Imm(asm.R0, int32(os.Getpid()), "out"),
+	}
+	for off := int16(-recordSize); off < 0; off += 4 {
+		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
+	}
+	insns = append(insns,
+		asm.StoreImm(asm.R10, -recordSize+offKind, cDevRegister, asm.Word),
+		asm.LoadMapPtr(asm.R1, events.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -recordSize),
+		asm.Mov.Imm(asm.R3, recordSize),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, Instructions: insns, License: "GPL"})
+	if err != nil {
+		t.Skip("cannot load a raw tracepoint program:", err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_enter", Program: prog})
+	if err != nil {
+		t.Skip("cannot attach to sys_enter:", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	tr := &Tracer{}
+	if err := tr.ring.open(events); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.ring.close)
+	var stop atomic.Bool
+	go func() {
+		for !stop.Load() {
+			syscall.Getppid()
+		}
+	}()
+	t.Cleanup(func() { stop.Store(true) })
+	return tr
+}
+
+// busy spends d on the CPU: a consumer slower than the producer.
+func busy(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
+	const ringBytes = 1 << 16
+	for _, tc := range []struct {
+		name string
+		cost time.Duration // per event
+	}{{"fast consumer", 0}, {"consumer slower than the flood", 20 * time.Microsecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := flood(t, ringBytes)
+			ctx, cancel := context.WithCancel(context.Background())
+			var stopped atomic.Bool
+			var before, after int
+			var stoppedAt time.Time
+			time.AfterFunc(time.Second, func() { stoppedAt = time.Now(); stopped.Store(true); cancel() })
+			err := tr.Run(ctx, Consumer{Event: func(e *rdma.Event) error {
+				if e.Kind != rdma.EvDevRegister {
+					t.Fatalf("event of kind %v, want %v", e.Kind, rdma.EvDevRegister)
+				}
+				if stopped.Load() {
+					after++
+				} else {
+					before++
+				}
+				busy(tc.cost)
+				return nil
+			}})
+			took := time.Since(stoppedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d events before the stop, %d after; Run returned %v after it", before, after, took)
+			if before == 0 {
+				t.Fatal("no events before the stop: no flood")
+			}
+			// At most what a full ring holds (each record has an 8-byte
+			// header): Run must not follow the producer past the stop.
+			if most := ringBytes / (recordSize + 8); after > most {
+				t.Errorf("%d events delivered after the stop, more than the ring held (%d)", after, most)
+			}
+			// Before the fix, Run's predecessor never stopped (still
+			// reading 5 s after the stop, 608 238 records later).
+			if took > 500*time.Millisecond {
+				t.Errorf("Run returned %v after the stop, want well under 500ms", took)
+			}
+		})
+	}
+}
+
+func TestRunTicksUnderAFlood(t *testing.T) {
+	tr := flood(t, 1<<16)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ticks, events := 0, 0
+	err := tr.Run(ctx, Consumer{
+		Event: func(*rdma.Event) error { events++; return nil },
+		Tick:  func() { ticks++ }, Every: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 are due in the second; allow for a slow, shared machine.
+	if ticks < 10 {
+		t.Errorf("%d ticks in 1s of flood at 50ms (%d events), want about 20", ticks, events)
+	}
+}
+
+func TestRunIdleAndStopWithoutEvents(t *testing.T) {
+	for _, every := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(fmt.Sprintf("ticks every %v", every), func(t *testing.T) {
+			events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
+			if err != nil {
+				t.Skip("no BPF ring buffer here:", err)
+			}
+			defer events.Close()
+			tr := &Tracer{}
+			if err := tr.ring.open(events); err != nil {
+				t.Fatal(err)
+			}
+			defer tr.ring.close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var stoppedAt atomic.Int64
+			time.AfterFunc(100*time.Millisecond, func() { stoppedAt.Store(time.Now().UnixNano()); cancel() })
+			ticks := 0
+			err = tr.Run(ctx, Consumer{
+				Event: func(*rdma.Event) error { t.Fatal("an event from an empty ring"); return nil },
+				Tick:  func() { ticks++ }, Every: every,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Without ticks Run waits with no deadline: only the stop
+			// wakes it.
+			if took := time.Duration(time.Now().UnixNano() - stoppedAt.Load()); took > 50*time.Millisecond {
+				t.Errorf("an idle Run returned %v after the stop", took)
+			}
+			if every > 0 && ticks < 3 {
+				t.Errorf("%d ticks in 100ms at %v while idle", ticks, every)
+			}
+		})
+	}
+}
+
+func TestRunAllocatesNothingPerEvent(t *testing.T) {
+	tr := flood(t, 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	n := 0
+	if err := tr.Run(ctx, Consumer{Event: func(*rdma.Event) error { n++; return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&ms1)
+	allocs := ms1.Mallocs - ms0.Mallocs
+	t.Logf("%d events, %d allocations", n, allocs)
+	// A few for the context and the timers, none per event.
+	if n < 1000 || float64(allocs)/float64(n) > 0.01 {
+		t.Errorf("%d allocations for %d events", allocs, n)
+	}
+}
