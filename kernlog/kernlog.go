@@ -104,8 +104,12 @@ var (
 	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
 	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
 	dateStamp  = regexp.MustCompile(`^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?`)
-	// journalctl: "Nov 22 10:00:00 host kernel: " (also with a year or ISO time)
-	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)) \S+ kernel: `)
+	// journalctl: "Nov 22 10:00:00 host kernel: " (-o short), with
+	// microseconds (short-precise), an ISO time (short-iso, -iso-precise),
+	// a weekday, date and zone (short-full), the time since boot
+	// (short-monotonic) or since the epoch (short-unix).
+	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.,+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|` +
+		`[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+|\[\s*\d+\.\d+\]|\d+\.\d+)) \S+ kernel: `)
 
 	warning  = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
 	cpuComm  = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)

@@ -233,3 +233,41 @@ func TestStampedCountsKernelLogLines(t *testing.T) {
 		}
 	}
 }
+
+// journalctl's other short forms (-o short-precise, short-iso-precise,
+// short-full, short-monotonic, short-unix) give the reports of -o short:
+// their prefix was not recognised, so neither were the reports.
+func TestJournalShortFormsGiveTheSameReports(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "kernlog", "journal.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(log string) (reports, stamped int) {
+		r := NewReader(strings.NewReader(log), "j")
+		for {
+			rep, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return reports, r.Stamped()
+			}
+			if rep != nil {
+				reports++
+			}
+		}
+	}
+	wantReports, wantStamped := count(string(data))
+	if wantReports == 0 {
+		t.Fatal("journal.txt gives no report")
+	}
+	for form, stamp := range map[string]string{
+		"short-precise":     "Nov 22 23:22:54.123456",
+		"short-iso-precise": "2026-11-22T23:22:54.123456+00:00",
+		"short-full":        "Sun 2026-11-22 23:22:54 UTC",
+		"short-monotonic":   "[   50.152630]",
+		"short-unix":        "1763853774.123456",
+	} {
+		log := strings.ReplaceAll(string(data), "Nov 22 23:22:54 guest kernel: ", stamp+" guest kernel: ")
+		if reports, stamped := count(log); reports != wantReports || stamped != wantStamped {
+			t.Errorf("-o %s: %d reports of %d stamped lines, want %d of %d", form, reports, stamped, wantReports, wantStamped)
+		}
+	}
+}
