@@ -5,7 +5,10 @@ GO       ?= go
 KERNELS  ?= 6.1 6.12
 BIN      := bin/rdmatrace
 E2E_BIN  := bin/e2e.test
-FUZZTIME ?= 50000x
+FUZZTIME ?= 100000x
+# Minimizing a new input runs it up to 60 s by default: the log and recording
+# readers spent their whole budget on it (11 and 91 inputs in 30 s).
+FUZZMINTIME ?= 1000x
 # E2E_RUN selects guest tests by name (go test -run syntax).
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
@@ -29,12 +32,13 @@ unit:
 
 # Every fuzz target for a number of inputs (a count, not a time: with a
 # short -fuzztime in seconds, go test can fail with "context deadline
-# exceeded" when the time runs out mid-input); longer: make fuzz FUZZTIME=5m.
+# exceeded" when the time runs out mid-input), each new input minimized
+# for at most FUZZMINTIME runs; longer: make fuzz FUZZTIME=5m.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg; \
 	  done; \
 	done
 

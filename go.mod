@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/klauspost/compress v1.20.3
 	github.com/mdlayher/netlink v1.11.2
 	github.com/olekukonko/tablewriter v1.1.5
+	github.com/ulikunitz/xz v0.5.17
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sys v0.49.0
 )

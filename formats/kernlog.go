@@ -14,7 +14,10 @@ func KernelReportObject(r *kernlog.Report) Object {
 		str("source", r.Source).num("line", uint64(r.Line)).str("stamp", r.Stamp)
 	switch r.Kind {
 	case kernlog.RestrackNamed:
-		o = o.str("ifname", r.Device).str("res", r.ResType)
+		if r.Device != "" { // a grepped or cut log may lack the line naming it
+			o = o.str("ifname", r.Device)
+		}
+		o = o.str("res", r.ResType)
 		if r.Kernel {
 			o = o.str("kern-name", r.Owner)
 		} else {
@@ -42,7 +45,10 @@ func KernelReportLine(r *kernlog.Report) string {
 		if r.Kernel {
 			who = "module " + Sanitize(r.Owner)
 		}
-		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), r.ResType, who)
+		if r.Device == "" {
+			return at + fmt.Sprintf("restrack: a %s of %s was never freed (the log does not say on which device)", Sanitize(r.ResType), who)
+		}
+		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), Sanitize(r.ResType), who)
 	case kernlog.HungUnregister:
 		return at + fmt.Sprintf("%s blocked for more than %d s in %s: a device's unregistration waits", task, r.BlockedSecs, Sanitize(r.WaitsIn))
 	case kernlog.DriverWarning:

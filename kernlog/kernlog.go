@@ -104,8 +104,12 @@ var (
 	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
 	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
 	dateStamp  = regexp.MustCompile(`^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?`)
-	// journalctl: "Nov 22 10:00:00 host kernel: " (also with a year or ISO time)
-	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)) \S+ kernel: `)
+	// journalctl: "Nov 22 10:00:00 host kernel: " (-o short), with
+	// microseconds (short-precise), an ISO time (short-iso, -iso-precise),
+	// a weekday, date and zone (short-full), the time since boot
+	// (short-monotonic) or since the epoch (short-unix).
+	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.,+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|` +
+		`[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+|\[\s*\d+\.\d+\]|\d+\.\d+)) \S+ kernel: `)
 
 	warning  = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
 	cpuComm  = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
@@ -132,12 +136,19 @@ type Reader struct {
 	queue  []*Report
 	errs   []error
 	eof    bool
+	// stamped counts lines with a kernel log prefix: a file with none
+	// (and no report) is probably not a kernel log at all.
+	stamped int
 }
 
 // NewReader reads the log r, called source in errors and reports.
 func NewReader(r io.Reader, source string) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, MaxLine), source: source}
 }
+
+// Stamped is how many lines so far began as kernel log lines do (a dmesg
+// or dmesg -T time, or journalctl's "HOST kernel:").
+func (r *Reader) Stamped() int { return r.stamped }
 
 // Next returns the next report, io.EOF at the end, or an *Error (call Next
 // again to go on).
@@ -271,10 +282,20 @@ func (r *Reader) start(kind Kind, stamp string, secs float64, hasSecs bool) *Rep
 
 func (r *Reader) feed(line string) {
 	stamp, secs, hasSecs, body := split(line)
+	if stamp != "" {
+		r.stamped++
+	}
 	trimmed := strings.TrimSpace(body)
 
 	// The named form: one line per object.
 	if strings.HasPrefix(trimmed, "restrack: ") {
+		if strings.HasPrefix(trimmed, "restrack: ------------[ cut here ]") {
+			// Cut-here lines open and close each named report: the device
+			// of one is not the next one's (a log cut or grepped may lack
+			// the "infiniband DEV: BUG" line that names it).
+			r.device = ""
+			return
+		}
 		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
 			r.queue = append(r.queue, &Report{Kind: RestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
 				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Kernel: m[1] == "Kernel",

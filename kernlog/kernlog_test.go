@@ -182,3 +182,92 @@ func FuzzReader(f *testing.F) {
 		t.Fatal("no end")
 	})
 }
+
+// A named report whose "infiniband DEV: BUG" line is missing (a grepped or
+// cut log) names no device: the previous report's device is not carried
+// over to it.
+func TestNamedReportWithoutItsDeviceLineNamesNone(t *testing.T) {
+	log := `[  10.000000] restrack: ------------[ cut here ]------------
+[  10.000001] infiniband rxe0: BUG: RESTRACK detected leak of resources
+[  10.000002] restrack: User QP object allocated by rping is not freed
+[  10.000003] restrack: ------------[ cut here ]------------
+[  20.000000] restrack: ------------[ cut here ]------------
+[  20.000002] restrack: Kernel PD object allocated by ib_core is not freed
+[  20.000003] restrack: ------------[ cut here ]------------
+`
+	r := NewReader(strings.NewReader(log), "grepped")
+	var devs []string
+	for {
+		rep, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs = append(devs, rep.Device)
+	}
+	if fmt.Sprintf("%q", devs) != `["rxe0" ""]` {
+		t.Errorf("devices %q, want rxe0 then none", devs)
+	}
+}
+
+// Stamped counts the lines that look like a kernel log's, whatever the
+// form, so that a file with none can be told apart from a quiet log.
+func TestStampedCountsKernelLogLines(t *testing.T) {
+	for in, want := range map[string]int{
+		"[    1.000000] Linux version 6.12\n[    1.1] x\n":                            2,
+		"[Sun Nov 22 10:00:00 2026] rxe: loaded\n":                                    1,
+		"Nov 22 10:00:00 host kernel: rxe: loaded\nNov 22 10:00:01 host sshd[1]: x\n": 1,
+		"2026-11-22T10:00:00+0000 host kernel: rxe: loaded\n":                         1,
+		"hello\nworld\n\x1f\x8b\x08\x00":                                              0,
+	} {
+		r := NewReader(strings.NewReader(in), "in")
+		for {
+			if _, err := r.Next(); errors.Is(err, io.EOF) {
+				break
+			}
+		}
+		if r.Stamped() != want {
+			t.Errorf("%q: %d stamped lines, want %d", in, r.Stamped(), want)
+		}
+	}
+}
+
+// journalctl's other short forms (-o short-precise, short-iso-precise,
+// short-full, short-monotonic, short-unix) give the reports of -o short:
+// their prefix was not recognised, so neither were the reports.
+func TestJournalShortFormsGiveTheSameReports(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "kernlog", "journal.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(log string) (reports, stamped int) {
+		r := NewReader(strings.NewReader(log), "j")
+		for {
+			rep, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return reports, r.Stamped()
+			}
+			if rep != nil {
+				reports++
+			}
+		}
+	}
+	wantReports, wantStamped := count(string(data))
+	if wantReports == 0 {
+		t.Fatal("journal.txt gives no report")
+	}
+	for form, stamp := range map[string]string{
+		"short-precise":     "Nov 22 23:22:54.123456",
+		"short-iso-precise": "2026-11-22T23:22:54.123456+00:00",
+		"short-full":        "Sun 2026-11-22 23:22:54 UTC",
+		"short-monotonic":   "[   50.152630]",
+		"short-unix":        "1763853774.123456",
+	} {
+		log := strings.ReplaceAll(string(data), "Nov 22 23:22:54 guest kernel: ", stamp+" guest kernel: ")
+		if reports, stamped := count(log); reports != wantReports || stamped != wantStamped {
+			t.Errorf("-o %s: %d reports of %d stamped lines, want %d of %d", form, reports, stamped, wantReports, wantStamped)
+		}
+	}
+}

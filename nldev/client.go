@@ -2,9 +2,11 @@ package nldev
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -189,19 +191,20 @@ func DecodeDump(t rdma.ResType, msgs []netlink.Message, withheld bool) ([]rdma.R
 // SortByPort orders one device's entries as iproute2 shows them: no port
 // first, then ascending port, keeping the kernel's order within a port.
 func SortByPort(rs []rdma.Resource) {
-	key := func(r *rdma.Resource) uint64 {
-		if r.Has&rdma.HasPort == 0 {
-			return 0
-		}
-		return 1 + uint64(r.Port)
+	byPort := func(a, b rdma.Resource) int { return cmp.Compare(portKey(&a), portKey(&b)) }
+	// Most dumps are sorted already (one port, or the kernel's order):
+	// checking is cheaper than the stable sort's moves of large entries.
+	if slices.IsSortedFunc(rs, byPort) {
+		return
 	}
-	// Insertion sort: stable, allocation-free, and the input is already
-	// nearly sorted (most entries share one port).
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && key(&rs[j]) < key(&rs[j-1]); j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
+	slices.SortStableFunc(rs, byPort)
+}
+
+func portKey(r *rdma.Resource) uint64 {
+	if r.Has&rdma.HasPort == 0 {
+		return 0
 	}
+	return 1 + uint64(r.Port)
 }
 
 // hasNetAdmin reads our effective capabilities; the kernel checks

@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"time"
 
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/decompress"
 	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/leaks"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -13,31 +17,187 @@ import (
 	"github.com/rdmatrace/rdmatrace/restable"
 )
 
+// maxRecorded bounds the findings kept from a recording (each a few
+// hundred bytes): a recording of a device unregistered again and again
+// with many objects alive names millions.
+const maxRecorded = 1 << 16
+
+// postMortem is one run of `rdmatrace leaks --log`: where it reads and
+// writes, and what went wrong (bad: lines or files not understood, exit 1;
+// failed: files that could not be read, exit 2).
+type postMortem struct {
+	stdin  io.Reader
+	stderr io.Writer
+	sink   *findingSink
+	bad    int
+	failed int
+}
+
+// warn prints one line on stderr, after what was found before it.
+func (p *postMortem) warn(format string, args ...any) {
+	_ = p.sink.flush()
+	fmt.Fprintf(p.stderr, "rdmatrace: "+format+"\n", args...)
+}
+
+// sourceName is how a log or recording is called in messages and reports.
+func sourceName(path string) string {
+	if path == "-" {
+		return "stdin"
+	}
+	return path
+}
+
+// atLine is a reader's positioned error with its file name made safe for a
+// terminal (the rest of the message quotes what it shows of the input).
+func atLine(source string, line int, msg string) string {
+	return formats.Sanitize(source) + ":" + strconv.Itoa(line) + ": " + msg
+}
+
+// open opens a log or recording ("-": stdin), decompressed whatever the
+// compression; errors name the file, escaped.
+func (p *postMortem) open(path string) (io.Reader, func(), error) {
+	name := formats.Sanitize(sourceName(path))
+	in, closeFile := p.stdin, func() {}
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, nil, fmt.Errorf("open %s: %v", name, err)
+		}
+		in, closeFile = f, func() { f.Close() }
+	}
+	r, _, err := decompress.NewReader(in)
+	if err != nil {
+		closeFile()
+		return nil, nil, fmt.Errorf("read %s: %v", name, err)
+	}
+	return r, func() { r.Close(); closeFile() }, nil
+}
+
+// readLog passes each report of a kernel log to each. A file with no report
+// and no line of a kernel log is probably the wrong file: it is said, not
+// passed over in silence.
+func (p *postMortem) readLog(path string, each func(*kernlog.Report)) {
+	r, done, err := p.open(path)
+	if err != nil {
+		p.failed++
+		p.warn("%v", err)
+		return
+	}
+	defer done()
+	name := sourceName(path)
+	kr := kernlog.NewReader(r, name)
+	found := 0
+	for {
+		rep, err := kr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var le *kernlog.Error
+		if errors.As(err, &le) {
+			p.bad++
+			p.warn("%s", atLine(le.Source, le.Line, le.Msg))
+			continue
+		}
+		if err != nil {
+			p.failed++
+			p.warn("read %s: %v", formats.Sanitize(name), err)
+			return
+		}
+		found++
+		each(rep)
+	}
+	if found == 0 && kr.Stamped() == 0 {
+		p.bad++
+		p.warn("%s: not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)", formats.Sanitize(name))
+	}
+}
+
+// wanted is what a log's reports ask of a recording: the findings of the
+// unregistrations by the tasks its WARNINGs and hung tasks name, and what
+// was left of the objects its named reports name. Nothing else of a
+// recording is kept.
+type wanted struct {
+	pids  map[uint32]bool // the tasks of WARNINGs and hung tasks
+	hung  map[uint32]bool // of hung tasks: what was alive when they began
+	named map[namedKey]bool
+}
+
+type namedKey struct{ dev, res, owner string }
+
+func wantedBy(reps []*kernlog.Report) *wanted {
+	w := &wanted{pids: map[uint32]bool{}, hung: map[uint32]bool{}, named: map[namedKey]bool{}}
+	for _, r := range reps {
+		switch {
+		case r.Kind == kernlog.RestrackNamed:
+			w.named[namedKey{r.Device, r.ResType, r.Owner}] = true
+		case r.PID > 0:
+			w.pids[uint32(r.PID)] = true
+			w.hung[uint32(r.PID)] = w.hung[uint32(r.PID)] || r.Kind == kernlog.HungUnregister
+		}
+	}
+	return w
+}
+
+func (w *wanted) keeps(f *rdma.Finding) bool {
+	switch f.Report {
+	case rdma.LeakUnregister:
+		return w.hung[f.By.PID]
+	case rdma.LeakUnregistered:
+		return w.pids[f.By.PID]
+	case rdma.LeakLeft:
+		if w.pids[f.By.PID] {
+			return true
+		}
+		res := f.Res.Res.String()
+		for _, owner := range []string{f.Res.Owner.KernName, f.Res.Owner.Comm} {
+			if owner != "" && (w.named[namedKey{f.Res.DevName, res, owner}] || w.named[namedKey{"", res, owner}]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // recorded is what a saved trace says about each device unregistration:
 // the findings `rdmatrace leaks` would have made live, by the task that
 // did the unregistration (the task a kernel WARNING or hung-task report
 // names).
 type recorded struct {
-	byPID map[uint32][]rdma.Finding
+	byPID   map[uint32][]rdma.Finding
+	kept    int
+	dropped int // wanted, but past maxRecorded
 }
 
-// replayRecording rebuilds the resource table from a `trace -j` recording.
-func replayRecording(path string, keep func(*rdma.Event) bool, stderr io.Writer) (*recorded, int, error) {
-	f, err := os.Open(path)
+// replayRecording rebuilds the resource table from a `trace -j` recording
+// and keeps the findings want asks for; nil when it cannot be read.
+func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, want *wanted) *recorded {
+	in, done, err := p.open(path)
 	if err != nil {
-		return nil, 0, err
+		p.failed++
+		p.warn("%v", err)
+		return nil
 	}
-	defer f.Close()
+	defer done()
 	rec := &recorded{byPID: map[uint32][]rdma.Finding{}}
 	w := leaks.New(restable.New(1<<20), func(fd *rdma.Finding) {
-		if fd.By.PID != 0 {
-			rec.byPID[fd.By.PID] = append(rec.byPID[fd.By.PID], *fd)
+		if fd.By.PID == 0 || !want.keeps(fd) {
+			return
 		}
+		if rec.kept >= maxRecorded {
+			rec.dropped++
+			return
+		}
+		rec.kept++
+		rec.byPID[fd.By.PID] = append(rec.byPID[fd.By.PID], *fd)
 	})
 	w.Keep = keep
 	reorder := restable.NewReorder(reorderWindow)
-	r := replay.NewReader(f, path)
-	bad := 0
+	name := sourceName(path)
+	r := replay.NewReader(in, name)
 	var ev rdma.Event
 	for {
 		err := r.Next(&ev)
@@ -46,17 +206,31 @@ func replayRecording(path string, keep func(*rdma.Event) bool, stderr io.Writer)
 		}
 		var le *replay.Error
 		if errors.As(err, &le) {
-			fmt.Fprintf(stderr, "rdmatrace: %v\n", err)
-			bad++
+			p.bad++
+			p.warn("%s", atLine(le.Source, le.Line, le.Msg))
 			continue
 		}
 		if err != nil {
-			return nil, bad, err
+			p.failed++
+			p.warn("read %s: %v", formats.Sanitize(name), err)
+			break
+		}
+		if ev.Kind == rdma.EvDevUnregister && !want.pids[ev.Actor.PID] {
+			// What was alive when it began is kept only for the tasks the
+			// log names: naming it for every beginning costs the whole
+			// device's table each time.
+			continue
 		}
 		reorder.Push(&ev, w.Handle)
 	}
 	reorder.Flush(w.Handle)
-	return rec, bad, nil
+	if n := reorder.Overflowed(); n > 0 {
+		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", formats.Sanitize(name), n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
+	}
+	if rec.dropped > 0 {
+		p.warn("%s: %d findings about the log's reports past the first %d were not kept", formats.Sanitize(name), rec.dropped, maxRecorded)
+	}
+	return rec
 }
 
 // matches picks what the recording says about a kernel report.
@@ -80,7 +254,7 @@ func (rec *recorded) matches(r *kernlog.Report) []rdma.Finding {
 	case kernlog.RestrackNamed:
 		for _, fs := range rec.byPID {
 			for _, f := range fs {
-				if f.Report == rdma.LeakLeft && f.Res.DevName == r.Device && f.Res.Res.String() == r.ResType &&
+				if f.Report == rdma.LeakLeft && (r.Device == "" || f.Res.DevName == r.Device) && f.Res.Res.String() == r.ResType &&
 					(f.Res.Owner.KernName == r.Owner || f.Res.Owner.Comm == r.Owner) {
 					out = append(out, f)
 				}
@@ -92,40 +266,40 @@ func (rec *recorded) matches(r *kernlog.Report) []rdma.Finding {
 
 // runLeakLog is `rdmatrace leaks --log FILE... [--recording FILE]`: the
 // kernel's own leak and hang reports, each followed by what a recording of
-// the same boot says about it.
-func runLeakLog(logs []string, recording string, f *eventFilter, sink *findingSink, stderr io.Writer) error {
-	var rec *recorded
-	bad := 0
-	if recording != "" {
-		var err error
-		if rec, bad, err = replayRecording(recording, f.match, stderr); err != nil {
-			return exitWith(2, err)
+// the same boot says about it. "-" reads stdin. A file that cannot be read
+// is named and the others are still read.
+func runLeakLog(logs []string, recording string, f *eventFilter, sink *findingSink, stdin io.Reader, stderr io.Writer) error {
+	stdins := 0
+	for _, path := range append([]string{recording}, logs...) {
+		if path == "-" {
+			stdins++
 		}
 	}
+	if stdins > 1 {
+		return exitWith(2, errors.New("stdin (-) can be read once: give it to one --log or to --recording"))
+	}
+	p := &postMortem{stdin: stdin, stderr: stderr, sink: sink}
 	reports := 0
-	shown := map[string]string{} // each unregistration's findings once: where they were
-	for _, path := range logs {
-		fh, err := os.Open(path)
-		if err != nil {
-			return exitWith(2, err)
+	if recording == "" {
+		for _, path := range logs {
+			p.readLog(path, func(rep *kernlog.Report) {
+				reports++
+				sink.kernel(rep, false, 0, "")
+			})
 		}
-		r := kernlog.NewReader(fh, path)
-		for {
-			rep, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			var le *kernlog.Error
-			if errors.As(err, &le) {
-				_ = sink.flush()
-				fmt.Fprintf(stderr, "rdmatrace: %v\n", err)
-				bad++
-				continue
-			}
-			if err != nil {
-				fh.Close()
-				return exitWith(2, err)
-			}
+	} else {
+		// The logs first: what they report decides what of the recording
+		// is kept.
+		var reps []*kernlog.Report
+		for _, path := range logs {
+			p.readLog(path, func(rep *kernlog.Report) {
+				rep.Frames = nil // not shown; a log can hold many reports
+				reps = append(reps, rep)
+			})
+		}
+		rec := p.replayRecording(recording, f.match, wantedBy(reps))
+		shown := map[string]string{} // each unregistration's findings once: where they were
+		for _, rep := range reps {
 			reports++
 			var named []rdma.Finding
 			sameAs := ""
@@ -145,15 +319,16 @@ func runLeakLog(logs []string, recording string, f *eventFilter, sink *findingSi
 				sink.write(&named[i])
 			}
 		}
-		fh.Close()
 	}
 	if err := sink.flush(); err != nil {
 		return err
 	}
 	switch {
+	case p.failed > 0:
+		return exitWith(2, nil) // what was read is shown; the answer is incomplete
 	case reports > 0:
 		return exitWith(exitLeaked, nil)
-	case bad > 0:
+	case p.bad > 0:
 		return exitWith(1, nil)
 	}
 	return nil

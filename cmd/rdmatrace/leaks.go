@@ -73,7 +73,7 @@ func leaksCommand() *cli.Command {
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			verboseFlag,
-			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text); no tracing"},
+			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
 		},
 		Action: runLeaks,
@@ -176,7 +176,7 @@ func runLeaks(c *cli.Context) error {
 		if len(argv) > 0 {
 			return usage(c, "--log reads saved logs: it runs no program")
 		}
-		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.ErrWriter)
+		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
 	}
 	if c.String("recording") != "" {
 		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
@@ -294,6 +294,9 @@ func runLeaks(c *cli.Context) error {
 	}
 	drops, _ := t.Drops()
 	summary(t, seen, seen, drops)
+	if n := reorder.Overflowed(); n > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d events left the reorder window early (more than %d within %v): their order may be wrong\n", n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
+	}
 	if r := table.Replaced(); r > 0 {
 		fmt.Fprintf(os.Stderr, "rdmatrace: %d resource ids were reused without a traced destroy\n", r)
 	}
