@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -65,6 +66,14 @@ func terminalSafe(t *testing.T, in, s string) {
 		if r == utf8.RuneError || Unsafe(r) {
 			t.Fatalf("%q gives %q, which keeps %U", in, s, r)
 		}
+	}
+}
+
+// terminalSafeLines is terminalSafe for output made of lines.
+func terminalSafeLines(t *testing.T, in, s string) {
+	t.Helper()
+	for _, line := range strings.Split(s, "\n") {
+		terminalSafe(t, in, line)
 	}
 }
 

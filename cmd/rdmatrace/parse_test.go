@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/formats"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/debugfs/golden")
@@ -127,5 +130,36 @@ func TestStdinEchoesThroughLegacyOutput(t *testing.T) {
 	out, stderr, code := runCLI(t, in, "parse", "-o", "legacy")
 	if code != 0 || out != in {
 		t.Errorf("exit %d, stderr %q, output\n%s", code, stderr, out)
+	}
+}
+
+// noRawControls fails t when out holds a control byte other than a line
+// end, or a character that reorders or hides text (formats.Unsafe).
+func noRawControls(t *testing.T, what, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		for _, r := range line {
+			if r == utf8.RuneError || formats.Unsafe(r) {
+				t.Errorf("%s: %U in %q", what, r, line)
+			}
+		}
+	}
+}
+
+// TestParseOutputIsTerminalSafe: names in the input (extra columns, file
+// names, process names) reach stdout and stderr escaped, in every output.
+func TestParseOutputIsTerminalSafe(t *testing.T) {
+	t.Chdir("../../testdata/debugfs/in")
+	for _, out := range []string{"table", "json", "legacy"} {
+		stdout, stderr, _ := runCLI(t, "", "parse", "-o", out, "hostile-keys.txt")
+		noRawControls(t, out+" stdout", stdout)
+		noRawControls(t, out+" stderr", stderr)
+	}
+	stdout, stderr, _ := runCLI(t, "", "parse", "hostile-keys.txt")
+	if head, _, _ := strings.Cut(stdout, "\n"); strings.Contains(head, "EY") || !strings.Contains(head, "DRV_X") {
+		t.Errorf("table headings %q: want DRV_X and no column for the hostile names", head)
+	}
+	if !strings.Contains(stderr, "2 value(s) under a name that is not [a-z0-9_-] were left out of the table") {
+		t.Errorf("stderr does not count the left-out values:\n%s", stderr)
 	}
 }
