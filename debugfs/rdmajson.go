@@ -154,7 +154,7 @@ func (jr *jsonReader) fail(err error) error {
 			return le
 		}
 		if jr.cr.err != nil {
-			return fmt.Errorf("read %s: %w", printable(jr.rd.source), jr.cr.err)
+			return readError(jr.rd.source, jr.cr.err)
 		}
 		lerr.Found = quoteFound([]byte(err.Error())) + "; the rest of the input is not read"
 	}
@@ -178,6 +178,9 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, &LineError{Expected: "a JSON object", Found: quoteFound(raw)}
+		}
+		if string(v) == "null" {
+			continue // JSON null is an absent value, not a process named "null"
 		}
 		fields = append(fields, jsonField{k, scalarText(v)})
 	}

@@ -98,15 +98,26 @@ func isClean(s string) bool {
 // that errors.Join joined (recursively), each sanitized. Printing a joined
 // error whole would show its newlines as \x0a.
 func ErrorLines(err error) []string {
+	var out []string
+	for _, e := range Unjoin(err) {
+		out = append(out, Sanitize(e.Error()))
+	}
+	return out
+}
+
+// Unjoin lists the errors that errors.Join joined into err, recursively;
+// err itself when it is no join, none when it is nil.
+func Unjoin(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, ErrorLines(e)...)
-		}
-		return out
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
 	}
-	return []string{Sanitize(err.Error())}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Unjoin(e)...)
+	}
+	return out
 }

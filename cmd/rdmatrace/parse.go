@@ -81,9 +81,17 @@ func runParse(c *cli.Context) error {
 
 	var rejected, records int
 	ioFailed := false
+	// report prints each error on a line of its own; a file skipped
+	// because it is no saved state (a FIFO, trace_pipe) is a note and
+	// leaves the exit status alone.
 	report := func(err error) {
-		fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
-		ioFailed = true
+		for _, e := range formats.Unjoin(err) {
+			fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(e.Error()))
+			var skip *debugfs.SkipError
+			if !errors.As(e, &skip) {
+				ioFailed = true
+			}
+		}
 	}
 	for _, p := range paths {
 		inputs, err := debugfs.Inputs(p, c.App.Reader)

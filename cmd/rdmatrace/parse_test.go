@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -161,5 +163,31 @@ func TestParseOutputIsTerminalSafe(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "2 value(s) under a name that is not [a-z0-9_-] were left out of the table") {
 		t.Errorf("stderr does not count the left-out values:\n%s", stderr)
+	}
+}
+
+// TestParseSkipsFIFOsWithANoteEach: a FIFO in a bundle is not read (it
+// would block), each gets a line on stderr, and the exit status stays 0.
+func TestParseSkipsFIFOsWithANoteEach(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "k.txt"), []byte("link rxe0/1 cm-idn 3 state CONNECT ps TCP\n"), 0o644)
+	for _, n := range []string{"f1", "f2"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, n), 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+	}
+	done := make(chan struct{})
+	var stdout, stderr string
+	var code int
+	go func() { defer close(done); stdout, stderr, code = runCLI(t, "", "parse", "-j", dir) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("parse of a directory holding FIFOs still blocked after 20 s")
+	}
+	want := "rdmatrace: skipped " + filepath.Join(dir, "f1") + ": not a regular file (a FIFO)\n" +
+		"rdmatrace: skipped " + filepath.Join(dir, "f2") + ": not a regular file (a FIFO)\n"
+	if code != 0 || stderr != want || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant exit 0, one record and stderr\n%s", code, stdout, stderr, want)
 	}
 }
