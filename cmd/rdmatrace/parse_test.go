@@ -32,9 +32,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		if ee == nil || ee.err != nil {
-			errOut.WriteString("rdmatrace: " + err.Error() + "\n")
+		if ee != nil {
+			err = ee.err // as main does
 		}
+		printError(&errOut, err)
 	}
 	return out.String(), errOut.String(), code
 }
@@ -189,5 +190,13 @@ func TestParseSkipsFIFOsWithANoteEach(t *testing.T) {
 		"rdmatrace: skipped " + filepath.Join(dir, "f2") + ": not a regular file (a FIFO)\n"
 	if code != 0 || stderr != want || strings.Count(stdout, "\n") != 1 {
 		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant exit 0, one record and stderr\n%s", code, stdout, stderr, want)
+	}
+}
+
+func TestErrorsReachStderrOneEscapedLineEach(t *testing.T) {
+	var b bytes.Buffer
+	printError(&b, errors.Join(errors.New("open a\x1b]0;T\a: denied"), errors.New("b\u202ec")))
+	if got, want := b.String(), "rdmatrace: open a\\x1b]0;T\\x07: denied\nrdmatrace: b\\u202ec\n"; got != want {
+		t.Errorf("printError wrote %q, want %q", got, want)
 	}
 }
