@@ -74,6 +74,9 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			if p == path {
 				return nil
 			}
+			if kind == fsDebug && d.Name() != "rdma_cm" {
+				return fs.SkipDir // debugfs: only rdma_cm holds RDMA state
+			}
 			info, err := d.Info()
 			if err != nil {
 				errs = append(errs, err)
@@ -82,9 +85,6 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			if devOf(info) != dev {
 				errs = append(errs, &SkipError{p, "another filesystem is mounted there (name it to read it)"})
 				return fs.SkipDir
-			}
-			if kind == fsDebug && d.Name() != "rdma_cm" {
-				return fs.SkipDir // debugfs: only rdma_cm holds RDMA state
 			}
 			return nil
 		}

@@ -196,10 +196,9 @@ func TestADebugfsRootIsReadOnlyUnderRdmaCM(t *testing.T) {
 				t.Errorf("reads %s", in.Name)
 			}
 		}
-		for p := range skips(t, err) {
-			if filepath.Dir(p) != mnt {
-				t.Errorf("looked at %s", p)
-			}
+		// Not even a note for tracing/, the automount of tracefs.
+		if got := skips(t, err); len(got) != 0 {
+			t.Errorf("skipped %q; want nothing said of what is not rdma_cm", got)
 		}
 	})
 }
