@@ -22,7 +22,11 @@
 // bundle). A directory stands for the files under it in a directory named
 // rdma_cm, plus the other files whose first line is a header, an `rdma res
 // show` line or `rdma -j` JSON; everything else in a support bundle is
-// skipped.
+// skipped. The walk never leaves the directory's filesystem, reads only
+// rdma_cm/ under a debugfs root, and reads only regular files, opened
+// non-blocking: a live /sys/kernel/debug or /proc holds files that block
+// their reader (see Inputs). A UTF-8 BOM at the start of an input is not
+// content.
 //
 // Headers. A line is a header when every cell is a column name (an
 // upper-case letter, then upper-case letters, digits or '_') and DEVICE and

@@ -36,6 +36,13 @@ func checkReader(t *testing.T, in []byte) {
 			if le.Expected == "" || le.Found == "" {
 				t.Fatalf("error without a what: %#v", le)
 			}
+			// Errors go to a terminal as they are: nothing from the
+			// input may reach it raw.
+			for _, r := range le.Error() {
+				if r < 0x20 || r >= 0x7f {
+					t.Fatalf("error %q holds %U", le.Error(), r)
+				}
+			}
 		case err != nil:
 			t.Fatalf("not a line error: %v", err)
 		default:
@@ -72,12 +79,14 @@ func FuzzParseLegacy(f *testing.F) {
 }
 
 func FuzzParseRdmaText(f *testing.F) {
-	addFixtures(f, "rdma-cmid.txt", "rdma-qp.txt", "rdma-qp-pretty-driver.txt")
+	addFixtures(f, "rdma-cmid.txt", "rdma-qp.txt", "rdma-qp-pretty-driver.txt", "hostile-keys.txt")
+	f.Add([]byte("\ufefflink rxe0/1 ps TCP state LISTEN comm \\u202egnipr \\U000e0041 x\n"))
 	f.Fuzz(func(t *testing.T, in []byte) { checkReader(t, in) })
 }
 
 func FuzzParseRdmaJSON(f *testing.F) {
-	addFixtures(f, "rdma-cmid.json", "rdma-qp-pretty.json")
+	addFixtures(f, "rdma-cmid.json", "rdma-qp-pretty.json", "bom-null.json")
+	f.Add([]byte("\ufeff[{\"ifname\":null,\"ps\":\"TCP\",\"state\":null,\"k\\u001b\":\"\\u202e\"}]"))
 	f.Add([]byte(`[][{"ifname":"a","ps":"TCP","state":"LISTEN"}]`))
 	f.Fuzz(func(t *testing.T, in []byte) { checkReader(t, in) })
 }

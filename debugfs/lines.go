@@ -162,8 +162,8 @@ func (rd *Reader) split(body []byte) int {
 }
 
 // decode undoes the escapes formats.LegacyWriter (and formats.Sanitize)
-// write: \\, \xHH and \u00HH. A backslash that starts no such escape is
-// kept. Cells without a backslash are returned as they are.
+// write: \\, \xHH, \uHHHH and \UHHHHHHHH. A backslash that starts no
+// such escape is kept. Cells without a backslash are returned as they are.
 func (rd *Reader) decode(cell []byte, always bool) []byte {
 	if bytes.IndexByte(cell, '\\') < 0 {
 		if !always {
@@ -187,14 +187,43 @@ func (rd *Reader) decode(cell []byte, always bool) []byte {
 		case next == 'x' && i+3 < len(cell) && isHex(cell[i+2]) && isHex(cell[i+3]):
 			rd.dec = append(rd.dec, unhex(cell[i+2])<<4|unhex(cell[i+3]))
 			i += 3
-		case next == 'u' && i+5 < len(cell) && cell[i+2] == '0' && cell[i+3] == '0' && isHex(cell[i+4]) && isHex(cell[i+5]):
-			rd.dec = utf8.AppendRune(rd.dec, rune(unhex(cell[i+4])<<4|unhex(cell[i+5])))
+		case next == 'u' && allHex(cell, i+2, 4):
+			rd.dec = utf8.AppendRune(rd.dec, hexRune(cell[i+2:i+6]))
 			i += 5
+		case next == 'U' && allHex(cell, i+2, 8):
+			rd.dec = utf8.AppendRune(rd.dec, hexRune(cell[i+2:i+10]))
+			i += 9
 		default:
 			rd.dec = append(rd.dec, c)
 		}
 	}
 	return rd.dec[start:len(rd.dec):len(rd.dec)]
+}
+
+// allHex reports whether cell holds n hex digits from i on.
+func allHex(cell []byte, i, n int) bool {
+	if i+n > len(cell) {
+		return false
+	}
+	for _, c := range cell[i : i+n] {
+		if !isHex(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// hexRune is the code point the hex digits h spell; one past Unicode is
+// invalid, and utf8.AppendRune writes U+FFFD for it.
+func hexRune(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		r = r<<4 | rune(unhex(c))
+		if r > utf8.MaxRune {
+			return utf8.RuneError
+		}
+	}
+	return r
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

@@ -145,7 +145,10 @@ func (jr *jsonReader) fail(err error) error {
 		lerr.Found = "a longer one; the rest of the input is not read"
 	case errors.As(err, &syn):
 		lerr.Line = jr.cr.lineAt(syn.Offset)
-		lerr.Found = "invalid JSON (" + syn.Error() + "); the rest of the input is not read"
+		// encoding/json quotes the bad byte as a rune (U+0080-U+00FF
+		// stay raw): ASCII-escape it, as every error of this package is.
+		msg := strconv.QuoteToASCII(syn.Error())
+		lerr.Found = "invalid JSON (" + msg[1:len(msg)-1] + "); the rest of the input is not read"
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		lerr.Found = "the end of the input inside the array (truncated?)"
 	default:
@@ -154,7 +157,7 @@ func (jr *jsonReader) fail(err error) error {
 			return le
 		}
 		if jr.cr.err != nil {
-			return fmt.Errorf("read %s: %w", printable(jr.rd.source), jr.cr.err)
+			return readError(jr.rd.source, jr.cr.err)
 		}
 		lerr.Found = quoteFound([]byte(err.Error())) + "; the rest of the input is not read"
 	}
@@ -178,6 +181,9 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, &LineError{Expected: "a JSON object", Found: quoteFound(raw)}
+		}
+		if string(v) == "null" {
+			continue // JSON null is an absent value, not a process named "null"
 		}
 		fields = append(fields, jsonField{k, scalarText(v)})
 	}

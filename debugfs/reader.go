@@ -3,8 +3,10 @@ package debugfs
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 )
 
@@ -82,6 +84,9 @@ func (rd *Reader) Source() string { return rd.source }
 // what you keep.
 func (rd *Reader) Next() (*Record, error) {
 	if rd.kind == kindUnknown {
+		if b, _ := rd.br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+			rd.br.Discard(len(utf8BOM)) // a BOM is not content: JSON after it is still JSON
+		}
 		rd.kind = rd.sniff()
 		if rd.kind == kindJSON {
 			rd.json = newJSONReader(rd)
@@ -189,7 +194,7 @@ func (rd *Reader) readLine() (line []byte, last bool, long int, err error) {
 			long += len(b)
 		}
 		if err != nil && err != io.EOF {
-			return nil, false, 0, fmt.Errorf("read %s: %w", printable(rd.source), err)
+			return nil, false, 0, readError(rd.source, err)
 		}
 		return nil, false, long, nil
 	}
@@ -199,10 +204,22 @@ func (rd *Reader) readLine() (line []byte, last bool, long int, err error) {
 		}
 		last = true
 	} else if err != nil {
-		return nil, false, 0, fmt.Errorf("read %s: %w", printable(rd.source), err)
+		return nil, false, 0, readError(rd.source, err)
 	}
 	rd.line++
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	b = bytes.TrimSuffix(b, []byte{'\r'})
 	return b, last, 0, nil
+}
+
+// readError names the input in a read error, unless the error names it
+// already: an os error reads "read PATH: ...", and wrapping it again gave
+// "read PATH: read PATH: ...".
+func readError(source string, err error) error {
+	var pe *fs.PathError
+	var se *SkipError
+	if errors.As(err, &pe) || errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf("read %s: %w", printable(source), err)
 }

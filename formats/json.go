@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -75,15 +76,27 @@ func AppendJSONString(b []byte, s string) []byte {
 			b = append(b, `\ufffd`...)
 		case r < 0x20 || (r >= 0x7f && r < 0xa0):
 			b = append(b, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
-		case r == 0x2028 || r == 0x2029: // line separators break JavaScript readers
-			b = append(b, `\u202`...)
-			b = append(b, hexDigits[r&0xf])
+		case Unsafe(r):
+			// Bidi and zero-width characters, and the line separators
+			// that break JavaScript readers: escaped, the JSON means the
+			// same and a terminal shows it as it is.
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				b = appendU4(appendU4(b, r1), r2)
+			} else {
+				b = appendU4(b, r)
+			}
 		default:
 			b = append(b, s[i:i+size]...)
 		}
 		i += size
 	}
 	return append(b, '"')
+}
+
+// appendU4 appends the JSON escape \uHHHH of one UTF-16 unit.
+func appendU4(b []byte, u rune) []byte {
+	return append(b, '\\', 'u', hexDigits[u>>12&0xf], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])
 }
 
 // JSONArrayWriter writes objects as one JSON array, as `rdma -j` does.

@@ -21,7 +21,7 @@ var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "D
 // do, so records of several layouts can stream through one writer.
 //
 // Cells are escaped so that a row stays one line of blank-free cells and
-// nothing reaches a terminal raw: Sanitize's escapes (\\, \xHH, \u00HH),
+// nothing reaches a terminal raw: Sanitize's escapes (\\, \xHH, \uHHHH),
 // plus \x20 for a space, and a ':' in the first cell or a leading "==>"
 // (which a reader would take for a grep prefix or a head/tail separator).
 // The debugfs reader undoes them, which is what makes the round trip exact.

@@ -216,6 +216,9 @@ func FuzzLegacyRoundTrip(f *testing.F) {
 		// as a grep prefix, "==> x <==" as a head/tail separator.
 		"A DEVICE STATE B\nA:A: A LISTEN",
 		"DEVICE STATE X\n==>\tLISTEN <==\n",
+		// A name with bidi and zero-width characters is written as
+		// \uHHHH escapes (D13) and must read back as it was.
+		"TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM PID COMM\nmthca0 0 0.0.0.0:7174 TCP LISTEN 0 7 \u202egnipr\u200b\U000e0041\n",
 	} {
 		f.Add([]byte(s))
 	}

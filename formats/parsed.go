@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"fmt"
 	"io"
 	"net/netip"
 	"slices"
@@ -120,13 +121,37 @@ func psName(ps rdma.PortSpace) string {
 // ParsedTable collects parsed records and renders them as tables: one for
 // rdma_cm IDs in the legacy columns (plus a SOURCE column, and columns for
 // whatever extras the records have), one for QPs. It holds every row until
-// Render, as any aligned table must; stream with NDJSON or the legacy
-// layout instead for very large inputs.
+// Render, as any aligned table must; a caller with many records renders
+// it every TableRows records and Resets it (or streams NDJSON or the
+// legacy layout instead).
+//
+// An extra column becomes a heading, so only names made of [a-z0-9_-] (in
+// either case) qualify, and at most MaxExtraColumns of them: a dump whose
+// every record has a column of its own would otherwise make the table
+// records times columns large. Values left out are counted (Notes); NDJSON
+// keeps them all.
 type ParsedTable struct {
 	cm, qp [][]string
 	extras []string // extra column names, in first-seen order
 	cmExtr [][]rdma.KV
+
+	badKeys    int                 // values under names that cannot be headings
+	overCap    map[string]struct{} // extra columns over MaxExtraColumns, up to maxCounted
+	overCapped bool                // overCap stopped counting
 }
+
+// MaxExtraColumns bounds the dump's own extra columns in the rdma_cm ID
+// table (`rdma -d` adds a handful of drv_* attributes; legacy dumps PID,
+// COMM, TOS).
+const MaxExtraColumns = 24
+
+// TableRows is how many records a table should hold before it is rendered:
+// tablewriter keeps several copies of every cell: 50 k rows of a
+// legacy dump took 155 MB (RSS), 10 k rows 53 MB.
+const TableRows = 10_000
+
+// maxCounted bounds the names kept only to count them.
+const maxCounted = 1 << 16
 
 // cmFixed are the leading columns of the rdma_cm ID table.
 var cmFixed = []string{"SOURCE", "TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
@@ -183,6 +208,10 @@ func (t *ParsedTable) Add(rec *debugfs.Record) {
 			return
 		}
 		if !slices.Contains(t.extras, k) {
+			if extraRank(k) == len(modelExtras) && len(t.extras)-t.modelColumns() >= MaxExtraColumns {
+				t.countOverCap(k)
+				return
+			}
 			t.extras = append(t.extras, k)
 			// The model's own attributes lead, in a fixed order.
 			slices.SortStableFunc(t.extras, func(a, b string) int { return extraRank(a) - extraRank(b) })
@@ -196,10 +225,77 @@ func (t *ParsedTable) Add(rec *debugfs.Record) {
 	add("PID", num(rdma.HasPID, r.Owner.PID))
 	add("COMM", comm)
 	for _, kv := range r.Extra {
+		if !headingName(kv.Key) {
+			t.badKeys++
+			continue
+		}
 		add(strings.ToUpper(kv.Key), kv.Value)
 	}
 	t.cm = append(t.cm, row)
 	t.cmExtr = append(t.cmExtr, ex)
+}
+
+// headingName reports whether an extra column's name may be a heading:
+// 1 to 64 of [a-z0-9_-], in either case (legacy headers are upper case).
+// Anything else, an escape sequence above all, stays out of the table.
+func headingName(k string) bool {
+	if len(k) == 0 || len(k) > 64 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i] | 0x20 // lower case for letters; digits, '_' and '-' stay apart
+		if !(c >= 'a' && c <= 'z' || k[i] >= '0' && k[i] <= '9' || k[i] == '_' || k[i] == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *ParsedTable) modelColumns() int {
+	n := 0
+	for _, k := range t.extras {
+		if extraRank(k) < len(modelExtras) {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *ParsedTable) countOverCap(k string) {
+	if t.overCap == nil {
+		t.overCap = make(map[string]struct{})
+	}
+	if _, ok := t.overCap[k]; ok {
+		return
+	}
+	if len(t.overCap) == maxCounted {
+		t.overCapped = true
+		return
+	}
+	t.overCap[k] = struct{}{}
+}
+
+// Notes says what the table left out, one line each, for stderr; nil
+// when it left out nothing.
+func (t *ParsedTable) Notes() []string {
+	var out []string
+	if n := len(t.overCap); n > 0 {
+		more := ""
+		if t.overCapped {
+			more = "more than "
+		}
+		out = append(out, fmt.Sprintf("the table shows %d extra columns; %s%d more were left out (-j shows every column)", MaxExtraColumns, more, n))
+	}
+	if t.badKeys > 0 {
+		out = append(out, fmt.Sprintf("%d value(s) under a name that is not [a-z0-9_-] were left out of the table (-j shows them)", t.badKeys))
+	}
+	return out
+}
+
+// Reset empties the table for the next block of records; the extra
+// columns start afresh, and what Notes counts is kept.
+func (t *ParsedTable) Reset() {
+	t.cm, t.qp, t.extras, t.cmExtr = nil, nil, nil, nil
 }
 
 // extraRank orders the table's extra columns: the model's attributes

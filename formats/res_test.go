@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -161,6 +162,11 @@ func TestJSONStringEscapesEveryControlCharacter(t *testing.T) {
 		"a\u2028b":   `"a\u2028b"`,
 		"tab\tnl\n":  `"tab\tnl\n"`,
 		"ünï":        `"ünï"`,
+		// D13: bidi and invisible characters, escaped as JSON escapes.
+		"\u202egnipr":    `"\u202egnipr"`,
+		"a\u200b\ufeffb": `"a\u200b\ufeffb"`,
+		"\u2066x\u2069":  `"\u2066x\u2069"`,
+		"tag\U000e0041":  `"tag\udb40\udc41"`,
 	} {
 		got := string(AppendJSONString(nil, in))
 		if got != want {
@@ -175,16 +181,16 @@ func TestJSONStringEscapesEveryControlCharacter(t *testing.T) {
 
 func FuzzJSONStringIsValidAndTerminalSafe(f *testing.F) {
 	f.Add("\x1b]0;x\a")
+	f.Add("\u202egnipr\U000e0041")
 	f.Fuzz(func(t *testing.T, s string) {
 		b := AppendJSONString(nil, s)
 		var back string
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("invalid JSON for %q: %s", s, b)
 		}
-		for _, c := range b {
-			if c < 0x20 || c == 0x7f {
-				t.Fatalf("raw control byte %#x in %s", c, b)
-			}
+		terminalSafe(t, s, string(b))
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("%q comes back from %s as %q", s, b, back)
 		}
 	})
 }

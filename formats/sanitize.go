@@ -4,13 +4,17 @@ package formats
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Sanitize makes a string from the kernel or a process safe for a terminal:
-// control characters (C0, DEL, C1) and invalid UTF-8 become visible escapes
-// such as \x1b, and a backslash becomes \\ so escapes cannot be forged. A
-// process can name itself "\x1b]0;pwned\a"; that must never reach a tty raw.
+// control characters (C0, DEL, C1), format characters (bidi overrides and
+// isolates, zero-width spaces and joiners, the BOM, ...), line and
+// paragraph separators, and invalid UTF-8 become visible escapes such as
+// \x1b, \u009b or \u202e, and a backslash becomes \\ so escapes cannot be
+// forged. A process can name itself "\x1b]0;pwned\a", or "\u202egnipr" to
+// read as "rping" backwards; neither may reach a tty raw.
 func Sanitize(s string) string {
 	if isClean(s) {
 		return s
@@ -26,10 +30,8 @@ func Sanitize(s string) string {
 			b.WriteString(`\\`)
 		case r < 0x20 || r == 0x7f:
 			writeHex(&b, byte(r))
-		case r >= 0x80 && r < 0xa0:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[r>>4])
-			b.WriteByte(hexDigits[r&0xf])
+		case Unsafe(r):
+			writeU(&b, r)
 		default:
 			b.WriteString(s[i : i+size])
 		}
@@ -38,12 +40,47 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
+// Unsafe reports whether a terminal must not be given r as it is: it
+// controls the terminal (C0, DEL, C1), is invisible or reorders what
+// follows (Unicode's format characters, category Cf: bidi embeddings,
+// overrides and isolates U+202A-E and U+2066-9, U+200B-F, U+FEFF, ...), or
+// breaks the line (U+2028, U+2029). Every escaping writer of this package
+// asks it, so that text, tables and JSON agree.
+func Unsafe(r rune) bool {
+	switch {
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r < 0x80:
+		return false
+	case r < 0xa0:
+		return true
+	case r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
 const hexDigits = "0123456789abcdef"
 
 func writeHex(b *strings.Builder, c byte) {
 	b.WriteString(`\x`)
 	b.WriteByte(hexDigits[c>>4])
 	b.WriteByte(hexDigits[c&0xf])
+}
+
+// writeU writes \u00HH for C1 controls (as before D13, which readers of
+// saved output know), \uHHHH for the rest of the BMP and \UHHHHHHHH above.
+func writeU(b *strings.Builder, r rune) {
+	digits := 4
+	if r > 0xffff {
+		b.WriteString(`\U`)
+		digits = 8
+	} else {
+		b.WriteString(`\u`)
+	}
+	for i := digits - 1; i >= 0; i-- {
+		b.WriteByte(hexDigits[(r>>(4*i))&0xf])
+	}
 }
 
 // isClean is the fast path: plain printable ASCII needs no copy.
@@ -55,4 +92,32 @@ func isClean(s string) bool {
 		}
 	}
 	return true
+}
+
+// ErrorLines gives the lines that show err on a terminal: one per error
+// that errors.Join joined (recursively), each sanitized. Printing a joined
+// error whole would show its newlines as \x0a.
+func ErrorLines(err error) []string {
+	var out []string
+	for _, e := range Unjoin(err) {
+		out = append(out, Sanitize(e.Error()))
+	}
+	return out
+}
+
+// Unjoin lists the errors that errors.Join joined into err, recursively;
+// err itself when it is no join, none when it is nil.
+func Unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Unjoin(e)...)
+	}
+	return out
 }

@@ -1,6 +1,13 @@
 package formats
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestSanitizeEscapesWhatATerminalWouldObey(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -15,6 +22,16 @@ func TestSanitizeEscapesWhatATerminalWouldObey(t *testing.T) {
 		{"bad\xffutf8", `bad\xffutf8`},
 		{"c1\u009bcsi", `c1\u009bcsi`},
 		{"ünïcödé", "ünïcödé"},
+		// D13: bidi and invisible characters disguise a name.
+		{"\u202egnipr", `\u202egnipr`},
+		{"a\u202a\u202b\u202c\u202d\u202eb", `a\u202a\u202b\u202c\u202d\u202eb`},
+		{"\u2066\u2067\u2068\u2069", `\u2066\u2067\u2068\u2069`},
+		{"r\u200bp\u200c\u200d\u200e\u200fing", `r\u200bp\u200c\u200d\u200e\u200fing`},
+		{"line\u2028para\u2029", `line\u2028para\u2029`},
+		{"\ufeffbom", `\ufeffbom`},
+		{"soft\u00adhyphen", `soft\u00adhyphen`},
+		{"tag\U000e0041", `tag\U000e0041`},
+		{"日本語", "日本語"},
 	} {
 		if got := Sanitize(tc.in); got != tc.want {
 			t.Errorf("Sanitize(%q) = %q, want %q", tc.in, got, tc.want)
@@ -22,15 +39,50 @@ func TestSanitizeEscapesWhatATerminalWouldObey(t *testing.T) {
 	}
 }
 
+func TestSanitizeOfPlainASCIIDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = Sanitize("rping-server_01 [x]") }); n != 0 {
+		t.Errorf("Sanitize allocates %v times for plain ASCII", n)
+	}
+}
+
+func TestErrorLinesPutsEachJoinedErrorOnItsOwnLine(t *testing.T) {
+	err := errors.Join(errors.New("open a\x1b: denied"), fmt.Errorf("ctx: %w", errors.Join(errors.New("b"), errors.New("c\nd"))))
+	got := ErrorLines(err)
+	want := []string{`open a\x1b: denied`, `ctx: b\x0ac\x0ad`}
+	if !slices.Equal(got, want) {
+		t.Errorf("ErrorLines = %q, want %q", got, want)
+	}
+	got = ErrorLines(errors.Join(errors.New("x"), errors.New("y")))
+	if !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("ErrorLines of a join = %q", got)
+	}
+}
+
+// terminalSafe fails t when s holds a byte or character a terminal would
+// obey or hide.
+func terminalSafe(t *testing.T, in, s string) {
+	t.Helper()
+	for _, r := range s {
+		if r == utf8.RuneError || Unsafe(r) {
+			t.Fatalf("%q gives %q, which keeps %U", in, s, r)
+		}
+	}
+}
+
+// terminalSafeLines is terminalSafe for output made of lines.
+func terminalSafeLines(t *testing.T, in, s string) {
+	t.Helper()
+	for _, line := range strings.Split(s, "\n") {
+		terminalSafe(t, in, line)
+	}
+}
+
 func FuzzSanitizeLeavesNoControlBytes(f *testing.F) {
 	f.Add("\x1b[31mred")
 	f.Add("ok")
+	f.Add("\u202egnipr\u200b\ufeff")
+	f.Add("\U000e0041\u2028")
 	f.Fuzz(func(t *testing.T, s string) {
-		out := Sanitize(s)
-		for i := 0; i < len(out); i++ {
-			if c := out[i]; c < 0x20 || c == 0x7f {
-				t.Fatalf("Sanitize(%q) = %q keeps control byte %#x", s, out, c)
-			}
-		}
+		terminalSafe(t, s, Sanitize(s))
 	})
 }

@@ -20,7 +20,13 @@ type Table struct {
 }
 
 // NewTable starts a table with these column headings.
-func NewTable(header ...string) *Table { return &Table{header: header} }
+func NewTable(header ...string) *Table {
+	h := make([]string, len(header))
+	for i, c := range header {
+		h[i] = Sanitize(c) // headings can come from input too (parse's extra columns)
+	}
+	return &Table{header: h}
+}
 
 // Append adds a row.
 func (t *Table) Append(cells ...string) {

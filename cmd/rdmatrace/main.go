@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -154,8 +155,14 @@ func main() {
 		code = ee.code
 		err = ee.err
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err)
-	}
+	printError(os.Stderr, err)
 	os.Exit(code)
+}
+
+// printError writes err to w, one line per joined error, each escaped:
+// errors carry file names and input text.
+func printError(w io.Writer, err error) {
+	for _, line := range formats.ErrorLines(err) {
+		fmt.Fprintf(w, "rdmatrace: %s\n", line)
+	}
 }

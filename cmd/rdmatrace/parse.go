@@ -59,7 +59,7 @@ func runParse(c *cli.Context) error {
 	var sink parseSink
 	switch out {
 	case "table":
-		sink = &tableSink{w: stdout}
+		sink = &tableSink{w: stdout, stderr: stderr}
 	case "json":
 		sink = &ndjsonSink{w: formats.NewNDJSONWriter(stdout)}
 	case "legacy":
@@ -81,9 +81,17 @@ func runParse(c *cli.Context) error {
 
 	var rejected, records int
 	ioFailed := false
+	// report prints each error on a line of its own; a file skipped
+	// because it is no saved state (a FIFO, trace_pipe) is a note and
+	// leaves the exit status alone.
 	report := func(err error) {
-		fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
-		ioFailed = true
+		for _, e := range formats.Unjoin(err) {
+			fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(e.Error()))
+			var skip *debugfs.SkipError
+			if !errors.As(e, &skip) {
+				ioFailed = true
+			}
+		}
 	}
 	for _, p := range paths {
 		inputs, err := debugfs.Inputs(p, c.App.Reader)
@@ -165,13 +173,46 @@ func parseFilter(expr string) (func(*rdma.Resource) bool, error) {
 	}, nil
 }
 
+// tableSink renders the table every formats.TableRows records, so memory
+// stays bounded however large the input: each block is aligned on its
+// own, and stderr says so once.
 type tableSink struct {
-	w io.Writer
-	t formats.ParsedTable
+	w, stderr io.Writer
+	t         formats.ParsedTable
+	blocks    int
 }
 
-func (s *tableSink) add(rec *debugfs.Record) error { s.t.Add(rec); return nil }
-func (s *tableSink) close() error                  { return s.t.Render(s.w) }
+func (s *tableSink) add(rec *debugfs.Record) error {
+	s.t.Add(rec)
+	if s.t.Len() < formats.TableRows {
+		return nil
+	}
+	if s.blocks == 0 {
+		fmt.Fprintf(s.stderr, "rdmatrace: more than %d records: the table is written in blocks of %d, each aligned on its own (-j or -o legacy write one line per record)\n", formats.TableRows, formats.TableRows)
+	} else if _, err := io.WriteString(s.w, "\n"); err != nil {
+		return err
+	}
+	s.blocks++
+	err := s.t.Render(s.w)
+	s.t.Reset()
+	return err
+}
+
+func (s *tableSink) close() error {
+	var err error
+	if s.blocks == 0 || s.t.Len() > 0 {
+		if s.blocks > 0 {
+			if _, err := io.WriteString(s.w, "\n"); err != nil {
+				return err
+			}
+		}
+		err = s.t.Render(s.w)
+	}
+	for _, n := range s.t.Notes() {
+		fmt.Fprintf(s.stderr, "rdmatrace: %s\n", n)
+	}
+	return err
+}
 
 type ndjsonSink struct{ w *formats.NDJSONWriter }
 

@@ -7,7 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/formats"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/debugfs/golden")
@@ -27,9 +32,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		if ee == nil || ee.err != nil {
-			errOut.WriteString("rdmatrace: " + err.Error() + "\n")
+		if ee != nil {
+			err = ee.err // as main does
 		}
+		printError(&errOut, err)
 	}
 	return out.String(), errOut.String(), code
 }
@@ -127,5 +133,70 @@ func TestStdinEchoesThroughLegacyOutput(t *testing.T) {
 	out, stderr, code := runCLI(t, in, "parse", "-o", "legacy")
 	if code != 0 || out != in {
 		t.Errorf("exit %d, stderr %q, output\n%s", code, stderr, out)
+	}
+}
+
+// noRawControls fails t when out holds a control byte other than a line
+// end, or a character that reorders or hides text (formats.Unsafe).
+func noRawControls(t *testing.T, what, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		for _, r := range line {
+			if r == utf8.RuneError || formats.Unsafe(r) {
+				t.Errorf("%s: %U in %q", what, r, line)
+			}
+		}
+	}
+}
+
+// TestParseOutputIsTerminalSafe: names in the input (extra columns, file
+// names, process names) reach stdout and stderr escaped, in every output.
+func TestParseOutputIsTerminalSafe(t *testing.T) {
+	t.Chdir("../../testdata/debugfs/in")
+	for _, out := range []string{"table", "json", "legacy"} {
+		stdout, stderr, _ := runCLI(t, "", "parse", "-o", out, "hostile-keys.txt")
+		noRawControls(t, out+" stdout", stdout)
+		noRawControls(t, out+" stderr", stderr)
+	}
+	stdout, stderr, _ := runCLI(t, "", "parse", "hostile-keys.txt")
+	if head, _, _ := strings.Cut(stdout, "\n"); strings.Contains(head, "EY") || !strings.Contains(head, "DRV_X") {
+		t.Errorf("table headings %q: want DRV_X and no column for the hostile names", head)
+	}
+	if !strings.Contains(stderr, "2 value(s) under a name that is not [a-z0-9_-] were left out of the table") {
+		t.Errorf("stderr does not count the left-out values:\n%s", stderr)
+	}
+}
+
+// TestParseSkipsFIFOsWithANoteEach: a FIFO in a bundle is not read (it
+// would block), each gets a line on stderr, and the exit status stays 0.
+func TestParseSkipsFIFOsWithANoteEach(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "k.txt"), []byte("link rxe0/1 cm-idn 3 state CONNECT ps TCP\n"), 0o644)
+	for _, n := range []string{"f1", "f2"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, n), 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+	}
+	done := make(chan struct{})
+	var stdout, stderr string
+	var code int
+	go func() { defer close(done); stdout, stderr, code = runCLI(t, "", "parse", "-j", dir) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("parse of a directory holding FIFOs still blocked after 20 s")
+	}
+	want := "rdmatrace: skipped " + filepath.Join(dir, "f1") + ": not a regular file (a FIFO)\n" +
+		"rdmatrace: skipped " + filepath.Join(dir, "f2") + ": not a regular file (a FIFO)\n"
+	if code != 0 || stderr != want || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr\n%s\nwant exit 0, one record and stderr\n%s", code, stdout, stderr, want)
+	}
+}
+
+func TestErrorsReachStderrOneEscapedLineEach(t *testing.T) {
+	var b bytes.Buffer
+	printError(&b, errors.Join(errors.New("open a\x1b]0;T\a: denied"), errors.New("b\u202ec")))
+	if got, want := b.String(), "rdmatrace: open a\\x1b]0;T\\x07: denied\nrdmatrace: b\\u202ec\n"; got != want {
+		t.Errorf("printError wrote %q, want %q", got, want)
 	}
 }
