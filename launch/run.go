@@ -41,10 +41,14 @@ type Options struct {
 // death signal, so that it does not outlive rdmatrace. When the cgroup
 // cannot be made or entered (no cgroup v2, a kernel before 5.7, a seccomp
 // filter that refuses clone3), the program starts without one and
-// CgroupErr says why.
+// CgroupErr says why. RLIMIT_MEMLOCK is first put back as rdmatrace found
+// it (RestoreMemlock): call Start after the tracer is loaded.
 func Start(opts Options) (*Program, error) {
 	if len(opts.Argv) == 0 {
 		return nil, errors.New("no program to run")
+	}
+	if err := RestoreMemlock(); err != nil {
+		return nil, fmt.Errorf("restore RLIMIT_MEMLOCK: %w", err)
 	}
 	p := &Program{}
 	if !opts.NoCgroup {

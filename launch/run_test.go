@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
@@ -149,5 +151,37 @@ func TestCgroup2MountInTheHybridLayout(t *testing.T) {
 	os.WriteFile(mi, []byte("40 30 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"), 0o644)
 	if _, err := cgroup2Mount(); err == nil {
 		t.Error("no cgroup2 line, no error")
+	}
+}
+
+// TestProgramGetsTheOriginalMemlockLimit: what the tracer raised is put
+// back before the program starts.
+func TestProgramGetsTheOriginalMemlockLimit(t *testing.T) {
+	needRoot(t)
+	var orig unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &orig); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Setrlimit(unix.RLIMIT_MEMLOCK, &orig)
+	if orig != origMemlock {
+		t.Skipf("RLIMIT_MEMLOCK changed since the test started: %+v, %+v", orig, origMemlock)
+	}
+	// cilium/ebpf's rlimit.RemoveMemlock sets it to infinity on kernels
+	// before 5.11; without CAP_SYS_RESOURCE here, any other value will do.
+	other := unix.Rlimit{Cur: orig.Max, Max: orig.Max}
+	if orig.Cur == orig.Max {
+		other.Cur = orig.Cur / 2
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &other); err != nil {
+		t.Fatal(err)
+	}
+	out, p := output(t, Options{Argv: []string{"sh", "-c", "ulimit -l"}, NoCgroup: true})
+	p.Cleanup()
+	want := "unlimited"
+	if orig.Cur != unix.RLIM_INFINITY {
+		want = strconv.FormatUint(orig.Cur/1024, 10)
+	}
+	if got := strings.TrimSpace(out); got != want {
+		t.Errorf("the program's ulimit -l is %s, want %s (the limit before the tracer raised it)", got, want)
 	}
 }
