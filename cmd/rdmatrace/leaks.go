@@ -197,7 +197,9 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	if out != os.Stdout {
+		defer out.Close()
+	}
 	sink := newFindingSink(out, c.Bool("json"))
 	table := restable.New(c.Int("max-table"))
 	w := leaks.New(table, sink.write)
