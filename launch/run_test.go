@@ -185,3 +185,31 @@ func TestProgramGetsTheOriginalMemlockLimit(t *testing.T) {
 		t.Errorf("the program's ulimit -l is %s, want %s (the limit before the tracer raised it)", got, want)
 	}
 }
+
+// TestForwardPassesSignalsOn: SIGINT and SIGTERM that rdmatrace gets reach
+// the program (here there is no terminal that gave it SIGINT already).
+func TestForwardPassesSignalsOn(t *testing.T) {
+	if foreground() {
+		t.Skip("run from a terminal: its SIGINT went to the program already, and is not forwarded")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Start(Options{Argv: []string{"sh", "-c", "trap 'exit 5' INT TERM; echo ready; while :; do sleep 0.05; done"}, NoCgroup: true, Stdout: w})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 6)
+		if _, err := r.Read(buf); err != nil { // the trap is set
+			t.Fatal(err)
+		}
+		p.Forward(sig)
+		if code := ExitCode(p.Wait()); code != 5 {
+			t.Errorf("%v: the program's exit code is %d, want 5 (its trap ran)", sig, code)
+		}
+		r.Close()
+	}
+}
