@@ -95,6 +95,7 @@ struct event {
 	char actor_comm[TASK_COMM_LEN];
 	__u8 src[ADDR_LEN];
 	__u8 dst[ADDR_LEN];
+	__u64 owner_cgroup; /* cgroup v2 id of res->task; 0 for kernel objects */
 };
 
 /* Keep the type in the object so bpf2go -type can generate it. */
@@ -137,10 +138,31 @@ struct {
 	__type(value, __u8);
 } qp_states SEC(".maps");
 
+/* Side maps (closing, entry_args, modify_args) carry a value from a
+ * function's entry to its return. A missed return (kretprobe maxactive
+ * exhausted, a thread killed in between) leaves its entry behind for good:
+ * in a plain HASH those would fill the map and every later update would
+ * fail, and the events behind them vanish. LRU maps evict the oldest
+ * instead; what still goes wrong is counted in side_drops. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} side_drops SEC(".maps");
+
+static __always_inline void side_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&side_drops, &zero);
+	if (n)
+		(*n)++;
+}
+
 /* Threads inside the release of a uverbs or rdma_cm file: what they free
  * is cleanup of a closed file, not an explicit destroy. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 10240);
 	__type(key, __u32); /* tid */
 	__type(value, __u32);
@@ -148,7 +170,7 @@ struct {
 
 /* Arguments saved at kprobe entry for the kretprobe fallbacks. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 10240);
 	__type(key, __u64); /* pid_tgid */
 	__type(value, __u64);
@@ -209,8 +231,27 @@ static __always_inline void submit(struct event *e)
 static __always_inline int close_enter(void)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), one = 1;
-	bpf_map_update_elem(&closing, &tid, &one, BPF_ANY);
+	if (bpf_map_update_elem(&closing, &tid, &one, BPF_ANY))
+		side_drop();
 	return 0;
+}
+
+/* Entry half of a kprobe/kretprobe pair: save what the return needs. */
+static __always_inline void save_entry(void *map, __u64 key, const void *val)
+{
+	if (bpf_map_update_elem(map, &key, val, BPF_ANY))
+		side_drop();
+}
+
+/* Return half: what the entry saved, or NULL, counted: the entry was
+ * evicted or never ran (a missed kprobe), and the event is lost. The
+ * caller deletes the entry once it has copied it. */
+static __always_inline void *take_entry(void *map, __u64 key)
+{
+	void *v = bpf_map_lookup_elem(map, &key);
+	if (!v)
+		side_drop();
+	return v;
 }
 
 static __always_inline int close_exit(void)
@@ -229,6 +270,37 @@ static __always_inline void set_dev(struct event *e, struct ib_device *dev)
 	e->flags |= F_HAS_DEV;
 }
 
+/* kernfs_node.id was a union kernfs_node_id before Linux 5.5 (commit
+ * 67c0496e87d1, "kernfs: convert kernfs_node->id from union kernfs_node_id
+ * to u64"); the flavour reads it there, the plain type everywhere else. */
+union kernfs_node_id___old {
+	struct {
+		__u32 ino;
+		__u32 generation;
+	};
+	__u64 id;
+};
+struct kernfs_node___old {
+	union kernfs_node_id___old id;
+};
+
+/* The cgroup v2 id of a task (its default hierarchy cgroup), as
+ * bpf_get_current_cgroup_id gives for the current one: what tells the
+ * owner's membership in `leaks -- CMD`'s cgroup at the event itself.
+ * A task's css_set stays set through its exit until it is freed, and
+ * restrack holds a reference to res->task. */
+static __always_inline __u64 task_cgroup_id(struct task_struct *task)
+{
+	struct kernfs_node *kn = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn);
+	if (!kn)
+		return 0;
+	if (bpf_core_type_exists(union kernfs_node_id___old)) {
+		struct kernfs_node___old *old = (void *)kn;
+		return BPF_CORE_READ(old, id.id);
+	}
+	return BPF_CORE_READ(kn, id);
+}
+
 /* The owner is res->task (user objects) or res->kern_name (kernel
  * objects), never the current task: rdma_cm runs in workqueues. */
 static __always_inline void set_owner(struct event *e, struct rdma_restrack_entry *res)
@@ -244,6 +316,7 @@ static __always_inline void set_owner(struct event *e, struct rdma_restrack_entr
 		e->owner_pid = BPF_CORE_READ(task, tgid);
 		e->owner_tid = BPF_CORE_READ(task, pid);
 		BPF_CORE_READ_STR_INTO(&e->owner_comm, task, comm);
+		e->owner_cgroup = task_cgroup_id(task);
 		e->flags |= F_HAS_OWNER;
 	}
 	if (kern)
@@ -557,8 +630,8 @@ int BPF_PROG(tp_btf_cm_event_done, struct rdma_id_private *id, struct rdma_cm_ev
 SEC("kprobe/rdma_restrack_add")
 int BPF_KPROBE(kprobe_restrack_add, struct rdma_restrack_entry *res)
 {
-	__u64 key = bpf_get_current_pid_tgid(), val = (__u64)res;
-	bpf_map_update_elem(&entry_args, &key, &val, BPF_ANY);
+	__u64 val = (__u64)res;
+	save_entry(&entry_args, bpf_get_current_pid_tgid(), &val);
 	return 0;
 }
 
@@ -566,7 +639,7 @@ SEC("kretprobe/rdma_restrack_add")
 int BPF_KRETPROBE(kretprobe_restrack_add)
 {
 	__u64 key = bpf_get_current_pid_tgid();
-	__u64 *res = bpf_map_lookup_elem(&entry_args, &key);
+	__u64 *res = take_entry(&entry_args, key);
 	if (!res)
 		return 0;
 	struct rdma_restrack_entry *r = (void *)*res;
@@ -608,7 +681,7 @@ struct modify_args {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 10240);
 	__type(key, __u64);
 	__type(value, struct modify_args);
@@ -617,9 +690,8 @@ struct {
 SEC("kprobe/_ib_modify_qp")
 int BPF_KPROBE(kprobe_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	__u64 key = bpf_get_current_pid_tgid();
 	struct modify_args a = {.qp = (__u64)qp, .attr = (__u64)attr, .mask = mask};
-	bpf_map_update_elem(&modify_args, &key, &a, BPF_ANY);
+	save_entry(&modify_args, bpf_get_current_pid_tgid(), &a);
 	return 0;
 }
 
@@ -627,7 +699,7 @@ SEC("kretprobe/_ib_modify_qp")
 int BPF_KRETPROBE(kretprobe_modify_qp, int ret)
 {
 	__u64 key = bpf_get_current_pid_tgid();
-	struct modify_args *a = bpf_map_lookup_elem(&modify_args, &key);
+	struct modify_args *a = take_entry(&modify_args, key);
 	if (!a)
 		return 0;
 	struct modify_args copy = *a;
@@ -686,4 +758,25 @@ SEC("raw_tp/cm_event_done")
 int BPF_PROG(raw_tp_cm_event_done, struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
 {
 	return emit_cm(CM_TP_EVENT_DONE, id, ev, result);
+}
+
+/* ---- Not attached by rdmatrace ---- */
+
+/* The two halves of the kretprobe fallbacks' side map, as raw_tp programs
+ * that BPF_PROG_TEST_RUN can run on a kernel without RDMA or kprobes:
+ * tracer/sidemap_test.go fills entry_args past its size and checks that
+ * what was evicted is counted in side_drops. */
+SEC("raw_tp")
+int BPF_PROG(selftest_save_entry, __u64 key)
+{
+	save_entry(&entry_args, key, &key);
+	return 0;
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_take_entry, __u64 key)
+{
+	if (take_entry(&entry_args, key))
+		bpf_map_delete_elem(&entry_args, &key);
+	return 0;
 }

@@ -14,35 +14,36 @@ import (
 )
 
 type RdmatraceEvent struct {
-	_         structs.HostLayout
-	Ts        uint64
-	Cgroup    uint64
-	Obj       uint64
-	Kind      uint32
-	Flags     uint32
-	DevIndex  uint32
-	Port      uint32
-	Id        uint32
-	Qpn       uint32
-	OwnerPid  uint32
-	OwnerTid  uint32
-	ActorPid  uint32
-	ActorTid  uint32
-	CmEvent   uint32
-	Status    int32
-	Ps        uint32
-	CmTp      uint32
-	ResType   uint8
-	QpType    uint8
-	OldState  uint8
-	NewState  uint8
-	Pad       [4]uint8
-	DevName   [64]int8
-	OwnerComm [16]int8
-	KernName  [32]int8
-	ActorComm [16]int8
-	Src       [28]uint8
-	Dst       [28]uint8
+	_           structs.HostLayout
+	Ts          uint64
+	Cgroup      uint64
+	Obj         uint64
+	Kind        uint32
+	Flags       uint32
+	DevIndex    uint32
+	Port        uint32
+	Id          uint32
+	Qpn         uint32
+	OwnerPid    uint32
+	OwnerTid    uint32
+	ActorPid    uint32
+	ActorTid    uint32
+	CmEvent     uint32
+	Status      int32
+	Ps          uint32
+	CmTp        uint32
+	ResType     uint8
+	QpType      uint8
+	OldState    uint8
+	NewState    uint8
+	Pad         [4]uint8
+	DevName     [64]int8
+	OwnerComm   [16]int8
+	KernName    [32]int8
+	ActorComm   [16]int8
+	Src         [28]uint8
+	Dst         [28]uint8
+	OwnerCgroup uint64
 }
 
 type RdmatraceModifyArgs struct {
@@ -70,6 +71,7 @@ const (
 	RdmatraceMapModifyArgs               = "modify_args"
 	RdmatraceMapQpStates                 = "qp_states"
 	RdmatraceMapReader                   = "reader"
+	RdmatraceMapSideDrops                = "side_drops"
 	RdmatraceProgFentryRestrackAbortDel  = "fentry_restrack_abort_del"
 	RdmatraceProgFentryRestrackBeginDel  = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel = "fentry_restrack_commit_del"
@@ -113,6 +115,8 @@ const (
 	RdmatraceProgRawTpCmSendRtu          = "raw_tp_cm_send_rtu"
 	RdmatraceProgRawTpCmSentDrep         = "raw_tp_cm_sent_drep"
 	RdmatraceProgRawTpCmSentDreq         = "raw_tp_cm_sent_dreq"
+	RdmatraceProgSelftestSaveEntry       = "selftest_save_entry"
+	RdmatraceProgSelftestTakeEntry       = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect       = "tp_btf_cm_disconnect"
 	RdmatraceProgTpBtfCmEventDone        = "tp_btf_cm_event_done"
 	RdmatraceProgTpBtfCmEventHandler     = "tp_btf_cm_event_handler"
@@ -216,6 +220,8 @@ type RdmatraceProgramSpecs struct {
 	RawTpCmSendRtu          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rtu"`
 	RawTpCmSentDrep         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_drep"`
 	RawTpCmSentDreq         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_dreq"`
+	SelftestSaveEntry       *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
+	SelftestTakeEntry       *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect       *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone        *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_done"`
 	TpBtfCmEventHandler     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_handler"`
@@ -244,6 +250,7 @@ type RdmatraceMapSpecs struct {
 	ModifyArgs *ebpf.MapSpec `ebpf:"modify_args"`
 	QpStates   *ebpf.MapSpec `ebpf:"qp_states"`
 	Reader     *ebpf.MapSpec `ebpf:"reader"`
+	SideDrops  *ebpf.MapSpec `ebpf:"side_drops"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -280,6 +287,7 @@ type RdmatraceMaps struct {
 	ModifyArgs *ebpf.Map `ebpf:"modify_args"`
 	QpStates   *ebpf.Map `ebpf:"qp_states"`
 	Reader     *ebpf.Map `ebpf:"reader"`
+	SideDrops  *ebpf.Map `ebpf:"side_drops"`
 }
 
 func (m *RdmatraceMaps) Close() error {
@@ -291,6 +299,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.ModifyArgs,
 		m.QpStates,
 		m.Reader,
+		m.SideDrops,
 	)
 }
 
@@ -348,6 +357,8 @@ type RdmatracePrograms struct {
 	RawTpCmSendRtu          *ebpf.Program `ebpf:"raw_tp_cm_send_rtu"`
 	RawTpCmSentDrep         *ebpf.Program `ebpf:"raw_tp_cm_sent_drep"`
 	RawTpCmSentDreq         *ebpf.Program `ebpf:"raw_tp_cm_sent_dreq"`
+	SelftestSaveEntry       *ebpf.Program `ebpf:"selftest_save_entry"`
+	SelftestTakeEntry       *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect       *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone        *ebpf.Program `ebpf:"tp_btf_cm_event_done"`
 	TpBtfCmEventHandler     *ebpf.Program `ebpf:"tp_btf_cm_event_handler"`
@@ -410,6 +421,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpCmSendRtu,
 		p.RawTpCmSentDrep,
 		p.RawTpCmSentDreq,
+		p.SelftestSaveEntry,
+		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
 		p.TpBtfCmEventDone,
 		p.TpBtfCmEventHandler,

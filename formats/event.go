@@ -57,6 +57,9 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 			o = o.num("tgid", uint64(e.Owner.PID))
 		}
 		o = o.str("comm", e.Owner.Comm)
+		if e.OwnerCgroup != 0 {
+			o = o.num("cgroup-id", e.OwnerCgroup)
+		}
 	}
 	if e.Owner.KernName != "" {
 		o = o.str("kern-name", e.Owner.KernName)

@@ -222,7 +222,7 @@ func TestProgram(t *testing.T) {
 	var found []rdma.Finding
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
-	w.Program(300)
+	w.Program(300, 0)
 	run(t, w, sc.evs, nil, &found)
 	w.ProgramExited(at(4))
 	j, h := render(t, found)
@@ -244,10 +244,81 @@ func TestCleanProgramLeaksNothing(t *testing.T) {
 	sc.res(3, rdma.EvDestroy, rdma.ResCTX, 1, 300, "rping").Flags |= rdma.EvActorExiting
 	var found []rdma.Finding
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
-	w.Program(300)
+	w.Program(300, 0)
 	run(t, w, sc.evs, nil, &found)
 	w.ProgramExited(at(4))
 	if len(found) != 0 || w.Leaked() != 0 {
 		t.Errorf("a clean program: %d findings, %d leaked: %+v", len(found), w.Leaked(), found)
+	}
+}
+
+// progCgroup is the cgroup id of the traced program in the tests below.
+const progCgroup = 7001
+
+// TestChildThatExitedAtOnceIsTheProgram's: a child of the program (301)
+// creates a QP and exits before the event is handled: /proc/301 is gone,
+// but the owner's cgroup in the event says it was the program's, so the
+// QP its exit cleanup freed is reported (issue 10, D5: it was not).
+func TestChildThatExitedAtOnceIsTheProgram(t *testing.T) {
+	var sc script
+	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 301, "child")
+	sc.res(1.1, rdma.EvCreate, rdma.ResQP, 17, 301, "child")
+	sc.res(1.2, rdma.EvDestroy, rdma.ResQP, 17, 301, "child")
+	sc.res(1.21, rdma.EvDestroy, rdma.ResCTX, 1, 301, "child") // the file's own context: no leak
+	for i := range sc.evs {                                    // not through res's pointers: a later append moves the slice
+		sc.evs[i].OwnerCgroup = progCgroup
+	}
+	sc.evs[2].Flags |= rdma.EvActorExiting | rdma.EvFileClose
+	sc.evs[3].Flags |= rdma.EvActorExiting | rdma.EvFileClose
+	procRoot, sysRoot := fakeProc(t, nil, map[uint32]uint32{}) // 301 already reaped
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
+	w.Program(300, progCgroup)
+	run(t, w, sc.evs, nil, &found)
+	w.ProgramExited(at(4))
+	if w.Leaked() != 1 || len(found) != 1 || found[0].Report != rdma.LeakExitCleanup || found[0].Res.LQPN != 17 {
+		t.Errorf("want the child's QP 17 freed at its exit as the one leak; leaked %d, findings %+v", w.Leaked(), found)
+	}
+}
+
+// TestReusedPIDIsNotTheProgram's: 500 was a child of the program; later an
+// unrelated process (another cgroup) gets PID 500 and creates a PD. Only
+// the cgroup at the event counts: the stranger's PD is not the program's
+// (issue 10, D5: it was blamed on the program).
+func TestReusedPIDIsNotTheProgram(t *testing.T) {
+	var sc script
+	sc.res(1, rdma.EvCreate, rdma.ResPD, 2, 500, "child").OwnerCgroup = progCgroup
+	sc.res(1.1, rdma.EvDestroy, rdma.ResPD, 2, 500, "child").OwnerCgroup = progCgroup
+	sc.res(5, rdma.EvCreate, rdma.ResPD, 3, 500, "stranger").OwnerCgroup = 42 // PID reused
+	procRoot, sysRoot := fakeProc(t, nil, map[uint32]uint32{500: 300})        // /proc still says 500 is the program's
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
+	w.Program(300, progCgroup)
+	run(t, w, sc.evs, nil, &found)
+	w.ProgramExited(at(6))
+	if w.Leaked() != 0 || len(found) != 0 {
+		t.Errorf("the stranger's PD was blamed on the program: leaked %d, findings %+v", w.Leaked(), found)
+	}
+}
+
+// TestProgramCgroupDecidesAlone: with a cgroup, neither /proc ancestry nor
+// the PID matter: the program's own PID in another cgroup (it cannot be,
+// but a recording could say so) is not followed, a process in the cgroup
+// that /proc does not know is.
+func TestProgramCgroupDecidesAlone(t *testing.T) {
+	var sc script
+	sc.res(1, rdma.EvCreate, rdma.ResPD, 2, 300, "prog").OwnerCgroup = 42
+	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 3, 999, "grandchild").OwnerCgroup = progCgroup
+	sc.res(1.2, rdma.EvCreate, rdma.ResPD, 4, 0, "ib_core") // a kernel object: no owner, cgroup 0
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs = &proc.CommCache{Root: t.TempDir()}
+	w.Program(300, progCgroup)
+	run(t, w, sc.evs, nil, &found)
+	w.ProgramExited(at(2))
+	if w.Leaked() != 1 || len(found) != 1 || found[0].Res.ID != 3 {
+		t.Errorf("want only PD 3 (in the program's cgroup) alive; leaked %d, findings %+v", w.Leaked(), found)
 	}
 }

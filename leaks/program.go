@@ -9,22 +9,48 @@ import (
 
 // program follows the resources of one traced program and its children.
 type program struct {
-	root    uint32
-	ours    map[uint32]bool // processes known to descend from root
-	theirs  map[uint32]bool // processes known not to
+	root uint32
+	// cgroup is the program's own cgroup v2 id; 0 when it has none.
+	cgroup  uint64
+	ours    map[uint32]bool // without a cgroup: processes known to descend from root
+	theirs  map[uint32]bool // ... and known not to
 	created map[restable.Key]bool
 }
 
 // Program makes the watcher follow the resources created by process pid
 // (and by the processes it starts) and report those it does not destroy.
-func (w *Watcher) Program(pid uint32) {
-	w.program = &program{root: pid, ours: map[uint32]bool{pid: true}, theirs: map[uint32]bool{},
+//
+// cgroup is the id of the cgroup v2 the program was started in (see
+// package launch). Then a resource is the program's when its owner task
+// was in that cgroup at the event: the tracer reads the owner's cgroup in
+// the kernel, so a child that exits at once is still seen as the
+// program's, and a process that later reuses one of its PIDs is not.
+// Only that cgroup counts, not cgroups below it: the cgroup belongs to
+// root, so a program run as a user can neither make cgroups below it nor
+// move out of it.
+//
+// With cgroup 0 (no cgroup v2, or the program could not be started in
+// one), ancestry is read from /proc when the event is handled, up to the
+// reorder window after it: a child that has exited by then is missed and
+// a PID reused meanwhile is misattributed. The caller says so.
+func (w *Watcher) Program(pid uint32, cgroup uint64) {
+	w.program = &program{root: pid, cgroup: cgroup, ours: map[uint32]bool{pid: true}, theirs: map[uint32]bool{},
 		created: map[restable.Key]bool{}}
 }
 
+// owns tells whether the program created the resource of event e.
+func (p *program) owns(w *Watcher, e *rdma.Event) bool {
+	if !e.Has(rdma.EvHasOwner) {
+		return false
+	}
+	if p.cgroup != 0 {
+		return e.OwnerCgroup == p.cgroup
+	}
+	return p.belongs(w, e.Owner.PID)
+}
+
 // belongs tells whether process pid is the program or one of its
-// descendants. Events are read while their process still runs, so /proc
-// can tell its ancestry.
+// descendants, from /proc: only right while the process still runs.
 func (p *program) belongs(w *Watcher, pid uint32) bool {
 	if p.ours[pid] {
 		return true
@@ -50,7 +76,7 @@ func (p *program) belongs(w *Watcher, pid uint32) bool {
 // the new resource decides).
 func (p *program) added(w *Watcher, ent *restable.Entry) {
 	delete(p.created, ent.Key)
-	if ent.Res.Has(rdma.EvHasOwner) && p.belongs(w, ent.Res.Owner.PID) {
+	if p.owns(w, &ent.Res) {
 		p.created[ent.Key] = true
 	}
 }

@@ -127,7 +127,10 @@ type Event struct {
 	Owner  Owner  // who holds the resource
 	Actor  Owner  // the task that was running (may be a kworker)
 	Cgroup uint64 // the actor's cgroup v2 id
-	Obj    uint64 // kernel address of the object: identity across its events
+	// OwnerCgroup is the cgroup v2 id of the owner task (res->task) when
+	// the event happened; 0 for kernel objects and netlink snapshots.
+	OwnerCgroup uint64
+	Obj         uint64 // kernel address of the object: identity across its events
 }
 
 // Has reports whether all of f are set.

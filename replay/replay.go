@@ -69,6 +69,7 @@ type object struct {
 	TGID      *uint32 `json:"tgid"`
 	Comm      string  `json:"comm"`
 	KernName  string  `json:"kern-name"`
+	CgroupID  uint64  `json:"cgroup-id"`
 	ActorPID  uint32  `json:"actor-pid"`
 	ActorComm string  `json:"actor-comm"`
 	Cleanup   string  `json:"cleanup"`
@@ -212,6 +213,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) error {
 			ev.Owner.PID = *o.TGID
 		}
 		ev.Flags |= rdma.EvHasOwner | rdma.EvUser
+		ev.OwnerCgroup = o.CgroupID
 	}
 	ev.Owner.KernName = o.KernName
 	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}

@@ -154,3 +154,28 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestOwnerCgroupRoundTrips: a recording made with the owner's cgroup id
+// (`cgroup-id`, issue 10) reads back and renders the same.
+func TestOwnerCgroupRoundTrips(t *testing.T) {
+	line := `{"time":"2026-11-23T18:00:00.5Z","event":"create","res":"qp","ifname":"rxe0","id":0,"lqpn":17,"type":"RC","state":"RESET","pid":301,"comm":"leakqp","cgroup-id":4242}` + "\n"
+	r := NewReader(strings.NewReader(line), "x.ndjson")
+	var ev rdma.Event
+	if err := r.Next(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.OwnerCgroup != 4242 {
+		t.Errorf("OwnerCgroup = %d, want 4242", ev.OwnerCgroup)
+	}
+	var out bytes.Buffer
+	nd := formats.NewNDJSONWriter(&out)
+	if err := nd.Write(formats.EventObject(&ev)); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != line {
+		t.Errorf("round trip:\n in  %s out %s", line, out.String())
+	}
+}

@@ -43,8 +43,13 @@ const (
 	offActComm  = 200
 	offSrc      = 216
 	offDst      = 244
+	offOwnerCg  = 272
 	addrLen     = 28
-	recordSize  = 272
+	recordSize  = 280
+	// oldRecordSize is the record before owner_cgroup was added: raw
+	// recordings (--record-raw, testdata/tracer) made then still decode,
+	// with OwnerCgroup 0.
+	oldRecordSize = offOwnerCg
 )
 
 // Kinds and flags of the C side.
@@ -115,7 +120,7 @@ func (d *Decoder) intern(b []byte) string {
 
 // Decode fills ev from one record. ev is reset first.
 func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
-	if len(rec) < recordSize {
+	if len(rec) < oldRecordSize {
 		return fmt.Errorf("record of %d bytes, expected %d", len(rec), recordSize)
 	}
 	le := binary.LittleEndian
@@ -182,6 +187,9 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Owner.PID = u32(offOwnerPID)
 		ev.Owner.TID = u32(offOwnerTID)
 		ev.Owner.Comm = d.intern(rec[offOwnComm:offKernName])
+		if len(rec) >= recordSize {
+			ev.OwnerCgroup = le.Uint64(rec[offOwnerCg:])
+		}
 	}
 	ev.Owner.KernName = d.intern(rec[offKernName:offActComm])
 	ev.Actor = rdma.Owner{PID: u32(offActorPID), TID: u32(offActorTID), Comm: d.intern(rec[offActComm:offSrc])}

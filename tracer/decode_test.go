@@ -3,6 +3,7 @@ package tracer
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"os"
 	"path/filepath"
@@ -49,6 +50,7 @@ func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 		{"owner_comm", unsafe.Offsetof(e.OwnerComm), offOwnComm},
 		{"kern_name", unsafe.Offsetof(e.KernName), offKernName},
 		{"actor_comm", unsafe.Offsetof(e.ActorComm), offActComm},
+		{"owner_cgroup", unsafe.Offsetof(e.OwnerCgroup), offOwnerCg},
 		{"src", unsafe.Offsetof(e.Src), offSrc},
 		{"dst", unsafe.Offsetof(e.Dst), offDst},
 		{"size", unsafe.Sizeof(e), recordSize},
@@ -195,4 +197,29 @@ func BenchmarkDecodeFilterEncode(b *testing.B) {
 		buf = append(buf, '\n')
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestDecodeOwnerCgroup: the owner's cgroup id reaches the event and -j as
+// cgroup-id; a record recorded before the field existed still decodes.
+func TestDecodeOwnerCgroup(t *testing.T) {
+	d := NewDecoder(Clock{})
+	rec := make([]byte, recordSize)
+	rec[offKind] = cResAdd
+	rec[offFlags] = cfHasOwner | cfUser
+	binary.LittleEndian.PutUint32(rec[offOwnerPID:], 300)
+	binary.LittleEndian.PutUint32(rec[offOwnerTID:], 300)
+	binary.LittleEndian.PutUint64(rec[offOwnerCg:], 4242)
+	var ev rdma.Event
+	if err := d.Decode(rec, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.OwnerCgroup != 4242 {
+		t.Errorf("OwnerCgroup = %d, want 4242", ev.OwnerCgroup)
+	}
+	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); !strings.Contains(j, `"cgroup-id":4242`) {
+		t.Errorf("-j lacks cgroup-id 4242: %s", j)
+	}
+	if err := d.Decode(rec[:oldRecordSize], &ev); err != nil || ev.OwnerCgroup != 0 || ev.Owner.PID != 300 {
+		t.Errorf("a record of the old size: %v, OwnerCgroup %d, owner %d", err, ev.OwnerCgroup, ev.Owner.PID)
+	}
 }

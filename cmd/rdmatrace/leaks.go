@@ -7,16 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/kernlog"
+	"github.com/rdmatrace/rdmatrace/launch"
 	"github.com/rdmatrace/rdmatrace/leaks"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/restable"
@@ -50,7 +49,11 @@ func leaksCommand() *cli.Command {
 			"  - at the end (Ctrl-C, --duration): what is still alive;\n" +
 			"  - with -- CMD: runs CMD and, when it exits, reports what it created and did not destroy\n" +
 			"    itself: what the kernel freed at its exit (or when it closed its device file), and\n" +
-			"    what is still alive.\n" +
+			"    what is still alive. CMD runs in a cgroup v2 of its own (what is its, children\n" +
+			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
+			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
+			"    --duration stops it (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
+			"    from CMD's own output.\n" +
 			"Post-mortem, with --log: the kernel's own leak and hang reports (the named restrack report\n" +
 			"of kernels up to 6.9 and MLNX_OFED, the bare restrack.c WARNING of newer ones, rxe's pool\n" +
 			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
@@ -58,7 +61,7 @@ func leaksCommand() *cli.Command {
 			"(matched by the unregistering task's PID), or what the hung task waited for.\n" +
 			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status (post-mortem:\n" +
 			"1 when some lines could not be read).",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON)"},
 			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
 			&cli.StringFlag{Name: "filter-comm", Usage: "only objects whose owner has one of these names (comma list; kernel module names too)"},
@@ -75,7 +78,7 @@ func leaksCommand() *cli.Command {
 			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
-		},
+		}, programFlags()...),
 		Action: runLeaks,
 	}
 }
@@ -176,7 +179,16 @@ func runLeaks(c *cli.Context) error {
 		if len(argv) > 0 {
 			return usage(c, "--log reads saved logs: it runs no program")
 		}
-		return runLeakLog(logs, c.String("recording"), f, newFindingSink(c.App.Writer, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+		var out io.Writer = c.App.Writer
+		if c.String("output") != "" {
+			file, err := reportOutput(c)
+			if err != nil {
+				return err
+			}
+			defer file.Close()
+			out = file
+		}
+		return runLeakLog(logs, c.String("recording"), f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
 	}
 	if c.String("recording") != "" {
 		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
@@ -187,7 +199,14 @@ func runLeaks(c *cli.Context) error {
 	}
 	defer t.Close()
 
-	sink := newFindingSink(os.Stdout, c.Bool("json"))
+	out, err := reportOutput(c)
+	if err != nil {
+		return err
+	}
+	if out != os.Stdout {
+		defer out.Close()
+	}
+	sink := newFindingSink(out, c.Bool("json"))
 	table := restable.New(c.Int("max-table"))
 	w := leaks.New(table, sink.write)
 	w.Keep = f.match
@@ -203,12 +222,12 @@ func runLeaks(c *cli.Context) error {
 	// are caught before the ready file tells a script it may send them.
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var prog atomic.Pointer[os.Process]
+	var prog atomic.Pointer[launch.Program]
 	defer onInterrupt(func(s os.Signal) {
 		if len(argv) == 0 {
 			stop()
-		} else if p := prog.Load(); p != nil && s == syscall.SIGTERM {
-			_ = p.Signal(s)
+		} else if p := prog.Load(); p != nil {
+			p.Forward(s)
 		}
 	})()
 	if p := c.String("ready-file"); p != "" {
@@ -217,20 +236,25 @@ func runLeaks(c *cli.Context) error {
 		}
 	}
 
-	var cmd *exec.Cmd
+	var cmd *launch.Program
 	exited := make(chan error, 1)
 	if len(argv) > 0 {
-		cmd = exec.Command(argv[0], argv[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		if err := cmd.Start(); err != nil {
-			return exitWith(2, err)
+		if cmd, err = startProgram(c, argv); err != nil {
+			return err
 		}
-		prog.Store(cmd.Process)
-		w.Program(uint32(cmd.Process.Pid))
+		defer endProgram(cmd)
+		prog.Store(cmd)
+		w.Program(uint32(cmd.Cmd.Process.Pid), programCgroup(cmd))
 		go func() { exited <- cmd.Wait() }()
 	}
-	if d := c.Duration("duration"); d > 0 && cmd == nil {
-		defer time.AfterFunc(d, stop).Stop()
+	if d := c.Duration("duration"); d > 0 {
+		// Without a program the tracer stops; with one, the program is
+		// stopped and the tracer follows when it has exited.
+		end := stop
+		if cmd != nil {
+			end = func() { cmd.Stop(stopGrace) }
+		}
+		defer time.AfterFunc(d, end).Stop()
 	}
 	var cmdErr error
 	waited := make(chan struct{})
@@ -304,12 +328,7 @@ func runLeaks(c *cli.Context) error {
 		return exitWith(exitLeaked, nil)
 	}
 	if cmd != nil && cmdErr != nil {
-		var ee *exec.ExitError
-		if errors.As(cmdErr, &ee) {
-			code := ee.ExitCode()
-			if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-				code = 128 + int(st.Signal())
-			}
+		if code := launch.ExitCode(cmdErr); code >= 0 {
 			return exitWith(code, nil)
 		}
 		return cmdErr

@@ -371,6 +371,7 @@ func summary(t *tracer.Tracer, seen, shown, drops uint64) {
 		fmt.Fprintf(os.Stderr, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
 	}
 	fmt.Fprintf(os.Stderr, "rdmatrace: events: %d seen, %d shown, %d dropped\n", seen, shown, drops)
+	missedSummary(t)
 }
 
 // snapshotEvents lists the resources that exist now as "exists" events.
