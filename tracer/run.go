@@ -49,6 +49,7 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 		return errors.New("tracer: Run needs a Consumer.Event")
 	}
 	t.stopReq.Store(false)
+	t.stopTaken.Store(false)
 	unhook := context.AfterFunc(ctx, t.stop)
 	defer unhook()
 	var nextTick time.Time
@@ -87,6 +88,11 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 			// flood at a negligible cost per event.
 			if delivered++; delivered%64 == 0 {
 				tick()
+				// AfterFunc's goroutine may be slow to run on a busy
+				// host: take the stop here too, within 64 events of it.
+				if ctx.Err() != nil {
+					t.stop()
+				}
 			}
 			continue
 		}
@@ -145,6 +151,9 @@ func (r *ring) open(events *ebpf.Map) (err error) {
 
 // stop notes where the producer is and wakes a waiting Run.
 func (r *ring) stop() {
+	if !r.stopTaken.CompareAndSwap(false, true) {
+		return // the position was noted already
+	}
 	r.stopAt.Store(uint64(atomic.LoadUintptr(r.prodPos)))
 	r.stopReq.Store(true)
 	if !r.closed.Load() {

@@ -91,7 +91,9 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 			var stopped atomic.Bool
 			var before, after int
 			var stoppedAt time.Time
-			time.AfterFunc(time.Second, func() { stoppedAt = time.Now(); stopped.Store(true); cancel() })
+			// Events are counted as after the stop once cancel has
+			// returned: the stop cannot be earlier than that.
+			time.AfterFunc(time.Second, func() { stoppedAt = time.Now(); cancel(); stopped.Store(true) })
 			err := tr.Run(ctx, Consumer{Event: func(e *rdma.Event) error {
 				if e.Kind != rdma.EvDevRegister {
 					t.Fatalf("event of kind %v, want %v", e.Kind, rdma.EvDevRegister)
@@ -114,7 +116,9 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 			}
 			// At most what a full ring holds (each record has an 8-byte
 			// header): Run must not follow the producer past the stop.
-			if most := ringBytes / (recordSize + 8); after > most {
+			// Run takes the stop itself within 64 events when
+			// AfterFunc's goroutine is late on a busy host.
+			if most := ringBytes/(recordSize+8) + 64; after > most {
 				t.Errorf("%d events delivered after the stop, more than the ring held (%d)", after, most)
 			}
 			// Before the fix, Run's predecessor never stopped (still

@@ -69,6 +69,7 @@ type ring struct {
 	prodPos, consPos *uintptr
 	posMem           [][]byte
 	stopReq          atomic.Bool
+	stopTaken        atomic.Bool // the first stop notes the position; later ones do nothing
 	stopAt           atomic.Uint64
 
 	// polling is the BPF programs' reader.polling, mapped here: set while
