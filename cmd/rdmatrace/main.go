@@ -48,13 +48,14 @@ type usageError struct {
 	flags []cli.Flag // the command's, to name what a bad value should be
 }
 
+// Error is raw: main prints every error through formats.ErrorLines, which escapes it.
 func (e *usageError) Error() string {
 	help, what := "rdmatrace", usageText(e.err, e.flags)
 	if e.cmd != "" {
 		help += " " + e.cmd
 		what = e.cmd + ": " + what
 	}
-	return formats.Sanitize(what) + "; see '" + help + " --help'"
+	return what + "; see '" + help + " --help'"
 }
 
 func (e *usageError) Unwrap() error { return e.err }
