@@ -37,14 +37,16 @@ func (e *SkipError) Error() string { return "skipped " + printable(e.Path) + ": 
 // followed, and only regular files are read.
 //
 // A live system's pseudo-filesystems hold files that block a reader for
-// ever (tracefs trace_pipe, /proc/kmsg) or that another reader consumes,
-// so the walk stays on the directory's filesystem (st_dev), reads only
-// rdma_cm/ under a debugfs root, skips known streams and unreadable files
-// under tracefs, procfs and sysfs, and opens every file non-blocking and
-// reads it only when fstat says it is a regular file. What it skips for
-// those reasons comes back as *SkipError in the returned error (joined
-// with errors.Join, with the real failures), so the caller can tell the
-// user.
+// ever (tracefs trace_pipe, /proc/kmsg), that another reader consumes, or
+// tens of thousands of files that are no saved state (tracefs events/,
+// /proc/PID/). So the walk stays on the directory's filesystem (st_dev),
+// and under a debugfs, tracefs, procfs or sysfs root it enters only
+// directories named rdma_cm: where the legacy dumps live. Every file is
+// opened non-blocking and read only when fstat says it is a regular file,
+// and a read that would block ends it. What the walk skips for those
+// reasons (FIFOs, sockets, devices, other filesystems) comes back as
+// *SkipError in the returned error (joined with errors.Join, with the
+// real failures), so the caller can tell the user.
 func Inputs(path string, stdin io.Reader) ([]Input, error) {
 	if path == "-" {
 		return []Input{{Name: Stdin, Open: func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }}}, nil
@@ -74,8 +76,8 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			if p == path {
 				return nil
 			}
-			if kind == fsDebug && d.Name() != "rdma_cm" {
-				return fs.SkipDir // debugfs: only rdma_cm holds RDMA state
+			if kind == fsLive && d.Name() != "rdma_cm" {
+				return fs.SkipDir // only rdma_cm holds RDMA state there
 			}
 			info, err := d.Info()
 			if err != nil {
@@ -89,7 +91,7 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			return nil
 		}
 		inRdmaCM := filepath.Base(filepath.Dir(p)) == "rdma_cm"
-		if kind == fsDebug && !inRdmaCM {
+		if kind == fsLive && !inRdmaCM {
 			return nil
 		}
 		switch t := d.Type(); {
@@ -99,26 +101,11 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			errs = append(errs, &SkipError{p, "not a regular file (" + typeName(t) + ")"})
 			return nil
 		}
-		if kind == fsPseudo {
-			if pseudoStreams[d.Name()] {
-				errs = append(errs, &SkipError{p, "a stream that blocks its reader, not saved state"})
-				return nil
-			}
-			if info, err := d.Info(); err != nil || info.Mode().Perm()&0o444 == 0 {
-				return nil // write-only control files (trace_marker, ...)
-			}
-		}
 		if inRdmaCM {
 			out = append(out, walkedInput(p))
 			return nil
 		}
 		if ok, err := holdsRDMAState(p); err != nil {
-			var pe *fs.PathError
-			if kind == fsPseudo && errors.As(err, &pe) {
-				// Live kernel files refuse readers for many reasons
-				// (ftrace off, lockdown); none of them is saved state.
-				err = &SkipError{p, "cannot be read (" + pe.Err.Error() + ")"}
-			}
 			errs = append(errs, err)
 		} else if ok {
 			out = append(out, walkedInput(p))
@@ -133,8 +120,7 @@ type fsKind uint8
 
 const (
 	fsRegular fsKind = iota
-	fsDebug          // debugfs: read rdma_cm/ only
-	fsPseudo         // tracefs, procfs, sysfs: live kernel state, some of it streams
+	fsLive           // debugfs, tracefs, procfs, sysfs: read rdma_cm/ only
 )
 
 // Magic numbers of statfs(2) (include/uapi/linux/magic.h).
@@ -151,17 +137,11 @@ func fsKindOf(path string) fsKind {
 		return fsRegular
 	}
 	switch s.Type {
-	case debugfsMagic:
-		return fsDebug
-	case tracefsMagic, procMagic, sysfsMagic:
-		return fsPseudo
+	case debugfsMagic, tracefsMagic, procMagic, sysfsMagic:
+		return fsLive
 	}
 	return fsRegular
 }
-
-// pseudoStreams are files of tracefs and procfs whose reads wait for the
-// next event and take it from whoever else reads them.
-var pseudoStreams = map[string]bool{"trace_pipe": true, "trace_pipe_raw": true, "kmsg": true}
 
 func devOf(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
