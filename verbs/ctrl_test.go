@@ -70,7 +70,9 @@ func TestCheckDeviceWithoutDevicesSaysSo(t *testing.T) {
 }
 
 func TestClockCostIsMeasured(t *testing.T) {
-	if c := ClockCost(10000); c <= 0 || c > 100000 {
+	c := ClockCost(1_000_000)
+	if c <= 0 || c > 100000 {
 		t.Errorf("clock_gettime costs %v ns?", c)
 	}
+	t.Logf("clock_gettime(CLOCK_MONOTONIC): %.1f ns", c)
 }

@@ -32,7 +32,8 @@ struct rb_ep {
 	int64_t duration_ns, timeout_ns;
 	volatile int *abort; // set by the other thread of a one-process run
 	int tid;
-	int outstanding; // signalled sends not yet completed
+	int outstanding; // sends not yet retired by a completion
+	int batch;       // sends since the last signalled one
 	char dev[64];
 	char err[256];
 };

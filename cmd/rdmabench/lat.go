@@ -33,6 +33,7 @@ func latCommand() *cli.Command {
 			&cli.IntFlag{Name: "duration", Aliases: []string{"D"}, Usage: "run each size for this many seconds instead"},
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Value: 18515, Usage: "rdma_cm port"},
 			addrFlag,
+			&cli.BoolFlag{Name: "no-pin", Usage: "leave the threads unpinned (default: server and client each on its own CPU)"},
 			&cli.BoolFlag{Name: "server", Usage: "be the server for a client on another host"},
 			&cli.StringFlag{Name: "client", Usage: "be the client of the server at `ADDR`"},
 			timeoutFlag, jsonFlag, traceFlag, noTraceFlag,
@@ -90,6 +91,9 @@ func runLat(c *cli.Context) (err error) {
 	}
 	cfg := verbs.LatConfig{Op: op, Dev: dev.Name, Addr: addr, Port: c.Int("port"), Iters: iters, Duration: dur,
 		Timeout: c.Duration("timeout"), CPUs: verbs.PickCPUs()}
+	if c.Bool("no-pin") {
+		cfg.CPUs = []int{-1, -1}
+	}
 	// The loops run in C; the collector has nothing to do meanwhile, and
 	// must not stop the world while samples are taken.
 	debug.SetGCPercent(-1)
