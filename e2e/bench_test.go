@@ -267,9 +267,13 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 	})
 	t.Logf("soft-RoCE under qemu (emulation, not hardware): connect µs, rdmabench %v, cmtime %v: median of paired ratios %.2f; "+
 		"totals (ours and cmtime's sum of steps, in run order) %v", ourC, theirC, rc, totals)
-	// The same steps on the same stack: within a factor of 2 under TCG.
-	if rc < 0.5 || rc > 2 {
-		t.Errorf("connect ratio %.2f outside 0.5-2", rc)
+	// The same steps on the same stack. cmtime 44 is slower by its own
+	// design: its client's main thread spins in sched_yield while another
+	// thread takes the events, and its server hands each request to a
+	// worker thread, wakeups that cost milliseconds on qemu's 2 CPUs (on
+	// 6.12 the paired ratio was 0.58 over 5 pairs, every pair below 1).
+	if rc < 0.4 || rc > 2.5 {
+		t.Errorf("connect ratio %.2f outside 0.4-2.5", rc)
 	}
 	nothingLeft(t)
 }
