@@ -155,7 +155,13 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 		})
 		if err != nil {
 			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENODEV) {
-				// The device went away between the listing and the dump.
+				// The device went away between the listing and the dump,
+				// or, if it is still listed, the kernel has no such dump:
+				// its answer to an unknown command is EINVAL too (Linux
+				// 5.10 has no RES_CTX_GET or RES_SRQ_GET).
+				if c.listed(d.Index) {
+					errs = append(errs, fmt.Errorf("the kernel cannot dump %s resources (%s: %w)", t, d.Name, err))
+				}
 				continue
 			}
 			errs = append(errs, fmt.Errorf("dump %s of %q: %w", t, d.Name, err))
@@ -168,6 +174,20 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// listed tells whether the kernel lists a device with this index now.
+func (c *Client) listed(index uint32) bool {
+	devs, err := c.Devices()
+	if err != nil {
+		return false
+	}
+	for _, d := range devs {
+		if d.Index == index {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeDump decodes the replies of one device's RES_*_GET dump and puts
