@@ -30,6 +30,9 @@ func TestResMatchesIproute2(t *testing.T) {
 			name = "summary"
 		}
 		t.Run(name, func(t *testing.T) {
+			if typ != "" {
+				needResDump(t, typ)
+			}
 			rdmaArgs := []string{"-j", "res", "show"}
 			ourArgs := []string{"res", "-j", "--nl-record", *outDir + "/netlink/" + name}
 			if *outDir == "" {
