@@ -160,7 +160,7 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 				// its answer to an unknown command is EINVAL too (Linux
 				// 5.10 has no RES_CTX_GET or RES_SRQ_GET).
 				if c.listed(d.Index) {
-					errs = append(errs, fmt.Errorf("the kernel cannot dump %s resources (%s: %w)", t, d.Name, err))
+					errs = append(errs, noDumpError{t, d.Name, err})
 				}
 				continue
 			}
@@ -175,6 +175,20 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 	}
 	return out, errors.Join(errs...)
 }
+
+// noDumpError is a resource type the kernel cannot dump; it matches
+// errors.ErrUnsupported.
+type noDumpError struct {
+	t   rdma.ResType
+	dev string
+	err error
+}
+
+func (e noDumpError) Error() string {
+	return fmt.Sprintf("the kernel cannot dump %s resources (%s: %v)", e.t, e.dev, e.err)
+}
+
+func (e noDumpError) Unwrap() []error { return []error{errors.ErrUnsupported, e.err} }
 
 // listed tells whether the kernel lists a device with this index now.
 func (c *Client) listed(index uint32) bool {

@@ -2,6 +2,7 @@ package nldev
 
 import (
 	"encoding/binary"
+	"errors"
 	"syscall"
 	"testing"
 
@@ -118,6 +119,9 @@ func TestResourcesSaysWhenTheKernelCannotDumpAType(t *testing.T) {
 	}
 	if want := "the kernel cannot dump ctx resources (rxe0: netlink receive: invalid argument)"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("error %v is not errors.ErrUnsupported and EINVAL", err)
 	}
 }
 
