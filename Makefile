@@ -2,7 +2,10 @@
 # view of an rping pair; `make test` runs every test, guest tests included.
 
 GO       ?= go
-KERNELS  ?= 6.1 6.12
+# Debian's kernels: bullseye's 5.10, bookworm's 6.1 and 6.12 (README:
+# Kernels). sid, Debian's newest, is one word away (make e2e KERNELS=sid):
+# it joins the default once the tracer's BTF mode sees every deletion there.
+KERNELS  ?= 5.10 6.1 6.12
 BIN      := bin/rdmatrace
 E2E_BIN  := bin/e2e.test
 FUZZTIME ?= 100000x
@@ -61,7 +64,7 @@ $(E2E_BIN): build $(WORKLOADS)
 e2e: $(E2E_BIN)
 	@set -e; for k in $(KERNELS); do \
 	  echo "== e2e on Debian $$k"; \
-	  guest/kmod.sh $$k out/kmod >/dev/null; \
+	  guest/kmod.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  guest/run -k $$k -t 900 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	done
 

@@ -73,6 +73,7 @@ func TestResTextMatchesIproute2(t *testing.T) {
 	for _, rt := range rdma.ResourceTypes {
 		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {
+			needResDump(t, typ)
 			compareText(t, typ, run(t, "rdma", "res", "show", typ), run(t, *rdmatraceBin, "res", typ, "-o", "text"))
 		})
 	}

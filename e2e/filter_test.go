@@ -31,6 +31,7 @@ func TestResFiltersMatchIproute2(t *testing.T) {
 	for _, rt := range rdma.ResourceTypes {
 		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {
+			needResDump(t, typ)
 			unfiltered := run(t, "rdma", "-j", "res", "show", typ)
 			var all []map[string]any
 			if err := json.Unmarshal(unfiltered, &all); err != nil {

@@ -75,6 +75,7 @@ type leakRun struct {
 
 func startLeaks(t *testing.T, args ...string) *leakRun {
 	t.Helper()
+	needModuleBTF(t)
 	ready := filepath.Join(t.TempDir(), "ready")
 	l := &leakRun{}
 	l.cmd = exec.Command(*rdmatraceBin, append([]string{"leaks", "-j", "--ready-file", ready}, args...)...)
@@ -216,6 +217,7 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 // Its log is stderr and the program's own output.
 func runLeaks(t *testing.T, argv ...string) (fs []map[string]any, code int, log string) {
 	t.Helper()
+	needModuleBTF(t)
 	var out, errOut lines
 	cmd := exec.Command(*rdmatraceBin, append([]string{"leaks", "-j", "--"}, argv...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -41,4 +42,41 @@ func needDevice(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", *rdmaUp, err, out)
 	}
+}
+
+// needModuleBTF skips a test that needs the tracer on a kernel without BTF
+// for its modules: every hook that reads ib_core's or rdma_cm's structures
+// (all but three) needs CO-RE relocations against it, and Linux 5.10
+// (Debian bullseye) has vmlinux BTF only.
+func needModuleBTF(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err != nil {
+		t.Skipf("kernel %s has no module BTF (/sys/kernel/btf/ib_core; CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+): the tracer's hooks cannot read ib_core's structures", release(t))
+	}
+}
+
+func release(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// needResDump skips a comparison for a resource type the kernel cannot
+// dump: Linux 5.10 answers RDMA_NLDEV_CMD_RES_CTX_GET and _SRQ_GET with
+// EINVAL (iproute2: "error: Invalid argument"). rdmatrace must say so too,
+// not print an empty list.
+func needResDump(t *testing.T, typ string) {
+	t.Helper()
+	_, stderr, err := runStatus("rdma", "res", "show", typ)
+	if err == nil || !strings.Contains(string(stderr), "Invalid argument") {
+		return
+	}
+	out, ourErr, ourStatus := runStatus(*rdmatraceBin, "res", typ)
+	if ourStatus == nil || !strings.Contains(string(ourErr), "cannot dump "+typ) {
+		t.Errorf("rdmatrace res %s where the kernel cannot dump it: %v, want an error saying so\n%s%s", typ, ourStatus, out, ourErr)
+	}
+	t.Skipf("kernel %s cannot dump %s resources (rdma res show %s: %s)", release(t), typ, typ, strings.TrimSpace(string(stderr)))
 }

@@ -1,31 +1,28 @@
 #!/usr/bin/env bash
-# kernel.sh 6.1|6.12 — fetch Debian's kernel package, unpack it, run depmod
-# and build a small initramfs; prints the cache directory that holds vmlinuz,
-# modules/ and initramfs.cpio. Cached by the exact package version, so a new
-# Debian ABI is simply fetched anew.
+# kernel.sh 5.10|6.1|6.12|sid — fetch Debian's kernel package, unpack it,
+# run depmod and build a small initramfs; prints the cache directory that
+# holds vmlinuz, modules/ and initramfs.cpio. Cached by the exact package
+# version, so a new Debian ABI is simply fetched anew. 5.10 is bullseye's,
+# sid the newest Debian packages; both come through a private apt
+# configuration (lib/apt.sh), never the host's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${RDMATRACE_GUEST_CACHE:-$here/cache}
 series=${1:-6.1}
 
-case $series in
-6.1) meta=linux-image-amd64 ;;
-6.12) meta=linux-image-6.12-amd64 ;;
-*)
-	echo "guest: unknown kernel series '$series': use 6.1 or 6.12" >&2
-	exit 2
-	;;
-esac
+mkdir -p "$cache"
+# shellcheck source=lib/apt.sh
+. "$here/lib/apt.sh"
+kernel_series "$series"
 
 # The metapackage depends on the current ABI's image, e.g. linux-image-6.1.0-56-amd64.
-pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+pkg=$(apt-cache "${apt_opts[@]}" depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
 if [ -z "$pkg" ]; then
-	echo "guest: cannot resolve the kernel package of $meta (apt-get update?)" >&2
+	echo "guest: cannot resolve the kernel package of $meta for $series (apt-get update?)" >&2
 	exit 1
 fi
-version=$(apt-cache policy "$pkg" | awk '/Candidate:/ { print $2 }')
+version=$(apt-cache "${apt_opts[@]}" policy "$pkg" | awk '/Candidate:/ { print $2 }')
 dir="$cache/$pkg-$version"
-mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
 if [ -f "$dir/ready" ]; then
@@ -35,14 +32,26 @@ fi
 
 rm -rf "$dir" && mkdir -p "$dir/debs"
 echo "guest: fetching $pkg $version" >&2
-(cd "$dir/debs" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version" >&2)
+# Newer Debian kernels (sid's 7.x) split the image into linux-binary-,
+# linux-modules- and linux-base- packages of the same ABI: fetch those too.
+abi=${pkg#linux-image-}
+debs=("$pkg=$version")
+while read -r dep; do debs+=("$dep=$version"); done < <(apt-cache "${apt_opts[@]}" depends "$pkg" |
+	awk -v abi="$abi" '$1 ~ /Depends:$/ && $2 ~ "^linux-[a-z]+-" && substr($2, length($2) - length(abi) + 1) == abi { print $2 }' | sort -u)
+(cd "$dir/debs" && apt-get "${apt_opts[@]}" download -qq "${debs[@]}" >&2)
 mkdir -p "$dir/root"
-dpkg-deb -x "$dir"/debs/*.deb "$dir/root"
+for d in "$dir"/debs/*.deb; do dpkg-deb -x "$d" "$dir/root"; done
 kver=$(ls "$dir/root/lib/modules" 2>/dev/null || ls "$dir/root/usr/lib/modules")
 modroot=$dir/root
 [ -d "$modroot/lib/modules/$kver" ] || modroot=$dir/root/usr
 ln -s "$modroot/lib/modules/$kver" "$dir/modules"
-cp "$dir/root/boot/vmlinuz-$kver" "$dir/vmlinuz"
+# sid's 7.x keeps the image and config in the modules directory.
+for f in "$dir/root/boot/vmlinuz-$kver" "$modroot/lib/modules/$kver/vmlinuz"; do
+	[ -f "$f" ] && cp "$f" "$dir/vmlinuz" && break
+done
+for f in "$dir/root/boot/config-$kver" "$modroot/lib/modules/$kver/config"; do
+	[ -f "$f" ] && cp "$f" "$dir/config" && break
+done
 echo "$kver" >"$dir/kver"
 # The .deb ships no modules.dep.
 depmod -b "$modroot" "$kver"

@@ -157,7 +157,13 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 		})
 		if err != nil {
 			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENODEV) {
-				// The device went away between the listing and the dump.
+				// The device went away between the listing and the dump,
+				// or, if it is still listed, the kernel has no such dump:
+				// its answer to an unknown command is EINVAL too (Linux
+				// 5.10 has no RES_CTX_GET or RES_SRQ_GET).
+				if c.listed(d.Index) {
+					errs = append(errs, noDumpError{t, d.Name, err})
+				}
 				continue
 			}
 			errs = append(errs, fmt.Errorf("dump %s of %q: %w", t, d.Name, err))
@@ -170,6 +176,34 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// noDumpError is a resource type the kernel cannot dump; it matches
+// errors.ErrUnsupported.
+type noDumpError struct {
+	t   rdma.ResType
+	dev string
+	err error
+}
+
+func (e noDumpError) Error() string {
+	return fmt.Sprintf("the kernel cannot dump %s resources (%s: %v)", e.t, e.dev, e.err)
+}
+
+func (e noDumpError) Unwrap() []error { return []error{errors.ErrUnsupported, e.err} }
+
+// listed tells whether the kernel lists a device with this index now.
+func (c *Client) listed(index uint32) bool {
+	devs, err := c.Devices()
+	if err != nil {
+		return false
+	}
+	for _, d := range devs {
+		if d.Index == index {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeDump decodes the replies of one device's RES_*_GET dump and puts

@@ -2,6 +2,7 @@ package nldev
 
 import (
 	"encoding/binary"
+	"errors"
 	"syscall"
 	"testing"
 
@@ -12,8 +13,10 @@ import (
 )
 
 // fakeKernel answers GET with two devices and QP dumps with entries in the
-// kernel's id order across ports; device 2 has vanished by dump time.
+// kernel's id order across ports; device 2 has vanished by dump time (only
+// the first GET lists it). Like Linux 5.10, it has no CTX dump.
 func fakeKernel(t *testing.T) *Client {
+	gets := 0
 	devMsg := func(idx uint32, name string) netlink.Message {
 		return netlink.Message{
 			Header: netlink.Header{Type: netlink.HeaderType(clientNLDEV<<10 | cmdGet)},
@@ -40,7 +43,12 @@ func fakeKernel(t *testing.T) *Client {
 		}
 		switch uint16(req.Header.Type) & 0x3ff {
 		case cmdGet:
+			if gets++; gets > 1 {
+				return nltest.Multipart([]netlink.Message{devMsg(1, "rxe0"), {}})
+			}
 			return nltest.Multipart([]netlink.Message{devMsg(1, "rxe0"), devMsg(2, "gone0"), {}})
+		case cmdResCTXGet:
+			return kernelError(t, syscall.EINVAL, req), nil
 		case cmdResQPGet:
 			ad, err := netlink.NewAttributeDecoder(req.Data)
 			if err != nil {
@@ -92,6 +100,28 @@ func TestResourcesDumpsEachDeviceOnceInIproute2Order(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("lqpns %v, want %v (portless entries first, then kernel order)", got, want)
 		}
+	}
+}
+
+// TestResourcesSaysWhenTheKernelCannotDumpAType: Linux 5.10 answers
+// RES_CTX_GET with EINVAL, as for a vanished device; a device still listed
+// makes it an error naming the type, not an empty result.
+func TestResourcesSaysWhenTheKernelCannotDumpAType(t *testing.T) {
+	c := fakeKernel(t)
+	defer c.Close()
+	devs, err := c.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.Resources(rdma.ResCTX, devs[:1])
+	if err == nil || len(rs) != 0 {
+		t.Fatalf("Resources(ctx) = %v, %v; want an error", rs, err)
+	}
+	if want := "the kernel cannot dump ctx resources (rxe0: netlink receive: invalid argument)"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("error %v is not errors.ErrUnsupported and EINVAL", err)
 	}
 }
 

@@ -18,7 +18,7 @@ const (
 type prog struct {
 	name   string // program name in the collection (the C function)
 	kind   attachKind
-	target string // function or tracepoint; unused for tracing (the ELF section names it)
+	target string // function or tracepoint; for tracing, empty: the ELF section names it
 }
 
 // variant is one way to implement a hook: its programs attach together.
@@ -42,11 +42,19 @@ func kprobeVariant(progName, target string) variant {
 	return variant{name: "kprobe", progs: []prog{{name: progName, kind: kprobe, target: target}}}
 }
 
-func cmHook(tp string) Hook {
-	return Hook{Name: "rdma_cma:" + tp, variants: []variant{
+func cmHook(tp string, renamed ...string) Hook {
+	h := Hook{Name: "rdma_cma:" + tp, variants: []variant{
 		tracingVariant("tp_btf", "tp_btf_"+tp),
 		{name: "raw_tp", progs: []prog{{name: "raw_tp_" + tp, kind: rawTP, target: tp}}},
 	}}
+	// The same tracepoint under a newer name: the same programs, attached
+	// to it.
+	for _, n := range renamed {
+		h.variants = append(h.variants,
+			variant{name: "tp_btf " + n, progs: []prog{{name: "tp_btf_" + tp, kind: tracing, target: n}}},
+			variant{name: "raw_tp " + n, progs: []prog{{name: "raw_tp_" + tp, kind: rawTP, target: n}}})
+	}
+	return h
 }
 
 // closeHook marks the release of a device file, so that what it frees is
@@ -92,8 +100,34 @@ var Hooks = []Hook{
 	closeHook("ib_uverbs_close", "uverbs_close"), closeHook("ucma_close", "ucma_close"),
 	cmHook("cm_event_handler"), cmHook("cm_event_done"), cmHook("cm_req_handler"),
 	cmHook("cm_send_req"), cmHook("cm_send_rep"), cmHook("cm_send_rtu"), cmHook("cm_send_rej"),
-	cmHook("cm_send_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
+	// A kernel after 6.12 renamed cm_send_mra to cm_prepare_mra (same
+	// class, same argument); Debian sid's 7.2 has only the new name.
+	cmHook("cm_send_mra", "cm_prepare_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
 	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
+}
+
+// btf says whether the variant needs BTF (fentry, fexit, tp_btf).
+func (v variant) btf() bool {
+	for _, p := range v.progs {
+		if p.kind == tracing {
+			return true
+		}
+	}
+	return false
+}
+
+// fallbackSkips says whether --fallback skips v: a BTF variant of a hook
+// that has a variant of another kind (a hook with fexit only keeps it).
+func (h Hook) fallbackSkips(v variant) bool {
+	if !v.btf() {
+		return false
+	}
+	for _, o := range h.variants {
+		if !o.btf() {
+			return true
+		}
+	}
+	return false
 }
 
 // Variants names the variants of a hook in order of preference.

@@ -156,8 +156,8 @@ func Open(opts Options) (*Tracer, error) {
 // all load and attach wins.
 func (t *Tracer) attachHook(h Hook, fallback bool) Report {
 	var reasons []string
-	for i, v := range h.variants {
-		if fallback && i == 0 && len(h.variants) > 1 {
+	for _, v := range h.variants {
+		if fallback && h.fallbackSkips(v) {
 			reasons = append(reasons, v.name+": skipped (--fallback)")
 			continue
 		}
@@ -166,7 +166,7 @@ func (t *Tracer) attachHook(h Hook, fallback bool) Report {
 		var err error
 		for _, p := range v.progs {
 			var lp *loadedProg
-			if lp, err = t.load(p.name); err != nil {
+			if lp, err = t.load(p); err != nil {
 				break
 			}
 			loaded = append(loaded, lp)
@@ -193,14 +193,19 @@ func (t *Tracer) attachHook(h Hook, fallback bool) Report {
 }
 
 // load loads one program with the shared maps.
-func (t *Tracer) load(name string) (*loadedProg, error) {
+func (t *Tracer) load(p prog) (*loadedProg, error) {
+	name := p.name
 	ps, ok := t.spec.Programs[name]
 	if !ok {
 		return nil, fmt.Errorf("no program %s in the object", name)
 	}
+	ps = ps.Copy()
+	if p.kind == tracing && p.target != "" {
+		ps.AttachTo = p.target // a renamed function or tracepoint
+	}
 	sub := &ebpf.CollectionSpec{
 		Maps:      map[string]*ebpf.MapSpec{},
-		Programs:  map[string]*ebpf.ProgramSpec{name: ps.Copy()},
+		Programs:  map[string]*ebpf.ProgramSpec{name: ps},
 		Variables: t.spec.Variables,
 		Types:     t.spec.Types,
 	}
