@@ -6,6 +6,8 @@ GO       ?= go
 # Kernels). sid, Debian's newest, is one word away (make e2e KERNELS=sid):
 # it joins the default once the tracer's BTF mode sees every deletion there.
 KERNELS  ?= 5.10 6.1 6.12
+# capture and bench need the live tracer: 5.10 has no module BTF for it.
+TRACE_KERNELS ?= 6.1 6.12
 BIN      := bin/rdmatrace
 E2E_BIN  := bin/e2e.test
 FUZZTIME ?= 100000x
@@ -73,7 +75,7 @@ test: unit fuzz e2e
 # Re-record the netlink replies and iproute2's output that the replay unit
 # tests use (testdata/netlink/KERNEL), from a guest running real workloads.
 capture: $(E2E_BIN)
-	@set -e; for k in $(KERNELS); do \
+	@set -e; for k in $(TRACE_KERNELS); do \
 	  guest/run -k $$k -t 600 -o out/capture-$$k -- $(E2E_BIN) -test.run TestResMatchesIproute2 -rdmatrace $(BIN); \
 	  rm -rf testdata/netlink/$$k && mkdir -p testdata/netlink/$$k; \
 	  cp -r out/capture-$$k/netlink out/capture-$$k/rdma out/capture-$$k/comm.json testdata/netlink/$$k/; \
@@ -93,7 +95,7 @@ out/%: guest/workloads/%.c
 
 bench: build $(WORKLOADS)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@set -e; for k in $(KERNELS); do \
+	@set -e; for k in $(TRACE_KERNELS); do \
 	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
 	  guest/run -k $$k -t 1200 -o out/bench-trace-$$k -- guest/bench-trace.sh $(BIN) out/churn; \
 	done
