@@ -180,7 +180,7 @@ func TestLeaksIgnoresAReusedPID(t *testing.T) {
 // the program runs as that user, not as root (issue 10, D6); --duration
 // stops a program that would run on (SIGTERM: status 143).
 func TestLeaksRunsTheProgramAsTheSudoUser(t *testing.T) {
-	needDevice(t) // leaks needs the RDMA modules to attach
+	needDevice(t)    // leaks needs the RDMA modules to attach
 	needModuleBTF(t) // and their BTF: without it, it refuses to start
 	fs, code, stdout, stderr := leaksOut(t, []string{"SUDO_UID=65534", "SUDO_GID=65533"}, true, "--", "sh", "-c", "id -u; id -g")
 	if got := strings.Fields(stdout); len(got) != 2 || got[0] != "65534" || got[1] != "65533" {
