@@ -36,7 +36,7 @@ func (p Preemption) Known() bool { return p.Model != "" }
 // String says the model and where it was read, for messages.
 func (p Preemption) String() string {
 	if !p.Known() {
-		return "preemption model unknown (" + p.Source + ")"
+		return "preemption model unknown: " + p.Source
 	}
 	return "preemption " + p.Model + " (" + p.Source + ")"
 }
@@ -75,7 +75,7 @@ func detectPreemption(root fs.FS) Preemption {
 	case flags["PREEMPT_RT"]:
 		return Preemption{Model: "rt", Source: src}
 	case flags["PREEMPT_DYNAMIC"]:
-		return Preemption{Source: "PREEMPT_DYNAMIC kernel, chosen at boot, and /" + schedPreempt + " is not readable (debugfs not mounted?)"}
+		return Preemption{Source: "a PREEMPT_DYNAMIC kernel, whose model is chosen at boot, and no readable /" + schedPreempt + " (mount debugfs to tell)"}
 	case flags["PREEMPT_LAZY"]:
 		return Preemption{Model: "lazy", Source: src}
 	case flags["PREEMPT"]:
@@ -118,7 +118,7 @@ func chooseKprobes(p Preemption, fallback, kprobes bool) KprobeChoice {
 	case p.Preemptible():
 		return KprobeChoice{Why: "preemptible kernel (" + p.Model + ") without kprobes: fentry/fexit kept; a preempted program makes the kernel skip runs (counted as recursion misses)"}
 	case !p.Known():
-		return KprobeChoice{Why: p.String() + ": fentry/fexit kept; if the kernel is preemptible they can skip runs (counted as recursion misses), and --fallback avoids that"}
+		return KprobeChoice{Why: p.String() + "; fentry/fexit kept: if the kernel is preemptible they can skip runs (counted as recursion misses), and --fallback avoids that"}
 	}
 	return KprobeChoice{}
 }
