@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,8 @@ func TestEveryHookAttaches(t *testing.T) {
 	needModuleBTF(t)
 	for _, mode := range []string{"btf", "fallback"} {
 		t.Run(mode, func(t *testing.T) {
-			args := []string{"trace", "--no-snapshot", "-d", "1s"}
+			// -v: each hook that does not attach says so in a line.
+			args := []string{"trace", "--no-snapshot", "-d", "1s", "-v"}
 			if mode == "fallback" {
 				args = append(args, "--fallback")
 			}
@@ -30,11 +32,41 @@ func TestEveryHookAttaches(t *testing.T) {
 					t.Errorf("kernel %s: %s", release(t), l)
 				}
 			}
+			if mode == "btf" {
+				checkPreemptChoice(t, string(stderr))
+			}
 			for _, l := range bytes.Split(stderr, []byte("\n")) {
 				if bytes.HasPrefix(l, []byte("rdmatrace: hooks attached:")) {
 					t.Logf("kernel %s: %s", release(t), l)
 				}
 			}
 		})
+	}
+}
+
+// checkPreemptChoice: on a preemptible kernel (sid's 7.2, "full (lazy)")
+// the restrack and _ib_modify_qp hooks attach as kprobes, which run with
+// preemption off, and the attach summary says why; elsewhere (6.12 is
+// voluntary) they keep fentry/fexit.
+func checkPreemptChoice(t *testing.T, stderr string) {
+	t.Helper()
+	sched, err := os.ReadFile("/sys/kernel/debug/sched/preempt")
+	if err != nil {
+		t.Logf("kernel %s: no sched/preempt (%v): preemption choice not checked", release(t), err)
+		return
+	}
+	s := string(sched)
+	preemptible := strings.Contains(s, "(full)") || strings.Contains(s, "(lazy)") || strings.Contains(s, "(rt)")
+	t.Logf("kernel %s: sched/preempt %q", release(t), strings.TrimSpace(s))
+	want := map[bool][]string{
+		true: {"hook rdma_restrack_del attached (kprobe; preferred to fentry: preemptible kernel",
+			"hook _ib_modify_qp attached (kprobe+kretprobe; preferred to fexit: preemptible kernel",
+			"hooks attached; kprobes for restrack and _ib_modify_qp hooks: preemptible kernel"},
+		false: {"hook rdma_restrack_del attached (fentry)\n", "hook _ib_modify_qp attached (fexit)\n"},
+	}[preemptible]
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("kernel %s (preemptible %v): stderr lacks %q:\n%s", release(t), preemptible, w, stderr)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"slices"
+
 	"github.com/cilium/ebpf/link"
 )
 
@@ -32,6 +34,16 @@ type variant struct {
 type Hook struct {
 	Name     string // what it watches, e.g. "rdma_restrack_add"
 	variants []variant
+	// kprobeIfPreemptible: on a preemptible kernel, try the kprobe
+	// variants before fentry/fexit. Set where a skipped run loses a
+	// resource's create, destroy or state change, and where tasks enter
+	// the function concurrently (many programs exiting at once): an
+	// fentry program preempted there makes the trampoline skip the next
+	// task's run on that CPU. Not set on the file-close hooks (a skipped
+	// run only misnames a destroy's cause, and their kretprobe would wait
+	// through the whole release, where maxactive runs out) nor on device
+	// unregistration (rare, one at a time).
+	kprobeIfPreemptible bool
 }
 
 func tracingVariant(name, progName string) variant {
@@ -71,21 +83,21 @@ func closeHook(fn, short string) Hook {
 // Hooks lists every hook, in attach order: lifecycle first, so nothing that
 // is created while the rest attaches goes unseen.
 var Hooks = []Hook{
-	{Name: "rdma_restrack_add", variants: []variant{
+	{Name: "rdma_restrack_add", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fexit", "fexit_restrack_add"),
 		{name: "kprobe+kretprobe", progs: []prog{
 			{name: "kprobe_restrack_add", kind: kprobe, target: "rdma_restrack_add"},
 			{name: "kretprobe_restrack_add", kind: kretprobe, target: "rdma_restrack_add"}}},
 	}},
-	{Name: "rdma_restrack_del", variants: []variant{
+	{Name: "rdma_restrack_del", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fentry", "fentry_restrack_del"), kprobeVariant("kprobe_restrack_del", "rdma_restrack_del")}},
-	{Name: "rdma_restrack_begin_del", variants: []variant{
+	{Name: "rdma_restrack_begin_del", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fentry", "fentry_restrack_begin_del"), kprobeVariant("kprobe_restrack_begin_del", "rdma_restrack_begin_del")}},
-	{Name: "rdma_restrack_commit_del", variants: []variant{
+	{Name: "rdma_restrack_commit_del", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fentry", "fentry_restrack_commit_del"), kprobeVariant("kprobe_restrack_commit_del", "rdma_restrack_commit_del")}},
-	{Name: "rdma_restrack_abort_del", variants: []variant{
+	{Name: "rdma_restrack_abort_del", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fentry", "fentry_restrack_abort_del"), kprobeVariant("kprobe_restrack_abort_del", "rdma_restrack_abort_del")}},
-	{Name: "_ib_modify_qp", variants: []variant{
+	{Name: "_ib_modify_qp", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fexit", "fexit_modify_qp"),
 		{name: "kprobe+kretprobe", progs: []prog{
 			{name: "kprobe_modify_qp", kind: kprobe, target: "_ib_modify_qp"},
@@ -128,6 +140,30 @@ func (h Hook) fallbackSkips(v variant) bool {
 		}
 	}
 	return false
+}
+
+// order is the variants attachHook tries, in order: as listed, without
+// those --fallback skips, and on a preemptible kernel (kprobesFirst) with
+// the kprobe variants first where the hook asks for it.
+func (h Hook) order(fallback, kprobesFirst bool) []variant {
+	var out []variant
+	for _, v := range h.variants {
+		if !(fallback && h.fallbackSkips(v)) {
+			out = append(out, v)
+		}
+	}
+	if kprobesFirst && h.kprobeIfPreemptible {
+		slices.SortStableFunc(out, func(a, b variant) int {
+			switch {
+			case a.btf() == b.btf():
+				return 0
+			case a.btf():
+				return 1
+			}
+			return -1
+		})
+	}
+	return out
 }
 
 // Variants names the variants of a hook in order of preference.

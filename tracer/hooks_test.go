@@ -17,14 +17,49 @@ func hookNamed(t *testing.T, name string) Hook {
 }
 
 // tried lists the variants attachHook tries, in order.
-func tried(h Hook, fallback bool) []string {
+func tried(h Hook, fallback bool) []string { return triedOn(h, fallback, false) }
+
+// triedOn is tried on a kernel where kprobes come first or not.
+func triedOn(h Hook, fallback, kprobesFirst bool) []string {
 	var out []string
-	for _, v := range h.variants {
-		if !(fallback && h.fallbackSkips(v)) {
-			out = append(out, v.name)
-		}
+	for _, v := range h.order(fallback, kprobesFirst) {
+		out = append(out, v.name)
 	}
 	return out
+}
+
+// TestPreemptibleKernelsTryKprobesFirstWhereLossMatters: on a preemptible
+// kernel the restrack and _ib_modify_qp hooks try kprobes before
+// fentry/fexit (a preempted fentry program makes the trampoline skip the
+// next task's run: sid lost destroys so); the others keep their order, and
+// a voluntary kernel keeps every order. Fails on the tree before issue 10's
+// fix, which always tried fentry/fexit first.
+func TestPreemptibleKernelsTryKprobesFirstWhereLossMatters(t *testing.T) {
+	want := map[string][]string{
+		"rdma_restrack_add":         {"kprobe+kretprobe", "fexit"},
+		"rdma_restrack_del":         {"kprobe", "fentry"},
+		"rdma_restrack_begin_del":   {"kprobe", "fentry"},
+		"rdma_restrack_commit_del":  {"kprobe", "fentry"},
+		"rdma_restrack_abort_del":   {"kprobe", "fentry"},
+		"_ib_modify_qp":             {"kprobe+kretprobe", "fexit"},
+		"ib_uverbs_close":           {"fentry+fexit", "kprobe+kretprobe"},
+		"__ib_unregister_device":    {"fentry+fexit", "kprobe"},
+		"rdma_cma:cm_event_handler": {"tp_btf", "raw_tp"},
+	}
+	for name, w := range want {
+		h := hookNamed(t, name)
+		if got := triedOn(h, false, true); !slices.Equal(got, w) {
+			t.Errorf("%s on a preemptible kernel tries %q, want %q", name, got, w)
+		}
+	}
+	for _, h := range Hooks {
+		if got, listed := triedOn(h, false, false), h.Variants(); !slices.Equal(got, listed) {
+			t.Errorf("%s on a voluntary kernel tries %q, want its listed order %q", h.Name, got, listed)
+		}
+		if got, fb := triedOn(h, true, true), tried(h, true); !slices.Equal(got, fb) {
+			t.Errorf("%s under --fallback on a preemptible kernel tries %q, want %q", h.Name, got, fb)
+		}
+	}
 }
 
 // TestRenamedTracepointsAreTried: rdma_cma:cm_send_mra is cm_prepare_mra

@@ -34,10 +34,20 @@ type Misses struct {
 	Kprobe      uint64
 	KprobeKnown bool
 	Kprobes     int
-	// Recursion counts runs skipped because another BPF program was
-	// running on the CPU (program stats, Linux 5.12+; kprobes count
-	// there since 6.7, fentry/fexit and tp_btf since 5.12).
-	Recursion uint64
+	// Recursion counts runs skipped because the program, or another BPF
+	// program, was already running on the CPU: nested in an interrupt, or
+	// on a preemptible kernel an fentry/fexit program preempted there
+	// (program stats, Linux 5.12+; kprobes count there since 6.7,
+	// fentry/fexit and tp_btf since 5.12). RecursionBy names the
+	// programs that skipped runs, with their counts.
+	Recursion   uint64
+	RecursionBy []ProgMisses
+}
+
+// ProgMisses is one program's count of skipped runs.
+type ProgMisses struct {
+	Prog string
+	N    uint64
 }
 
 // Missed sums what the kernel reports of missed runs.
@@ -55,8 +65,9 @@ func (t *Tracer) Missed() Misses {
 		}
 	}
 	for _, p := range t.progs {
-		if st, err := p.prog.Stats(); err == nil {
+		if st, err := p.prog.Stats(); err == nil && st.RecursionMisses > 0 {
 			m.Recursion += st.RecursionMisses
+			m.RecursionBy = append(m.RecursionBy, ProgMisses{p.name, st.RecursionMisses})
 		}
 	}
 	return m

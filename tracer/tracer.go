@@ -26,6 +26,8 @@ type Options struct {
 	// Fallback skips the BTF variants (fentry, fexit, tp_btf) and uses
 	// kprobes and raw tracepoints, e.g. to test them.
 	Fallback bool
+	// Preemption overrides the detected preemption model (tests).
+	Preemption *Preemption
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -33,6 +35,9 @@ type Report struct {
 	Hook    string
 	Variant string // empty when skipped
 	Reason  string // why earlier variants, or all of them, failed
+	// Preferred says why the variant was tried before the hook's usual
+	// first choice (kprobes on a preemptible kernel), when it was.
+	Preferred string
 }
 
 // Tracer holds the loaded programs and links. Run reads its events.
@@ -42,7 +47,12 @@ type Tracer struct {
 	progs   []*loadedProg
 	links   []link.Link
 	Reports []Report
-	cache   *btf.Cache
+	// Preemption is the kernel's preemption model as detected; Kprobes
+	// says what was decided from it for the hooks that lose events when
+	// an fentry program is preempted (see Hook.kprobeIfPreemptible).
+	Preemption Preemption
+	Kprobes    KprobeChoice
+	cache      *btf.Cache
 	ring
 }
 
@@ -82,6 +92,7 @@ type ring struct {
 }
 
 type loadedProg struct {
+	name string
 	coll *ebpf.Collection
 	prog *ebpf.Program
 }
@@ -134,8 +145,14 @@ func Open(opts Options) (*Tracer, error) {
 		}
 		t.maps[name] = m
 	}
+	if opts.Preemption != nil {
+		t.Preemption = *opts.Preemption
+	} else {
+		t.Preemption = DetectPreemption()
+	}
+	t.Kprobes = chooseKprobes(t.Preemption, opts.Fallback, haveKprobes(os.DirFS("/")))
 	for _, h := range Hooks {
-		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback))
+		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
 	}
 	if err := t.ring.open(t.maps["events"]); err != nil {
 		t.Close()
@@ -154,13 +171,15 @@ func Open(opts Options) (*Tracer, error) {
 
 // attachHook tries the hook's variants in order; the first whose programs
 // all load and attach wins.
-func (t *Tracer) attachHook(h Hook, fallback bool) Report {
+func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 	var reasons []string
 	for _, v := range h.variants {
 		if fallback && h.fallbackSkips(v) {
 			reasons = append(reasons, v.name+": skipped (--fallback)")
-			continue
 		}
+	}
+	usual := h.order(fallback, false)[0].name
+	for _, v := range h.order(fallback, kprobesFirst) {
 		var links []link.Link
 		var loaded []*loadedProg
 		var err error
@@ -179,7 +198,11 @@ func (t *Tracer) attachHook(h Hook, fallback bool) Report {
 		if err == nil {
 			t.links = append(t.links, links...)
 			t.progs = append(t.progs, loaded...)
-			return Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; ")}
+			r := Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; ")}
+			if len(reasons) == 0 && v.name != usual {
+				r.Preferred = "preferred to " + usual + ": " + t.Kprobes.Why
+			}
+			return r
 		}
 		for _, l := range links {
 			l.Close()
@@ -223,7 +246,7 @@ func (t *Tracer) load(p prog) (*loadedProg, error) {
 		}
 		return nil, err
 	}
-	return &loadedProg{coll: coll, prog: coll.Programs[name]}, nil
+	return &loadedProg{name: name, coll: coll, prog: coll.Programs[name]}, nil
 }
 
 // shortError keeps the first line of a verifier or attach error.

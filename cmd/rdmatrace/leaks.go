@@ -269,7 +269,10 @@ func runLeaks(c *cli.Context) error {
 	}
 
 	reorder := restable.NewReorder(reorderWindow)
-	var seen, lastDrops uint64
+	var seen uint64
+	// Losses (drops, skipped or missed runs) are reported as soon as
+	// they are seen.
+	lw := &lossWatch{dropHint: "the report may be incomplete; raise --ring-size"}
 	warnedUntracked := uint64(0)
 	// tick does what is due at a moment without events, and under a
 	// flood every tickInterval all the same.
@@ -279,10 +282,7 @@ func runLeaks(c *cli.Context) error {
 			reorder.FlushUntil(now-reorderWindow, w.Handle)
 		}
 		w.Tick(clock.Wall(now))
-		if n, err := t.Drops(); err == nil && n > lastDrops {
-			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events dropped (ring buffer full; %d in all): the report may be incomplete; raise --ring-size\n", n-lastDrops, n)
-			lastDrops = n
-		}
+		lw.check(t)
 		if n := table.Untracked(); n > warnedUntracked {
 			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: table full (--max-table %d), %d resources untracked\n", c.Int("max-table"), n)
 			warnedUntracked = n

@@ -2,23 +2,92 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
-// missedSummary tells what the kernel did not run and what the kretprobe
-// fallbacks lost between entry and return, when there is anything to tell.
-func missedSummary(t *tracer.Tracer) {
-	if n, err := t.SideDrops(); err == nil && n > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d creates, QP state changes or file closes lost by the kprobe fallbacks (a return without its saved entry)\n", n)
+// losses is what was lost, as counted at one moment: events the ring
+// buffer could not take, entries the kretprobe fallbacks lost between entry
+// and return, and runs the kernel missed or skipped.
+type losses struct {
+	drops, side uint64
+	missed      tracer.Misses
+}
+
+func readLosses(t *tracer.Tracer) losses {
+	var l losses
+	l.drops, _ = t.Drops()
+	l.side, _ = t.SideDrops()
+	l.missed = t.Missed()
+	return l
+}
+
+// lossWatch warns of losses as soon as a tick sees them, each kind with
+// what is new since the last warning and the total.
+type lossWatch struct {
+	last losses
+	// dropHint says what to do about a full ring buffer.
+	dropHint string
+	// before runs once before any warning (to flush the output first).
+	before func()
+}
+
+func (w *lossWatch) check(t *tracer.Tracer) { w.update(readLosses(t), os.Stderr) }
+
+func (w *lossWatch) update(now losses, out io.Writer) {
+	warned := false
+	warn := func(format string, a ...any) {
+		if !warned && w.before != nil {
+			w.before()
+		}
+		warned = true
+		fmt.Fprintf(out, "rdmatrace: WARNING: "+format+"\n", a...)
 	}
-	m := t.Missed()
+	if n := now.drops; n > w.last.drops {
+		warn("%d events dropped (ring buffer full; %d in all): %s", n-w.last.drops, n, w.dropHint)
+	}
+	if n := now.missed.Recursion; n > w.last.missed.Recursion {
+		warn("the kernel skipped %d runs of rdmatrace's programs (%d in all: %s): their events are lost", n-w.last.missed.Recursion, n, recursionBy(now.missed))
+	}
+	if n := now.missed.Kprobe; n > w.last.missed.Kprobe {
+		warn("the kernel missed %d kprobe/kretprobe hits (%d in all): their events are lost", n-w.last.missed.Kprobe, n)
+	}
+	if n := now.side; n > w.last.side {
+		warn("%d creates, QP state changes or file closes lost by the kprobe fallbacks (%d in all; a return without its saved entry)", n-w.last.side, n)
+	}
+	w.last = now
+}
+
+// recursionBy lists the programs that skipped runs and why they can.
+func recursionBy(m tracer.Misses) string {
+	var by []string
+	for _, p := range m.RecursionBy {
+		by = append(by, fmt.Sprintf("%s %d", p.Prog, p.N))
+	}
+	return strings.Join(by, ", ") + "; a program already running on that CPU, e.g. an fentry program preempted on a preemptible kernel"
+}
+
+// missedSummary tells, at the end, what the kernel did not run and what the
+// kretprobe fallbacks lost between entry and return, when there is
+// anything to tell.
+func missedSummary(t *tracer.Tracer) { endLosses(readLosses(t), hasKprobes(t), os.Stderr) }
+
+func endLosses(l losses, kprobes bool, out io.Writer) {
+	if l.side > 0 {
+		fmt.Fprintf(out, "rdmatrace: WARNING: %d creates, QP state changes or file closes lost by the kprobe fallbacks (a return without its saved entry)\n", l.side)
+	}
+	m := l.missed
+	if m.Recursion > 0 {
+		fmt.Fprintf(out, "rdmatrace: WARNING: the kernel skipped %d runs of rdmatrace's programs (%s): their events are lost\n", m.Recursion, recursionBy(m))
+	}
 	switch {
-	case m.Kprobe > 0 || m.Recursion > 0:
-		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: the kernel missed %d kprobe/kretprobe hits and skipped %d program runs (another BPF program was running): their events are lost\n", m.Kprobe, m.Recursion)
-	case !m.KprobeKnown && hasKprobes(t):
-		fmt.Fprintln(os.Stderr, "rdmatrace: this kernel does not report missed kprobes (Linux 6.7+ does): a kretprobe beyond maxactive would go unnoticed")
+	case m.Kprobe > 0:
+		fmt.Fprintf(out, "rdmatrace: WARNING: the kernel missed %d kprobe/kretprobe hits: their events are lost\n", m.Kprobe)
+	case !m.KprobeKnown && kprobes:
+		fmt.Fprintln(out, "rdmatrace: this kernel does not report missed kprobes (Linux 6.7+ does): a kretprobe beyond maxactive would go unnoticed")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -251,16 +252,10 @@ func runTrace(c *cli.Context) error {
 		defer time.AfterFunc(d, stop).Stop()
 	}
 
-	// Drops are reported as soon as they are seen.
-	var lastDrops uint64
-	checkDrops := func() {
-		n, err := t.Drops()
-		if err == nil && n > lastDrops {
-			_ = sink.flush()
-			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events dropped (ring buffer full; %d in all): raise --ring-size or filter\n", n-lastDrops, n)
-			lastDrops = n
-		}
-	}
+	// Losses (drops, skipped or missed runs) are reported as soon as
+	// they are seen.
+	lw := &lossWatch{dropHint: "raise --ring-size or filter", before: func() { _ = sink.flush() }}
+	checkDrops := func() { lw.check(t) }
 	err = t.Run(ctx, tracer.Consumer{
 		Event: func(ev *rdma.Event) error {
 			seen++
@@ -323,8 +318,13 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	attached := t.Attached()
 	var skipped []string
 	noTracefs := false
+	if k := t.Kprobes; !k.First && k.Why != "" && (c.Bool("verbose") || t.Preemption.Preemptible()) {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", k.Why)
+	}
 	for _, r := range t.Reports {
 		switch {
+		case r.Variant != "" && r.Preferred != "" && c.Bool("verbose"):
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s; %s)\n", r.Hook, r.Variant, r.Preferred)
 		case r.Variant != "" && c.Bool("verbose"):
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
 		case r.Variant == "" && c.Bool("verbose"):
@@ -346,12 +346,40 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		t.Close()
 		return nil, fmt.Errorf("no hook could be attached%s", why)
 	}
+	choice := kprobeChoice(t)
 	if len(skipped) > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached; skipped: %s%s\n", attached, len(t.Reports), strings.Join(skipped, ", "), why)
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s; skipped: %s%s\n", attached, len(t.Reports), choice, strings.Join(skipped, ", "), why)
 	} else {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached\n", attached, len(t.Reports))
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s\n", attached, len(t.Reports), choice)
 	}
 	return t, nil
+}
+
+// kprobeChoice tells, for the attach summary, which hooks use kprobes
+// rather than their usual fentry/fexit, and why: "; kprobes for restrack
+// and _ib_modify_qp hooks: preemptible kernel (lazy)".
+func kprobeChoice(t *tracer.Tracer) string {
+	var names []string
+	for _, r := range t.Reports {
+		if r.Preferred == "" {
+			continue
+		}
+		n := r.Hook
+		if strings.HasPrefix(n, "rdma_restrack_") {
+			n = "restrack"
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	list := strings.Join(names, ", ")
+	if i := strings.LastIndex(list, ", "); i >= 0 {
+		list = list[:i] + " and " + list[i+2:]
+	}
+	return "; kprobes for " + list + " hooks: " + t.Kprobes.Why
 }
 
 // summary tells, on stderr, what was attached and what was seen.
