@@ -44,7 +44,16 @@ const (
 	offSrc      = 216
 	offDst      = 244
 	addrLen     = 28
-	recordSize  = 272
+	// bench-trace: spans and off-CPU spells
+	offDur      = 272
+	offSize     = 280
+	offWait     = 288
+	offFunc     = 296
+	offNextPID  = 300
+	offNextComm = 304
+	recordSize  = 320
+	// baseRecordSize is the record before the span fields.
+	baseRecordSize = offDur
 )
 
 // Kinds and flags of the C side.
@@ -60,7 +69,22 @@ const (
 	cDevRegister
 	cDevUnregister
 	cDevUnregistered
+	cSpan   = 20
+	cOffCPU = 21
 )
+
+// Flags of the spans and off-CPU spells, apart from the rest.
+const (
+	cfHasSize   = 1 << 12
+	cfPreempted = 1 << 13
+)
+
+// spanFuncs names the C side's enum span_func: the kernel functions timed.
+var spanFuncs = [...]string{"", "rdma_resolve_addr", "rdma_resolve_route", "rdma_connect_locked", "ucma_get_event",
+	"ib_uverbs_reg_mr", "ib_umem_get", "ib_dereg_mr_user", "ib_uverbs_alloc_pd",
+	"ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE", "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE",
+	"ib_uverbs_create_cq", "ib_uverbs_ex_create_cq", "ib_uverbs_create_qp", "ib_uverbs_ex_create_qp",
+	"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp"}
 
 const (
 	cfUser = 1 << iota
@@ -115,9 +139,12 @@ func (d *Decoder) intern(b []byte) string {
 
 // Decode fills ev from one record. ev is reset first.
 func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
-	if len(rec) < recordSize {
+	if len(rec) < baseRecordSize {
 		return fmt.Errorf("record of %d bytes, expected %d", len(rec), recordSize)
 	}
+	// Recordings made before the span fields were added end at
+	// baseRecordSize: they still decode, without them.
+	full := len(rec) >= recordSize
 	le := binary.LittleEndian
 	u32 := func(off int) uint32 { return le.Uint32(rec[off:]) }
 	*ev = rdma.Event{}
@@ -151,6 +178,25 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Kind = rdma.EvDevUnregister
 	case cDevUnregistered:
 		ev.Kind = rdma.EvDevUnregistered
+	case cSpan:
+		if !full {
+			return fmt.Errorf("span record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		fn := u32(offFunc)
+		if fn == 0 || int(fn) >= len(spanFuncs) {
+			return fmt.Errorf("span record with unknown function %d", fn)
+		}
+		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[fn]
+	case cOffCPU:
+		if !full {
+			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		ev.Kind = rdma.EvOffCPU
+		ev.Wait = le.Uint64(rec[offWait:])
+		ev.Next = rdma.Owner{PID: u32(offNextPID), TID: u32(offNextPID), Comm: d.intern(rec[offNextComm:recordSize])}
+		if flags&cfPreempted != 0 {
+			ev.Flags |= rdma.EvPreempted
+		}
 	default:
 		return fmt.Errorf("record of unknown kind %d", kind)
 	}
@@ -203,6 +249,22 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.CMEvent = rdma.CMEvent(u32(offCMEvent))
 	}
 	ev.Status = int32(u32(offStatus))
+	if kind == cSpan || kind == cOffCPU {
+		ev.Dur = le.Uint64(rec[offDur:])
+		ev.Flags |= rdma.EvHasDur
+		if kind == cSpan { // a span runs in its caller's context: the caller owns it
+			ev.Owner = ev.Actor
+			ev.Flags |= rdma.EvHasOwner
+		} else {
+			// The task running at switch-in is whoever ran last, not an
+			// actor of the spell: Next says who ran in its place.
+			ev.Actor = ev.Owner
+		}
+	}
+	if flags&cfHasSize != 0 && full {
+		ev.Size = le.Uint64(rec[offSize:])
+		ev.Flags |= rdma.EvHasSize
+	}
 	if flags&cfHasAddr != 0 {
 		ev.PS = rdma.PortSpace(u32(offPS))
 		// A family of 0 means the ID has no address yet: not worth the

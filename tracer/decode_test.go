@@ -51,7 +51,13 @@ func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 		{"actor_comm", unsafe.Offsetof(e.ActorComm), offActComm},
 		{"src", unsafe.Offsetof(e.Src), offSrc},
 		{"dst", unsafe.Offsetof(e.Dst), offDst},
-		{"size", unsafe.Sizeof(e), recordSize},
+		{"dur", unsafe.Offsetof(e.Dur), offDur},
+		{"size", unsafe.Offsetof(e.Size), offSize},
+		{"wait", unsafe.Offsetof(e.Wait), offWait},
+		{"func", unsafe.Offsetof(e.Func), offFunc},
+		{"next_pid", unsafe.Offsetof(e.NextPid), offNextPID},
+		{"next_comm", unsafe.Offsetof(e.NextComm), offNextComm},
+		{"sizeof", unsafe.Sizeof(e), recordSize},
 	} {
 		if f.got != f.want {
 			t.Errorf("struct event field %s at %d, the decoder reads it at %d", f.name, f.got, f.want)

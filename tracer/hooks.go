@@ -32,6 +32,9 @@ type variant struct {
 type Hook struct {
 	Name     string // what it watches, e.g. "rdma_restrack_add"
 	variants []variant
+	// followed: the hook reports only threads of followed processes
+	// (Options.Follow); without any it is not attached at all.
+	followed bool
 }
 
 func tracingVariant(name, progName string) variant {
@@ -42,12 +45,20 @@ func kprobeVariant(progName, target string) variant {
 	return variant{name: "kprobe", progs: []prog{{name: progName, kind: kprobe, target: target}}}
 }
 
-func cmHook(tp string) Hook {
-	return Hook{Name: "rdma_cma:" + tp, variants: []variant{
+func cmHook(tp string) Hook { return tpHook("rdma_cma", tp) }
+
+func tpHook(system, tp string) Hook {
+	return Hook{Name: system + ":" + tp, variants: []variant{
 		tracingVariant("tp_btf", "tp_btf_"+tp),
 		{name: "raw_tp", progs: []prog{{name: "raw_tp_" + tp, kind: rawTP, target: tp}}},
 	}}
 }
+
+// spanHook times calls of a kernel function (fentry to fexit).
+func spanHook(fn string) Hook { return closeHook(fn, "span_"+fn) }
+
+// followedHook is h for followed processes only.
+func followedHook(h Hook) Hook { h.followed = true; return h }
 
 // closeHook marks the release of a device file, so that what it frees is
 // told apart from explicit destroys.
@@ -94,6 +105,22 @@ var Hooks = []Hook{
 	cmHook("cm_send_req"), cmHook("cm_send_rep"), cmHook("cm_send_rtu"), cmHook("cm_send_rej"),
 	cmHook("cm_send_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
 	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
+
+	// Spans: how long the kernel took for each rdma_cm step and verb.
+	// Registrations and creations of every process are seen (they are
+	// what slows others down); ucma_get_event is mostly waiting for the
+	// next event, worth it only for the benchmark.
+	spanHook("rdma_resolve_addr"), spanHook("rdma_resolve_route"), spanHook("rdma_connect_locked"),
+	followedHook(spanHook("ucma_get_event")),
+	spanHook("ib_uverbs_reg_mr"), spanHook("ib_umem_get"), spanHook("ib_dereg_mr_user"),
+	spanHook("ib_uverbs_alloc_pd"),
+	spanHook("ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"), spanHook("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"),
+	spanHook("ib_uverbs_create_cq"), spanHook("ib_uverbs_ex_create_cq"),
+	spanHook("ib_uverbs_create_qp"), spanHook("ib_uverbs_ex_create_qp"),
+	spanHook("ib_uverbs_modify_qp"), spanHook("ib_uverbs_ex_modify_qp"),
+	// Off-CPU spells of the followed processes' threads; filtered in BPF,
+	// as every context switch of the machine passes through them.
+	followedHook(tpHook("sched", "sched_switch")), followedHook(tpHook("sched", "sched_wakeup")),
 }
 
 // Variants names the variants of a hook in order of preference.
