@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/verbs"
+)
+
+func ctrlCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ctrl",
+		Usage: "the control path: open device, PD, CQ, QP and its transitions, destroy; reg_mr/dereg_mr over a size sweep",
+		Flags: []cli.Flag{
+			devFlag, ibPortFlag,
+			&cli.IntFlag{Name: "gid-index", Aliases: []string{"x"}, Value: 0, Usage: "GID index for the QP's address (it is connected to itself)"},
+			&cli.IntFlag{Name: "iters", Aliases: []string{"n"}, Value: 5, Usage: "times each operation runs (each size)"},
+			&cli.StringFlag{Name: "sizes", Value: "4K-1G", Usage: "reg_mr sizes: FROM-TO (×4 steps) or a list 4K,1M,1G"},
+			&cli.StringFlag{Name: "prefault", Value: "both", Usage: "memory touched before reg_mr: yes, no or both"},
+			jsonFlag, traceFlag, noTraceFlag,
+		},
+		Action: runCtrl,
+	}
+}
+
+// parseSweep reads FROM-TO (from, 4·from, ... to) or a comma list.
+func parseSweep(s string) ([]int64, error) {
+	for i := 1; i < len(s); i++ {
+		if s[i] == '-' {
+			from, err := parseSize(s[:i])
+			if err != nil {
+				return nil, err
+			}
+			to, err := parseSize(s[i+1:])
+			if err != nil {
+				return nil, err
+			}
+			if to < from {
+				return nil, fmt.Errorf("sizes %q: %d is below %d", s, to, from)
+			}
+			return powers(from, to, 4), nil
+		}
+	}
+	return parseSizes(s)
+}
+
+func runCtrl(c *cli.Context) (err error) {
+	if c.NArg() > 0 {
+		return fmt.Errorf("ctrl takes no arguments (got %q)", c.Args().First())
+	}
+	sizes, err := parseSweep(c.String("sizes"))
+	if err != nil {
+		return fmt.Errorf("--sizes: %w", err)
+	}
+	var pf []bool
+	switch c.String("prefault") {
+	case "yes":
+		pf = []bool{true}
+	case "no":
+		pf = []bool{false}
+	case "both":
+		pf = []bool{true, false}
+	default:
+		return fmt.Errorf("--prefault %q: want yes, no or both", c.String("prefault"))
+	}
+	iters := c.Int("iters")
+	if iters < 1 || iters > 100000 {
+		return fmt.Errorf("-n %d: want 1 to 100000", iters)
+	}
+	dev, err := verbs.CheckDevice(c.String("ib-dev"), c.Int("ib-port"), c.Int("gid-index"))
+	if err != nil {
+		return err
+	}
+	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "ctrl", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	if err != nil {
+		return err
+	}
+	if sess != nil {
+		defer func() {
+			if serr := sess.Stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}()
+	}
+	ops, err := verbs.Ctrl(verbs.CtrlConfig{Dev: dev.Name, Port: c.Int("ib-port"), GIDIndex: c.Int("gid-index"), Iters: iters, Sizes: sizes, Prefault: pf})
+	if err != nil {
+		return err
+	}
+	if sess != nil {
+		if err := sess.Ctrl(ops); err != nil {
+			return err
+		}
+	}
+	r := &formats.CtrlReport{Dev: dev.Name, Emulated: emulated("/sys", dev.Name), Tracing: tracingDesc, Ops: ops}
+	if c.Bool("json") {
+		return formats.WriteCtrlJSON(os.Stdout, r)
+	}
+	return formats.WriteCtrlTable(os.Stdout, r)
+}

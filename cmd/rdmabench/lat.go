@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/bench"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/verbs"
+)
+
+const (
+	maxSamples      = 50_000_000 // 800 MB of samples
+	durationSamples = 5_000_000  // kept at most with -D unless -n says otherwise
+)
+
+func latCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lat",
+		Usage: "RC ping-pong latency over rdma_cm: RDMA WRITE (as ib_write_lat), SEND (ib_send_lat) or READ (ib_read_lat)",
+		Description: "Both ends run in this process by default (a server and a client thread, each on its own CPU),\n" +
+			"or use --server on one host and --client ADDR on the other.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "op", Value: "write", Usage: "write, send or read"},
+			devFlag, ibPortFlag, gidFlag,
+			&cli.StringFlag{Name: "size", Aliases: []string{"s"}, Value: "2", Usage: "message size(s): 2, 4K, or a list 2,64,4K"},
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every size from 2 to 8M (powers of two), as perftest -a"},
+			&cli.IntFlag{Name: "iters", Aliases: []string{"n"}, Value: 1000, Usage: "samples per size"},
+			&cli.IntFlag{Name: "duration", Aliases: []string{"D"}, Usage: "run each size for this many seconds instead"},
+			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Value: 18515, Usage: "rdma_cm port"},
+			addrFlag,
+			&cli.BoolFlag{Name: "server", Usage: "be the server for a client on another host"},
+			&cli.StringFlag{Name: "client", Usage: "be the client of the server at `ADDR`"},
+			timeoutFlag, jsonFlag, traceFlag, noTraceFlag,
+		},
+		Action: runLat,
+	}
+}
+
+func runLat(c *cli.Context) (err error) {
+	if c.NArg() > 0 {
+		return fmt.Errorf("lat takes no arguments (got %q): the server's address goes after --client", c.Args().First())
+	}
+	op, err := verbs.ParseOp(c.String("op"))
+	if err != nil {
+		return err
+	}
+	sizes, err := parseSizes(c.String("size"))
+	if err != nil {
+		return fmt.Errorf("-s: %w", err)
+	}
+	if c.Bool("all") {
+		sizes = powers(2, 8<<20, 2)
+	}
+	iters := c.Int("iters")
+	if iters < 1 || iters > maxSamples {
+		return fmt.Errorf("-n %d: want 1 to %d samples", iters, maxSamples)
+	}
+	dur := time.Duration(c.Int("duration")) * time.Second
+	if dur < 0 {
+		return fmt.Errorf("-D %d: want a number of seconds", c.Int("duration"))
+	}
+	if dur > 0 && !c.IsSet("iters") {
+		iters = durationSamples
+	}
+	if c.Bool("server") && c.IsSet("client") {
+		return fmt.Errorf("--server and --client: one end or the other")
+	}
+	dev, err := verbs.CheckDevice(c.String("ib-dev"), c.Int("ib-port"), c.Int("gid-index"))
+	if err != nil {
+		return err
+	}
+	for _, s := range sizes {
+		if dev.MaxMsgSz > 0 && s > int64(dev.MaxMsgSz) {
+			return fmt.Errorf("-s %d: beyond the largest message of %s port %d (%d bytes)", s, dev.Name, c.Int("ib-port"), dev.MaxMsgSz)
+		}
+	}
+	addr := c.String("client")
+	if addr == "" {
+		addr = c.String("addr")
+	}
+	if addr == "" {
+		if addr, err = verbs.AddrOf("/sys", dev.Name, c.Int("ib-port"), c.Int("gid-index")); err != nil {
+			return err
+		}
+	}
+	cfg := verbs.LatConfig{Op: op, Dev: dev.Name, Addr: addr, Port: c.Int("port"), Iters: iters, Duration: dur,
+		Timeout: c.Duration("timeout"), CPUs: verbs.PickCPUs()}
+	// The loops run in C; the collector has nothing to do meanwhile, and
+	// must not stop the world while samples are taken.
+	debug.SetGCPercent(-1)
+	if c.Bool("server") {
+		cfg.CPUs = cfg.CPUs[:1]
+		for range sizes { // the client says each size
+			if _, err := verbs.LatServer(cfg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if c.IsSet("client") {
+		cfg.CPUs = cfg.CPUs[1:]
+	}
+	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "lat", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	if err != nil {
+		return err
+	}
+	if sess != nil {
+		defer func() {
+			if serr := sess.Stop(); serr != nil && err == nil {
+				err = serr
+			}
+		}()
+	}
+	clock := verbs.ClockCost(1_000_000)
+	emu := emulated("/sys", dev.Name)
+	for _, size := range sizes {
+		cfg.Size = int(size)
+		var res verbs.LatResult
+		if c.IsSet("client") {
+			res, err = verbs.LatClient(cfg)
+		} else {
+			res, err = verbs.Lat(cfg)
+		}
+		if err != nil {
+			return err
+		}
+		r := &formats.LatReport{Op: op.String(), Dev: res.Dev, Addr: fmt.Sprintf("%s:%d", addr, cfg.Port),
+			OneProcess: !c.IsSet("client"), Size: cfg.Size, Iters: iters, DurationSec: dur.Seconds(),
+			Client: formats.BenchThread(res.Client), Server: formats.BenchThread(res.Server), Inline: res.Inline,
+			ClockNs: clock, EmptyPollNs: res.EmptyPollNs, Emulated: emu, Tracing: tracingDesc,
+			Summary: bench.Summarize(res.Samples)}
+		if sess != nil {
+			threads := []int{res.Client.TID}
+			if res.Server.TID != 0 {
+				threads = append(threads, res.Server.TID)
+			}
+			if r.Causes, err = sess.Lat(res.Samples, threads); err != nil {
+				return err
+			}
+		}
+		if c.Bool("json") {
+			err = formats.WriteLatJSON(os.Stdout, r)
+		} else {
+			err = formats.WriteLatTable(os.Stdout, r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
