@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-utils ibverbs-providers
 	rdmacm-utils perftest iproute2 util-linux procps bpftool
-	gcc libc6-dev libibverbs-dev) # our own workloads (guest/workloads) are C
+	gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (verbs/) are C
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/bench"
+)
+
+func TestParseSizeReadsPerftestsSuffixes(t *testing.T) {
+	for in, want := range map[string]int64{"2": 2, "4096": 4096, "4K": 4096, "4k": 4096, "1M": 1 << 20, "1G": 1 << 30, " 64 ": 64} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "K", "1T", "2x", "1.5M", "2000G"} {
+		if _, err := parseSize(in); err == nil || !strings.Contains(err.Error(), "want a number of bytes") {
+			t.Errorf("parseSize(%q): error %v, want one saying what is expected", in, err)
+		}
+	}
+}
+
+func TestParseSweepTakesARangeInStepsOfFourOrAList(t *testing.T) {
+	got, err := parseSweep("4K-1G")
+	want := []int64{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("4K-1G: %v %v", got, err)
+	}
+	if got, _ := parseSweep("4K-100K"); !reflect.DeepEqual(got, []int64{4096, 16384, 65536, 102400}) {
+		t.Errorf("4K-100K ends at 100K: %v", got)
+	}
+	if got, _ := parseSweep("4K,1M"); !reflect.DeepEqual(got, []int64{4096, 1 << 20}) {
+		t.Errorf("list: %v", got)
+	}
+	if _, err := parseSweep("1M-4K"); err == nil {
+		t.Error("a falling range was accepted")
+	}
+}
+
+func TestEmulatedNamesASoftwareDevice(t *testing.T) {
+	sys := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(sys, "class/infiniband/rxe0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e := emulated(sys, "rxe0"); !strings.Contains(e, "software RDMA device") || !strings.Contains(e, "not hardware") {
+		t.Errorf("rxe0 without a PCI device: %q", e)
+	}
+	if err := os.MkdirAll(filepath.Join(sys, "class/infiniband/mlx5_0/device"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e := emulated(sys, "mlx5_0"); strings.Contains(e, "software") {
+		t.Errorf("mlx5_0 with a PCI device: %q", e)
+	}
+}
+
+type fakeSession struct{}
+
+func (fakeSession) Lat([]bench.Sample, []int) (map[string]int, error) { return nil, nil }
+func (fakeSession) Conn([]bench.Conn) error                           { return nil }
+func (fakeSession) Ctrl([]bench.Op) error                             { return nil }
+func (fakeSession) Stop() error                                       { return nil }
+
+func traceCtx(t *testing.T, args ...string) *cli.Context {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	for _, f := range []cli.Flag{traceFlag, noTraceFlag} {
+		if err := f.Apply(fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return cli.NewContext(nil, fs, nil)
+}
+
+func TestTracingFollowsTheFlagsAndWhatWasBuilt(t *testing.T) {
+	saved := startTracing
+	defer func() { startTracing = saved }()
+
+	startTracing = nil
+	if on, err := tracing(traceCtx(t)); on || err != nil {
+		t.Errorf("without tracing.go, no flag: %v %v", on, err)
+	}
+	if _, err := tracing(traceCtx(t, "--trace")); err != errNoTracing {
+		t.Errorf("without tracing.go, --trace: %v", err)
+	}
+	startTracing = func(traceRequest) (traceSession, error) { return fakeSession{}, nil }
+	if on, _ := tracing(traceCtx(t)); !on {
+		t.Error("with tracing.go, tracing is the default")
+	}
+	if on, _ := tracing(traceCtx(t, "--trace", "--no-trace")); on {
+		t.Error("--no-trace wins")
+	}
+}
