@@ -103,6 +103,10 @@ func WriteOutliersText(w io.Writer, r *correlate.Result) error {
 		}
 		b.WriteString(Sanitize(strings.Join(o.Causes, ", ")) + "\n")
 		for i := range o.Events {
+			if i == maxOutlierEvents && len(o.Events) > maxOutlierEvents+1 {
+				fmt.Fprintf(&b, "      ... and %d more (-j lists them all)\n", len(o.Events)-i)
+				break
+			}
 			b.WriteString("      " + eventText(&o.Events[i], o.Sample.Start) + "\n")
 		}
 	}
@@ -121,6 +125,10 @@ func WriteOutliersText(w io.Writer, r *correlate.Result) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxOutlierEvents bounds the events the text view lists per outlier:
+// under soft-RoCE a slow sample overlaps dozens of short spells.
+const maxOutlierEvents = 8
 
 // eventText is one overlapping event, its time relative to the sample's start.
 func eventText(e *rdma.Event, start int64) string {

@@ -26,6 +26,7 @@ type traceRequest struct {
 	// From the tracing flags (tracing.go's tracingFlags), set by startTrace.
 	Rdmatrace string  // --rdmatrace: the binary ("" finds it)
 	Perfetto  string  // --perfetto FILE
+	Plot      string  // --plot FILE.svg|.png
 	Factor    float64 // --outlier-factor
 }
 
@@ -70,7 +71,7 @@ func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) 
 	if err != nil || !on {
 		return nil, "off", err
 	}
-	req.Rdmatrace, req.Perfetto, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.Float64("outlier-factor")
+	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
 	s, err := startTracing(req)
 	if err != nil {
 		return nil, "", err

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/correlate"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/perfetto"
+	"github.com/rdmatrace/rdmatrace/plot"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/tracerun"
 )
@@ -23,6 +24,7 @@ import (
 var tracingFlags = []cli.Flag{
 	&cli.StringFlag{Name: "rdmatrace", Usage: "the rdmatrace binary that traces (default: next to rdmabench, then on PATH)"},
 	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev)"},
+	&cli.StringFlag{Name: "plot", Usage: "draw latency over time with the outliers' causes, and the CDF, to `FILE`.svg or .png (lat)"},
 	&cli.Float64Flag{Name: "outlier-factor", Value: 3, Usage: "a sample is an outlier above max(p99, this × median)"},
 }
 
@@ -41,6 +43,11 @@ type session struct {
 }
 
 func startSession(req traceRequest) (traceSession, error) {
+	if req.Plot != "" {
+		if _, err := plot.Format(req.Plot); err != nil {
+			return nil, err
+		}
+	}
 	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}})
 	if err != nil {
 		return nil, err
@@ -100,9 +107,12 @@ func (s *session) Ctrl(ops []bench.Op) error {
 	return formats.WriteOpKernelText(s.req.Out, k)
 }
 
-// Stop ends the tracer, then writes the Perfetto file if asked.
+// Stop ends the tracer, then writes the plot and the Perfetto file if asked.
 func (s *session) Stop() error {
 	err := s.run.Stop()
+	if perr := s.writePlot(); perr != nil && err == nil {
+		err = perr
+	}
 	if s.req.Perfetto == "" {
 		return err
 	}
@@ -122,4 +132,31 @@ func (s *session) Stop() error {
 		return cerr
 	}
 	return err
+}
+
+// writePlot draws the lat runs (all sizes together) with their outliers.
+func (s *session) writePlot() error {
+	if s.req.Plot == "" || len(s.samples) == 0 {
+		return nil
+	}
+	format, _ := plot.Format(s.req.Plot)
+	res := correlate.Result{}
+	for _, r := range s.lat {
+		res.Outliers = append(res.Outliers, r.Outliers...)
+		res.Threshold = max(res.Threshold, r.Threshold)
+	}
+	f, err := os.Create(s.req.Plot)
+	if err != nil {
+		return err
+	}
+	factor := s.req.Factor
+	if factor <= 0 {
+		factor = 3
+	}
+	title := fmt.Sprintf("rdmabench lat on %s, %d samples; outliers above max(p99, %g x median), by what overlapped them", s.req.Dev, len(s.samples), factor)
+	if werr := plot.Write(f, format, &plot.Run{Title: title, Samples: s.samples, Result: &res}); werr != nil {
+		f.Close()
+		return fmt.Errorf("--plot %s: %w", s.req.Plot, werr)
+	}
+	return f.Close()
 }
