@@ -10,7 +10,7 @@ FUZZTIME ?= 50000x
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
 # that leaks a QP for the leak tests.
-WORKLOADS := out/churn out/leakqp
+WORKLOADS := out/churn out/leakqp out/noise
 
 .PHONY: all build unit fuzz e2e test capture generate bench demo clean
 

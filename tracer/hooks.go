@@ -32,8 +32,9 @@ type variant struct {
 type Hook struct {
 	Name     string // what it watches, e.g. "rdma_restrack_add"
 	variants []variant
-	// followed: the hook reports only threads of followed processes
-	// (Options.Follow); without any it is not attached at all.
+	// followed: the hook serves a followed program (rdmabench) and is
+	// attached only when Options.Follow names one; `rdmatrace trace`
+	// without --follow-pid keeps its events and its cost as before.
 	followed bool
 }
 
@@ -54,10 +55,11 @@ func tpHook(system, tp string) Hook {
 	}}
 }
 
-// spanHook times calls of a kernel function (fentry to fexit).
-func spanHook(fn string) Hook { return closeHook(fn, "span_"+fn) }
+// spanHook times calls of a kernel function (fentry to fexit); attached
+// only when following.
+func spanHook(fn string) Hook { return followedHook(closeHook(fn, "span_"+fn)) }
 
-// followedHook is h for followed processes only.
+// followedHook is h attached only when following a process.
 func followedHook(h Hook) Hook { h.followed = true; return h }
 
 // closeHook marks the release of a device file, so that what it frees is
@@ -106,12 +108,13 @@ var Hooks = []Hook{
 	cmHook("cm_send_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
 	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
 
-	// Spans: how long the kernel took for each rdma_cm step and verb.
-	// Registrations and creations of every process are seen (they are
-	// what slows others down); ucma_get_event is mostly waiting for the
-	// next event, worth it only for the benchmark.
+	// Spans (with --follow-pid only): how long the kernel took for each
+	// rdma_cm step and verb. Registrations and creations of every process
+	// are seen (they are what slows the followed one down); BPF reports
+	// ucma_get_event, mostly waiting for the next event, only for
+	// followed processes.
 	spanHook("rdma_resolve_addr"), spanHook("rdma_resolve_route"), spanHook("rdma_connect_locked"),
-	followedHook(spanHook("ucma_get_event")),
+	spanHook("ucma_get_event"),
 	spanHook("ib_uverbs_reg_mr"), spanHook("ib_umem_get"), spanHook("ib_dereg_mr_user"),
 	spanHook("ib_uverbs_alloc_pd"),
 	spanHook("ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"), spanHook("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"),

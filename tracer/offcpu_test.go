@@ -36,7 +36,9 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 				}
 			}
 			tid := make(chan int, 1)
-			var began uint64 // the thread may have been idle before: count spells from here
+			// The thread may have been idle before and after: count the
+			// spells between these.
+			var began, finished uint64
 			go func() {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
@@ -45,6 +47,7 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 				for range 3 {
 					time.Sleep(30 * time.Millisecond)
 				}
+				finished = Mono()
 				tid <- 0
 			}()
 			sleeper := <-tid
@@ -60,7 +63,7 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 				if err := tr.Read(&rec, d, &ev, 100*time.Millisecond); err != nil {
 					continue
 				}
-				if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == sleeper && ev.Mono >= began && ev.Dur >= 25e6 {
+				if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == sleeper && ev.Mono >= began && ev.End() <= finished && ev.Dur >= 25e6 {
 					spells = append(spells, ev)
 				}
 			}

@@ -30,7 +30,8 @@ type Options struct {
 	// kprobes and raw tracepoints, e.g. to test them.
 	Fallback bool
 	// Follow are the processes (tgids) whose threads' off-CPU spells and
-	// ucma_get_event calls are traced. None: those hooks are not attached.
+	// ucma_get_event calls are traced; with any, the spans of every
+	// process are too. None: none of those hooks is attached.
 	Follow []uint32
 }
 
