@@ -3,6 +3,7 @@ package tracer
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"os"
 	"path/filepath"
@@ -167,6 +168,8 @@ func TestDecodeRejectsShortAndUnknownRecords(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(make([]byte, recordSize))
+	f.Add(spanRecord(cSpan))
+	f.Add(spanRecord(cOffCPU))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event
@@ -201,4 +204,46 @@ func BenchmarkDecodeFilterEncode(b *testing.B) {
 		buf = append(buf, '\n')
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}
+
+// spanRecord is a span (ib_umem_get, 1 MiB) or an off-CPU spell record.
+func spanRecord(kind uint32) []byte {
+	rec := make([]byte, recordSize)
+	le := binary.LittleEndian
+	le.PutUint64(rec[offTS:], 1000)
+	le.PutUint32(rec[offKind:], kind)
+	le.PutUint32(rec[offFlags:], cfHasSize|cfPreempted|cfHasOwner)
+	le.PutUint32(rec[offActorPID:], 7)
+	copy(rec[offActComm:], "noise")
+	copy(rec[offOwnComm:], "rdmabench")
+	le.PutUint64(rec[offDur:], 2500)
+	le.PutUint64(rec[offSize:], 1<<20)
+	le.PutUint32(rec[offFunc:], 6)
+	le.PutUint32(rec[offNextPID:], 42)
+	copy(rec[offNextComm:], "hog")
+	return rec
+}
+
+func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	for _, kind := range []uint32{cSpan, cOffCPU} {
+		rec := spanRecord(kind)
+		if err := d.Decode(rec, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = d.Decode(rec, &ev) }); n != 0 {
+			t.Errorf("kind %d: %v allocations per record", kind, n)
+		}
+	}
+	if ev.Kind != rdma.EvOffCPU || ev.Dur != 2500 || ev.Next.Comm != "hog" || ev.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
+		t.Errorf("off-cpu decoded as %+v", ev)
+	}
+	_ = d.Decode(spanRecord(cSpan), &ev)
+	if ev.Kind != rdma.EvSpan || ev.Func != "ib_umem_get" || ev.Size != 1<<20 || ev.Owner.PID != 7 {
+		t.Errorf("span decoded as %+v", ev)
+	}
+	if err := d.Decode(spanRecord(cSpan)[:baseRecordSize], &ev); err == nil {
+		t.Error("a span record cut at the old size decoded")
+	}
 }
