@@ -81,3 +81,13 @@ func TestOpsGetTheirKernelTime(t *testing.T) {
 		t.Errorf("alloc-pd with no span: %+v", got[1])
 	}
 }
+
+func TestASpellNamesTheFirstAndTheLastTaskThatRanInstead(t *testing.T) {
+	s, _ := Fixture()
+	ev := []rdma.Event{{Mono: uint64(s[100].Start), Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner,
+		Owner: benchOwner, Next: rdma.Owner{PID: 12, TID: 12, Comm: "kworker/u8:0"}, Actor: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}}
+	r := Outliers(s, ev, Options{PID: 100, Threads: []int{101}})
+	if got := r.Outliers[0].Causes; !slices.Equal(got, []string{"off-cpu:hog", "off-cpu:kworker/u8:0"}) {
+		t.Errorf("causes %q, want the kworker (first) and the hog (last)", got)
+	}
+}

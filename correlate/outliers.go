@@ -91,9 +91,10 @@ func Outliers(samples []bench.Sample, events []rdma.Event, o Options) Result {
 			}
 		}
 		for k := range out.Events {
-			c := Cause(&out.Events[k])
-			if !slices.Contains(out.Causes, c) {
-				out.Causes = append(out.Causes, c)
+			for _, c := range causes(&out.Events[k]) {
+				if !slices.Contains(out.Causes, c) {
+					out.Causes = append(out.Causes, c)
+				}
 			}
 		}
 		slices.Sort(out.Causes)
@@ -174,6 +175,17 @@ func category(e *rdma.Event) string {
 		return "rdma-cm"
 	}
 	return ""
+}
+
+// causes are Cause, and for an off-CPU spell also the task that ran last
+// in the thread's place when it differs from the first (a hog that took
+// the CPU after a short kworker).
+func causes(e *rdma.Event) []string {
+	c := []string{Cause(e)}
+	if e.Kind == rdma.EvOffCPU && e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {
+		c = append(c, "off-cpu:"+e.Actor.Comm)
+	}
+	return c
 }
 
 // Cause names what an event says about a slow sample: its category and

@@ -19,11 +19,11 @@ var noiseBin = filepath.Join("out", "noise")
 
 // interval is one disturbance the noise program reports: [Start, End] ns.
 type interval struct {
-	what       string // "reg" or "hog"
+	what       string // "reg", "hog", or "setup"/"teardown" (of either)
 	start, end int64
 }
 
-func readIntervals(t *testing.T, out []byte) []interval {
+func readIntervals(t *testing.T, prog string, out []byte) []interval {
 	t.Helper()
 	var iv []interval
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -33,7 +33,11 @@ func readIntervals(t *testing.T, out []byte) []interval {
 		}
 		s, _ := strconv.ParseInt(f[1], 10, 64)
 		e, _ := strconv.ParseInt(f[2], 10, 64)
-		iv = append(iv, interval{f[0], s, e})
+		what := f[0]
+		if what == "setup" || what == "teardown" {
+			what = prog // its own start and end disturb as well
+		}
+		iv = append(iv, interval{what, s, e})
 	}
 	return iv
 }
@@ -67,7 +71,8 @@ type outlierRec struct {
 // and then spins pinned to the client's CPU as "hog", three times. Outliers
 // inside a registration must name the noise program (its MR, its QP, or
 // its taking the CPU) with its pid; those inside a spin must name the hog
-// as the task that ran instead; those outside must name neither.
+// as a task that ran instead (first or last); those outside must name
+// neither. Each program's start-up and exit count as its disturbance too.
 func TestOutliersNameTheNoise(t *testing.T) {
 	needDevice(t)
 	benchBin := filepath.Join(filepath.Dir(*rdmatraceBin), "rdmabench")
@@ -99,7 +104,7 @@ func TestOutliersNameTheNoise(t *testing.T) {
 	if err := bench.Wait(); err != nil {
 		t.Fatalf("rdmabench lat: %v\n%s", err, stderr.String())
 	}
-	iv := append(readIntervals(t, nout), readIntervals(t, hout)...)
+	iv := append(readIntervals(t, "reg", nout), readIntervals(t, "hog", hout)...)
 	noisePID := noise.Process.Pid
 	var outliers []outlierRec
 	sc := bufio.NewScanner(&stdout)

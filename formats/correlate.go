@@ -143,6 +143,9 @@ func eventText(e *rdma.Event, start int64) string {
 		}
 		fmt.Fprintf(&b, " %s[%d] %s %.1f us, instead: %s[%d]", Sanitize(e.Owner.Comm), e.Owner.TID, how,
 			float64(e.Dur)/1e3, Sanitize(e.Next.Comm), e.Next.TID)
+		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+			fmt.Fprintf(&b, " ... %s[%d]", Sanitize(e.Actor.Comm), e.Actor.TID)
+		}
 		return b.String()
 	case rdma.EvSpan:
 		fmt.Fprintf(&b, " %s %.1f us", e.Func, float64(e.Dur)/1e3)

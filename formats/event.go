@@ -121,6 +121,9 @@ func spanWhat(e *rdma.Event, what []string) []string {
 			what = append(what, "(runq "+durText(e.Wait)+")")
 		}
 		what = append(what, "instead: "+Sanitize(e.Next.Comm)+"["+strconv.FormatUint(uint64(e.Next.TID), 10)+"]")
+		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+			what = append(what, "... "+Sanitize(e.Actor.Comm)+"["+strconv.FormatUint(uint64(e.Actor.TID), 10)+"]")
+		}
 	}
 	if e.Has(rdma.EvHasSize) {
 		what = append(what, "size "+strconv.FormatUint(e.Size, 10))
@@ -192,7 +195,7 @@ func EventLine(e *rdma.Event) string {
 	case e.Has(rdma.EvHasOwner):
 		b.WriteString(Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.TID), 10) + "]")
 	}
-	if e.Actor.PID != 0 && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
+	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
 		b.WriteString(" by " + Sanitize(e.Actor.Comm) + "[" + strconv.FormatUint(uint64(e.Actor.TID), 10) + "]")
 	}
 	if c := e.Cleanup(); c != "" {

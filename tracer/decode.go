@@ -255,11 +255,9 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		if kind == cSpan { // a span runs in its caller's context: the caller owns it
 			ev.Owner = ev.Actor
 			ev.Flags |= rdma.EvHasOwner
-		} else {
-			// The task running at switch-in is whoever ran last, not an
-			// actor of the spell: Next says who ran in its place.
-			ev.Actor = ev.Owner
 		}
+		// An off-CPU spell's Actor is the task that was running at
+		// switch-in: the last to run in the thread's place (Next the first).
 	}
 	if flags&cfHasSize != 0 && full {
 		ev.Size = le.Uint64(rec[offSize:])

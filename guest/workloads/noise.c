@@ -28,6 +28,8 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+static long long start0;
+
 static int hog(int cpu, int ms, int count, int gap)
 {
 	cpu_set_t set;
@@ -37,6 +39,8 @@ static int hog(int cpu, int ms, int count, int gap)
 		perror("noise: sched_setaffinity");
 		return 1;
 	}
+	printf("setup %lld %lld\n", start0, now()); /* exec and pinning */
+	fflush(stdout);
 	for (int i = 0; i < count; i++) {
 		sleep_ms(gap);
 		long long start = now(), end = start + ms * 1000000LL;
@@ -50,6 +54,7 @@ static int hog(int cpu, int ms, int count, int gap)
 
 int main(int argc, char **argv)
 {
+	start0 = now();
 	if (argc == 6 && !strcmp(argv[1], "hog"))
 		return hog(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc != 5) {
@@ -59,6 +64,7 @@ int main(int argc, char **argv)
 	const char *devname = argv[1];
 	size_t len = (size_t)atoi(argv[2]) << 20;
 	int count = atoi(argv[3]), gap = atoi(argv[4]);
+	long long setup = now(); /* opening the device is noise too */
 	struct ibv_device **devs = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 	for (int i = 0; devs && devs[i]; i++)
@@ -74,29 +80,32 @@ int main(int argc, char **argv)
 		fprintf(stderr, "noise: PD/CQ allocation failed\n");
 		return 1;
 	}
+	printf("setup %lld %lld\n", setup, now());
+	fflush(stdout);
 	for (int i = 0; i < count; i++) {
 		sleep_ms(gap);
+		long long start = now(); /* the whole burst, free included */
 		char *buf = malloc(len); /* untouched: registration faults every page in */
-		long long start = now();
 		struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
 		struct ibv_qp_init_attr attr = {
 			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
 			.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
 		};
 		struct ibv_qp *qp = ibv_create_qp(pd, &attr);
-		long long end = now();
 		if (!mr || !qp) {
 			fprintf(stderr, "noise: reg_mr of %zu bytes or create_qp failed (ulimit -l?)\n", len);
 			return 1;
 		}
-		printf("reg %lld %lld\n", start, end);
-		fflush(stdout);
 		ibv_destroy_qp(qp);
 		ibv_dereg_mr(mr);
 		free(buf);
+		printf("reg %lld %lld\n", start, now());
+		fflush(stdout);
 	}
+	long long teardown = now();
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
+	printf("teardown %lld %lld\n", teardown, now());
 	return 0;
 }
