@@ -75,7 +75,15 @@ func nothingLeft(t *testing.T) {
 	// The kernel frees a killed process's objects as its files close.
 	time.Sleep(500 * time.Millisecond)
 	for _, typ := range []string{"qp", "cm_id", "cq", "mr", "pd", "ctx"} {
-		out := run(t, *rdmatraceBin, "res", typ, "comm", "rdmabench", "-j")
+		out, stderr, err := runStatus(*rdmatraceBin, "res", typ, "comm", "rdmabench", "-j")
+		if err != nil && strings.Contains(string(stderr), "cannot dump "+typ) {
+			t.Logf("kernel %s cannot dump %s resources: not checked", release(t), typ)
+			continue
+		}
+		if err != nil {
+			t.Errorf("rdmatrace res %s comm rdmabench: %v\n%s", typ, err, stderr)
+			continue
+		}
 		if s := strings.TrimSpace(string(out)); s != "[]" {
 			t.Errorf("rdmatrace res %s comm rdmabench: %s", typ, s)
 		}

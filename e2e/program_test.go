@@ -63,6 +63,7 @@ func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []map
 // The owner's cgroup, read by the BPF programs at the event, decides now.
 func TestLeaksOfAChildThatExitsAtOnce(t *testing.T) {
 	needDevice(t)
+	needModuleBTF(t) // the owner's cgroup comes from the BPF programs
 	for _, mode := range []string{"", "--fallback"} {
 		t.Run("mode "+mode, func(t *testing.T) { childThatExitsAtOnce(t, mode) })
 	}
@@ -111,6 +112,7 @@ func childThatExitsAtOnce(t *testing.T, mode string) {
 // program's leak (issue 10, D5); its cgroup says it is not.
 func TestLeaksIgnoresAReusedPID(t *testing.T) {
 	needDevice(t)
+	needModuleBTF(t)
 	ports += 10
 	port1, port2 := fmt.Sprint(ports), fmt.Sprint(ports+1)
 	pidFile := filepath.Join(t.TempDir(), "child")
@@ -178,7 +180,8 @@ func TestLeaksIgnoresAReusedPID(t *testing.T) {
 // the program runs as that user, not as root (issue 10, D6); --duration
 // stops a program that would run on (SIGTERM: status 143).
 func TestLeaksRunsTheProgramAsTheSudoUser(t *testing.T) {
-	needDevice(t) // leaks needs the RDMA modules to attach
+	needDevice(t)    // leaks needs the RDMA modules to attach
+	needModuleBTF(t) // and their BTF: without it, it refuses to start
 	fs, code, stdout, stderr := leaksOut(t, []string{"SUDO_UID=65534", "SUDO_GID=65533"}, true, "--", "sh", "-c", "id -u; id -g")
 	if got := strings.Fields(stdout); len(got) != 2 || got[0] != "65534" || got[1] != "65533" {
 		t.Errorf("the program says uid/gid %q, want 65534 65533\n%s", got, stderr)
