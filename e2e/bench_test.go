@@ -246,6 +246,7 @@ func cmtimeSteps(t *testing.T) map[string]float64 {
 func TestBenchConnAgainstCmtime(t *testing.T) {
 	needDevice(t)
 	var ourTotal, theirTotal float64
+	var coverage []float64 // share of each run's total that its steps cover
 	cm := func() float64 {
 		s := cmtimeSteps(t)
 		theirTotal = 0
@@ -271,9 +272,13 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 				connect = st["dur-us"].(float64)
 			}
 		}
-		if sum < 0.95*ourTotal || sum > ourTotal*1.0001 {
-			t.Errorf("the client's steps add up to %.0f µs of its %.0f µs total", sum, ourTotal)
+		// Steps never overlap, so more than the total is a bug at once; less
+		// is judged over all runs below, because a vCPU preempted between two
+		// steps (qemu on a loaded host) opens a gap of milliseconds in one run.
+		if sum > ourTotal*1.0001 {
+			t.Errorf("the client's steps add up to %.0f µs, more than its %.0f µs total", sum, ourTotal)
 		}
+		coverage = append(coverage, sum/ourTotal)
 		if c["server"] == nil {
 			t.Error("the connection has no server side")
 		}
@@ -300,6 +305,12 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 	// leaves a step out (far below) or adds one (far above).
 	if rc < 0.2 || rc > 2.5 {
 		t.Errorf("connect ratio %.2f outside 0.2-2.5", rc)
+	}
+	// A step left out of the client's list shows in every run; a scheduling
+	// gap in one (CI saw 48 of 55 ms covered once) does not move the median.
+	t.Logf("share of each total covered by the client's steps: %.3f", coverage)
+	if m := median(coverage); m < 0.95 {
+		t.Errorf("the client's steps cover a median %.1f%% of the total, want at least 95%%", 100*m)
 	}
 	nothingLeft(t)
 }
