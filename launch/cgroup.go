@@ -1,8 +1,6 @@
 package launch
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmatrace/rdmatrace/cgroup"
 )
 
 // Cgroup is the cgroup v2 the program runs in: made for it, removed after.
@@ -23,18 +23,14 @@ type Cgroup struct {
 	fd *os.File
 }
 
-// Places to look for the cgroup2 mount: read from mountinfo, so that
-// tests can point elsewhere.
-var (
-	mountinfoPath = "/proc/self/mountinfo"
-	selfCgroup    = "/proc/self/cgroup"
-)
+// selfCgroup names rdmatrace's own cgroup; tests point it elsewhere.
+var selfCgroup = "/proc/self/cgroup"
 
 // NewCgroup makes a cgroup for the program below rdmatrace's own cgroup
 // v2 (so the program keeps the limits it would have had), or else below
 // the hierarchy's root.
 func NewCgroup() (*Cgroup, error) {
-	mnt, err := cgroup2Mount()
+	mnt, err := cgroup.Mount()
 	if err != nil {
 		return nil, err
 	}
@@ -72,68 +68,13 @@ func create(path string) (*Cgroup, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	id, err := cgroupID(path)
+	id, err := cgroup.ID(path)
 	if err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, err
 	}
 	return &Cgroup{Path: path, ID: id, fd: f}, nil
-}
-
-// cgroupID is the kernfs id of a cgroup directory: the 8-byte handle of
-// name_to_handle_at (as systemd and bpftool read it), or else its inode
-// number, the same on 64-bit kernels.
-func cgroupID(path string) (uint64, error) {
-	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, path, 0)
-	if err == nil && h.Size() == 8 {
-		return binary.LittleEndian.Uint64(h.Bytes()), nil
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
-}
-
-// cgroup2Mount finds where the cgroup v2 hierarchy is mounted (e.g.
-// /sys/fs/cgroup, or /sys/fs/cgroup/unified in the hybrid layout).
-func cgroup2Mount() (string, error) {
-	f, err := os.Open(mountinfoPath)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-		f := strings.Fields(sc.Text())
-		for i, s := range f {
-			if s == "-" && i+1 < len(f) && f[i+1] == "cgroup2" && len(f) > 4 && f[3] == "/" {
-				return unescapeMount(f[4]), nil
-			}
-		}
-	}
-	return "", errors.New("no cgroup v2 hierarchy is mounted")
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // FD is the open cgroup directory, for SysProcAttr.CgroupFD.

@@ -137,23 +137,6 @@ func TestCleanupMovesWhatTheProgramLeftRunning(t *testing.T) {
 	}
 }
 
-func TestCgroup2MountInTheHybridLayout(t *testing.T) {
-	dir := t.TempDir()
-	mi := filepath.Join(dir, "mountinfo")
-	os.WriteFile(mi, []byte("30 24 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"+
-		"31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw\n"+
-		"40 30 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"), 0o644)
-	defer func(old string) { mountinfoPath = old }(mountinfoPath)
-	mountinfoPath = mi
-	if got, err := cgroup2Mount(); got != "/sys/fs/cgroup/unified" || err != nil {
-		t.Errorf("cgroup2Mount = %q, %v", got, err)
-	}
-	os.WriteFile(mi, []byte("40 30 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"), 0o644)
-	if _, err := cgroup2Mount(); err == nil {
-		t.Error("no cgroup2 line, no error")
-	}
-}
-
 // TestProgramGetsTheOriginalMemlockLimit: what the tracer raised is put
 // back before the program starts.
 func TestProgramGetsTheOriginalMemlockLimit(t *testing.T) {
