@@ -25,7 +25,10 @@ all: build
 
 # No symbol tables and no urfave/cli doc generator: a smaller binary starts
 # measurably faster, which matters under the guest's emulated CPU.
-GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs
+# VERSION is stamped into rdmatrace (--version); without git, `go build`'s
+# own record of the revision is the fallback (cmd/rdmatrace/version.go).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(if $(VERSION),-X main.version=$(VERSION))' -tags urfave_cli_no_docs
 
 # rdmabench's timing loops are C against rdma-core's headers (verbs/), so
 # it is built with cgo and links libibverbs and librdmacm; rdmatrace stays
