@@ -97,11 +97,11 @@ var streamDetailsFlag = &cli.BoolFlag{Name: "details", Aliases: []string{"d"},
 
 // streamFormat is the output of trace and leaks: text, or JSON (NDJSON).
 func streamFormat(c *cli.Context) (string, error) {
-	if c.Bool("json") {
-		return outJSON, nil
-	}
 	switch o := c.String("output"); o {
 	case outText, "table":
+		if c.Bool("json") {
+			return outJSON, nil
+		}
 		return outText, nil
 	case outJSON, outNDJSON:
 		return outJSON, nil

@@ -63,8 +63,16 @@ func leaksCommand() *cli.Command {
 			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
 			"saved `rdmatrace trace -j` of the same boot says: the objects the WARNING leaves unnamed\n" +
 			"(matched by the unregistering task's PID), or what the hung task waited for.\n" +
-			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status (post-mortem:\n" +
-			"1 when some lines could not be read).",
+			"\n" + filterHelp(leaksFilterKeys...) +
+			"   (leaks takes no filter words: its arguments are CMD's.)\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace leaks -- ./my_rdma_app --server      # what it left behind\n" +
+			"   rdmatrace leaks --output report.txt -- ib_write_bw -d rxe0\n" +
+			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
+			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
+			"3  leaks were reported",
+			"N  with -- CMD and no leak: CMD's own status"),
 		Flags: append(append(append([]cli.Flag{
 			// No -o here: --output is the report's file (stdout stays CMD's).
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON, as a stream is)"},

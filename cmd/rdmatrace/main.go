@@ -139,10 +139,17 @@ func newApp() *cli.App {
 		Description: "The global options -j (JSON), -p (pretty JSON) and -d/-dd (details) go before\n" +
 			"the command or after it, as in iproute2's rdma: rdmatrace -j res show qp.\n" +
 			"-j is a JSON array for snapshots (dev, link, res) and one object a line (NDJSON)\n" +
-			"for streams (trace, leaks, parse).\n\n" +
-			"EXIT STATUS:\n" + exitStatus(""),
+			"for streams (trace, leaks, parse). Each command's --help has its examples.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace -j -p res show qp             # iproute2's rdma, with owners\n" +
+			"   rdmatrace trace qp pid 1234             # QP events of process 1234\n" +
+			"   rdmatrace leaks -- ./app                # what ./app left behind\n" +
+			"   rdmatrace parse /var/log/bundle/        # saved rdma_cm state\n\n" +
+			"EXIT STATUS:\n" + exitStatus("", "") + "   Each command's --help tells its own.",
 		Version:  versionString(),
 		Commands: append(commands, helpCommand()),
+		// urfave/cli adds --help only when it adds its own help command.
+		Flags: []cli.Flag{cli.HelpFlag},
 		// Not urfave/cli's hidden --generate-bash-completion flag: it made
 		// `trace --<TAB>` start a trace. `rdmatrace completion SHELL` instead.
 		EnableBashCompletion: false,

@@ -29,9 +29,17 @@ legacy dumps arrive in: one device file, cat of several, grep -H/-r output,
 head/tail output, with CRLF, tabs or a truncated last line. The kind of each
 input is told by its content.
 
-Exit status: 0 when every line was understood, 1 when some lines were
-rejected (they are listed on stderr; all good records are still printed),
-2 on usage or I/O errors.`,
+` + filterHelp(resFilterFlagKeys...) + `   With -f, every filter of rdmatrace res cm_id (and qp, for rdma res qp input).
+
+EXAMPLES:
+   rdmatrace parse /sys/kernel/debug/rdma_cm/*      # a live legacy dump
+   rdmatrace parse -f 'state LISTEN' bundle/        # the listeners of a support bundle
+   rdma res show cm_id -j | rdmatrace parse -o legacy
+   rdmatrace parse --filter-pid 1234 -j dump.txt
+
+EXIT STATUS:
+` + exitStatus("some lines were rejected (each is named on stderr; every good record is still printed)",
+			"usage error, or an input that cannot be read"),
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON, as a stream is); same as -o json"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or ndjson (both one object a line), legacy"},

@@ -50,11 +50,11 @@ func detailsFlag(what string) cli.Flag {
 }
 
 func outputFormat(c *cli.Context, extra ...string) (string, error) {
-	if c.Bool("json") {
-		return outJSON, nil
-	}
 	o := c.String("output")
 	for _, v := range append([]string{outTable, outText, outJSON, outNDJSON}, extra...) {
+		if o == v && c.Bool("json") {
+			return outJSON, nil
+		}
 		if o == v {
 			return o, nil
 		}
@@ -148,8 +148,13 @@ func writeObjects(w io.Writer, format string, pretty bool, objs []formats.Object
 
 func devCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "dev",
-		Usage:     "list RDMA devices (like `rdma dev`)",
+		Name:  "dev",
+		Usage: "list RDMA devices (like `rdma dev`)",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace dev\n" +
+			"   rdmatrace dev show mlx5_0 -d\n" +
+			"   rdmatrace -j -p dev\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, an unknown device, a reply that could not be decoded", ""),
 		ArgsUsage: "[show] [DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
@@ -222,8 +227,13 @@ func first(args []string) string {
 
 func linkCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "link",
-		Usage:     "list RDMA ports with their state and network device (like `rdma link`)",
+		Name:  "link",
+		Usage: "list RDMA ports with their state and network device (like `rdma link`)",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace link\n" +
+			"   rdmatrace link show rxe0/1 -d\n" +
+			"   rdmatrace link -j\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, an unknown device or port, a reply that could not be decoded", ""),
 		ArgsUsage: "[show] [DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
@@ -289,6 +299,13 @@ func resCommand() *cli.Command {
 			"   iproute2's names and values, e.g. `rdmatrace res qp type RC state RTS pid 1234`;\n" +
 			"   numbers take lists and ranges (lqpn 1-10,20), names take lists (state RTS,RTR).\n" +
 			"   pid, comm and dev are also --filter-pid, --filter-comm, --filter-dev.",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace res                                  # counts per device\n" +
+			"   rdmatrace res show rxe0                        # counts of one device\n" +
+			"   rdmatrace res s qp type RC state RTS pid 1234  # iproute2's words and abbreviations\n" +
+			"   rdmatrace -j -p res qp --filter-comm rping     # pretty JSON, ptcpdump-style filter\n" +
+			"   rdmatrace res cm_id -o legacy                  # the old rdma_cm debugfs layout\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
 		Flags: append(append(outputFlags(outLegacy),
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "filter expression, e.g. 'pid 1234 type RC state RTS'"},
 			detailsFlag("accepted; res shows every attribute the kernel sends already")),

@@ -31,7 +31,17 @@ func traceCommand() *cli.Command {
 			"QP state changes and device (un)registration, each with the cheapest variant the\n" +
 			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
 			"exist when tracing starts are listed first as \"exists\" events. Events the kernel\n" +
-			"could not queue are counted and reported, live and at the end.",
+			"could not queue are counted and reported, live and at the end.\n\n" +
+			filterHelp(traceFilterKeys...) +
+			"   A first word that is no key is a resource type: trace qp pid 1234.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace trace                              # everything, human view\n" +
+			"   rdmatrace trace qp pid 1234 comm rping       # iproute2's words\n" +
+			"   rdmatrace trace -p 1234 --filter-res qp      # bpftrace's -p, ptcpdump's --filter-*\n" +
+			"   rdmatrace trace cm_id event cm -j            # rdma_cm events as NDJSON\n" +
+			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n\n" +
+			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or the kernel cannot trace RDMA (the line says why)", "",
+			"130  a second Ctrl-C (128 + the signal): exited at once"),
 		ArgsUsage: "[TYPE] [FILTER VALUE]...",
 		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is)"),
 			filterFlags(true, traceFilterKeys...)...),

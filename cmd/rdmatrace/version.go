@@ -47,17 +47,20 @@ func buildInfoVersion(bi *debug.BuildInfo) string {
 	return "devel"
 }
 
-// exitStatus is the EXIT STATUS section of a command's help: 0, then one
-// (what status 1 means for it; "" for the usual), 2, then the command's
-// own statuses in extra, each "N  meaning".
-func exitStatus(one string, extra ...string) string {
+// exitStatus is the EXIT STATUS section of a command's help: 0, then
+// what 1 and 2 mean for it ("" for the usual), then the command's own
+// statuses in extra, each "N  meaning".
+func exitStatus(one, two string, extra ...string) string {
 	if one == "" {
 		one = "an error: no RDMA netlink, no permission, a part of the data could not be read"
+	}
+	if two == "" {
+		two = "usage error: an unknown command, flag, argument or value"
 	}
 	var b strings.Builder
 	b.WriteString("   0  success\n")
 	b.WriteString("   1  " + one + "\n")
-	b.WriteString("   2  usage error: an unknown command, flag, argument or value\n")
+	b.WriteString("   2  " + two + "\n")
 	for _, e := range extra {
 		b.WriteString("   " + e + "\n")
 	}
