@@ -65,6 +65,31 @@ func TestIproute2Habits(t *testing.T) {
 			t.Errorf("%v: %v, stdout %q, stderr %q; want exit 1 and %q", tc.args, err, out, stderr, tc.want)
 		}
 	}
+	// ps: ib_core holds the GSI QP; each type's total is res's count.
+	rows := objs(run(t, rt, "ps", "-j"))
+	total := map[string]float64{}
+	sawCore := false
+	for _, r := range rows {
+		sawCore = sawCore || r["kern-name"] == "ib_core"
+		for _, k := range []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"} {
+			n, _ := r[k].(float64)
+			total[k] += n
+		}
+	}
+	if !sawCore {
+		t.Errorf("ps -j: no [ib_core] row: %v", rows)
+	}
+	for _, sum := range objs(run(t, rt, "res", "-j")) {
+		for k := range total {
+			n, _ := sum[k].(float64)
+			total[k] -= n
+		}
+	}
+	for k, d := range total {
+		if d != 0 {
+			t.Errorf("ps -j counts %v more %s than res -j", d, k)
+		}
+	}
 	// trace with iproute2's words: the snapshot's GSI QP is ib_core's.
 	t.Run("trace-words", func(t *testing.T) {
 		needModuleBTF(t)

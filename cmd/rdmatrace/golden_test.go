@@ -38,7 +38,7 @@ func goldenCLI(t *testing.T, name, got string) {
 // backquoted `rdma -d`.
 func TestHelpGoldens(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"help"}, {"dev", "--help"}, {"link", "--help"}, {"res", "--help"},
-		{"trace", "--help"}, {"leaks", "--help"}, {"parse", "--help"}, {"completion", "--help"}} {
+		{"trace", "--help"}, {"leaks", "--help"}, {"parse", "--help"}, {"completion", "--help"}, {"ps", "--help"}} {
 		stdout, stderr, code := rdmatrace(t, args...)
 		name := "help-" + args[0]
 		switch args[0] {

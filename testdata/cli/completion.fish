@@ -7,6 +7,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a dev
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
+complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
 complete -c rdmatrace -n __fish_use_subcommand -a trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from completion' -l help
@@ -81,6 +82,21 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s o -l output -x -a 'table json ndjson legacy'
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -F
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pretty
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-comm
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-dev
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l details
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s d
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s o -l output -x -a 'table json ndjson'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l pretty

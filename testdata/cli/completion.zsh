@@ -22,7 +22,7 @@ _rdmatrace() {
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev leaks link parse res trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev leaks link parse ps res trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -47,6 +47,11 @@ _rdmatrace() {
         flags="--json -j --output -o --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
         words=""
         formats="table json ndjson legacy"
+        ;;
+    ps)
+        flags="--json -j --pretty -p --output -o --filter-pid --filter-comm --filter-dev --pid --details -d --help -h"
+        words=""
+        formats="table json ndjson"
         ;;
     res | resource)
         flags="--json -j --pretty -p --output -o --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
