@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestIproute2Habits runs the forms that iproute2's rdma users type by
@@ -109,4 +110,30 @@ func traceWords(t *testing.T) {
 			t.Errorf("trace qp comm ib_core let through %s", l)
 		}
 	}
+}
+
+// TestCMRejectReasonIsNamed connects rping to a port nobody listens on:
+// the peer's CM rejects it with IB_CM_REJ_INVALID_SERVICE_ID (8), which
+// trace names as rdma_reject_msg does.
+func TestCMRejectReasonIsNamed(t *testing.T) {
+	needDevice(t)
+	tr := startTrace(t, "--no-snapshot", "cm_id", "event", "cm_event_handler")
+	_, _, err := runStatus("rping", "-c", "-a", addr, "-p", "7999", "-C", "1")
+	if err == nil {
+		t.Error("rping to a port without a listener succeeded")
+	}
+	time.Sleep(500 * time.Millisecond)
+	evs := tr.stop()
+	for _, e := range evs {
+		if e["event"] != "cm_event_handler" || e["res"] != "cm_id" {
+			t.Errorf("the filter cm_id event cm_event_handler let through %v", e)
+		}
+		if e["cm-event"] == "REJECTED" {
+			if str(e["status"]) != "8" || e["status-name"] != "invalid service ID" {
+				t.Errorf("REJECTED with status %v, status-name %v; want 8, \"invalid service ID\"", e["status"], e["status-name"])
+			}
+			return
+		}
+	}
+	t.Errorf("no REJECTED event among %d: %v", len(evs), evs)
 }
