@@ -58,6 +58,16 @@ _rdmatrace() {
         words="show pd cq qp cm_id mr ctx srq"
         formats="table text json ndjson legacy"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
+        case $typ:$prev in
+        cm_id:ps) COMPREPLY=($(compgen -W "TCP UDP IB IPoIB" -- "$cur")); return ;;
+        cm_id:qp-type) COMPREPLY=($(compgen -W "SMI GSI RC UC UD RAW_IPV6 RAW_ETHERTYPE RAW_PACKET XRC_INI XRC_TGT DRIVER" -- "$cur")); return ;;
+        cm_id:state) COMPREPLY=($(compgen -W "IDLE ADDR_QUERY ADDR_RESOLVED ROUTE_QUERY ROUTE_RESOLVED CONNECT DISCONNECT ADDR_BOUND LISTEN DEVICE_REMOVAL DESTROYING" -- "$cur")); return ;;
+        cq:poll-ctx) COMPREPLY=($(compgen -W "SOFTIRQ WORKQUEUE UNBOUND_WORKQUEUE DIRECT" -- "$cur")); return ;;
+        qp:path-mig-state) COMPREPLY=($(compgen -W "MIGRATED REARM ARMED" -- "$cur")); return ;;
+        qp:state) COMPREPLY=($(compgen -W "RESET INIT RTR RTS SQD SQE ERR" -- "$cur")); return ;;
+        qp:type) COMPREPLY=($(compgen -W "SMI GSI RC UC UD RAW_IPV6 RAW_ETHERTYPE RAW_PACKET XRC_INI XRC_TGT DRIVER" -- "$cur")); return ;;
+        srq:type) COMPREPLY=($(compgen -W "BASIC XRC TM" -- "$cur")); return ;;
+        esac
         case $typ in
         cm_id) words="cm-idn comm dev dev-type dst-addr dst-port link lqpn pid ps qp-type src-addr src-port state" ;;
         cq) words="comm cqn ctxn dev pid poll-ctx users" ;;
