@@ -147,3 +147,31 @@ func TestExitStatusGolden(t *testing.T) {
 	}
 	goldenCLI(t, "exit-status.txt", b.String())
 }
+
+// fish and zsh run their scripts as they would at a <TAB> (skipped where
+// the shell is not installed).
+func TestFishAndZshCompletionComplete(t *testing.T) {
+	dir := t.TempDir()
+	for _, sh := range []string{"fish", "zsh"} {
+		script, _, _ := rdmatrace(t, "completion", sh)
+		if err := os.WriteFile(filepath.Join(dir, sh), []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fish, err := exec.LookPath("fish"); err == nil {
+		out, err := exec.Command(fish, "--no-config", "-c", "source "+filepath.Join(dir, "fish")+
+			`; complete -C "rdmatrace res qp state R"; complete -C "rdmatrace trace --filter-e"`).CombinedOutput()
+		if got := strings.Fields(string(out)); err != nil || strings.Join(got, " ") != "RESET RTR RTS --filter-event" {
+			t.Errorf("fish: %q (%v), want RESET RTR RTS --filter-event", out, err)
+		}
+	}
+	if zsh, err := exec.LookPath("zsh"); err == nil {
+		// bashcompinit runs the bash function in sh emulation.
+		out, err := exec.Command(zsh, "-f", "-c", "autoload -U compinit && compinit -u -d "+filepath.Join(dir, "zcompdump")+
+			"; source "+filepath.Join(dir, "zsh")+
+			`; emulate sh -c 'COMP_WORDS=(rdmatrace res cm_id ps ""); COMP_CWORD=4; _rdmatrace; echo "${COMPREPLY[*]}"'`).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "TCP UDP IB IPoIB" {
+			t.Errorf("zsh: %q (%v), want TCP UDP IB IPoIB", out, err)
+		}
+	}
+}
