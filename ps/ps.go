@@ -13,7 +13,8 @@ type Row struct {
 	PID    uint32 // the process (thread group); 0 for a kernel module
 	Comm   string // the process's name
 	Module string // the kernel module, for the kernel's own users
-	// Counts has one entry per type of rdma.ResourceTypes, in that order.
+	// Counts has one entry per type of rdma.ResourceTypes, in that order;
+	// -1 for a type the kernel cannot dump (ctx and srq before Linux 5.x).
 	Counts  []int
 	Devices []string // sorted
 	Files   []string // its open /dev/infiniband files, sorted
@@ -28,8 +29,9 @@ type Procs interface {
 
 // Rows groups rs by holder: processes by PID (the kernel names the creating
 // thread; its thread group is the process), then kernel modules by name.
-// sys is the sysfs root for naming uverbs files ("" for /sys).
-func Rows(rs []rdma.Resource, p Procs, sys string) []Row {
+// sys is the sysfs root for naming uverbs files ("" for /sys); unknown are
+// the types the kernel could not dump.
+func Rows(rs []rdma.Resource, p Procs, sys string, unknown ...rdma.ResType) []Row {
 	type key struct {
 		pid    uint32
 		module string
@@ -61,6 +63,13 @@ func Rows(rs []rdma.Resource, p Procs, sys string) []Row {
 	}
 	out := make([]Row, 0, len(rows))
 	for k, row := range rows {
+		for j, t := range rdma.ResourceTypes {
+			for _, u := range unknown {
+				if t == u {
+					row.Counts[j] = -1
+				}
+			}
+		}
 		for d := range devs[k] {
 			row.Devices = append(row.Devices, d)
 		}

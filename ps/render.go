@@ -19,7 +19,9 @@ func Object(r *Row) formats.Object {
 			formats.Field{Key: "comm", Kind: formats.Str, Str: r.Comm})
 	}
 	for i, t := range rdma.ResourceTypes {
-		o = append(o, formats.Field{Key: t.String(), Kind: formats.Num, Num: uint64(r.Counts[i])})
+		if r.Counts[i] >= 0 { // -1: the kernel cannot tell
+			o = append(o, formats.Field{Key: t.String(), Kind: formats.Num, Num: uint64(r.Counts[i])})
+		}
 	}
 	o = append(o, formats.Field{Key: "devices", Kind: formats.StrList, List: nonNil(r.Devices)})
 	if r.Module == "" {
@@ -51,7 +53,11 @@ func Table(rows []Row) *formats.Table {
 		}
 		cells := []string{pid, comm}
 		for _, n := range r.Counts {
-			cells = append(cells, strconv.Itoa(n))
+			if n < 0 {
+				cells = append(cells, "") // rendered "-"
+			} else {
+				cells = append(cells, strconv.Itoa(n))
+			}
 		}
 		t.Append(append(cells, strings.Join(r.Devices, ","), strings.Join(r.Files, ","))...)
 	}

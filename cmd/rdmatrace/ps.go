@@ -65,9 +65,15 @@ func runPs(c *cli.Context) error {
 	var comms proc.CommCache
 	var all []rdma.Resource
 	errs := []error{derr}
+	var unknown []rdma.ResType
 	for _, t := range rdma.ResourceTypes {
 		f := filters[t]
 		rs, err := cl.Resources(t, devs)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
+			unknown = append(unknown, t)
+			err = nil
+		}
 		errs = append(errs, err)
 		for i := range rs {
 			if !rs[i].Owner.Kernel() {
@@ -78,7 +84,7 @@ func runPs(c *cli.Context) error {
 			}
 		}
 	}
-	rows := ps.Rows(all, &comms, "")
+	rows := ps.Rows(all, &comms, "", unknown...)
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
 		objs[i] = ps.Object(&rows[i])
