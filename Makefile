@@ -19,13 +19,16 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp
 
-.PHONY: all build unit fuzz e2e test capture generate bench demo clean
+.PHONY: all build unit fuzz e2e test capture generate bench demo clean man install
 
 all: build
 
 # No symbol tables and no urfave/cli doc generator: a smaller binary starts
 # measurably faster, which matters under the guest's emulated CPU.
-GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs
+# VERSION is stamped into rdmatrace (--version); without git, `go build`'s
+# own record of the revision is the fallback (cmd/rdmatrace/version.go).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(if $(VERSION),-X main.version=$(VERSION))' -tags urfave_cli_no_docs
 
 # rdmabench's timing loops are C against rdma-core's headers (verbs/), so
 # it is built with cgo and links libibverbs and librdmacm; rdmatrace stays
@@ -38,6 +41,26 @@ build:
 	  echo "$(BIN) is dynamically linked: it must stay static (CGO_ENABLED=0)" >&2; exit 1; fi
 	guest/setup-host.sh
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs -o $(BENCH_BIN) ./cmd/rdmabench
+
+# rdmatrace(8), from the same command definitions as --help, by a build
+# with urfave/cli's doc generator (the installed binary has none).
+MAN := bin/rdmatrace.8
+man:
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) run ./cmd/rdmatrace generate-man > $(MAN).tmp && mv $(MAN).tmp $(MAN)
+
+# Installs rdmatrace (a static binary: no dependency), its man page and its
+# shell completions under DESTDIR/PREFIX.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: man
+	$(GOBUILD) -o $(BIN) ./cmd/rdmatrace
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/rdmatrace
+	install -D -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/rdmatrace.8
+	@mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatrace
+	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatrace
+	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rdmatrace.fish
 
 # vet and test compile verbs/, which needs gcc and rdma-core's headers.
 unit:

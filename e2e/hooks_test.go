@@ -19,7 +19,7 @@ func TestEveryHookAttaches(t *testing.T) {
 	for _, mode := range []string{"btf", "fallback"} {
 		t.Run(mode, func(t *testing.T) {
 			// -v: each hook that does not attach says so in a line.
-			args := []string{"trace", "--no-snapshot", "-d", "1s", "-v"}
+			args := []string{"trace", "--no-snapshot", "--duration", "1s", "-v"}
 			if mode == "fallback" {
 				args = append(args, "--fallback")
 			}

@@ -217,7 +217,7 @@ func TestTraceLeavesNothingAttached(t *testing.T) {
 func TestTraceWithoutPrivilegesNamesThem(t *testing.T) {
 	needDevice(t)
 	_, stderr, err := runStatus("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-		"--bounding-set=-all", *rdmatraceBin, "trace", "-d", "1s")
+		"--bounding-set=-all", *rdmatraceBin, "trace", "--duration", "1s")
 	if err == nil {
 		t.Fatal("rdmatrace trace succeeded without privileges")
 	}

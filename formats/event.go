@@ -40,9 +40,12 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	}
 	if e.Has(rdma.EvHasCM) {
 		o = o.str("cm-event", e.CMEvent.String())
+	}
+	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
 		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
-	} else if e.Kind == rdma.EvCMQPCreate {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		if n := statusName(e); n != "" {
+			o = o.str("status-name", n)
+		}
 	}
 	if e.Has(rdma.EvHasAddr) {
 		o = o.str("ps", e.PS.String())
@@ -112,8 +115,10 @@ func EventLine(e *rdma.Event) string {
 	}
 	if e.Has(rdma.EvHasCM) {
 		what = append(what, e.CMEvent.String())
-		if e.Status != 0 {
-			what = append(what, "status "+strconv.Itoa(int(e.Status)))
+	}
+	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
+		if n := statusName(e); n != "" {
+			what = append(what, statusText(e.Status, n))
 		}
 	}
 	if e.Has(rdma.EvHasAddr) && e.Src.IsValid() {
@@ -137,6 +142,28 @@ func EventLine(e *rdma.Event) string {
 		b.WriteString(" (" + c + " cleanup)")
 	}
 	return b.String()
+}
+
+// statusName is CMStatusName of a CM event's or cm_qp_create's status.
+func statusName(e *rdma.Event) string {
+	ev := e.CMEvent
+	if !e.Has(rdma.EvHasCM) {
+		ev = ^rdma.CMEvent(0) // cm_qp_create: an errno, never a reject reason
+	}
+	return rdma.CMStatusName(ev, e.Status)
+}
+
+// statusText is the human view of a status and its name: "status
+// ECONNREFUSED", "status 28 (consumer defined)", "status 5".
+func statusText(status int32, name string) string {
+	num := strconv.Itoa(int(status))
+	switch {
+	case name == num:
+		return "status " + num
+	case status < 0:
+		return "status " + name
+	}
+	return "status " + num + " (" + name + ")"
 }
 
 func pad(b *strings.Builder, s string, w int) {

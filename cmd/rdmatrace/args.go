@@ -8,39 +8,67 @@ import (
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
-// hoistFlags moves a subcommand's flags in front of its positional
-// arguments, so `rdmatrace res qp -j` works like `rdmatrace res -j qp`
-// (urfave/cli stops at the first positional argument). Everything after
-// "--" stays where it is: it belongs to a program being run.
+// hoistFlags rewrites the command line the way iproute2 reads it:
+//   - options before the command are the command's: `rdmatrace -j res qp`
+//     is `rdmatrace res -j qp` (but -V, --version, -h, --help stay
+//     rdmatrace's own);
+//   - a command's options go anywhere among its arguments: `rdmatrace res
+//     qp -j` is `rdmatrace res -j qp` (urfave/cli stops at the first
+//     positional argument);
+//   - -dd is -d: rdmatrace has one level of details.
+//
+// Everything after "--" stays where it is: it belongs to a program being
+// run.
 func hoistFlags(args []string, cmds []*cli.Command) []string {
 	if len(args) < 2 {
 		return args
 	}
-	var cmd *cli.Command
-	ci := -1
-	for i, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
-			continue // a global flag
+	// Before the command, -o json is the -o of whichever command has one;
+	// -p there is iproute2's -p (pretty), not trace's -p PID.
+	anyValue := map[string]bool{}
+	for _, c := range cmds {
+		for n, v := range valueFlags(c) {
+			anyValue[n] = anyValue[n] || v
 		}
+	}
+	anyValue["p"] = false
+	var cmd *cli.Command
+	ci, word := -1, -1
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			switch a {
+			case "-V", "--version", "-version", "-h", "--help", "-help":
+				return args // rdmatrace's own: the command is not run
+			}
+			if n := strings.TrimLeft(a, "-"); !strings.Contains(n, "=") && anyValue[n] {
+				i++
+			}
+			continue // the command's, moved after it below
+		}
+		word = i
 		for _, c := range cmds {
 			if c.HasName(a) {
-				cmd, ci = c, i+1
+				cmd, ci = c, i
 			}
 		}
 		break
 	}
+	if cmd == nil && word > 1 {
+		// `rdmatrace -j nosuch`: the word first, so that the answer is
+		// "unknown command", not "unknown flag -j".
+		out := append([]string{args[0], args[word]}, args[1:word]...)
+		return append(out, args[word+1:]...)
+	}
 	if cmd == nil {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
+	takesValue := valueFlags(cmd)
 	var flags, rest []string
-	tail := args[ci+1:]
+	tail := append(append([]string{}, args[1:ci]...), args[ci+1:]...)
 	for i := 0; i < len(tail); i++ {
 		a := tail[i]
 		if a == "--" {
@@ -52,18 +80,33 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			rest = append(rest, a)
 			continue
 		}
+		if name == "dd" {
+			a, name = "-d", "d"
+		}
 		flags = append(flags, a)
 		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(tail) {
 			i++
 			flags = append(flags, tail[i])
 		}
 	}
-	out := append([]string{}, args[:ci+1]...)
+	out := append([]string{}, args[0], args[ci])
 	out = append(out, flags...)
 	if len(rest) > 0 && rest[0] != "--" {
 		out = append(out, "--")
 	}
 	return append(out, rest...)
+}
+
+// valueFlags says, for each of cmd's flag names, whether it takes a value.
+func valueFlags(cmd *cli.Command) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			m[n] = !isBool
+		}
+	}
+	return m
 }
 
 // maxArgs rejects positional arguments beyond n (hoistFlags' "--" aside):

@@ -5,6 +5,7 @@ import (
 	"testing"
 )
 
+// Global options before the command (rdmatrace -j res) failed before.
 func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 	cmds := newApp().Commands
 	for _, tc := range []struct{ in, want string }{
@@ -15,6 +16,17 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		{"rdmatrace res", "rdmatrace res"},
 		{"rdmatrace res qp link rxe0/- -j", "rdmatrace res -j -- qp link rxe0/-"},
 		{"rdmatrace nosuch -j x", "rdmatrace nosuch -j x"},
+		// iproute2's global options, before the object and after it.
+		{"rdmatrace -j res show qp", "rdmatrace res -j -- show qp"},
+		{"rdmatrace -j -p res s qp -d", "rdmatrace res -j -p -d -- s qp"},
+		{"rdmatrace -dd dev", "rdmatrace dev -d"},
+		{"rdmatrace link -dd -j", "rdmatrace link -d -j"},
+		{"rdmatrace -o json res qp", "rdmatrace res -o json -- qp"},
+		{"rdmatrace -V res", "rdmatrace -V res"},
+		{"rdmatrace --help trace", "rdmatrace --help trace"},
+		{"rdmatrace -j nosuch x", "rdmatrace nosuch -j x"},
+		{"rdmatrace trace -p 12 qp comm rping", "rdmatrace trace -p 12 -- qp comm rping"},
+		{"rdmatrace leaks -j -- ./a -j", "rdmatrace leaks -j -- ./a -j"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {

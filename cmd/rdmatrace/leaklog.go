@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmatrace/rdmatrace/filter"
 	"io"
 	"os"
 	"strconv"
@@ -268,7 +269,7 @@ func (rec *recorded) matches(r *kernlog.Report) []rdma.Finding {
 // kernel's own leak and hang reports, each followed by what a recording of
 // the same boot says about it. "-" reads stdin. A file that cannot be read
 // is named and the others are still read.
-func runLeakLog(logs []string, recording string, f *eventFilter, sink *findingSink, stdin io.Reader, stderr io.Writer) error {
+func runLeakLog(logs []string, recording string, f *filter.Events, sink *findingSink, stdin io.Reader, stderr io.Writer) error {
 	stdins := 0
 	for _, path := range append([]string{recording}, logs...) {
 		if path == "-" {
@@ -297,7 +298,7 @@ func runLeakLog(logs []string, recording string, f *eventFilter, sink *findingSi
 				reps = append(reps, rep)
 			})
 		}
-		rec := p.replayRecording(recording, f.match, wantedBy(reps))
+		rec := p.replayRecording(recording, f.Match, wantedBy(reps))
 		shown := map[string]string{} // each unregistration's findings once: where they were
 		for _, rep := range reps {
 			reports++

@@ -36,6 +36,10 @@ const reorderWindow = uint64(50 * time.Millisecond)
 // notice signals and the program's exit.
 const tickInterval = 250 * time.Millisecond
 
+// leaksFilterKeys are leaks' filter keys: not event, which would hide the
+// destroys that end a resource's life.
+var leaksFilterKeys = []string{"pid", "comm", "dev", "res"}
+
 func leaksCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "leaks",
@@ -59,17 +63,24 @@ func leaksCommand() *cli.Command {
 			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
 			"saved `rdmatrace trace -j` of the same boot says: the objects the WARNING leaves unnamed\n" +
 			"(matched by the unregistering task's PID), or what the hung task waited for.\n" +
-			"Exit status: 3 when leaks were reported; else 0, or with CMD, CMD's own status (post-mortem:\n" +
-			"1 when some lines could not be read).",
-		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON)"},
-			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
-			&cli.StringFlag{Name: "filter-comm", Usage: "only objects whose owner has one of these names (comma list; kernel module names too)"},
-			&cli.StringFlag{Name: "filter-dev", Usage: "only these devices (comma list)"},
-			&cli.StringFlag{Name: "filter-res", Usage: "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)"},
+			"\n" + filterHelp(leaksFilterKeys...) +
+			"   (leaks takes no filter words: its arguments are CMD's.)\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace leaks -- ./my_rdma_app --server      # what it left behind\n" +
+			"   rdmatrace leaks --output report.txt -- ib_write_bw -d rxe0\n" +
+			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
+			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
+			"3  leaks were reported",
+			"N  with -- CMD and no leak: CMD's own status"),
+		Flags: append(append(append([]cli.Flag{
+			// No -o here: --output is the report's file (stdout stays CMD's).
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON, as a stream is)"},
+		}, filterFlags(true, leaksFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
-			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after this long"},
+			streamDetailsFlag,
+			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (-d is --details, as in iproute2)"},
 			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "how often to name what a blocked unregistration waits for"},
 			&cli.IntFlag{Name: "max-table", Value: 1 << 18, Usage: "most resources tracked at once (the rest are counted as untracked)"},
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
@@ -78,7 +89,7 @@ func leaksCommand() *cli.Command {
 			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
-		}, programFlags()...),
+		), programFlags()...),
 		Action: runLeaks,
 	}
 }
@@ -167,7 +178,8 @@ func runLeaks(c *cli.Context) error {
 	if d := c.Duration("interval"); d <= 0 {
 		return usage(c, "--interval %v: expected a positive duration such as 5s", d)
 	}
-	f, err := parseEventFilter(c)
+	// No positional filter words: they would be CMD's.
+	f, err := parseEvents(c, nil, leaksFilterKeys...)
 	if err != nil {
 		return usage(c, "%w", err)
 	}
@@ -209,7 +221,7 @@ func runLeaks(c *cli.Context) error {
 	sink := newFindingSink(out, c.Bool("json"))
 	table := restable.New(c.Int("max-table"))
 	w := leaks.New(table, sink.write)
-	w.Keep = f.match
+	w.Keep = f.Match
 	w.Interval = c.Duration("interval")
 	clock := t.Clock()
 	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {

@@ -128,20 +128,136 @@ func newApp() *cli.App {
 		// help on stdout and exits 1.
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
 	}
+	// -v is --verbose in trace and leaks; -V is the version, as in pwru
+	// and ptcpdump.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version and exit"}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, "rdmatrace", c.App.Version) }
 	return &cli.App{
-		Name:                 "rdmatrace",
-		Usage:                "see who holds which RDMA connection, queue pair and port, since when, and what happened to it",
-		Commands:             commands,
-		EnableBashCompletion: true,
+		Name:      "rdmatrace",
+		Usage:     "see who holds which RDMA connection, queue pair and port, since when, and what happened to it",
+		UsageText: "rdmatrace [-j] [-p] [-d] COMMAND [OPTIONS] [ARGS]",
+		Description: "The global options -j (JSON), -p (pretty JSON) and -d/-dd (details) go before\n" +
+			"the command or after it, as in iproute2's rdma: rdmatrace -j res show qp.\n" +
+			"-j is a JSON array for snapshots (dev, link, res) and one object a line (NDJSON)\n" +
+			"for streams (trace, leaks, parse). Each command's --help has its examples.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace -j -p res show qp             # iproute2's rdma, with owners\n" +
+			"   rdmatrace trace qp pid 1234             # QP events of process 1234\n" +
+			"   rdmatrace leaks -- ./app                # what ./app left behind\n" +
+			"   rdmatrace parse /var/log/bundle/        # saved rdma_cm state\n\n" +
+			"EXIT STATUS:\n" + exitStatus("", "") + "   Each command's --help tells its own.",
+		Version:  versionString(),
+		Commands: append(commands, helpCommand()),
+		// urfave/cli adds --help only when it adds its own help command.
+		Flags: []cli.Flag{cli.HelpFlag},
+		// Not urfave/cli's hidden --generate-bash-completion flag: it made
+		// `trace --<TAB>` start a trace. `rdmatrace completion SHELL` instead.
+		EnableBashCompletion: false,
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // main decides the status
 		OnUsageError:         func(_ *cli.Context, err error, _ bool) error { return usageErr("", nil, err) },
 		CommandNotFound: func(c *cli.Context, name string) {
 			// cli.App takes no error from here: main's rule, applied here.
-			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &usageError{err: fmt.Errorf("unknown command %q", name)})
+			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &usageError{err: unknownCommand(name)})
 			exit(2)
 		},
 	}
+}
+
+// helpCommand is `rdmatrace help [COMMAND]`: urfave/cli's own is hidden
+// with HideHelpCommand and says "No help topic" for a typo.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Usage:     "show the help of rdmatrace or of a command",
+		ArgsUsage: "[COMMAND]",
+		Hidden:    true,
+		Action: func(c *cli.Context) error {
+			if err := maxArgs(c, 1); err != nil {
+				return err
+			}
+			name := c.Args().First()
+			if name == "" {
+				return cli.ShowAppHelp(c)
+			}
+			if findCommand(name) == nil {
+				return usageErr("", nil, unknownCommand(name))
+			}
+			// The same text as `rdmatrace NAME --help`, by the same path.
+			return c.App.Run([]string{c.App.Name, name, "--help"})
+		},
+	}
+}
+
+// findCommand is the command called name (or an alias of it), or nil.
+func findCommand(name string) *cli.Command {
+	for _, c := range commands {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// unknownCommand says so, with the nearest command when one is close.
+func unknownCommand(name string) error {
+	var names []string
+	for _, c := range commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if s := suggest(name, names); s != "" {
+		return fmt.Errorf("unknown command %q; did you mean %q", name, s)
+	}
+	return fmt.Errorf("unknown command %q", name)
+}
+
+// suggest returns the candidate nearest to s by edit distance, when it is
+// near enough to be a typo (at most a third of its letters, and at least
+// one), or one that s is a prefix of.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 0
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if strings.HasPrefix(c, s) && s != "" {
+			d = 1
+		}
+		if best == "" || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > max(1, len(best)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance counts the insertions, deletions, substitutions and swaps
+// of neighbours that turn a into b (optimal string alignment): "tarce" is
+// one from "trace", as a typist sees it.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 func main() {

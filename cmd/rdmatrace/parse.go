@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -28,14 +29,23 @@ legacy dumps arrive in: one device file, cat of several, grep -H/-r output,
 head/tail output, with CRLF, tabs or a truncated last line. The kind of each
 input is told by its content.
 
-Exit status: 0 when every line was understood, 1 when some lines were
-rejected (they are listed on stderr; all good records are still printed),
-2 on usage or I/O errors.`,
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON); same as -o json"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or legacy"},
+` + filterHelp(resFilterFlagKeys...) + `   With -f, every filter of rdmatrace res cm_id (and qp, for rdma res qp input).
+
+EXAMPLES:
+   rdmatrace parse /sys/kernel/debug/rdma_cm/*      # a live legacy dump
+   rdmatrace parse -f 'state LISTEN' bundle/        # the listeners of a support bundle
+   rdma res show cm_id -j | rdmatrace parse -o legacy
+   rdmatrace parse --filter-pid 1234 -j dump.txt
+
+EXIT STATUS:
+` + exitStatus("some lines were rejected (each is named on stderr; every good record is still printed)",
+			"usage error, or an input that cannot be read"),
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON, as a stream is); same as -o json"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or ndjson (both one object a line), legacy"},
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records matching `EXPR`, with the filters of `rdmatrace res cm_id` (e.g. 'state LISTEN ps TCP src-port 7174')"},
-		},
+			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); every output shows all a record has already"},
+		}, filterFlags(false, resFilterFlagKeys...)...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return exitWith(2, err) },
 		Action:       runParse,
 	}
@@ -49,7 +59,7 @@ type parseSink interface {
 
 func runParse(c *cli.Context) error {
 	out := c.String("output")
-	if c.Bool("json") {
+	if c.Bool("json") || out == outNDJSON {
 		out = "json"
 	}
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
@@ -65,9 +75,9 @@ func runParse(c *cli.Context) error {
 	case "legacy":
 		sink = &legacySink{w: formats.NewLegacyWriter(stdout), stderr: stderr}
 	default:
-		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, legacy", out))
+		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, ndjson, legacy", out))
 	}
-	keep, err := parseFilter(c.String("filter"))
+	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -156,15 +166,15 @@ func isTerminal(f *os.File) bool {
 // IDs use the cm_id filters; QPs (from saved `rdma res show qp`) use the
 // qp filters when the expression is valid for QPs too, and are dropped
 // when it is not (a "ps TCP" filter selects no QP).
-func parseFilter(expr string) (func(*rdma.Resource) bool, error) {
-	if expr == "" {
+func parseFilter(words []string) (func(*rdma.Resource) bool, error) {
+	if len(words) == 0 {
 		return func(*rdma.Resource) bool { return true }, nil
 	}
-	cm, err := filter.Parse(rdma.ResCMID, expr)
+	cm, err := filter.ParseArgs(rdma.ResCMID, words)
 	if err != nil {
 		return nil, fmt.Errorf("filter: %w", err)
 	}
-	qp, qerr := filter.Parse(rdma.ResQP, expr)
+	qp, qerr := filter.ParseArgs(rdma.ResQP, words)
 	return func(r *rdma.Resource) bool {
 		if r.Type == rdma.ResQP {
 			return qerr == nil && qp.Match(r)

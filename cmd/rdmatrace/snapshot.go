@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +36,7 @@ const (
 func outputFlags(extra ...string) []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array with iproute2's keys (same as -o json)"},
+		&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable,
 			Usage: "output format: " + strings.Join(append([]string{outTable, outText, outJSON, outNDJSON}, extra...), ", ")},
 		&cli.StringFlag{Name: "nl-record", Hidden: true, Usage: "write the kernel's raw netlink replies to DIR (test fixtures)"},
@@ -42,15 +45,16 @@ func outputFlags(extra ...string) []cli.Flag {
 
 // detailsFlag is iproute2's -d: keys its default output leaves out.
 func detailsFlag(what string) cli.Flag {
-	return &cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "show details, as `rdma -d`: " + what}
+	// No backquotes in Usage: urfave/cli takes them for a value's name.
+	return &cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "show details, as rdma -d does (-dd is the same): " + what}
 }
 
 func outputFormat(c *cli.Context, extra ...string) (string, error) {
-	if c.Bool("json") {
-		return outJSON, nil
-	}
 	o := c.String("output")
 	for _, v := range append([]string{outTable, outText, outJSON, outNDJSON}, extra...) {
+		if o == v && c.Bool("json") {
+			return outJSON, nil
+		}
 		if o == v {
 			return o, nil
 		}
@@ -96,16 +100,28 @@ func partial(err error) error {
 	return exitWith(1, nil)
 }
 
-func writeObjects(w io.Writer, format string, objs []formats.Object, text func(*formats.TextWriter, int) error, table func() *formats.Table) error {
+func writeObjects(w io.Writer, format string, pretty bool, objs []formats.Object, text func(*formats.TextWriter, int) error, table func() *formats.Table) error {
 	switch format {
 	case outJSON:
-		jw := formats.NewJSONArrayWriter(w)
+		var buf bytes.Buffer
+		jw := formats.NewJSONArrayWriter(&buf)
 		for _, o := range objs {
 			if err := jw.Write(o); err != nil {
 				return err
 			}
 		}
-		return jw.Close()
+		if err := jw.Close(); err != nil {
+			return err
+		}
+		if pretty {
+			var ind bytes.Buffer
+			if err := json.Indent(&ind, buf.Bytes(), "", "    "); err != nil {
+				return err
+			}
+			buf = ind
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
 	case outNDJSON:
 		nw := formats.NewNDJSONWriter(w)
 		for _, o := range objs {
@@ -132,13 +148,19 @@ func writeObjects(w io.Writer, format string, objs []formats.Object, text func(*
 
 func devCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "dev",
-		Usage:     "list RDMA devices (like `rdma dev`)",
-		ArgsUsage: "[DEV]",
+		Name:  "dev",
+		Usage: "list RDMA devices (like `rdma dev`)",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace dev\n" +
+			"   rdmatrace dev show mlx5_0 -d\n" +
+			"   rdmatrace -j -p dev\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, an unknown device, a reply that could not be decoded", ""),
+		ArgsUsage: "[show] [DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 1); err != nil {
-				return err
+			args := dropShow(c.Args().Slice())
+			if len(args) > 1 {
+				return usage(c, "unexpected argument %q", args[1])
 			}
 			format, err := outputFormat(c)
 			if err != nil {
@@ -150,12 +172,14 @@ func devCommand() *cli.Command {
 			}
 			defer cl.Close()
 			devs, derr := cl.Devices()
-			devs = selectDevices(devs, c.Args().First())
+			if devs, err = selectDevices(devs, first(args)); err != nil {
+				return exitWith(1, err)
+			}
 			objs := make([]formats.Object, len(devs))
 			for i := range devs {
 				objs[i] = formats.DeviceObject(&devs[i], c.Bool("details"))
 			}
-			err = writeObjects(os.Stdout, format, objs,
+			err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
 				func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], c.Bool("details")) },
 				func() *formats.Table { return formats.DeviceTable(devs) })
 			if err != nil {
@@ -166,29 +190,56 @@ func devCommand() *cli.Command {
 	}
 }
 
-// selectDevices keeps the named device, or all when name is empty.
-func selectDevices(devs []rdma.Device, name string) []rdma.Device {
+// selectDevices keeps the named device, or all when name is empty; a name
+// that is not there is an error that lists the devices that are.
+func selectDevices(devs []rdma.Device, name string) ([]rdma.Device, error) {
 	if name == "" {
-		return devs
+		return devs, nil
 	}
-	var out []rdma.Device
+	var names []string
 	for _, d := range devs {
 		if d.Name == name {
-			out = append(out, d)
+			return []rdma.Device{d}, nil
 		}
+		names = append(names, formats.Sanitize(d.Name))
 	}
-	return out
+	if len(names) == 0 {
+		return nil, fmt.Errorf("unknown device %q: there is no RDMA device", name)
+	}
+	return nil, fmt.Errorf("unknown device %q: the devices are %s", name, strings.Join(names, ", "))
+}
+
+// dropShow drops iproute2's verb before the object: show, or any
+// abbreviation of it (s, sh, sho), or list.
+func dropShow(args []string) []string {
+	if len(args) > 0 && (args[0] != "" && strings.HasPrefix("show", args[0]) || args[0] == "list") {
+		return args[1:]
+	}
+	return args
+}
+
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 func linkCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "link",
-		Usage:     "list RDMA ports with their state and network device (like `rdma link`)",
-		ArgsUsage: "[DEV[/PORT]]",
+		Name:  "link",
+		Usage: "list RDMA ports with their state and network device (like `rdma link`)",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace link\n" +
+			"   rdmatrace link show rxe0/1 -d\n" +
+			"   rdmatrace link -j\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, an unknown device or port, a reply that could not be decoded", ""),
+		ArgsUsage: "[show] [DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 1); err != nil {
-				return err
+			args := dropShow(c.Args().Slice())
+			if len(args) > 1 {
+				return usage(c, "unexpected argument %q", args[1])
 			}
 			format, err := outputFormat(c)
 			if err != nil {
@@ -199,15 +250,23 @@ func linkCommand() *cli.Command {
 				return err
 			}
 			defer cl.Close()
-			devName, portName, _ := strings.Cut(c.Args().First(), "/")
+			devName, portName, _ := strings.Cut(first(args), "/")
 			devs, derr := cl.Devices()
-			ports, perr := cl.Ports(selectDevices(devs, devName))
+			if devs, err = selectDevices(devs, devName); err != nil {
+				return exitWith(1, err)
+			}
+			ports, perr := cl.Ports(devs)
 			if portName != "" {
 				var keep []rdma.Port
+				var have []string
 				for _, p := range ports {
 					if fmt.Sprint(p.Port) == portName {
 						keep = append(keep, p)
 					}
+					have = append(have, fmt.Sprint(p.Port))
+				}
+				if len(keep) == 0 && perr == nil {
+					return exitWith(1, fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", ")))
 				}
 				ports = keep
 			}
@@ -215,7 +274,7 @@ func linkCommand() *cli.Command {
 			for i := range ports {
 				objs[i] = formats.PortObject(&ports[i])
 			}
-			err = writeObjects(os.Stdout, format, objs,
+			err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
 				func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], c.Bool("details")) },
 				func() *formats.Table { return formats.PortTable(ports) })
 			if err != nil {
@@ -226,38 +285,50 @@ func linkCommand() *cli.Command {
 	}
 }
 
+// resFilterFlagKeys are the --filter-KEY flags of res (and parse): the
+// keys every resource type has; the others are iproute2 words only.
+var resFilterFlagKeys = []string{"pid", "comm", "dev"}
+
 func resCommand() *cli.Command {
 	return &cli.Command{
 		Name:    "res",
 		Aliases: []string{"resource"},
 		Usage:   "list RDMA resources and their owners (like `rdma res show`)",
-		ArgsUsage: "[show] [qp|cm_id|cq|mr|pd|ctx|srq] [FILTER VALUE]...\n\n" +
-			"   Without a type: per-device counts. Filters use iproute2's names and\n" +
-			"   values, e.g. `rdmatrace res qp type RC state RTS pid 1234`;\n" +
-			"   numbers take lists and ranges (lqpn 1-10,20), names take lists (state RTS,RTR).",
-		Flags: append(outputFlags(outLegacy),
-			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "filter expression, e.g. 'pid 1234 type RC state RTS'"}),
+		ArgsUsage: "[show] [DEV | qp|cm_id|cq|mr|pd|ctx|srq [FILTER VALUE]...]\n\n" +
+			"   Without a type: per-device counts (of DEV only, when named). Filters use\n" +
+			"   iproute2's names and values, e.g. `rdmatrace res qp type RC state RTS pid 1234`;\n" +
+			"   numbers take lists and ranges (lqpn 1-10,20), names take lists (state RTS,RTR).\n" +
+			"   pid, comm and dev are also --filter-pid, --filter-comm, --filter-dev.",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace res                                  # counts per device\n" +
+			"   rdmatrace res show rxe0                        # counts of one device\n" +
+			"   rdmatrace res s qp type RC state RTS pid 1234  # iproute2's words and abbreviations\n" +
+			"   rdmatrace -j -p res qp --filter-comm rping     # pretty JSON, ptcpdump-style filter\n" +
+			"   rdmatrace res cm_id -o legacy                  # the old rdma_cm debugfs layout\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
+		Flags: append(append(outputFlags(outLegacy),
+			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "filter expression, e.g. 'pid 1234 type RC state RTS'"},
+			detailsFlag("accepted; res shows every attribute the kernel sends already")),
+			filterFlags(false, resFilterFlagKeys...)...),
 		Action: runRes,
 	}
 }
 
 func runRes(c *cli.Context) error {
-	args := c.Args().Slice()
-	if len(args) > 0 && (args[0] == "show" || args[0] == "list") {
-		args = args[1:]
-	}
+	args := dropShow(positional(c))
 	format, err := outputFormat(c, outLegacy)
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 {
-		if c.String("filter") != "" {
-			return usage(c, "--filter needs a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
+	extra := filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
+	if len(args) == 0 || len(args) == 1 && isDevice(args[0]) {
+		if len(extra) > 0 {
+			return usage(c, "filters need a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
 		}
 		if format == outLegacy {
 			return usage(c, "-o legacy needs the cm_id type: rdmatrace res cm_id -o legacy")
 		}
-		return runSummary(c, format)
+		return runSummary(c, format, first(args))
 	}
 	t, err := rdma.ParseResType(args[0])
 	if err != nil {
@@ -266,8 +337,7 @@ func runRes(c *cli.Context) error {
 	if format == outLegacy && t != rdma.ResCMID {
 		return usage(c, "-o legacy is the rdma_cm layout: it shows cm_id only, not %s", t)
 	}
-	words := append(args[1:], strings.Fields(c.String("filter"))...)
-	f, err := filter.ParseArgs(t, words)
+	f, err := filter.ParseArgs(t, append(args[1:], extra...))
 	if err != nil {
 		return usage(c, "%w", err)
 	}
@@ -292,7 +362,7 @@ func runRes(c *cli.Context) error {
 	if format == outLegacy {
 		err = writeLegacy(os.Stdout, cl, devs, kept)
 	} else {
-		err = writeResources(os.Stdout, format, t, kept)
+		err = writeResources(os.Stdout, format, c.Bool("pretty"), t, kept)
 	}
 	if err != nil {
 		return err
@@ -300,28 +370,52 @@ func runRes(c *cli.Context) error {
 	return partial(errors.Join(derr, rerr))
 }
 
-func writeResources(w io.Writer, format string, t rdma.ResType, rs []rdma.Resource) error {
+// sysClassInfiniband is where the kernel lists RDMA devices by name.
+var sysClassInfiniband = "/sys/class/infiniband"
+
+// isDevice tells `res show DEV` from `res show TYPE`: a word that is no
+// resource type and names a device. Sysfs answers without netlink, so a
+// typo of a type stays a usage error on any machine.
+func isDevice(name string) bool {
+	if _, err := rdma.ParseResType(name); err == nil || strings.Contains(name, "/") || name == "." || name == ".." {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(sysClassInfiniband, name))
+	return err == nil
+}
+
+func writeResources(w io.Writer, format string, pretty bool, t rdma.ResType, rs []rdma.Resource) error {
 	objs := make([]formats.Object, len(rs))
 	for i := range rs {
 		objs[i] = formats.ResourceObject(&rs[i])
 	}
-	return writeObjects(w, format, objs,
+	return writeObjects(w, format, pretty, objs,
 		func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
 		func() *formats.Table { return formats.ResourceTable(t, rs) })
 }
 
-func runSummary(c *cli.Context, format string) error {
+// runSummary shows the per-device counts, of dev only when not "".
+func runSummary(c *cli.Context, format, dev string) error {
 	cl, err := dial(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	sums, serr := cl.Summaries()
+	if dev != "" {
+		var keep []rdma.Summary
+		for _, s := range sums {
+			if s.DevName == dev {
+				keep = append(keep, s)
+			}
+		}
+		sums = keep
+	}
 	objs := make([]formats.Object, len(sums))
 	for i := range sums {
 		objs[i] = formats.SummaryObject(&sums[i])
 	}
-	err = writeObjects(os.Stdout, format, objs,
+	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
 		func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
 		func() *formats.Table { return formats.SummaryTable(sums) })
 	if err != nil {

@@ -31,17 +31,24 @@ func traceCommand() *cli.Command {
 			"QP state changes and device (un)registration, each with the cheapest variant the\n" +
 			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
 			"exist when tracing starts are listed first as \"exists\" events. Events the kernel\n" +
-			"could not queue are counted and reported, live and at the end.",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per event (NDJSON)"},
-			&cli.StringFlag{Name: "filter-pid", Usage: "only objects owned by these PIDs (comma list, ranges)"},
-			&cli.StringFlag{Name: "filter-comm", Usage: "only objects whose owner has one of these names (comma list; kernel module names too)"},
-			&cli.StringFlag{Name: "filter-dev", Usage: "only these devices (comma list)"},
-			&cli.StringFlag{Name: "filter-res", Usage: "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)"},
-			&cli.StringFlag{Name: "filter-event", Usage: "only these events (create, destroy, modify, cm_event_handler, ..., or cm)"},
+			"could not queue are counted and reported, live and at the end.\n\n" +
+			filterHelp(traceFilterKeys...) +
+			"   A first word that is no key is a resource type: trace qp pid 1234.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace trace                              # everything, human view\n" +
+			"   rdmatrace trace qp pid 1234 comm rping       # iproute2's words\n" +
+			"   rdmatrace trace -p 1234 --filter-res qp      # bpftrace's -p, ptcpdump's --filter-*\n" +
+			"   rdmatrace trace cm_id event cm -j            # rdma_cm events as NDJSON\n" +
+			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n\n" +
+			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or the kernel cannot trace RDMA (the line says why)", "",
+			"130  a second Ctrl-C (128 + the signal): exited at once"),
+		ArgsUsage: "[TYPE] [FILTER VALUE]...",
+		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is)"),
+			filterFlags(true, traceFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
-			&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "stop after this long"},
+			streamDetailsFlag,
+			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (-d is --details, as in iproute2)"},
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
@@ -50,113 +57,13 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
-		},
+		),
 		Action: runTrace,
 	}
 }
 
-// eventFilter selects events by owner, device, type and kind.
-type eventFilter struct {
-	pids       filterNums
-	comms      map[string]bool
-	devs       map[string]bool
-	res        map[rdma.ResType]bool
-	kinds      map[rdma.EventKind]bool
-	kernelOnly bool
-	userOnly   bool
-}
-
-type filterNums [][2]uint64
-
-func (n filterNums) has(v uint64) bool {
-	for _, r := range n {
-		if v >= r[0] && v <= r[1] {
-			return true
-		}
-	}
-	return false
-}
-
-func parseEventFilter(c *cli.Context) (*eventFilter, error) {
-	f := &eventFilter{kernelOnly: c.Bool("kernel-only"), userOnly: c.Bool("user-only")}
-	if f.kernelOnly && f.userOnly {
-		return nil, errors.New("--kernel-only and --user-only exclude each other")
-	}
-	for _, part := range splitList(c.String("filter-pid")) {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.ParseUint(lo, 10, 32)
-		b := a
-		if err == nil && isRange {
-			b, err = strconv.ParseUint(hi, 10, 32)
-		}
-		if err != nil || b < a {
-			return nil, fmt.Errorf("--filter-pid %q: expected PIDs and ranges like 1234,2000-2100", part)
-		}
-		f.pids = append(f.pids, [2]uint64{a, b})
-	}
-	set := func(v string) map[string]bool {
-		m := map[string]bool{}
-		for _, s := range splitList(v) {
-			m[s] = true
-		}
-		return m
-	}
-	f.comms, f.devs = set(c.String("filter-comm")), set(c.String("filter-dev"))
-	f.res = map[rdma.ResType]bool{}
-	for _, s := range splitList(c.String("filter-res")) {
-		t, err := rdma.ParseResType(s)
-		if err != nil {
-			return nil, fmt.Errorf("--filter-res: %w", err)
-		}
-		f.res[t] = true
-	}
-	f.kinds = map[rdma.EventKind]bool{}
-	for _, s := range splitList(c.String("filter-event")) {
-		ks, err := rdma.ParseEventKind(s)
-		if err != nil {
-			return nil, fmt.Errorf("--filter-event: %w", err)
-		}
-		for _, k := range ks {
-			f.kinds[k] = true
-		}
-	}
-	return f, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (f *eventFilter) match(e *rdma.Event) bool {
-	if len(f.pids) > 0 && !(e.Has(rdma.EvHasOwner) && (f.pids.has(uint64(e.Owner.PID)) || f.pids.has(uint64(e.Owner.TID)))) {
-		return false
-	}
-	if len(f.comms) > 0 && !f.comms[e.Owner.Comm] && !f.comms[e.Owner.KernName] {
-		return false
-	}
-	if len(f.devs) > 0 && !f.devs[e.DevName] {
-		return false
-	}
-	if len(f.res) > 0 && !(e.Has(rdma.EvHasRes) && f.res[e.Res]) {
-		return false
-	}
-	if len(f.kinds) > 0 && !f.kinds[e.Kind] {
-		return false
-	}
-	if f.kernelOnly && e.Owner.KernName == "" {
-		return false
-	}
-	if f.userOnly && !e.Has(rdma.EvUser) {
-		return false
-	}
-	return true
-}
+// traceFilterKeys are trace's filter keys: all of filter.EventKeys.
+var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event"}
 
 // eventSink writes events as NDJSON or human lines.
 type eventSink struct {
@@ -181,7 +88,8 @@ func (s *eventSink) flush() error {
 }
 
 func runTrace(c *cli.Context) error {
-	if err := maxArgs(c, 0); err != nil {
+	format, err := streamFormat(c)
+	if err != nil {
 		return err
 	}
 	if err := checkTracerFlags(c); err != nil {
@@ -190,7 +98,7 @@ func runTrace(c *cli.Context) error {
 	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
 		return err
 	}
-	f, err := parseEventFilter(c)
+	f, err := parseEvents(c, positional(c), traceFilterKeys...)
 	if err != nil {
 		return usage(c, "%w", err)
 	}
@@ -211,14 +119,14 @@ func runTrace(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: c.Bool("json")}
+	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: format == outJSON}
 	sink.nd = formats.NewNDJSONWriter(os.Stdout)
 	var seen, shown uint64
 	limit := uint64(c.Int("count"))
 
 	if !c.Bool("no-snapshot") {
 		if err := snapshotEvents(t.Clock(), func(e *rdma.Event) {
-			if f.match(e) {
+			if f.Match(e) {
 				_ = sink.write(e)
 			}
 		}); err != nil {
@@ -259,7 +167,7 @@ func runTrace(c *cli.Context) error {
 	err = t.Run(ctx, tracer.Consumer{
 		Event: func(ev *rdma.Event) error {
 			seen++
-			if !f.match(ev) {
+			if !f.Match(ev) {
 				return nil
 			}
 			if err := sink.write(ev); err != nil {

@@ -17,18 +17,28 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 	}{
 		{"--bogus", "unknown flag --bogus"},
 		{"nosuch", `unknown command "nosuch"`},
+		{"tarce", `unknown command "tarce"; did you mean "trace"`},
+		{"help rse", `unknown command "rse"; did you mean "res"`},
+		{"-j nosuch", `unknown command "nosuch"`},
 		{"trace --bogus", "unknown flag --bogus"},
 		{"trace --count -1", "--count -1: expected 0 (no limit) or more"},
 		{"trace -c x", `-c "x": expected a whole number`},
 		{"trace --duration -1s", "--duration -1s: expected a positive duration"},
-		{"trace -d 5", `-d "5": expected a duration`},
+		{"trace --duration 5", `--duration "5": expected a duration`},
+		{"trace -d 5s", `unknown resource type "5s"`}, // -d is --details now
+		{"trace -o xml", `unknown output format "xml"`},
+		{"trace qp colour red", `unknown event filter "colour": valid filters are comm, dev, event, pid, res`},
+		{"trace queue", `unknown resource type "queue"`},
+		{"trace --pid x", `filter pid: bad number "x"`},
+		{"trace -p 1-", `filter pid: bad range "1-"`},
+		{"trace --filter-event bogus", `filter event: unknown event "bogus"`},
+		{"-j trace --filter-pid 1,x", `filter pid: bad number "x"`},
 		{"trace --ring-size 3", "--ring-size 3: expected a power of two from 4096 to 2147483648 bytes"},
 		{"trace --ring-size 12288", "--ring-size 12288: expected a power of two"},
 		{"trace --ring-size 4294967296", "--ring-size 4294967296: expected a power of two"},
 		{"trace --ring-size 8589934592", "--ring-size 8589934592: expected a power of two"},
 		{"trace --filter-res bogus", `unknown resource type "bogus"`},
 		{"trace --kernel-only --user-only", "exclude each other"},
-		{"trace qp", `unexpected argument "qp"`},
 		{"trace --ready-file", "--ready-file needs a value"},
 		{"leaks --bogus", "unknown flag --bogus"},
 		{"leaks --duration -5s", "--duration -5s: expected a positive duration"},
@@ -43,20 +53,35 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"res qp -o xml", `unknown output format "xml"`},
 		{"res qp colour red", `unknown qp filter "colour"`},
 		{"res -o", "-o needs a value"},
+		{"res qp --filter-pid x", `filter pid: bad number "x"`},
+		{"res --filter-pid 1", "filters need a resource type"},
+		{"-j res qp colour red", `unknown qp filter "colour"`},
+		{"res qp -dd colour red", `unknown qp filter "colour"`},
 		{"dev --bogus", "unknown flag --bogus"},
 		{"dev rxe0 rxe1", `unexpected argument "rxe1"`},
+		{"dev show rxe0 rxe1", `unexpected argument "rxe1"`},
 		{"dev -o xml", `unknown output format "xml"`},
 		{"link --bogus", "unknown flag --bogus"},
 		{"link rxe0/1 rxe1/1", `unexpected argument "rxe1/1"`},
 		{"parse --bogus", "unknown flag --bogus"},
+		{"ps --pid x", `filter pid: bad number "x"`},
+		{"ps -o text", "-o text: ps has table, json and ndjson"},
+		{"ps rping", `unexpected argument "rping"`},
 		{"parse -x", "unknown flag -x"},
+		{"leaks --pid x", `filter pid: bad number "x"`},
+		{"leaks --filter-event create", "unknown flag --filter-event"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			args := strings.Fields(tc.args)
 			stdout, stderr, code := rdmatrace(t, args...)
 			cmd := ""
-			if !strings.HasPrefix(args[0], "-") && args[0] != "nosuch" {
-				cmd = args[0]
+			for _, a := range args {
+				if !strings.HasPrefix(a, "-") {
+					if findCommand(a) != nil && a != "help" {
+						cmd = a
+					}
+					break
+				}
 			}
 			help, prefix := "rdmatrace", ""
 			if cmd != "" {

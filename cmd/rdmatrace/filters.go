@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/filter"
+)
+
+// filterUsage says what each --filter-KEY takes.
+var filterUsage = map[string]string{
+	"pid":   "only objects owned by these PIDs (comma list, ranges: 1234,2000-2100)",
+	"comm":  "only objects whose owner has one of these names (comma list; kernel module names too)",
+	"dev":   "only these devices (comma list)",
+	"res":   "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)",
+	"event": "only these events (create, destroy, modify, cm_event_handler, ..., or cm)",
+}
+
+// filterFlags are the --filter-KEY flags for keys (and --pid, -p with
+// pidShort, as in bpftrace and ptcpdump): the same words as the iproute2
+// form KEY VALUE, through the same parser.
+func filterFlags(pidShort bool, keys ...string) []cli.Flag {
+	var fs []cli.Flag
+	for _, k := range keys {
+		fs = append(fs, &cli.StringFlag{Name: "filter-" + k, Usage: filterUsage[k]})
+	}
+	pid := &cli.StringFlag{Name: "pid", Usage: "same as --filter-pid"}
+	if pidShort {
+		pid.Aliases = []string{"p"}
+	}
+	return append(fs, pid)
+}
+
+// filterWords turns the --filter-KEY and --pid flags that were given into
+// iproute2's KEY VALUE words, after words.
+func filterWords(c *cli.Context, words []string, keys ...string) []string {
+	out := append([]string{}, words...)
+	for _, k := range keys {
+		if v := c.String("filter-" + k); v != "" {
+			out = append(out, k, v)
+		}
+	}
+	if v := c.String("pid"); v != "" {
+		out = append(out, "pid", v)
+	}
+	return out
+}
+
+// parseEvents reads trace's and leaks' event filter: positional words
+// (`qp pid 1234 comm rping`), --filter-KEY flags and --kernel-only or
+// --user-only.
+func parseEvents(c *cli.Context, words []string, keys ...string) (*filter.Events, error) {
+	f, err := filter.ParseEvents(filterWords(c, words, keys...))
+	if err != nil {
+		return nil, err
+	}
+	f.KernelOnly, f.UserOnly = c.Bool("kernel-only"), c.Bool("user-only")
+	if f.KernelOnly && f.UserOnly {
+		return nil, errors.New("--kernel-only and --user-only exclude each other")
+	}
+	return f, nil
+}
+
+// positional is the command's arguments without hoistFlags' "--".
+func positional(c *cli.Context) []string {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	return args
+}
+
+// filterHelp documents the filters once, for every command's help.
+func filterHelp(keys ...string) string {
+	return "FILTERS: KEY VALUE words, as iproute2's rdma takes them, or --filter-KEY VALUE\n" +
+		"   (keys: " + strings.Join(keys, ", ") + "); numbers take comma lists and ranges\n" +
+		"   (pid 1234,2000-2100), names take comma lists (comm rping,ib_srpt).\n"
+}
+
+// streamOutputFlags are -j and -o of the streams (trace, leaks, parse):
+// JSON there is one object a line, so that a consumer can read it as it
+// comes; -o ndjson is the same.
+func streamOutputFlags(jsonUsage string) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: jsonUsage},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText,
+			Usage: "output `FORMAT`: text, json or ndjson (both one object a line)"},
+	}
+}
+
+// streamDetailsFlag is -d of trace and leaks: accepted as everywhere, for
+// iproute2's habit; their human view already shows every field it has.
+var streamDetailsFlag = &cli.BoolFlag{Name: "details", Aliases: []string{"d"},
+	Usage: "accepted as in iproute2 (-dd too); the human view shows every field already, -j has them all"}
+
+// streamFormat is the output of trace and leaks: text, or JSON (NDJSON).
+func streamFormat(c *cli.Context) (string, error) {
+	switch o := c.String("output"); o {
+	case outText, "table":
+		if c.Bool("json") {
+			return outJSON, nil
+		}
+		return outText, nil
+	case outJSON, outNDJSON:
+		return outJSON, nil
+	default:
+		return "", usage(c, "unknown output format %q: valid formats are text, json, ndjson", o)
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// --version and -V print the stamped version (failed before: unknown flag).
+func TestVersionFlags(t *testing.T) {
+	for _, flag := range []string{"--version", "-V"} {
+		stdout, stderr, code := rdmatrace(t, flag)
+		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "rdmatrace ") || strings.Count(stdout, "\n") != 1 {
+			t.Errorf("rdmatrace %s: exit %d, stdout %q, stderr %q; want one line \"rdmatrace VERSION\"", flag, code, stdout, stderr)
+		}
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	for _, tc := range []struct {
+		main     string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"v1.2.3", nil, "v1.2.3"}, // go install ...@v1.2.3
+		{"(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}, "devel-0123456789ab-dirty"},
+		{"(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "false"}}, "devel-0123456789ab"},
+		{"(devel)", nil, "devel"}, // -buildvcs=false
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: tc.main}, Settings: tc.settings}
+		if got := buildInfoVersion(bi); got != tc.want {
+			t.Errorf("buildInfoVersion(%s, %v) = %q, want %q", tc.main, tc.settings, got, tc.want)
+		}
+	}
+}
+
+// help and help COMMAND show the help (failed before: "No help topic").
+func TestHelpCommand(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"help", "rdmatrace [-j] [-p] [-d] COMMAND"},
+		{"help res", "rdmatrace res - list RDMA resources"},
+		{"help resource", "rdmatrace res - list RDMA resources"},
+		{"help trace", "rdmatrace trace - stream RDMA"},
+	} {
+		stdout, stderr, code := rdmatrace(t, strings.Fields(tc.args)...)
+		if code != 0 || stderr != "" || !strings.Contains(stdout, tc.want) {
+			t.Errorf("rdmatrace %s: exit %d, stderr %q, stdout without %q:\n%s", tc.args, code, stderr, tc.want, stdout)
+		}
+	}
+}
+
+func TestSuggestNamesTheNearestCommand(t *testing.T) {
+	names := []string{"completion", "dev", "leaks", "link", "parse", "res", "trace"}
+	for in, want := range map[string]string{
+		"tarce": "trace", "trac": "trace", "rse": "res", "lnik": "link", "leak": "leaks",
+		"resource": "", "xyz": "", "parser": "parse", "de": "dev", "l": "leaks",
+	} {
+		if got := suggest(in, names); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// dev show DEV, link show DEV/PORT: "show" was taken for the device name.
+func TestDropShowTakesIproute2Abbreviations(t *testing.T) {
+	for in, want := range map[string]string{
+		"show rxe0": "rxe0", "s qp": "qp", "sh": "", "list qp": "qp", "rxe0": "rxe0", "": "",
+		"srq": "srq", "showx": "showx",
+	} {
+		if got := strings.Join(dropShow(strings.Fields(in)), " "); got != want {
+			t.Errorf("dropShow(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// An unknown device was nothing and exit 0; now an error naming the devices.
+func TestUnknownDeviceListsTheDevices(t *testing.T) {
+	devs := []rdma.Device{{Name: "rxe0"}, {Name: "siw0"}}
+	if got, err := selectDevices(devs, "siw0"); err != nil || len(got) != 1 || got[0].Name != "siw0" {
+		t.Errorf("selectDevices(siw0) = %v, %v", got, err)
+	}
+	if got, err := selectDevices(devs, ""); err != nil || len(got) != 2 {
+		t.Errorf("selectDevices(\"\") = %v, %v", got, err)
+	}
+	_, err := selectDevices(devs, "mlx5_0")
+	if err == nil || err.Error() != `unknown device "mlx5_0": the devices are rxe0, siw0` {
+		t.Errorf("selectDevices(mlx5_0): %v", err)
+	}
+	_, err = selectDevices(nil, "show")
+	if err == nil || err.Error() != `unknown device "show": there is no RDMA device` {
+		t.Errorf("selectDevices(show) with no devices: %v", err)
+	}
+}
+
+func TestResShowDevTellsDevicesFromTypes(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"rxe0", "mlx5_0"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := sysClassInfiniband
+	sysClassInfiniband = dir
+	defer func() { sysClassInfiniband = old }()
+	for in, want := range map[string]bool{"rxe0": true, "mlx5_0": true, "qp": false, "rxe1": false, "../" + filepath.Base(dir): false, "m": false} {
+		if got := isDevice(in); got != want {
+			t.Errorf("isDevice(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/filter"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/proc"
+	"github.com/rdmatrace/rdmatrace/ps"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+func init() { commands = append(commands, psCommand()) }
+
+func psCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ps",
+		Usage:     "list the processes and kernel modules that hold RDMA resources, with their counts, devices and open /dev/infiniband files (an lsof for RDMA)",
+		ArgsUsage: " ",
+		Description: "One row per process (its threads folded in) and per kernel module ([module]),\n" +
+			"from the kernel's RDMA netlink snapshot of every resource type.\n\n" +
+			filterHelp(resFilterFlagKeys...) +
+			"EXAMPLES:\n" +
+			"   rdmatrace ps\n" +
+			"   rdmatrace ps --filter-dev mlx5_0 -j\n" +
+			"   rdmatrace -j -p ps --pid 1234\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
+		Flags: append(append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array (same as -o json)"},
+			&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable, Usage: "output format: table, json, ndjson"},
+		}, filterFlags(false, resFilterFlagKeys...)...),
+			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); ps shows all it has already"}),
+		Action: runPs,
+	}
+}
+
+func runPs(c *cli.Context) error {
+	if err := maxArgs(c, 0); err != nil {
+		return err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if format == outText {
+		return usage(c, "-o text: ps has table, json and ndjson")
+	}
+	words := filterWords(c, nil, resFilterFlagKeys...)
+	filters := map[rdma.ResType]*filter.Filter{}
+	for _, t := range rdma.ResourceTypes {
+		if filters[t], err = filter.ParseArgs(t, words); err != nil {
+			return usage(c, "%w", err)
+		}
+	}
+	cl, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	devs, derr := cl.Devices()
+	var comms proc.CommCache
+	var all []rdma.Resource
+	errs := []error{derr}
+	var unknown []rdma.ResType
+	for _, t := range rdma.ResourceTypes {
+		f := filters[t]
+		rs, err := cl.Resources(t, devs)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
+			unknown = append(unknown, t)
+			err = nil
+		}
+		errs = append(errs, err)
+		for i := range rs {
+			if !rs[i].Owner.Kernel() {
+				rs[i].Owner.Comm = comms.Comm(rs[i].Owner.PID)
+			}
+			if f.Match(&rs[i]) {
+				all = append(all, rs[i])
+			}
+		}
+	}
+	rows := ps.Rows(all, &comms, "", unknown...)
+	objs := make([]formats.Object, len(rows))
+	for i := range rows {
+		objs[i] = ps.Object(&rows[i])
+	}
+	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ps.Table(rows) })
+	if err != nil {
+		return err
+	}
+	return partial(errors.Join(errs...))
+}

@@ -1,0 +1,74 @@
+package ps
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/ps")
+
+type fakeProcs struct{}
+
+func (fakeProcs) Comm(pid uint32) string {
+	return map[uint32]string{812: "rping", 900: "ib_write_bw\x1b[31m"}[pid]
+}
+func (fakeProcs) TGID(tid uint32) uint32 { return map[uint32]uint32{813: 812}[tid] }
+func (fakeProcs) RDMAFiles(pid uint32, _ string) []string {
+	if pid == 812 {
+		return []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0 (rxe0)"}
+	}
+	return nil
+}
+
+func res(t rdma.ResType, dev string, pid uint32, module string) rdma.Resource {
+	return rdma.Resource{Type: t, DevName: dev, Owner: rdma.Owner{PID: pid, TID: pid, KernName: module}}
+}
+
+// One row per process (threads folded into their process) and per kernel
+// module, with its counts, devices and files; control characters of a
+// name never reach the terminal.
+func TestRowsGolden(t *testing.T) {
+	rs := []rdma.Resource{
+		res(rdma.ResQP, "rxe0", 0, "ib_core"), res(rdma.ResCQ, "rxe0", 0, "ib_core"), res(rdma.ResPD, "rxe1", 0, "ib_core"),
+		res(rdma.ResCTX, "rxe0", 812, ""), res(rdma.ResPD, "rxe0", 812, ""), res(rdma.ResCQ, "rxe0", 813, ""),
+		res(rdma.ResQP, "rxe0", 813, ""), res(rdma.ResCMID, "rxe0", 812, ""), res(rdma.ResCMID, "rxe0", 812, ""),
+		res(rdma.ResMR, "rxe0", 900, ""), res(rdma.ResCMID, "", 0, "rdma_cm"),
+	}
+	rows := Rows(rs, fakeProcs{}, "", rdma.ResSRQ) // as on Linux 5.10
+	var out bytes.Buffer
+	if err := Table(rows).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	nd := formats.NewNDJSONWriter(&out)
+	for i := range rows {
+		if err := nd.Write(Object(&rows[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "testdata", "ps", "rows.golden")
+	if *update {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (-update creates it)", err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("got:\n%s\nwant:\n%s", out.Bytes(), want)
+	}
+	if bytes.Contains(out.Bytes(), []byte{0x1b}) {
+		t.Error("a raw ESC reached the output")
+	}
+}
