@@ -17,7 +17,7 @@ FUZZMINTIME ?= 1000x
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
 # that leaks a QP for the leak tests.
-WORKLOADS := out/churn out/leakqp
+WORKLOADS := out/churn out/leakqp out/noise
 
 .PHONY: all build unit fuzz e2e test capture generate bench demo clean man install
 

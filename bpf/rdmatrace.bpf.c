@@ -32,6 +32,8 @@ enum event_kind {
 	EV_DEV_REGISTER = 9,
 	EV_DEV_UNREGISTER = 10,
 	EV_DEV_UNREGISTERED = 11,
+	EV_SPAN = 20,    /* bench-trace: a kernel function returned; dur is its time */
+	EV_OFF_CPU = 21, /* bench-trace: a followed thread ran again after an off-CPU spell */
 };
 
 /* rdma_cma tracepoints, in EV_CM's cm_tp. */
@@ -63,6 +65,8 @@ enum cm_tp {
 #define F_HAS_ADDR (1 << 6)  /* src/dst/ps are set */
 #define F_EXITING (1 << 7)   /* the actor was exiting (PF_EXITING): cleanup at process exit */
 #define F_CLOSING (1 << 8)   /* inside ib_uverbs_close or ucma_close: cleanup of a closed file */
+#define F_HAS_SIZE (1 << 12) /* bench-trace: size is set */
+#define F_PREEMPTED (1 << 13) /* bench-trace: off-CPU while runnable (preempted), not asleep */
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h; a #define, so not in BTF */
 
@@ -96,6 +100,13 @@ struct event {
 	__u8 src[ADDR_LEN];
 	__u8 dst[ADDR_LEN];
 	__u64 owner_cgroup; /* cgroup v2 id of res->task; 0 for kernel objects */
+	/* bench-trace: spans and off-CPU spells (EV_SPAN, EV_OFF_CPU), MR length */
+	__u64 dur;  /* ns: a span's or an off-CPU spell's length; ts is its start */
+	__u64 size; /* ib_umem_get's size, an MR's length (F_HAS_SIZE) */
+	__u64 wait; /* off-CPU: ns from its wakeup to switch-in (0: not woken while traced) */
+	__u32 func; /* EV_SPAN: enum span_func */
+	__u32 next_pid; /* off-CPU: the first task that ran instead (its tid) */
+	char next_comm[TASK_COMM_LEN];
 };
 
 /* Keep the type in the object so bpf2go -type can generate it. */
@@ -387,6 +398,8 @@ static __always_inline void set_res(struct event *e, struct rdma_restrack_entry 
 		struct ib_mr *mr = container(res, struct ib_mr, res);
 		e->obj = (__u64)mr;
 		set_dev(e, BPF_CORE_READ(mr, device));
+		e->size = BPF_CORE_READ(mr, length); /* bench-trace: an MR's length */
+		e->flags |= F_HAS_SIZE;
 		break;
 	}
 	case 5: { /* CTX */
@@ -780,3 +793,233 @@ int BPF_PROG(selftest_take_entry, __u64 key)
 		bpf_map_delete_elem(&entry_args, &key);
 	return 0;
 }
+
+/* ==== bench-trace: kernel-function spans and off-CPU spells ====
+ * A span is one call of a kernel function that does the work behind a verb
+ * or an rdma_cm step, timed from fentry to fexit (kprobe to kretprobe). An
+ * off-CPU spell is the time a followed thread spent switched out, reported
+ * when it runs again, with who ran first in its place. Followed threads are
+ * those of the processes (tgids) user space puts in `follow`: the scheduler
+ * hooks fire for every switch on the machine and must stay cheap, and
+ * ucma_get_event's time is mostly waiting, only worth it for the benchmark. */
+
+enum span_func {
+	SPAN_RDMA_RESOLVE_ADDR = 1,
+	SPAN_RDMA_RESOLVE_ROUTE,
+	SPAN_RDMA_CONNECT_LOCKED,
+	SPAN_UCMA_GET_EVENT,
+	SPAN_IB_UVERBS_REG_MR,
+	SPAN_IB_UMEM_GET,
+	SPAN_IB_DEREG_MR_USER,
+	SPAN_IB_UVERBS_ALLOC_PD,
+	SPAN_UVERBS_CQ_CREATE,
+	SPAN_UVERBS_QP_CREATE,
+	SPAN_IB_UVERBS_CREATE_CQ,
+	SPAN_IB_UVERBS_EX_CREATE_CQ,
+	SPAN_IB_UVERBS_CREATE_QP,
+	SPAN_IB_UVERBS_EX_CREATE_QP,
+	SPAN_IB_UVERBS_MODIFY_QP,
+	SPAN_IB_UVERBS_EX_MODIFY_QP,
+};
+
+/* Processes whose threads the scheduler hooks and the followed-only spans
+ * watch; filled by user space (--follow-pid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} follow SEC(".maps");
+
+struct span_key {
+	__u32 tid;
+	__u32 func;
+};
+
+struct span_start {
+	__u64 ts;
+	__u64 size;
+	__u64 dev; /* struct ib_device *, where the entry knows it */
+};
+
+/* LRU: an entry whose exit never came (a missed fexit) must not pin a slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct span_key);
+	__type(value, struct span_start);
+} span_starts SEC(".maps");
+
+struct offcpu {
+	__u64 start;
+	__u64 wake;
+	__u32 next_pid;
+	__u32 preempted;
+	char next_comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u32); /* tid of the followed thread */
+	__type(value, struct offcpu);
+} offcpu_starts SEC(".maps");
+
+static __always_inline int followed(__u32 tgid)
+{
+	return tgid && bpf_map_lookup_elem(&follow, &tgid) != 0;
+}
+
+static __always_inline int span_enter(__u32 func, __u64 size, __u64 dev, int only_followed)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (only_followed && !followed(id >> 32))
+		return 0;
+	struct span_key k = {.tid = (__u32)id, .func = func};
+	struct span_start s = {.ts = bpf_ktime_get_ns(), .size = size, .dev = dev};
+	bpf_map_update_elem(&span_starts, &k, &s, BPF_ANY);
+	return 0;
+}
+
+/* ret is the return value widened as the function's type says: an errno
+ * (-4095..-1) becomes the status, anything else (a count, a pointer) is 0. */
+static __always_inline int span_exit(__u32 func, long ret)
+{
+	struct span_key k = {.tid = (__u32)bpf_get_current_pid_tgid(), .func = func};
+	struct span_start *sp = bpf_map_lookup_elem(&span_starts, &k);
+	if (!sp)
+		return 0;
+	struct span_start s = *sp;
+	bpf_map_delete_elem(&span_starts, &k);
+	struct event *e = reserve(EV_SPAN);
+	if (!e)
+		return 0;
+	e->dur = e->ts - s.ts;
+	e->ts = s.ts;
+	e->func = func;
+	e->status = (ret < 0 && ret >= -4095) ? (__s32)ret : 0;
+	if (s.size) {
+		e->size = s.size;
+		e->flags |= F_HAS_SIZE;
+	}
+	if (s.dev)
+		set_dev(e, (struct ib_device *)s.dev);
+	submit(e);
+	return 0;
+}
+
+/* One fentry/fexit and one kprobe/kretprobe pair per function; nargs is
+ * where fexit finds the return value, rtype its C type. */
+#define SPAN(fn, func, nargs, rtype, only_followed)                              \
+	SEC("fentry/" #fn)                                                       \
+	int fentry_span_##fn(__u64 *ctx) { return span_enter(func, 0, 0, only_followed); } \
+	SEC("fexit/" #fn)                                                        \
+	int fexit_span_##fn(__u64 *ctx) { return span_exit(func, (long)(rtype)ctx[nargs]); } \
+	SEC("kprobe/" #fn)                                                       \
+	int kprobe_span_##fn(struct pt_regs *ctx) { return span_enter(func, 0, 0, only_followed); } \
+	SEC("kretprobe/" #fn)                                                    \
+	int kretprobe_span_##fn(struct pt_regs *ctx) { return span_exit(func, (long)(rtype)PT_REGS_RC(ctx)); }
+
+SPAN(rdma_resolve_addr, SPAN_RDMA_RESOLVE_ADDR, 4, int, 0)
+SPAN(rdma_resolve_route, SPAN_RDMA_RESOLVE_ROUTE, 2, int, 0)
+SPAN(rdma_connect_locked, SPAN_RDMA_CONNECT_LOCKED, 2, int, 0)
+SPAN(ucma_get_event, SPAN_UCMA_GET_EVENT, 4, long, 1)
+SPAN(ib_uverbs_reg_mr, SPAN_IB_UVERBS_REG_MR, 1, int, 0)
+SPAN(ib_dereg_mr_user, SPAN_IB_DEREG_MR_USER, 2, int, 0)
+SPAN(ib_uverbs_alloc_pd, SPAN_IB_UVERBS_ALLOC_PD, 1, int, 0)
+SPAN(ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE, SPAN_UVERBS_CQ_CREATE, 1, int, 0)
+SPAN(ib_uverbs_handler_UVERBS_METHOD_QP_CREATE, SPAN_UVERBS_QP_CREATE, 1, int, 0)
+SPAN(ib_uverbs_create_cq, SPAN_IB_UVERBS_CREATE_CQ, 1, int, 0)
+SPAN(ib_uverbs_ex_create_cq, SPAN_IB_UVERBS_EX_CREATE_CQ, 1, int, 0)
+SPAN(ib_uverbs_create_qp, SPAN_IB_UVERBS_CREATE_QP, 1, int, 0)
+SPAN(ib_uverbs_ex_create_qp, SPAN_IB_UVERBS_EX_CREATE_QP, 1, int, 0)
+SPAN(ib_uverbs_modify_qp, SPAN_IB_UVERBS_MODIFY_QP, 1, int, 0)
+SPAN(ib_uverbs_ex_modify_qp, SPAN_IB_UVERBS_EX_MODIFY_QP, 1, int, 0)
+
+/* ib_umem_get(device, addr, size, access) returns struct ib_umem *: the
+ * size is what registration pins, the device where. */
+SEC("fentry/ib_umem_get")
+int fentry_span_ib_umem_get(__u64 *ctx) { return span_enter(SPAN_IB_UMEM_GET, ctx[2], ctx[0], 0); }
+SEC("fexit/ib_umem_get")
+int fexit_span_ib_umem_get(__u64 *ctx) { return span_exit(SPAN_IB_UMEM_GET, (long)ctx[4]); }
+SEC("kprobe/ib_umem_get")
+int kprobe_span_ib_umem_get(struct pt_regs *ctx)
+{
+	return span_enter(SPAN_IB_UMEM_GET, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx), 0);
+}
+SEC("kretprobe/ib_umem_get")
+int kretprobe_span_ib_umem_get(struct pt_regs *ctx) { return span_exit(SPAN_IB_UMEM_GET, (long)PT_REGS_RC(ctx)); }
+
+/* sched_switch(preempt, prev, next, prev_state): a followed prev starts a
+ * spell (who runs instead is next); a followed next ends one. */
+static __always_inline int on_switch(int preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	if (!prev || !next)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (followed(BPF_CORE_READ(prev, tgid))) {
+		__u32 tid = BPF_CORE_READ(prev, pid);
+		struct offcpu o = {.start = now};
+		/* runnable when switched out (prev_state TASK_RUNNING): preempted
+		 * or yielded, waiting for a CPU, not for an event */
+		o.preempted = preempt || prev_state == 0;
+		o.next_pid = BPF_CORE_READ(next, pid);
+		BPF_CORE_READ_STR_INTO(&o.next_comm, next, comm);
+		bpf_map_update_elem(&offcpu_starts, &tid, &o, BPF_ANY);
+	}
+	__u32 tgid = BPF_CORE_READ(next, tgid);
+	if (!followed(tgid))
+		return 0;
+	__u32 tid = BPF_CORE_READ(next, pid);
+	struct offcpu *op = bpf_map_lookup_elem(&offcpu_starts, &tid);
+	if (!op)
+		return 0;
+	struct offcpu o = *op;
+	bpf_map_delete_elem(&offcpu_starts, &tid);
+	struct event *e = reserve(EV_OFF_CPU);
+	if (!e)
+		return 0;
+	e->ts = o.start;
+	e->dur = now - o.start;
+	if (o.wake >= o.start)
+		e->wait = now - o.wake;
+	e->owner_pid = tgid;
+	e->owner_tid = tid;
+	BPF_CORE_READ_STR_INTO(&e->owner_comm, next, comm);
+	e->flags |= F_HAS_OWNER;
+	if (o.preempted)
+		e->flags |= F_PREEMPTED;
+	e->next_pid = o.next_pid;
+	__builtin_memcpy(e->next_comm, o.next_comm, TASK_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	if (!p || !followed(BPF_CORE_READ(p, tgid)))
+		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct offcpu *o = bpf_map_lookup_elem(&offcpu_starts, &tid);
+	if (o)
+		o->wake = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	return on_switch(preempt, prev, next, prev_state);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	return on_switch(preempt, prev, next, prev_state);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(tp_btf_sched_wakeup, struct task_struct *p) { return on_wakeup(p); }
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(raw_tp_sched_wakeup, struct task_struct *p) { return on_wakeup(p); }

@@ -44,6 +44,12 @@ type RdmatraceEvent struct {
 	Src         [28]uint8
 	Dst         [28]uint8
 	OwnerCgroup uint64
+	Dur         uint64
+	Size        uint64
+	Wait        uint64
+	Func        uint32
+	NextPid     uint32
+	NextComm    [16]int8
 }
 
 type RdmatraceModifyArgs struct {
@@ -54,85 +60,178 @@ type RdmatraceModifyArgs struct {
 	Pad  uint32
 }
 
+type RdmatraceOffcpu struct {
+	_         structs.HostLayout
+	Start     uint64
+	Wake      uint64
+	NextPid   uint32
+	Preempted uint32
+	NextComm  [16]int8
+}
+
 type RdmatraceReaderState struct {
 	_       structs.HostLayout
 	Polling uint64
 	Fence   uint64
 }
 
+type RdmatraceSpanKey struct {
+	_    structs.HostLayout
+	Tid  uint32
+	Func uint32
+}
+
+type RdmatraceSpanStart struct {
+	_    structs.HostLayout
+	Ts   uint64
+	Size uint64
+	Dev  uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	RdmatraceMapClosing                  = "closing"
-	RdmatraceMapDrops                    = "drops"
-	RdmatraceMapEntryArgs                = "entry_args"
-	RdmatraceMapEvents                   = "events"
-	RdmatraceMapModifyArgs               = "modify_args"
-	RdmatraceMapQpStates                 = "qp_states"
-	RdmatraceMapReader                   = "reader"
-	RdmatraceMapSideDrops                = "side_drops"
-	RdmatraceProgFentryRestrackAbortDel  = "fentry_restrack_abort_del"
-	RdmatraceProgFentryRestrackBeginDel  = "fentry_restrack_begin_del"
-	RdmatraceProgFentryRestrackCommitDel = "fentry_restrack_commit_del"
-	RdmatraceProgFentryRestrackDel       = "fentry_restrack_del"
-	RdmatraceProgFentryUcmaClose         = "fentry_ucma_close"
-	RdmatraceProgFentryUnregisterDevice  = "fentry_unregister_device"
-	RdmatraceProgFentryUverbsClose       = "fentry_uverbs_close"
-	RdmatraceProgFexitCreateKernelId     = "fexit_create_kernel_id"
-	RdmatraceProgFexitCreateUserId       = "fexit_create_user_id"
-	RdmatraceProgFexitModifyQp           = "fexit_modify_qp"
-	RdmatraceProgFexitRegisterDevice     = "fexit_register_device"
-	RdmatraceProgFexitRestrackAdd        = "fexit_restrack_add"
-	RdmatraceProgFexitUcmaClose          = "fexit_ucma_close"
-	RdmatraceProgFexitUnregisterDevice   = "fexit_unregister_device"
-	RdmatraceProgFexitUverbsClose        = "fexit_uverbs_close"
-	RdmatraceProgKprobeModifyQp          = "kprobe_modify_qp"
-	RdmatraceProgKprobeRestrackAbortDel  = "kprobe_restrack_abort_del"
-	RdmatraceProgKprobeRestrackAdd       = "kprobe_restrack_add"
-	RdmatraceProgKprobeRestrackBeginDel  = "kprobe_restrack_begin_del"
-	RdmatraceProgKprobeRestrackCommitDel = "kprobe_restrack_commit_del"
-	RdmatraceProgKprobeRestrackDel       = "kprobe_restrack_del"
-	RdmatraceProgKprobeUcmaClose         = "kprobe_ucma_close"
-	RdmatraceProgKprobeUnregisterDevice  = "kprobe_unregister_device"
-	RdmatraceProgKprobeUverbsClose       = "kprobe_uverbs_close"
-	RdmatraceProgKretprobeModifyQp       = "kretprobe_modify_qp"
-	RdmatraceProgKretprobeRestrackAdd    = "kretprobe_restrack_add"
-	RdmatraceProgKretprobeUcmaClose      = "kretprobe_ucma_close"
-	RdmatraceProgKretprobeUverbsClose    = "kretprobe_uverbs_close"
-	RdmatraceProgRawTpCmDisconnect       = "raw_tp_cm_disconnect"
-	RdmatraceProgRawTpCmEventDone        = "raw_tp_cm_event_done"
-	RdmatraceProgRawTpCmEventHandler     = "raw_tp_cm_event_handler"
-	RdmatraceProgRawTpCmIdAttach         = "raw_tp_cm_id_attach"
-	RdmatraceProgRawTpCmIdDestroy        = "raw_tp_cm_id_destroy"
-	RdmatraceProgRawTpCmQpCreate         = "raw_tp_cm_qp_create"
-	RdmatraceProgRawTpCmQpDestroy        = "raw_tp_cm_qp_destroy"
-	RdmatraceProgRawTpCmReqHandler       = "raw_tp_cm_req_handler"
-	RdmatraceProgRawTpCmSendMra          = "raw_tp_cm_send_mra"
-	RdmatraceProgRawTpCmSendRej          = "raw_tp_cm_send_rej"
-	RdmatraceProgRawTpCmSendRep          = "raw_tp_cm_send_rep"
-	RdmatraceProgRawTpCmSendReq          = "raw_tp_cm_send_req"
-	RdmatraceProgRawTpCmSendRtu          = "raw_tp_cm_send_rtu"
-	RdmatraceProgRawTpCmSentDrep         = "raw_tp_cm_sent_drep"
-	RdmatraceProgRawTpCmSentDreq         = "raw_tp_cm_sent_dreq"
-	RdmatraceProgSelftestSaveEntry       = "selftest_save_entry"
-	RdmatraceProgSelftestTakeEntry       = "selftest_take_entry"
-	RdmatraceProgTpBtfCmDisconnect       = "tp_btf_cm_disconnect"
-	RdmatraceProgTpBtfCmEventDone        = "tp_btf_cm_event_done"
-	RdmatraceProgTpBtfCmEventHandler     = "tp_btf_cm_event_handler"
-	RdmatraceProgTpBtfCmIdAttach         = "tp_btf_cm_id_attach"
-	RdmatraceProgTpBtfCmIdDestroy        = "tp_btf_cm_id_destroy"
-	RdmatraceProgTpBtfCmQpCreate         = "tp_btf_cm_qp_create"
-	RdmatraceProgTpBtfCmQpDestroy        = "tp_btf_cm_qp_destroy"
-	RdmatraceProgTpBtfCmReqHandler       = "tp_btf_cm_req_handler"
-	RdmatraceProgTpBtfCmSendMra          = "tp_btf_cm_send_mra"
-	RdmatraceProgTpBtfCmSendRej          = "tp_btf_cm_send_rej"
-	RdmatraceProgTpBtfCmSendRep          = "tp_btf_cm_send_rep"
-	RdmatraceProgTpBtfCmSendReq          = "tp_btf_cm_send_req"
-	RdmatraceProgTpBtfCmSendRtu          = "tp_btf_cm_send_rtu"
-	RdmatraceProgTpBtfCmSentDrep         = "tp_btf_cm_sent_drep"
-	RdmatraceProgTpBtfCmSentDreq         = "tp_btf_cm_sent_dreq"
-	RdmatraceVarUnusedEvent              = "unused_event"
+	RdmatraceMapClosing                                              = "closing"
+	RdmatraceMapDrops                                                = "drops"
+	RdmatraceMapEntryArgs                                            = "entry_args"
+	RdmatraceMapEvents                                               = "events"
+	RdmatraceMapFollow                                               = "follow"
+	RdmatraceMapModifyArgs                                           = "modify_args"
+	RdmatraceMapOffcpuStarts                                         = "offcpu_starts"
+	RdmatraceMapQpStates                                             = "qp_states"
+	RdmatraceMapReader                                               = "reader"
+	RdmatraceMapSideDrops                                            = "side_drops"
+	RdmatraceMapSpanStarts                                           = "span_starts"
+	RdmatraceProgFentryRestrackAbortDel                              = "fentry_restrack_abort_del"
+	RdmatraceProgFentryRestrackBeginDel                              = "fentry_restrack_begin_del"
+	RdmatraceProgFentryRestrackCommitDel                             = "fentry_restrack_commit_del"
+	RdmatraceProgFentryRestrackDel                                   = "fentry_restrack_del"
+	RdmatraceProgFentrySpanIbDeregMrUser                             = "fentry_span_ib_dereg_mr_user"
+	RdmatraceProgFentrySpanIbUmemGet                                 = "fentry_span_ib_umem_get"
+	RdmatraceProgFentrySpanIbUverbsAllocPd                           = "fentry_span_ib_uverbs_alloc_pd"
+	RdmatraceProgFentrySpanIbUverbsCreateCq                          = "fentry_span_ib_uverbs_create_cq"
+	RdmatraceProgFentrySpanIbUverbsCreateQp                          = "fentry_span_ib_uverbs_create_qp"
+	RdmatraceProgFentrySpanIbUverbsExCreateCq                        = "fentry_span_ib_uverbs_ex_create_cq"
+	RdmatraceProgFentrySpanIbUverbsExCreateQp                        = "fentry_span_ib_uverbs_ex_create_qp"
+	RdmatraceProgFentrySpanIbUverbsExModifyQp                        = "fentry_span_ib_uverbs_ex_modify_qp"
+	RdmatraceProgFentrySpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    = "fentry_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"
+	RdmatraceProgFentrySpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    = "fentry_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"
+	RdmatraceProgFentrySpanIbUverbsModifyQp                          = "fentry_span_ib_uverbs_modify_qp"
+	RdmatraceProgFentrySpanIbUverbsRegMr                             = "fentry_span_ib_uverbs_reg_mr"
+	RdmatraceProgFentrySpanRdmaConnectLocked                         = "fentry_span_rdma_connect_locked"
+	RdmatraceProgFentrySpanRdmaResolveAddr                           = "fentry_span_rdma_resolve_addr"
+	RdmatraceProgFentrySpanRdmaResolveRoute                          = "fentry_span_rdma_resolve_route"
+	RdmatraceProgFentrySpanUcmaGetEvent                              = "fentry_span_ucma_get_event"
+	RdmatraceProgFentryUcmaClose                                     = "fentry_ucma_close"
+	RdmatraceProgFentryUnregisterDevice                              = "fentry_unregister_device"
+	RdmatraceProgFentryUverbsClose                                   = "fentry_uverbs_close"
+	RdmatraceProgFexitCreateKernelId                                 = "fexit_create_kernel_id"
+	RdmatraceProgFexitCreateUserId                                   = "fexit_create_user_id"
+	RdmatraceProgFexitModifyQp                                       = "fexit_modify_qp"
+	RdmatraceProgFexitRegisterDevice                                 = "fexit_register_device"
+	RdmatraceProgFexitRestrackAdd                                    = "fexit_restrack_add"
+	RdmatraceProgFexitSpanIbDeregMrUser                              = "fexit_span_ib_dereg_mr_user"
+	RdmatraceProgFexitSpanIbUmemGet                                  = "fexit_span_ib_umem_get"
+	RdmatraceProgFexitSpanIbUverbsAllocPd                            = "fexit_span_ib_uverbs_alloc_pd"
+	RdmatraceProgFexitSpanIbUverbsCreateCq                           = "fexit_span_ib_uverbs_create_cq"
+	RdmatraceProgFexitSpanIbUverbsCreateQp                           = "fexit_span_ib_uverbs_create_qp"
+	RdmatraceProgFexitSpanIbUverbsExCreateCq                         = "fexit_span_ib_uverbs_ex_create_cq"
+	RdmatraceProgFexitSpanIbUverbsExCreateQp                         = "fexit_span_ib_uverbs_ex_create_qp"
+	RdmatraceProgFexitSpanIbUverbsExModifyQp                         = "fexit_span_ib_uverbs_ex_modify_qp"
+	RdmatraceProgFexitSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE     = "fexit_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"
+	RdmatraceProgFexitSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE     = "fexit_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"
+	RdmatraceProgFexitSpanIbUverbsModifyQp                           = "fexit_span_ib_uverbs_modify_qp"
+	RdmatraceProgFexitSpanIbUverbsRegMr                              = "fexit_span_ib_uverbs_reg_mr"
+	RdmatraceProgFexitSpanRdmaConnectLocked                          = "fexit_span_rdma_connect_locked"
+	RdmatraceProgFexitSpanRdmaResolveAddr                            = "fexit_span_rdma_resolve_addr"
+	RdmatraceProgFexitSpanRdmaResolveRoute                           = "fexit_span_rdma_resolve_route"
+	RdmatraceProgFexitSpanUcmaGetEvent                               = "fexit_span_ucma_get_event"
+	RdmatraceProgFexitUcmaClose                                      = "fexit_ucma_close"
+	RdmatraceProgFexitUnregisterDevice                               = "fexit_unregister_device"
+	RdmatraceProgFexitUverbsClose                                    = "fexit_uverbs_close"
+	RdmatraceProgKprobeModifyQp                                      = "kprobe_modify_qp"
+	RdmatraceProgKprobeRestrackAbortDel                              = "kprobe_restrack_abort_del"
+	RdmatraceProgKprobeRestrackAdd                                   = "kprobe_restrack_add"
+	RdmatraceProgKprobeRestrackBeginDel                              = "kprobe_restrack_begin_del"
+	RdmatraceProgKprobeRestrackCommitDel                             = "kprobe_restrack_commit_del"
+	RdmatraceProgKprobeRestrackDel                                   = "kprobe_restrack_del"
+	RdmatraceProgKprobeSpanIbDeregMrUser                             = "kprobe_span_ib_dereg_mr_user"
+	RdmatraceProgKprobeSpanIbUmemGet                                 = "kprobe_span_ib_umem_get"
+	RdmatraceProgKprobeSpanIbUverbsAllocPd                           = "kprobe_span_ib_uverbs_alloc_pd"
+	RdmatraceProgKprobeSpanIbUverbsCreateCq                          = "kprobe_span_ib_uverbs_create_cq"
+	RdmatraceProgKprobeSpanIbUverbsCreateQp                          = "kprobe_span_ib_uverbs_create_qp"
+	RdmatraceProgKprobeSpanIbUverbsExCreateCq                        = "kprobe_span_ib_uverbs_ex_create_cq"
+	RdmatraceProgKprobeSpanIbUverbsExCreateQp                        = "kprobe_span_ib_uverbs_ex_create_qp"
+	RdmatraceProgKprobeSpanIbUverbsExModifyQp                        = "kprobe_span_ib_uverbs_ex_modify_qp"
+	RdmatraceProgKprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    = "kprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"
+	RdmatraceProgKprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    = "kprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"
+	RdmatraceProgKprobeSpanIbUverbsModifyQp                          = "kprobe_span_ib_uverbs_modify_qp"
+	RdmatraceProgKprobeSpanIbUverbsRegMr                             = "kprobe_span_ib_uverbs_reg_mr"
+	RdmatraceProgKprobeSpanRdmaConnectLocked                         = "kprobe_span_rdma_connect_locked"
+	RdmatraceProgKprobeSpanRdmaResolveAddr                           = "kprobe_span_rdma_resolve_addr"
+	RdmatraceProgKprobeSpanRdmaResolveRoute                          = "kprobe_span_rdma_resolve_route"
+	RdmatraceProgKprobeSpanUcmaGetEvent                              = "kprobe_span_ucma_get_event"
+	RdmatraceProgKprobeUcmaClose                                     = "kprobe_ucma_close"
+	RdmatraceProgKprobeUnregisterDevice                              = "kprobe_unregister_device"
+	RdmatraceProgKprobeUverbsClose                                   = "kprobe_uverbs_close"
+	RdmatraceProgKretprobeModifyQp                                   = "kretprobe_modify_qp"
+	RdmatraceProgKretprobeRestrackAdd                                = "kretprobe_restrack_add"
+	RdmatraceProgKretprobeSpanIbDeregMrUser                          = "kretprobe_span_ib_dereg_mr_user"
+	RdmatraceProgKretprobeSpanIbUmemGet                              = "kretprobe_span_ib_umem_get"
+	RdmatraceProgKretprobeSpanIbUverbsAllocPd                        = "kretprobe_span_ib_uverbs_alloc_pd"
+	RdmatraceProgKretprobeSpanIbUverbsCreateCq                       = "kretprobe_span_ib_uverbs_create_cq"
+	RdmatraceProgKretprobeSpanIbUverbsCreateQp                       = "kretprobe_span_ib_uverbs_create_qp"
+	RdmatraceProgKretprobeSpanIbUverbsExCreateCq                     = "kretprobe_span_ib_uverbs_ex_create_cq"
+	RdmatraceProgKretprobeSpanIbUverbsExCreateQp                     = "kretprobe_span_ib_uverbs_ex_create_qp"
+	RdmatraceProgKretprobeSpanIbUverbsExModifyQp                     = "kretprobe_span_ib_uverbs_ex_modify_qp"
+	RdmatraceProgKretprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE = "kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"
+	RdmatraceProgKretprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE = "kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"
+	RdmatraceProgKretprobeSpanIbUverbsModifyQp                       = "kretprobe_span_ib_uverbs_modify_qp"
+	RdmatraceProgKretprobeSpanIbUverbsRegMr                          = "kretprobe_span_ib_uverbs_reg_mr"
+	RdmatraceProgKretprobeSpanRdmaConnectLocked                      = "kretprobe_span_rdma_connect_locked"
+	RdmatraceProgKretprobeSpanRdmaResolveAddr                        = "kretprobe_span_rdma_resolve_addr"
+	RdmatraceProgKretprobeSpanRdmaResolveRoute                       = "kretprobe_span_rdma_resolve_route"
+	RdmatraceProgKretprobeSpanUcmaGetEvent                           = "kretprobe_span_ucma_get_event"
+	RdmatraceProgKretprobeUcmaClose                                  = "kretprobe_ucma_close"
+	RdmatraceProgKretprobeUverbsClose                                = "kretprobe_uverbs_close"
+	RdmatraceProgRawTpCmDisconnect                                   = "raw_tp_cm_disconnect"
+	RdmatraceProgRawTpCmEventDone                                    = "raw_tp_cm_event_done"
+	RdmatraceProgRawTpCmEventHandler                                 = "raw_tp_cm_event_handler"
+	RdmatraceProgRawTpCmIdAttach                                     = "raw_tp_cm_id_attach"
+	RdmatraceProgRawTpCmIdDestroy                                    = "raw_tp_cm_id_destroy"
+	RdmatraceProgRawTpCmQpCreate                                     = "raw_tp_cm_qp_create"
+	RdmatraceProgRawTpCmQpDestroy                                    = "raw_tp_cm_qp_destroy"
+	RdmatraceProgRawTpCmReqHandler                                   = "raw_tp_cm_req_handler"
+	RdmatraceProgRawTpCmSendMra                                      = "raw_tp_cm_send_mra"
+	RdmatraceProgRawTpCmSendRej                                      = "raw_tp_cm_send_rej"
+	RdmatraceProgRawTpCmSendRep                                      = "raw_tp_cm_send_rep"
+	RdmatraceProgRawTpCmSendReq                                      = "raw_tp_cm_send_req"
+	RdmatraceProgRawTpCmSendRtu                                      = "raw_tp_cm_send_rtu"
+	RdmatraceProgRawTpCmSentDrep                                     = "raw_tp_cm_sent_drep"
+	RdmatraceProgRawTpCmSentDreq                                     = "raw_tp_cm_sent_dreq"
+	RdmatraceProgRawTpSchedSwitch                                    = "raw_tp_sched_switch"
+	RdmatraceProgRawTpSchedWakeup                                    = "raw_tp_sched_wakeup"
+	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
+	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
+	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
+	RdmatraceProgTpBtfCmEventDone                                    = "tp_btf_cm_event_done"
+	RdmatraceProgTpBtfCmEventHandler                                 = "tp_btf_cm_event_handler"
+	RdmatraceProgTpBtfCmIdAttach                                     = "tp_btf_cm_id_attach"
+	RdmatraceProgTpBtfCmIdDestroy                                    = "tp_btf_cm_id_destroy"
+	RdmatraceProgTpBtfCmQpCreate                                     = "tp_btf_cm_qp_create"
+	RdmatraceProgTpBtfCmQpDestroy                                    = "tp_btf_cm_qp_destroy"
+	RdmatraceProgTpBtfCmReqHandler                                   = "tp_btf_cm_req_handler"
+	RdmatraceProgTpBtfCmSendMra                                      = "tp_btf_cm_send_mra"
+	RdmatraceProgTpBtfCmSendRej                                      = "tp_btf_cm_send_rej"
+	RdmatraceProgTpBtfCmSendRep                                      = "tp_btf_cm_send_rep"
+	RdmatraceProgTpBtfCmSendReq                                      = "tp_btf_cm_send_req"
+	RdmatraceProgTpBtfCmSendRtu                                      = "tp_btf_cm_send_rtu"
+	RdmatraceProgTpBtfCmSentDrep                                     = "tp_btf_cm_sent_drep"
+	RdmatraceProgTpBtfCmSentDreq                                     = "tp_btf_cm_sent_dreq"
+	RdmatraceProgTpBtfSchedSwitch                                    = "tp_btf_sched_switch"
+	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
+	RdmatraceVarUnusedEvent                                          = "unused_event"
 )
 
 // LoadRdmatrace returns the embedded CollectionSpec for Rdmatrace.
@@ -177,80 +276,151 @@ type RdmatraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceProgramSpecs struct {
-	FentryRestrackAbortDel  *ebpf.ProgramSpec `ebpf:"fentry_restrack_abort_del"`
-	FentryRestrackBeginDel  *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
-	FentryRestrackCommitDel *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
-	FentryRestrackDel       *ebpf.ProgramSpec `ebpf:"fentry_restrack_del"`
-	FentryUcmaClose         *ebpf.ProgramSpec `ebpf:"fentry_ucma_close"`
-	FentryUnregisterDevice  *ebpf.ProgramSpec `ebpf:"fentry_unregister_device"`
-	FentryUverbsClose       *ebpf.ProgramSpec `ebpf:"fentry_uverbs_close"`
-	FexitCreateKernelId     *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
-	FexitCreateUserId       *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
-	FexitModifyQp           *ebpf.ProgramSpec `ebpf:"fexit_modify_qp"`
-	FexitRegisterDevice     *ebpf.ProgramSpec `ebpf:"fexit_register_device"`
-	FexitRestrackAdd        *ebpf.ProgramSpec `ebpf:"fexit_restrack_add"`
-	FexitUcmaClose          *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
-	FexitUnregisterDevice   *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
-	FexitUverbsClose        *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
-	KprobeModifyQp          *ebpf.ProgramSpec `ebpf:"kprobe_modify_qp"`
-	KprobeRestrackAbortDel  *ebpf.ProgramSpec `ebpf:"kprobe_restrack_abort_del"`
-	KprobeRestrackAdd       *ebpf.ProgramSpec `ebpf:"kprobe_restrack_add"`
-	KprobeRestrackBeginDel  *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
-	KprobeRestrackCommitDel *ebpf.ProgramSpec `ebpf:"kprobe_restrack_commit_del"`
-	KprobeRestrackDel       *ebpf.ProgramSpec `ebpf:"kprobe_restrack_del"`
-	KprobeUcmaClose         *ebpf.ProgramSpec `ebpf:"kprobe_ucma_close"`
-	KprobeUnregisterDevice  *ebpf.ProgramSpec `ebpf:"kprobe_unregister_device"`
-	KprobeUverbsClose       *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_close"`
-	KretprobeModifyQp       *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
-	KretprobeRestrackAdd    *ebpf.ProgramSpec `ebpf:"kretprobe_restrack_add"`
-	KretprobeUcmaClose      *ebpf.ProgramSpec `ebpf:"kretprobe_ucma_close"`
-	KretprobeUverbsClose    *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_close"`
-	RawTpCmDisconnect       *ebpf.ProgramSpec `ebpf:"raw_tp_cm_disconnect"`
-	RawTpCmEventDone        *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_done"`
-	RawTpCmEventHandler     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_handler"`
-	RawTpCmIdAttach         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_id_attach"`
-	RawTpCmIdDestroy        *ebpf.ProgramSpec `ebpf:"raw_tp_cm_id_destroy"`
-	RawTpCmQpCreate         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_qp_create"`
-	RawTpCmQpDestroy        *ebpf.ProgramSpec `ebpf:"raw_tp_cm_qp_destroy"`
-	RawTpCmReqHandler       *ebpf.ProgramSpec `ebpf:"raw_tp_cm_req_handler"`
-	RawTpCmSendMra          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_mra"`
-	RawTpCmSendRej          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rej"`
-	RawTpCmSendRep          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rep"`
-	RawTpCmSendReq          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_req"`
-	RawTpCmSendRtu          *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rtu"`
-	RawTpCmSentDrep         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_drep"`
-	RawTpCmSentDreq         *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_dreq"`
-	SelftestSaveEntry       *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
-	SelftestTakeEntry       *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
-	TpBtfCmDisconnect       *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
-	TpBtfCmEventDone        *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_done"`
-	TpBtfCmEventHandler     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_handler"`
-	TpBtfCmIdAttach         *ebpf.ProgramSpec `ebpf:"tp_btf_cm_id_attach"`
-	TpBtfCmIdDestroy        *ebpf.ProgramSpec `ebpf:"tp_btf_cm_id_destroy"`
-	TpBtfCmQpCreate         *ebpf.ProgramSpec `ebpf:"tp_btf_cm_qp_create"`
-	TpBtfCmQpDestroy        *ebpf.ProgramSpec `ebpf:"tp_btf_cm_qp_destroy"`
-	TpBtfCmReqHandler       *ebpf.ProgramSpec `ebpf:"tp_btf_cm_req_handler"`
-	TpBtfCmSendMra          *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_mra"`
-	TpBtfCmSendRej          *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rej"`
-	TpBtfCmSendRep          *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rep"`
-	TpBtfCmSendReq          *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_req"`
-	TpBtfCmSendRtu          *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rtu"`
-	TpBtfCmSentDrep         *ebpf.ProgramSpec `ebpf:"tp_btf_cm_sent_drep"`
-	TpBtfCmSentDreq         *ebpf.ProgramSpec `ebpf:"tp_btf_cm_sent_dreq"`
+	FentryRestrackAbortDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_abort_del"`
+	FentryRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
+	FentryRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
+	FentryRestrackDel                                   *ebpf.ProgramSpec `ebpf:"fentry_restrack_del"`
+	FentrySpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"fentry_span_ib_dereg_mr_user"`
+	FentrySpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"fentry_span_ib_umem_get"`
+	FentrySpanIbUverbsAllocPd                           *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_alloc_pd"`
+	FentrySpanIbUverbsCreateCq                          *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_create_cq"`
+	FentrySpanIbUverbsCreateQp                          *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_create_qp"`
+	FentrySpanIbUverbsExCreateCq                        *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_ex_create_cq"`
+	FentrySpanIbUverbsExCreateQp                        *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_ex_create_qp"`
+	FentrySpanIbUverbsExModifyQp                        *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_ex_modify_qp"`
+	FentrySpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	FentrySpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	FentrySpanIbUverbsModifyQp                          *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_modify_qp"`
+	FentrySpanIbUverbsRegMr                             *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_reg_mr"`
+	FentrySpanRdmaConnectLocked                         *ebpf.ProgramSpec `ebpf:"fentry_span_rdma_connect_locked"`
+	FentrySpanRdmaResolveAddr                           *ebpf.ProgramSpec `ebpf:"fentry_span_rdma_resolve_addr"`
+	FentrySpanRdmaResolveRoute                          *ebpf.ProgramSpec `ebpf:"fentry_span_rdma_resolve_route"`
+	FentrySpanUcmaGetEvent                              *ebpf.ProgramSpec `ebpf:"fentry_span_ucma_get_event"`
+	FentryUcmaClose                                     *ebpf.ProgramSpec `ebpf:"fentry_ucma_close"`
+	FentryUnregisterDevice                              *ebpf.ProgramSpec `ebpf:"fentry_unregister_device"`
+	FentryUverbsClose                                   *ebpf.ProgramSpec `ebpf:"fentry_uverbs_close"`
+	FexitCreateKernelId                                 *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
+	FexitCreateUserId                                   *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
+	FexitModifyQp                                       *ebpf.ProgramSpec `ebpf:"fexit_modify_qp"`
+	FexitRegisterDevice                                 *ebpf.ProgramSpec `ebpf:"fexit_register_device"`
+	FexitRestrackAdd                                    *ebpf.ProgramSpec `ebpf:"fexit_restrack_add"`
+	FexitSpanIbDeregMrUser                              *ebpf.ProgramSpec `ebpf:"fexit_span_ib_dereg_mr_user"`
+	FexitSpanIbUmemGet                                  *ebpf.ProgramSpec `ebpf:"fexit_span_ib_umem_get"`
+	FexitSpanIbUverbsAllocPd                            *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_alloc_pd"`
+	FexitSpanIbUverbsCreateCq                           *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_create_cq"`
+	FexitSpanIbUverbsCreateQp                           *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_create_qp"`
+	FexitSpanIbUverbsExCreateCq                         *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_ex_create_cq"`
+	FexitSpanIbUverbsExCreateQp                         *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_ex_create_qp"`
+	FexitSpanIbUverbsExModifyQp                         *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_ex_modify_qp"`
+	FexitSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE     *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	FexitSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE     *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	FexitSpanIbUverbsModifyQp                           *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_modify_qp"`
+	FexitSpanIbUverbsRegMr                              *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_reg_mr"`
+	FexitSpanRdmaConnectLocked                          *ebpf.ProgramSpec `ebpf:"fexit_span_rdma_connect_locked"`
+	FexitSpanRdmaResolveAddr                            *ebpf.ProgramSpec `ebpf:"fexit_span_rdma_resolve_addr"`
+	FexitSpanRdmaResolveRoute                           *ebpf.ProgramSpec `ebpf:"fexit_span_rdma_resolve_route"`
+	FexitSpanUcmaGetEvent                               *ebpf.ProgramSpec `ebpf:"fexit_span_ucma_get_event"`
+	FexitUcmaClose                                      *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
+	FexitUnregisterDevice                               *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
+	FexitUverbsClose                                    *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
+	KprobeModifyQp                                      *ebpf.ProgramSpec `ebpf:"kprobe_modify_qp"`
+	KprobeRestrackAbortDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_abort_del"`
+	KprobeRestrackAdd                                   *ebpf.ProgramSpec `ebpf:"kprobe_restrack_add"`
+	KprobeRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
+	KprobeRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"kprobe_restrack_commit_del"`
+	KprobeRestrackDel                                   *ebpf.ProgramSpec `ebpf:"kprobe_restrack_del"`
+	KprobeSpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_dereg_mr_user"`
+	KprobeSpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_umem_get"`
+	KprobeSpanIbUverbsAllocPd                           *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_alloc_pd"`
+	KprobeSpanIbUverbsCreateCq                          *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_create_cq"`
+	KprobeSpanIbUverbsCreateQp                          *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_create_qp"`
+	KprobeSpanIbUverbsExCreateCq                        *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_ex_create_cq"`
+	KprobeSpanIbUverbsExCreateQp                        *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_ex_create_qp"`
+	KprobeSpanIbUverbsExModifyQp                        *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_ex_modify_qp"`
+	KprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	KprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	KprobeSpanIbUverbsModifyQp                          *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_modify_qp"`
+	KprobeSpanIbUverbsRegMr                             *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_reg_mr"`
+	KprobeSpanRdmaConnectLocked                         *ebpf.ProgramSpec `ebpf:"kprobe_span_rdma_connect_locked"`
+	KprobeSpanRdmaResolveAddr                           *ebpf.ProgramSpec `ebpf:"kprobe_span_rdma_resolve_addr"`
+	KprobeSpanRdmaResolveRoute                          *ebpf.ProgramSpec `ebpf:"kprobe_span_rdma_resolve_route"`
+	KprobeSpanUcmaGetEvent                              *ebpf.ProgramSpec `ebpf:"kprobe_span_ucma_get_event"`
+	KprobeUcmaClose                                     *ebpf.ProgramSpec `ebpf:"kprobe_ucma_close"`
+	KprobeUnregisterDevice                              *ebpf.ProgramSpec `ebpf:"kprobe_unregister_device"`
+	KprobeUverbsClose                                   *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_close"`
+	KretprobeModifyQp                                   *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
+	KretprobeRestrackAdd                                *ebpf.ProgramSpec `ebpf:"kretprobe_restrack_add"`
+	KretprobeSpanIbDeregMrUser                          *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_dereg_mr_user"`
+	KretprobeSpanIbUmemGet                              *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_umem_get"`
+	KretprobeSpanIbUverbsAllocPd                        *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_alloc_pd"`
+	KretprobeSpanIbUverbsCreateCq                       *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_create_cq"`
+	KretprobeSpanIbUverbsCreateQp                       *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_create_qp"`
+	KretprobeSpanIbUverbsExCreateCq                     *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_ex_create_cq"`
+	KretprobeSpanIbUverbsExCreateQp                     *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_ex_create_qp"`
+	KretprobeSpanIbUverbsExModifyQp                     *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_ex_modify_qp"`
+	KretprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	KretprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	KretprobeSpanIbUverbsModifyQp                       *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_modify_qp"`
+	KretprobeSpanIbUverbsRegMr                          *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_uverbs_reg_mr"`
+	KretprobeSpanRdmaConnectLocked                      *ebpf.ProgramSpec `ebpf:"kretprobe_span_rdma_connect_locked"`
+	KretprobeSpanRdmaResolveAddr                        *ebpf.ProgramSpec `ebpf:"kretprobe_span_rdma_resolve_addr"`
+	KretprobeSpanRdmaResolveRoute                       *ebpf.ProgramSpec `ebpf:"kretprobe_span_rdma_resolve_route"`
+	KretprobeSpanUcmaGetEvent                           *ebpf.ProgramSpec `ebpf:"kretprobe_span_ucma_get_event"`
+	KretprobeUcmaClose                                  *ebpf.ProgramSpec `ebpf:"kretprobe_ucma_close"`
+	KretprobeUverbsClose                                *ebpf.ProgramSpec `ebpf:"kretprobe_uverbs_close"`
+	RawTpCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"raw_tp_cm_disconnect"`
+	RawTpCmEventDone                                    *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_done"`
+	RawTpCmEventHandler                                 *ebpf.ProgramSpec `ebpf:"raw_tp_cm_event_handler"`
+	RawTpCmIdAttach                                     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_id_attach"`
+	RawTpCmIdDestroy                                    *ebpf.ProgramSpec `ebpf:"raw_tp_cm_id_destroy"`
+	RawTpCmQpCreate                                     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_qp_create"`
+	RawTpCmQpDestroy                                    *ebpf.ProgramSpec `ebpf:"raw_tp_cm_qp_destroy"`
+	RawTpCmReqHandler                                   *ebpf.ProgramSpec `ebpf:"raw_tp_cm_req_handler"`
+	RawTpCmSendMra                                      *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_mra"`
+	RawTpCmSendRej                                      *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rej"`
+	RawTpCmSendRep                                      *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rep"`
+	RawTpCmSendReq                                      *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_req"`
+	RawTpCmSendRtu                                      *ebpf.ProgramSpec `ebpf:"raw_tp_cm_send_rtu"`
+	RawTpCmSentDrep                                     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_drep"`
+	RawTpCmSentDreq                                     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_dreq"`
+	RawTpSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_switch"`
+	RawTpSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_wakeup"`
+	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
+	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
+	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
+	TpBtfCmEventDone                                    *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_done"`
+	TpBtfCmEventHandler                                 *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_handler"`
+	TpBtfCmIdAttach                                     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_id_attach"`
+	TpBtfCmIdDestroy                                    *ebpf.ProgramSpec `ebpf:"tp_btf_cm_id_destroy"`
+	TpBtfCmQpCreate                                     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_qp_create"`
+	TpBtfCmQpDestroy                                    *ebpf.ProgramSpec `ebpf:"tp_btf_cm_qp_destroy"`
+	TpBtfCmReqHandler                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_req_handler"`
+	TpBtfCmSendMra                                      *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_mra"`
+	TpBtfCmSendRej                                      *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rej"`
+	TpBtfCmSendRep                                      *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rep"`
+	TpBtfCmSendReq                                      *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_req"`
+	TpBtfCmSendRtu                                      *ebpf.ProgramSpec `ebpf:"tp_btf_cm_send_rtu"`
+	TpBtfCmSentDrep                                     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_sent_drep"`
+	TpBtfCmSentDreq                                     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_sent_dreq"`
+	TpBtfSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_switch"`
+	TpBtfSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_wakeup"`
 }
 
 // RdmatraceMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
-	Closing    *ebpf.MapSpec `ebpf:"closing"`
-	Drops      *ebpf.MapSpec `ebpf:"drops"`
-	EntryArgs  *ebpf.MapSpec `ebpf:"entry_args"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	ModifyArgs *ebpf.MapSpec `ebpf:"modify_args"`
-	QpStates   *ebpf.MapSpec `ebpf:"qp_states"`
-	Reader     *ebpf.MapSpec `ebpf:"reader"`
-	SideDrops  *ebpf.MapSpec `ebpf:"side_drops"`
+	Closing      *ebpf.MapSpec `ebpf:"closing"`
+	Drops        *ebpf.MapSpec `ebpf:"drops"`
+	EntryArgs    *ebpf.MapSpec `ebpf:"entry_args"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Follow       *ebpf.MapSpec `ebpf:"follow"`
+	ModifyArgs   *ebpf.MapSpec `ebpf:"modify_args"`
+	OffcpuStarts *ebpf.MapSpec `ebpf:"offcpu_starts"`
+	QpStates     *ebpf.MapSpec `ebpf:"qp_states"`
+	Reader       *ebpf.MapSpec `ebpf:"reader"`
+	SideDrops    *ebpf.MapSpec `ebpf:"side_drops"`
+	SpanStarts   *ebpf.MapSpec `ebpf:"span_starts"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -280,14 +450,17 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
-	Closing    *ebpf.Map `ebpf:"closing"`
-	Drops      *ebpf.Map `ebpf:"drops"`
-	EntryArgs  *ebpf.Map `ebpf:"entry_args"`
-	Events     *ebpf.Map `ebpf:"events"`
-	ModifyArgs *ebpf.Map `ebpf:"modify_args"`
-	QpStates   *ebpf.Map `ebpf:"qp_states"`
-	Reader     *ebpf.Map `ebpf:"reader"`
-	SideDrops  *ebpf.Map `ebpf:"side_drops"`
+	Closing      *ebpf.Map `ebpf:"closing"`
+	Drops        *ebpf.Map `ebpf:"drops"`
+	EntryArgs    *ebpf.Map `ebpf:"entry_args"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Follow       *ebpf.Map `ebpf:"follow"`
+	ModifyArgs   *ebpf.Map `ebpf:"modify_args"`
+	OffcpuStarts *ebpf.Map `ebpf:"offcpu_starts"`
+	QpStates     *ebpf.Map `ebpf:"qp_states"`
+	Reader       *ebpf.Map `ebpf:"reader"`
+	SideDrops    *ebpf.Map `ebpf:"side_drops"`
+	SpanStarts   *ebpf.Map `ebpf:"span_starts"`
 }
 
 func (m *RdmatraceMaps) Close() error {
@@ -296,10 +469,13 @@ func (m *RdmatraceMaps) Close() error {
 		m.Drops,
 		m.EntryArgs,
 		m.Events,
+		m.Follow,
 		m.ModifyArgs,
+		m.OffcpuStarts,
 		m.QpStates,
 		m.Reader,
 		m.SideDrops,
+		m.SpanStarts,
 	)
 }
 
@@ -314,66 +490,134 @@ type RdmatraceVariables struct {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatracePrograms struct {
-	FentryRestrackAbortDel  *ebpf.Program `ebpf:"fentry_restrack_abort_del"`
-	FentryRestrackBeginDel  *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
-	FentryRestrackCommitDel *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
-	FentryRestrackDel       *ebpf.Program `ebpf:"fentry_restrack_del"`
-	FentryUcmaClose         *ebpf.Program `ebpf:"fentry_ucma_close"`
-	FentryUnregisterDevice  *ebpf.Program `ebpf:"fentry_unregister_device"`
-	FentryUverbsClose       *ebpf.Program `ebpf:"fentry_uverbs_close"`
-	FexitCreateKernelId     *ebpf.Program `ebpf:"fexit_create_kernel_id"`
-	FexitCreateUserId       *ebpf.Program `ebpf:"fexit_create_user_id"`
-	FexitModifyQp           *ebpf.Program `ebpf:"fexit_modify_qp"`
-	FexitRegisterDevice     *ebpf.Program `ebpf:"fexit_register_device"`
-	FexitRestrackAdd        *ebpf.Program `ebpf:"fexit_restrack_add"`
-	FexitUcmaClose          *ebpf.Program `ebpf:"fexit_ucma_close"`
-	FexitUnregisterDevice   *ebpf.Program `ebpf:"fexit_unregister_device"`
-	FexitUverbsClose        *ebpf.Program `ebpf:"fexit_uverbs_close"`
-	KprobeModifyQp          *ebpf.Program `ebpf:"kprobe_modify_qp"`
-	KprobeRestrackAbortDel  *ebpf.Program `ebpf:"kprobe_restrack_abort_del"`
-	KprobeRestrackAdd       *ebpf.Program `ebpf:"kprobe_restrack_add"`
-	KprobeRestrackBeginDel  *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
-	KprobeRestrackCommitDel *ebpf.Program `ebpf:"kprobe_restrack_commit_del"`
-	KprobeRestrackDel       *ebpf.Program `ebpf:"kprobe_restrack_del"`
-	KprobeUcmaClose         *ebpf.Program `ebpf:"kprobe_ucma_close"`
-	KprobeUnregisterDevice  *ebpf.Program `ebpf:"kprobe_unregister_device"`
-	KprobeUverbsClose       *ebpf.Program `ebpf:"kprobe_uverbs_close"`
-	KretprobeModifyQp       *ebpf.Program `ebpf:"kretprobe_modify_qp"`
-	KretprobeRestrackAdd    *ebpf.Program `ebpf:"kretprobe_restrack_add"`
-	KretprobeUcmaClose      *ebpf.Program `ebpf:"kretprobe_ucma_close"`
-	KretprobeUverbsClose    *ebpf.Program `ebpf:"kretprobe_uverbs_close"`
-	RawTpCmDisconnect       *ebpf.Program `ebpf:"raw_tp_cm_disconnect"`
-	RawTpCmEventDone        *ebpf.Program `ebpf:"raw_tp_cm_event_done"`
-	RawTpCmEventHandler     *ebpf.Program `ebpf:"raw_tp_cm_event_handler"`
-	RawTpCmIdAttach         *ebpf.Program `ebpf:"raw_tp_cm_id_attach"`
-	RawTpCmIdDestroy        *ebpf.Program `ebpf:"raw_tp_cm_id_destroy"`
-	RawTpCmQpCreate         *ebpf.Program `ebpf:"raw_tp_cm_qp_create"`
-	RawTpCmQpDestroy        *ebpf.Program `ebpf:"raw_tp_cm_qp_destroy"`
-	RawTpCmReqHandler       *ebpf.Program `ebpf:"raw_tp_cm_req_handler"`
-	RawTpCmSendMra          *ebpf.Program `ebpf:"raw_tp_cm_send_mra"`
-	RawTpCmSendRej          *ebpf.Program `ebpf:"raw_tp_cm_send_rej"`
-	RawTpCmSendRep          *ebpf.Program `ebpf:"raw_tp_cm_send_rep"`
-	RawTpCmSendReq          *ebpf.Program `ebpf:"raw_tp_cm_send_req"`
-	RawTpCmSendRtu          *ebpf.Program `ebpf:"raw_tp_cm_send_rtu"`
-	RawTpCmSentDrep         *ebpf.Program `ebpf:"raw_tp_cm_sent_drep"`
-	RawTpCmSentDreq         *ebpf.Program `ebpf:"raw_tp_cm_sent_dreq"`
-	SelftestSaveEntry       *ebpf.Program `ebpf:"selftest_save_entry"`
-	SelftestTakeEntry       *ebpf.Program `ebpf:"selftest_take_entry"`
-	TpBtfCmDisconnect       *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
-	TpBtfCmEventDone        *ebpf.Program `ebpf:"tp_btf_cm_event_done"`
-	TpBtfCmEventHandler     *ebpf.Program `ebpf:"tp_btf_cm_event_handler"`
-	TpBtfCmIdAttach         *ebpf.Program `ebpf:"tp_btf_cm_id_attach"`
-	TpBtfCmIdDestroy        *ebpf.Program `ebpf:"tp_btf_cm_id_destroy"`
-	TpBtfCmQpCreate         *ebpf.Program `ebpf:"tp_btf_cm_qp_create"`
-	TpBtfCmQpDestroy        *ebpf.Program `ebpf:"tp_btf_cm_qp_destroy"`
-	TpBtfCmReqHandler       *ebpf.Program `ebpf:"tp_btf_cm_req_handler"`
-	TpBtfCmSendMra          *ebpf.Program `ebpf:"tp_btf_cm_send_mra"`
-	TpBtfCmSendRej          *ebpf.Program `ebpf:"tp_btf_cm_send_rej"`
-	TpBtfCmSendRep          *ebpf.Program `ebpf:"tp_btf_cm_send_rep"`
-	TpBtfCmSendReq          *ebpf.Program `ebpf:"tp_btf_cm_send_req"`
-	TpBtfCmSendRtu          *ebpf.Program `ebpf:"tp_btf_cm_send_rtu"`
-	TpBtfCmSentDrep         *ebpf.Program `ebpf:"tp_btf_cm_sent_drep"`
-	TpBtfCmSentDreq         *ebpf.Program `ebpf:"tp_btf_cm_sent_dreq"`
+	FentryRestrackAbortDel                              *ebpf.Program `ebpf:"fentry_restrack_abort_del"`
+	FentryRestrackBeginDel                              *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
+	FentryRestrackCommitDel                             *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
+	FentryRestrackDel                                   *ebpf.Program `ebpf:"fentry_restrack_del"`
+	FentrySpanIbDeregMrUser                             *ebpf.Program `ebpf:"fentry_span_ib_dereg_mr_user"`
+	FentrySpanIbUmemGet                                 *ebpf.Program `ebpf:"fentry_span_ib_umem_get"`
+	FentrySpanIbUverbsAllocPd                           *ebpf.Program `ebpf:"fentry_span_ib_uverbs_alloc_pd"`
+	FentrySpanIbUverbsCreateCq                          *ebpf.Program `ebpf:"fentry_span_ib_uverbs_create_cq"`
+	FentrySpanIbUverbsCreateQp                          *ebpf.Program `ebpf:"fentry_span_ib_uverbs_create_qp"`
+	FentrySpanIbUverbsExCreateCq                        *ebpf.Program `ebpf:"fentry_span_ib_uverbs_ex_create_cq"`
+	FentrySpanIbUverbsExCreateQp                        *ebpf.Program `ebpf:"fentry_span_ib_uverbs_ex_create_qp"`
+	FentrySpanIbUverbsExModifyQp                        *ebpf.Program `ebpf:"fentry_span_ib_uverbs_ex_modify_qp"`
+	FentrySpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    *ebpf.Program `ebpf:"fentry_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	FentrySpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    *ebpf.Program `ebpf:"fentry_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	FentrySpanIbUverbsModifyQp                          *ebpf.Program `ebpf:"fentry_span_ib_uverbs_modify_qp"`
+	FentrySpanIbUverbsRegMr                             *ebpf.Program `ebpf:"fentry_span_ib_uverbs_reg_mr"`
+	FentrySpanRdmaConnectLocked                         *ebpf.Program `ebpf:"fentry_span_rdma_connect_locked"`
+	FentrySpanRdmaResolveAddr                           *ebpf.Program `ebpf:"fentry_span_rdma_resolve_addr"`
+	FentrySpanRdmaResolveRoute                          *ebpf.Program `ebpf:"fentry_span_rdma_resolve_route"`
+	FentrySpanUcmaGetEvent                              *ebpf.Program `ebpf:"fentry_span_ucma_get_event"`
+	FentryUcmaClose                                     *ebpf.Program `ebpf:"fentry_ucma_close"`
+	FentryUnregisterDevice                              *ebpf.Program `ebpf:"fentry_unregister_device"`
+	FentryUverbsClose                                   *ebpf.Program `ebpf:"fentry_uverbs_close"`
+	FexitCreateKernelId                                 *ebpf.Program `ebpf:"fexit_create_kernel_id"`
+	FexitCreateUserId                                   *ebpf.Program `ebpf:"fexit_create_user_id"`
+	FexitModifyQp                                       *ebpf.Program `ebpf:"fexit_modify_qp"`
+	FexitRegisterDevice                                 *ebpf.Program `ebpf:"fexit_register_device"`
+	FexitRestrackAdd                                    *ebpf.Program `ebpf:"fexit_restrack_add"`
+	FexitSpanIbDeregMrUser                              *ebpf.Program `ebpf:"fexit_span_ib_dereg_mr_user"`
+	FexitSpanIbUmemGet                                  *ebpf.Program `ebpf:"fexit_span_ib_umem_get"`
+	FexitSpanIbUverbsAllocPd                            *ebpf.Program `ebpf:"fexit_span_ib_uverbs_alloc_pd"`
+	FexitSpanIbUverbsCreateCq                           *ebpf.Program `ebpf:"fexit_span_ib_uverbs_create_cq"`
+	FexitSpanIbUverbsCreateQp                           *ebpf.Program `ebpf:"fexit_span_ib_uverbs_create_qp"`
+	FexitSpanIbUverbsExCreateCq                         *ebpf.Program `ebpf:"fexit_span_ib_uverbs_ex_create_cq"`
+	FexitSpanIbUverbsExCreateQp                         *ebpf.Program `ebpf:"fexit_span_ib_uverbs_ex_create_qp"`
+	FexitSpanIbUverbsExModifyQp                         *ebpf.Program `ebpf:"fexit_span_ib_uverbs_ex_modify_qp"`
+	FexitSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE     *ebpf.Program `ebpf:"fexit_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	FexitSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE     *ebpf.Program `ebpf:"fexit_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	FexitSpanIbUverbsModifyQp                           *ebpf.Program `ebpf:"fexit_span_ib_uverbs_modify_qp"`
+	FexitSpanIbUverbsRegMr                              *ebpf.Program `ebpf:"fexit_span_ib_uverbs_reg_mr"`
+	FexitSpanRdmaConnectLocked                          *ebpf.Program `ebpf:"fexit_span_rdma_connect_locked"`
+	FexitSpanRdmaResolveAddr                            *ebpf.Program `ebpf:"fexit_span_rdma_resolve_addr"`
+	FexitSpanRdmaResolveRoute                           *ebpf.Program `ebpf:"fexit_span_rdma_resolve_route"`
+	FexitSpanUcmaGetEvent                               *ebpf.Program `ebpf:"fexit_span_ucma_get_event"`
+	FexitUcmaClose                                      *ebpf.Program `ebpf:"fexit_ucma_close"`
+	FexitUnregisterDevice                               *ebpf.Program `ebpf:"fexit_unregister_device"`
+	FexitUverbsClose                                    *ebpf.Program `ebpf:"fexit_uverbs_close"`
+	KprobeModifyQp                                      *ebpf.Program `ebpf:"kprobe_modify_qp"`
+	KprobeRestrackAbortDel                              *ebpf.Program `ebpf:"kprobe_restrack_abort_del"`
+	KprobeRestrackAdd                                   *ebpf.Program `ebpf:"kprobe_restrack_add"`
+	KprobeRestrackBeginDel                              *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
+	KprobeRestrackCommitDel                             *ebpf.Program `ebpf:"kprobe_restrack_commit_del"`
+	KprobeRestrackDel                                   *ebpf.Program `ebpf:"kprobe_restrack_del"`
+	KprobeSpanIbDeregMrUser                             *ebpf.Program `ebpf:"kprobe_span_ib_dereg_mr_user"`
+	KprobeSpanIbUmemGet                                 *ebpf.Program `ebpf:"kprobe_span_ib_umem_get"`
+	KprobeSpanIbUverbsAllocPd                           *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_alloc_pd"`
+	KprobeSpanIbUverbsCreateCq                          *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_create_cq"`
+	KprobeSpanIbUverbsCreateQp                          *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_create_qp"`
+	KprobeSpanIbUverbsExCreateCq                        *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_ex_create_cq"`
+	KprobeSpanIbUverbsExCreateQp                        *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_ex_create_qp"`
+	KprobeSpanIbUverbsExModifyQp                        *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_ex_modify_qp"`
+	KprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE    *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	KprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE    *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	KprobeSpanIbUverbsModifyQp                          *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_modify_qp"`
+	KprobeSpanIbUverbsRegMr                             *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_reg_mr"`
+	KprobeSpanRdmaConnectLocked                         *ebpf.Program `ebpf:"kprobe_span_rdma_connect_locked"`
+	KprobeSpanRdmaResolveAddr                           *ebpf.Program `ebpf:"kprobe_span_rdma_resolve_addr"`
+	KprobeSpanRdmaResolveRoute                          *ebpf.Program `ebpf:"kprobe_span_rdma_resolve_route"`
+	KprobeSpanUcmaGetEvent                              *ebpf.Program `ebpf:"kprobe_span_ucma_get_event"`
+	KprobeUcmaClose                                     *ebpf.Program `ebpf:"kprobe_ucma_close"`
+	KprobeUnregisterDevice                              *ebpf.Program `ebpf:"kprobe_unregister_device"`
+	KprobeUverbsClose                                   *ebpf.Program `ebpf:"kprobe_uverbs_close"`
+	KretprobeModifyQp                                   *ebpf.Program `ebpf:"kretprobe_modify_qp"`
+	KretprobeRestrackAdd                                *ebpf.Program `ebpf:"kretprobe_restrack_add"`
+	KretprobeSpanIbDeregMrUser                          *ebpf.Program `ebpf:"kretprobe_span_ib_dereg_mr_user"`
+	KretprobeSpanIbUmemGet                              *ebpf.Program `ebpf:"kretprobe_span_ib_umem_get"`
+	KretprobeSpanIbUverbsAllocPd                        *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_alloc_pd"`
+	KretprobeSpanIbUverbsCreateCq                       *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_create_cq"`
+	KretprobeSpanIbUverbsCreateQp                       *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_create_qp"`
+	KretprobeSpanIbUverbsExCreateCq                     *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_ex_create_cq"`
+	KretprobeSpanIbUverbsExCreateQp                     *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_ex_create_qp"`
+	KretprobeSpanIbUverbsExModifyQp                     *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_ex_modify_qp"`
+	KretprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"`
+	KretprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"`
+	KretprobeSpanIbUverbsModifyQp                       *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_modify_qp"`
+	KretprobeSpanIbUverbsRegMr                          *ebpf.Program `ebpf:"kretprobe_span_ib_uverbs_reg_mr"`
+	KretprobeSpanRdmaConnectLocked                      *ebpf.Program `ebpf:"kretprobe_span_rdma_connect_locked"`
+	KretprobeSpanRdmaResolveAddr                        *ebpf.Program `ebpf:"kretprobe_span_rdma_resolve_addr"`
+	KretprobeSpanRdmaResolveRoute                       *ebpf.Program `ebpf:"kretprobe_span_rdma_resolve_route"`
+	KretprobeSpanUcmaGetEvent                           *ebpf.Program `ebpf:"kretprobe_span_ucma_get_event"`
+	KretprobeUcmaClose                                  *ebpf.Program `ebpf:"kretprobe_ucma_close"`
+	KretprobeUverbsClose                                *ebpf.Program `ebpf:"kretprobe_uverbs_close"`
+	RawTpCmDisconnect                                   *ebpf.Program `ebpf:"raw_tp_cm_disconnect"`
+	RawTpCmEventDone                                    *ebpf.Program `ebpf:"raw_tp_cm_event_done"`
+	RawTpCmEventHandler                                 *ebpf.Program `ebpf:"raw_tp_cm_event_handler"`
+	RawTpCmIdAttach                                     *ebpf.Program `ebpf:"raw_tp_cm_id_attach"`
+	RawTpCmIdDestroy                                    *ebpf.Program `ebpf:"raw_tp_cm_id_destroy"`
+	RawTpCmQpCreate                                     *ebpf.Program `ebpf:"raw_tp_cm_qp_create"`
+	RawTpCmQpDestroy                                    *ebpf.Program `ebpf:"raw_tp_cm_qp_destroy"`
+	RawTpCmReqHandler                                   *ebpf.Program `ebpf:"raw_tp_cm_req_handler"`
+	RawTpCmSendMra                                      *ebpf.Program `ebpf:"raw_tp_cm_send_mra"`
+	RawTpCmSendRej                                      *ebpf.Program `ebpf:"raw_tp_cm_send_rej"`
+	RawTpCmSendRep                                      *ebpf.Program `ebpf:"raw_tp_cm_send_rep"`
+	RawTpCmSendReq                                      *ebpf.Program `ebpf:"raw_tp_cm_send_req"`
+	RawTpCmSendRtu                                      *ebpf.Program `ebpf:"raw_tp_cm_send_rtu"`
+	RawTpCmSentDrep                                     *ebpf.Program `ebpf:"raw_tp_cm_sent_drep"`
+	RawTpCmSentDreq                                     *ebpf.Program `ebpf:"raw_tp_cm_sent_dreq"`
+	RawTpSchedSwitch                                    *ebpf.Program `ebpf:"raw_tp_sched_switch"`
+	RawTpSchedWakeup                                    *ebpf.Program `ebpf:"raw_tp_sched_wakeup"`
+	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
+	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
+	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
+	TpBtfCmEventDone                                    *ebpf.Program `ebpf:"tp_btf_cm_event_done"`
+	TpBtfCmEventHandler                                 *ebpf.Program `ebpf:"tp_btf_cm_event_handler"`
+	TpBtfCmIdAttach                                     *ebpf.Program `ebpf:"tp_btf_cm_id_attach"`
+	TpBtfCmIdDestroy                                    *ebpf.Program `ebpf:"tp_btf_cm_id_destroy"`
+	TpBtfCmQpCreate                                     *ebpf.Program `ebpf:"tp_btf_cm_qp_create"`
+	TpBtfCmQpDestroy                                    *ebpf.Program `ebpf:"tp_btf_cm_qp_destroy"`
+	TpBtfCmReqHandler                                   *ebpf.Program `ebpf:"tp_btf_cm_req_handler"`
+	TpBtfCmSendMra                                      *ebpf.Program `ebpf:"tp_btf_cm_send_mra"`
+	TpBtfCmSendRej                                      *ebpf.Program `ebpf:"tp_btf_cm_send_rej"`
+	TpBtfCmSendRep                                      *ebpf.Program `ebpf:"tp_btf_cm_send_rep"`
+	TpBtfCmSendReq                                      *ebpf.Program `ebpf:"tp_btf_cm_send_req"`
+	TpBtfCmSendRtu                                      *ebpf.Program `ebpf:"tp_btf_cm_send_rtu"`
+	TpBtfCmSentDrep                                     *ebpf.Program `ebpf:"tp_btf_cm_sent_drep"`
+	TpBtfCmSentDreq                                     *ebpf.Program `ebpf:"tp_btf_cm_sent_dreq"`
+	TpBtfSchedSwitch                                    *ebpf.Program `ebpf:"tp_btf_sched_switch"`
+	TpBtfSchedWakeup                                    *ebpf.Program `ebpf:"tp_btf_sched_wakeup"`
 }
 
 func (p *RdmatracePrograms) Close() error {
@@ -382,6 +626,22 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryRestrackBeginDel,
 		p.FentryRestrackCommitDel,
 		p.FentryRestrackDel,
+		p.FentrySpanIbDeregMrUser,
+		p.FentrySpanIbUmemGet,
+		p.FentrySpanIbUverbsAllocPd,
+		p.FentrySpanIbUverbsCreateCq,
+		p.FentrySpanIbUverbsCreateQp,
+		p.FentrySpanIbUverbsExCreateCq,
+		p.FentrySpanIbUverbsExCreateQp,
+		p.FentrySpanIbUverbsExModifyQp,
+		p.FentrySpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE,
+		p.FentrySpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE,
+		p.FentrySpanIbUverbsModifyQp,
+		p.FentrySpanIbUverbsRegMr,
+		p.FentrySpanRdmaConnectLocked,
+		p.FentrySpanRdmaResolveAddr,
+		p.FentrySpanRdmaResolveRoute,
+		p.FentrySpanUcmaGetEvent,
 		p.FentryUcmaClose,
 		p.FentryUnregisterDevice,
 		p.FentryUverbsClose,
@@ -390,6 +650,22 @@ func (p *RdmatracePrograms) Close() error {
 		p.FexitModifyQp,
 		p.FexitRegisterDevice,
 		p.FexitRestrackAdd,
+		p.FexitSpanIbDeregMrUser,
+		p.FexitSpanIbUmemGet,
+		p.FexitSpanIbUverbsAllocPd,
+		p.FexitSpanIbUverbsCreateCq,
+		p.FexitSpanIbUverbsCreateQp,
+		p.FexitSpanIbUverbsExCreateCq,
+		p.FexitSpanIbUverbsExCreateQp,
+		p.FexitSpanIbUverbsExModifyQp,
+		p.FexitSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE,
+		p.FexitSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE,
+		p.FexitSpanIbUverbsModifyQp,
+		p.FexitSpanIbUverbsRegMr,
+		p.FexitSpanRdmaConnectLocked,
+		p.FexitSpanRdmaResolveAddr,
+		p.FexitSpanRdmaResolveRoute,
+		p.FexitSpanUcmaGetEvent,
 		p.FexitUcmaClose,
 		p.FexitUnregisterDevice,
 		p.FexitUverbsClose,
@@ -399,11 +675,43 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeRestrackBeginDel,
 		p.KprobeRestrackCommitDel,
 		p.KprobeRestrackDel,
+		p.KprobeSpanIbDeregMrUser,
+		p.KprobeSpanIbUmemGet,
+		p.KprobeSpanIbUverbsAllocPd,
+		p.KprobeSpanIbUverbsCreateCq,
+		p.KprobeSpanIbUverbsCreateQp,
+		p.KprobeSpanIbUverbsExCreateCq,
+		p.KprobeSpanIbUverbsExCreateQp,
+		p.KprobeSpanIbUverbsExModifyQp,
+		p.KprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE,
+		p.KprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE,
+		p.KprobeSpanIbUverbsModifyQp,
+		p.KprobeSpanIbUverbsRegMr,
+		p.KprobeSpanRdmaConnectLocked,
+		p.KprobeSpanRdmaResolveAddr,
+		p.KprobeSpanRdmaResolveRoute,
+		p.KprobeSpanUcmaGetEvent,
 		p.KprobeUcmaClose,
 		p.KprobeUnregisterDevice,
 		p.KprobeUverbsClose,
 		p.KretprobeModifyQp,
 		p.KretprobeRestrackAdd,
+		p.KretprobeSpanIbDeregMrUser,
+		p.KretprobeSpanIbUmemGet,
+		p.KretprobeSpanIbUverbsAllocPd,
+		p.KretprobeSpanIbUverbsCreateCq,
+		p.KretprobeSpanIbUverbsCreateQp,
+		p.KretprobeSpanIbUverbsExCreateCq,
+		p.KretprobeSpanIbUverbsExCreateQp,
+		p.KretprobeSpanIbUverbsExModifyQp,
+		p.KretprobeSpanIbUverbsHandlerUVERBS_METHOD_CQ_CREATE,
+		p.KretprobeSpanIbUverbsHandlerUVERBS_METHOD_QP_CREATE,
+		p.KretprobeSpanIbUverbsModifyQp,
+		p.KretprobeSpanIbUverbsRegMr,
+		p.KretprobeSpanRdmaConnectLocked,
+		p.KretprobeSpanRdmaResolveAddr,
+		p.KretprobeSpanRdmaResolveRoute,
+		p.KretprobeSpanUcmaGetEvent,
 		p.KretprobeUcmaClose,
 		p.KretprobeUverbsClose,
 		p.RawTpCmDisconnect,
@@ -421,6 +729,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpCmSendRtu,
 		p.RawTpCmSentDrep,
 		p.RawTpCmSentDreq,
+		p.RawTpSchedSwitch,
+		p.RawTpSchedWakeup,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
@@ -438,6 +748,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.TpBtfCmSendRtu,
 		p.TpBtfCmSentDrep,
 		p.TpBtfCmSentDreq,
+		p.TpBtfSchedSwitch,
+		p.TpBtfSchedWakeup,
 	)
 }
 

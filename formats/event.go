@@ -17,6 +17,9 @@ func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0
 func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = append(o, timeField("time", e.Time))
 	o = o.str("event", e.Kind.String())
+	if e.Func != "" {
+		o = o.str("func", e.Func)
+	}
 	if e.Has(rdma.EvHasRes) {
 		o = o.str("res", e.Res.String())
 	}
@@ -75,7 +78,71 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	if c := e.Cleanup(); c != "" {
 		o = o.str("cleanup", c)
 	}
+	return appendSpanFields(o, e)
+}
+
+// appendSpanFields adds what spans and off-CPU spells carry, and an MR's
+// size: dur-us, size, and for a spell wait-us (wakeup to running again),
+// preempted, and who ran instead.
+func appendSpanFields(o Object, e *rdma.Event) Object {
+	if e.Has(rdma.EvHasDur) {
+		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Dur})
+	}
+	if e.Has(rdma.EvHasSize) {
+		o = o.num("size", e.Size)
+	}
+	if e.Kind == rdma.EvSpan && e.Status != 0 {
+		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+	}
+	if e.Kind == rdma.EvOffCPU {
+		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
+		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
+		o = o.num("next-pid", uint64(e.Next.TID)).str("next-comm", e.Next.Comm)
+	}
 	return o
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// spanWhat is the human view's description of a span or spell.
+func spanWhat(e *rdma.Event, what []string) []string {
+	switch e.Kind {
+	case rdma.EvSpan:
+		what = append(what, e.Func, durText(e.Dur))
+		if e.Status != 0 {
+			what = append(what, "status "+strconv.Itoa(int(e.Status)))
+		}
+	case rdma.EvOffCPU:
+		how := "asleep"
+		if e.Has(rdma.EvPreempted) {
+			how = "preempted"
+		}
+		what = append(what, how, durText(e.Dur))
+		if e.Wait != 0 {
+			what = append(what, "(runq "+durText(e.Wait)+")")
+		}
+		what = append(what, "instead: "+Sanitize(e.Next.Comm)+"["+strconv.FormatUint(uint64(e.Next.TID), 10)+"]")
+		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+			what = append(what, "... "+Sanitize(e.Actor.Comm)+"["+strconv.FormatUint(uint64(e.Actor.TID), 10)+"]")
+		}
+	}
+	if e.Has(rdma.EvHasSize) {
+		what = append(what, "size "+strconv.FormatUint(e.Size, 10))
+	}
+	return what
+}
+
+// durText writes ns as µs or ms, in ASCII ("us": terminals without UTF-8).
+func durText(ns uint64) string {
+	if ns >= 10_000_000 {
+		return string(appendSecs(nil, ns/1000)) + "ms"
+	}
+	return string(appendSecs(nil, ns)) + "us"
 }
 
 // EventLine is the human view of an event: one aligned line.
@@ -128,6 +195,7 @@ func EventLine(e *rdma.Event) string {
 		}
 		what = append(what, a)
 	}
+	what = spanWhat(e, what)
 	pad(&b, strings.Join(what, " "), 44)
 	switch {
 	case e.Owner.KernName != "":
@@ -135,7 +203,7 @@ func EventLine(e *rdma.Event) string {
 	case e.Has(rdma.EvHasOwner):
 		b.WriteString(Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.TID), 10) + "]")
 	}
-	if e.Actor.PID != 0 && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
+	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
 		b.WriteString(" by " + Sanitize(e.Actor.Comm) + "[" + strconv.FormatUint(uint64(e.Actor.TID), 10) + "]")
 	}
 	if c := e.Cleanup(); c != "" {

@@ -20,6 +20,7 @@ const (
 	Int                 // a signed JSON number, stored in Num as int64
 	Secs                // a duration: milliseconds in Num, a JSON number of seconds ("1.5"), "1.5s" in text
 	Time                // a time: Unix nanoseconds in Num, RFC 3339 with nanoseconds in UTC (formatted on output: no allocation)
+	Micros              // a duration: nanoseconds in Num, a JSON number of microseconds ("12.345"), "12.345us" in text
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -46,6 +47,8 @@ func (f *Field) Text() string {
 		return string(appendSecs(nil, f.Num)) + "s"
 	case Time:
 		return timeOf(f.Num).Format(time.RFC3339Nano)
+	case Micros:
+		return string(appendSecs(nil, f.Num)) + "us"
 	case StrList:
 		s := ""
 		for i, v := range f.List {
@@ -66,7 +69,8 @@ func timeField(k string, t time.Time) Field {
 	return Field{Key: k, Kind: Time, Num: uint64(t.UnixNano())}
 }
 
-// appendSecs writes milliseconds as seconds with up to three decimals.
+// appendSecs writes milliseconds as seconds with up to three decimals
+// (and so nanoseconds as microseconds).
 func appendSecs(b []byte, ms uint64) []byte {
 	b = strconv.AppendUint(b, ms/1000, 10)
 	if frac := ms % 1000; frac != 0 {

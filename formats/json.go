@@ -32,7 +32,7 @@ func AppendJSON(b []byte, o Object) []byte {
 			b = strconv.AppendBool(b, f.Num != 0)
 		case Int:
 			b = strconv.AppendInt(b, int64(f.Num), 10)
-		case Secs:
+		case Secs, Micros:
 			b = appendSecs(b, f.Num)
 		case Time:
 			b = append(b, '"')

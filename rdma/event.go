@@ -37,6 +37,8 @@ const (
 	EvDevUnregister             // a device's unregistration began
 	EvDevUnregistered           // a device's unregistration finished
 	EvExists                    // the resource existed when tracing started (netlink snapshot)
+	EvSpan                      // a kernel function behind a verb or an rdma_cm step ran: Func, Dur (Mono is its start)
+	EvOffCPU                    // a followed thread was off CPU: Mono is when it left, Dur how long, Next who ran instead
 	numEventKinds
 )
 
@@ -44,7 +46,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_id_create", "cm_event_handler", "cm_event_done", "cm_req_handler", "cm_send_req", "cm_send_rep",
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
-	"dev_unregistered", "exists"}
+	"dev_unregistered", "exists", "span", "off-cpu"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -88,6 +90,9 @@ const (
 	// EvFileClose: it happened inside the release of a uverbs or rdma_cm
 	// file (ib_uverbs_close, ucma_close): cleanup of what a closed file held.
 	EvFileClose
+	EvHasSize   // Size is set: an MR's length, ib_umem_get's size
+	EvPreempted // off-cpu: the thread was runnable when switched out (preempted), not asleep
+	EvHasDur    // Dur is set (span, off-cpu)
 )
 
 // Cleanup names how a destroy came about: "exit" (the kernel's cleanup when
@@ -131,7 +136,17 @@ type Event struct {
 	// the event happened; 0 for kernel objects and netlink snapshots.
 	OwnerCgroup uint64
 	Obj         uint64 // kernel address of the object: identity across its events
+
+	// Spans and off-CPU spells (EvSpan, EvOffCPU).
+	Func string // EvSpan: the kernel function
+	Dur  uint64 // ns (EvHasDur)
+	Size uint64 // bytes (EvHasSize)
+	Wait uint64 // EvOffCPU: ns from its wakeup to running again (0: unknown)
+	Next Owner  // EvOffCPU: the first task that ran in its place (tid and comm; tid 0 is the idle task)
 }
+
+// End is when the event's span or spell ended (Mono for instant events).
+func (e *Event) End() uint64 { return e.Mono + e.Dur }
 
 // Has reports whether all of f are set.
 func (e *Event) Has(f EventFlag) bool { return e.Flags&f == f }

@@ -73,6 +73,14 @@ type object struct {
 	ActorPID  uint32  `json:"actor-pid"`
 	ActorComm string  `json:"actor-comm"`
 	Cleanup   string  `json:"cleanup"`
+	// Spans and off-CPU spells; an MR's size.
+	Func      string       `json:"func"`
+	DurUS     *json.Number `json:"dur-us"`
+	Size      *uint64      `json:"size"`
+	WaitUS    *json.Number `json:"wait-us"`
+	Preempted bool         `json:"preempted"`
+	NextPID   *uint32      `json:"next-pid"`
+	NextComm  string       `json:"next-comm"`
 }
 
 // Next returns the next event, io.EOF at the end, or an *Error for a line
@@ -229,7 +237,60 @@ func (r *Reader) event(o *object, ev *rdma.Event) error {
 	default:
 		return fmt.Errorf("cleanup %q: expected exit or close", o.Cleanup)
 	}
+	return spanFields(o, ev)
+}
+
+// spanFields reads what spans and off-CPU spells carry.
+func spanFields(o *object, ev *rdma.Event) error {
+	ev.Func = o.Func
+	if ev.Kind == rdma.EvSpan && o.Func == "" {
+		return fmt.Errorf("span without func: expected the kernel function's name")
+	}
+	if o.DurUS != nil {
+		ns, err := micros(*o.DurUS)
+		if err != nil {
+			return fmt.Errorf("dur-us: %v", err)
+		}
+		ev.Dur, ev.Flags = ns, ev.Flags|rdma.EvHasDur
+	}
+	if o.Size != nil {
+		ev.Size, ev.Flags = *o.Size, ev.Flags|rdma.EvHasSize
+	}
+	if o.WaitUS != nil {
+		ns, err := micros(*o.WaitUS)
+		if err != nil {
+			return fmt.Errorf("wait-us: %v", err)
+		}
+		ev.Wait = ns
+	}
+	if o.Preempted {
+		ev.Flags |= rdma.EvPreempted
+	}
+	if o.NextPID != nil {
+		ev.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
+	}
+	if ev.Kind == rdma.EvSpan && o.PID != nil {
+		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
+	}
 	return nil
+}
+
+// micros reads microseconds with up to three decimals as nanoseconds,
+// exactly (no float rounding).
+func micros(n json.Number) (uint64, error) {
+	s := string(n)
+	whole, frac, _ := strings.Cut(s, ".")
+	w, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || len(frac) > 3 {
+		return 0, fmt.Errorf("%q: expected microseconds with up to three decimals", s)
+	}
+	var f uint64
+	if frac != "" {
+		if f, err = strconv.ParseUint(frac+strings.Repeat("0", 3-len(frac)), 10, 64); err != nil {
+			return 0, fmt.Errorf("%q: expected microseconds with up to three decimals", s)
+		}
+	}
+	return w*1000 + f, nil
 }
 
 // devIndex numbers devices by name, anew after each unregistration.

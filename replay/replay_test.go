@@ -139,6 +139,9 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"time":"2026-11-22T10:00:00Z","event":"create","res":"qp","ifname":"rxe0","lqpn":3,"type":"RC","src-addr":"[fe80::1%2]:1","ps":"TCP"}`))
+	if data, err := os.ReadFile(filepath.Join("..", "testdata", "formats", "spans.ndjson")); err == nil {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), "fuzz")
 		var ev rdma.Event
@@ -177,5 +180,67 @@ func TestOwnerCgroupRoundTrips(t *testing.T) {
 	}
 	if out.String() != line {
 		t.Errorf("round trip:\n in  %s out %s", line, out.String())
+	}
+}
+
+// TestSpansRoundTrip reads the span and off-CPU golden of formats/ back and
+// renders it again: every new key (func, dur-us, size, status, wait-us,
+// preempted, next-pid, next-comm) survives, to the nanosecond.
+func TestSpansRoundTrip(t *testing.T) {
+	path := filepath.Join("..", "testdata", "formats", "spans.ndjson")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(bytes.NewReader(data), path)
+	var out bytes.Buffer
+	nd := formats.NewNDJSONWriter(&out)
+	var ev rdma.Event
+	for {
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd.Write(formats.EventObject(&ev))
+	}
+	nd.Flush()
+	if out.String() != string(data) {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", out.String(), data)
+	}
+}
+
+func TestBadSpanFieldsAreOneLineErrors(t *testing.T) {
+	in := `{"time":"2023-11-14T22:13:20Z","event":"span","pid":1,"comm":"x","dur-us":1.5}
+{"time":"2023-11-14T22:13:20Z","event":"off-cpu","pid":1,"comm":"x","dur-us":"1.2345"}
+{"time":"2023-11-14T22:13:20Z","event":"off-cpu","pid":1,"comm":"x","dur-us":-3}
+{"time":"2023-11-14T22:13:20Z","event":"span","func":"ib_umem_get","pid":1,"comm":"x","dur-us":2.5,"size":4096}
+`
+	r := NewReader(strings.NewReader(in), "t.ndjson")
+	var ev rdma.Event
+	var errs []string
+	for {
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if ev.Func != "ib_umem_get" || ev.Dur != 2500 || ev.Size != 4096 {
+			t.Errorf("last line read as %+v", ev)
+		}
+	}
+	want := []string{"t.ndjson:1: span without func", "t.ndjson:2: dur-us", "t.ndjson:3: dur-us"}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %q, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i], w) || strings.Contains(errs[i], "\n") {
+			t.Errorf("error %q, want a line starting %q", errs[i], w)
+		}
 	}
 }

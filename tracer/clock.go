@@ -19,6 +19,9 @@ func NewClock() Clock {
 // FixedClock is a clock with a given offset, for tests and recordings.
 func FixedClock(offset int64) Clock { return Clock{offset: offset} }
 
+// Offset is wall minus monotonic time, in ns.
+func (c Clock) Offset() int64 { return c.offset }
+
 // Wall gives the wall time of a monotonic timestamp.
 func (c Clock) Wall(mono uint64) time.Time { return time.Unix(0, int64(mono)+c.offset).UTC() }
 

@@ -45,10 +45,17 @@ const (
 	offDst      = 244
 	offOwnerCg  = 272
 	addrLen     = 28
-	recordSize  = 280
-	// oldRecordSize is the record before owner_cgroup was added: raw
-	// recordings (--record-raw, testdata/tracer) made then still decode,
-	// with OwnerCgroup 0.
+	// Spans and off-CPU spells.
+	offDur      = 280
+	offSize     = 288
+	offWait     = 296
+	offFunc     = 304
+	offNextPID  = 308
+	offNextComm = 312
+	recordSize  = 328
+	// oldRecordSize is the record before owner_cgroup and the span fields
+	// were added: raw recordings (--record-raw, testdata/tracer) made then
+	// still decode, with OwnerCgroup 0 and no spans.
 	oldRecordSize = offOwnerCg
 )
 
@@ -65,7 +72,22 @@ const (
 	cDevRegister
 	cDevUnregister
 	cDevUnregistered
+	cSpan   = 20
+	cOffCPU = 21
 )
+
+// Flags of the spans and off-CPU spells, apart from the rest.
+const (
+	cfHasSize   = 1 << 12
+	cfPreempted = 1 << 13
+)
+
+// spanFuncs names the C side's enum span_func: the kernel functions timed.
+var spanFuncs = [...]string{"", "rdma_resolve_addr", "rdma_resolve_route", "rdma_connect_locked", "ucma_get_event",
+	"ib_uverbs_reg_mr", "ib_umem_get", "ib_dereg_mr_user", "ib_uverbs_alloc_pd",
+	"ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE", "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE",
+	"ib_uverbs_create_cq", "ib_uverbs_ex_create_cq", "ib_uverbs_create_qp", "ib_uverbs_ex_create_qp",
+	"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp"}
 
 const (
 	cfUser = 1 << iota
@@ -123,6 +145,9 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	if len(rec) < oldRecordSize {
 		return fmt.Errorf("record of %d bytes, expected %d", len(rec), recordSize)
 	}
+	// Recordings made before the span fields were added are shorter:
+	// they still decode, without them.
+	full := len(rec) >= recordSize
 	le := binary.LittleEndian
 	u32 := func(off int) uint32 { return le.Uint32(rec[off:]) }
 	*ev = rdma.Event{}
@@ -156,6 +181,25 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Kind = rdma.EvDevUnregister
 	case cDevUnregistered:
 		ev.Kind = rdma.EvDevUnregistered
+	case cSpan:
+		if !full {
+			return fmt.Errorf("span record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		fn := u32(offFunc)
+		if fn == 0 || int(fn) >= len(spanFuncs) {
+			return fmt.Errorf("span record with unknown function %d", fn)
+		}
+		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[fn]
+	case cOffCPU:
+		if !full {
+			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		ev.Kind = rdma.EvOffCPU
+		ev.Wait = le.Uint64(rec[offWait:])
+		ev.Next = rdma.Owner{PID: u32(offNextPID), TID: u32(offNextPID), Comm: d.intern(rec[offNextComm:recordSize])}
+		if flags&cfPreempted != 0 {
+			ev.Flags |= rdma.EvPreempted
+		}
 	default:
 		return fmt.Errorf("record of unknown kind %d", kind)
 	}
@@ -187,7 +231,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Owner.PID = u32(offOwnerPID)
 		ev.Owner.TID = u32(offOwnerTID)
 		ev.Owner.Comm = d.intern(rec[offOwnComm:offKernName])
-		if len(rec) >= recordSize {
+		if len(rec) >= offOwnerCg+8 {
 			ev.OwnerCgroup = le.Uint64(rec[offOwnerCg:])
 		}
 	}
@@ -211,6 +255,20 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.CMEvent = rdma.CMEvent(u32(offCMEvent))
 	}
 	ev.Status = int32(u32(offStatus))
+	if kind == cSpan || kind == cOffCPU {
+		ev.Dur = le.Uint64(rec[offDur:])
+		ev.Flags |= rdma.EvHasDur
+		if kind == cSpan { // a span runs in its caller's context: the caller owns it
+			ev.Owner = ev.Actor
+			ev.Flags |= rdma.EvHasOwner
+		}
+		// An off-CPU spell's Actor is the task that was running at
+		// switch-in: the last to run in the thread's place (Next the first).
+	}
+	if flags&cfHasSize != 0 && full {
+		ev.Size = le.Uint64(rec[offSize:])
+		ev.Flags |= rdma.EvHasSize
+	}
 	if flags&cfHasAddr != 0 {
 		ev.PS = rdma.PortSpace(u32(offPS))
 		// A family of 0 means the ID has no address yet: not worth the

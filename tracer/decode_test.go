@@ -53,7 +53,13 @@ func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 		{"owner_cgroup", unsafe.Offsetof(e.OwnerCgroup), offOwnerCg},
 		{"src", unsafe.Offsetof(e.Src), offSrc},
 		{"dst", unsafe.Offsetof(e.Dst), offDst},
-		{"size", unsafe.Sizeof(e), recordSize},
+		{"dur", unsafe.Offsetof(e.Dur), offDur},
+		{"size", unsafe.Offsetof(e.Size), offSize},
+		{"wait", unsafe.Offsetof(e.Wait), offWait},
+		{"func", unsafe.Offsetof(e.Func), offFunc},
+		{"next_pid", unsafe.Offsetof(e.NextPid), offNextPID},
+		{"next_comm", unsafe.Offsetof(e.NextComm), offNextComm},
+		{"sizeof", unsafe.Sizeof(e), recordSize},
 	} {
 		if f.got != f.want {
 			t.Errorf("struct event field %s at %d, the decoder reads it at %d", f.name, f.got, f.want)
@@ -163,6 +169,8 @@ func TestDecodeRejectsShortAndUnknownRecords(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(make([]byte, recordSize))
+	f.Add(spanRecord(cSpan))
+	f.Add(spanRecord(cOffCPU))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event
@@ -221,5 +229,47 @@ func TestDecodeOwnerCgroup(t *testing.T) {
 	}
 	if err := d.Decode(rec[:oldRecordSize], &ev); err != nil || ev.OwnerCgroup != 0 || ev.Owner.PID != 300 {
 		t.Errorf("a record of the old size: %v, OwnerCgroup %d, owner %d", err, ev.OwnerCgroup, ev.Owner.PID)
+	}
+}
+
+// spanRecord is a span (ib_umem_get, 1 MiB) or an off-CPU spell record.
+func spanRecord(kind uint32) []byte {
+	rec := make([]byte, recordSize)
+	le := binary.LittleEndian
+	le.PutUint64(rec[offTS:], 1000)
+	le.PutUint32(rec[offKind:], kind)
+	le.PutUint32(rec[offFlags:], cfHasSize|cfPreempted|cfHasOwner)
+	le.PutUint32(rec[offActorPID:], 7)
+	copy(rec[offActComm:], "noise")
+	copy(rec[offOwnComm:], "rdmabench")
+	le.PutUint64(rec[offDur:], 2500)
+	le.PutUint64(rec[offSize:], 1<<20)
+	le.PutUint32(rec[offFunc:], 6)
+	le.PutUint32(rec[offNextPID:], 42)
+	copy(rec[offNextComm:], "hog")
+	return rec
+}
+
+func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	for _, kind := range []uint32{cSpan, cOffCPU} {
+		rec := spanRecord(kind)
+		if err := d.Decode(rec, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = d.Decode(rec, &ev) }); n != 0 {
+			t.Errorf("kind %d: %v allocations per record", kind, n)
+		}
+	}
+	if ev.Kind != rdma.EvOffCPU || ev.Dur != 2500 || ev.Next.Comm != "hog" || ev.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
+		t.Errorf("off-cpu decoded as %+v", ev)
+	}
+	_ = d.Decode(spanRecord(cSpan), &ev)
+	if ev.Kind != rdma.EvSpan || ev.Func != "ib_umem_get" || ev.Size != 1<<20 || ev.Owner.PID != 7 {
+		t.Errorf("span decoded as %+v", ev)
+	}
+	if err := d.Decode(spanRecord(cSpan)[:offDur], &ev); err == nil {
+		t.Error("a span record cut at the old size decoded")
 	}
 }

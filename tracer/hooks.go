@@ -44,6 +44,10 @@ type Hook struct {
 	// through the whole release, where maxactive runs out) nor on device
 	// unregistration (rare, one at a time).
 	kprobeIfPreemptible bool
+	// followed: the hook serves a followed program (rdmabench) and is
+	// attached only when Options.Follow names one; `rdmatrace trace`
+	// without --follow-pid keeps its events and its cost as before.
+	followed bool
 }
 
 func tracingVariant(name, progName string) variant {
@@ -54,8 +58,10 @@ func kprobeVariant(progName, target string) variant {
 	return variant{name: "kprobe", progs: []prog{{name: progName, kind: kprobe, target: target}}}
 }
 
-func cmHook(tp string, renamed ...string) Hook {
-	h := Hook{Name: "rdma_cma:" + tp, variants: []variant{
+func cmHook(tp string, renamed ...string) Hook { return tpHook("rdma_cma", tp, renamed...) }
+
+func tpHook(system, tp string, renamed ...string) Hook {
+	h := Hook{Name: system + ":" + tp, variants: []variant{
 		tracingVariant("tp_btf", "tp_btf_"+tp),
 		{name: "raw_tp", progs: []prog{{name: "raw_tp_" + tp, kind: rawTP, target: tp}}},
 	}}
@@ -68,6 +74,13 @@ func cmHook(tp string, renamed ...string) Hook {
 	}
 	return h
 }
+
+// spanHook times calls of a kernel function (fentry to fexit); attached
+// only when following.
+func spanHook(fn string) Hook { return followedHook(closeHook(fn, "span_"+fn)) }
+
+// followedHook is h attached only when following a process.
+func followedHook(h Hook) Hook { h.followed = true; return h }
 
 // closeHook marks the release of a device file, so that what it frees is
 // told apart from explicit destroys.
@@ -116,6 +129,23 @@ var Hooks = []Hook{
 	// class, same argument); Debian sid's 7.2 has only the new name.
 	cmHook("cm_send_mra", "cm_prepare_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
 	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
+
+	// Spans (with --follow-pid only): how long the kernel took for each
+	// rdma_cm step and verb. Registrations and creations of every process
+	// are seen (they are what slows the followed one down); BPF reports
+	// ucma_get_event, mostly waiting for the next event, only for
+	// followed processes.
+	spanHook("rdma_resolve_addr"), spanHook("rdma_resolve_route"), spanHook("rdma_connect_locked"),
+	spanHook("ucma_get_event"),
+	spanHook("ib_uverbs_reg_mr"), spanHook("ib_umem_get"), spanHook("ib_dereg_mr_user"),
+	spanHook("ib_uverbs_alloc_pd"),
+	spanHook("ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE"), spanHook("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE"),
+	spanHook("ib_uverbs_create_cq"), spanHook("ib_uverbs_ex_create_cq"),
+	spanHook("ib_uverbs_create_qp"), spanHook("ib_uverbs_ex_create_qp"),
+	spanHook("ib_uverbs_modify_qp"), spanHook("ib_uverbs_ex_modify_qp"),
+	// Off-CPU spells of the followed processes' threads; filtered in BPF,
+	// as every context switch of the machine passes through them.
+	followedHook(tpHook("sched", "sched_switch")), followedHook(tpHook("sched", "sched_wakeup")),
 }
 
 // btf says whether the variant needs BTF (fentry, fexit, tp_btf).

@@ -28,6 +28,10 @@ type Options struct {
 	Fallback bool
 	// Preemption overrides the detected preemption model (tests).
 	Preemption *Preemption
+	// Follow are the processes (tgids) whose threads' off-CPU spells and
+	// ucma_get_event calls are traced; with any, the spans of every
+	// process are too. None: none of those hooks is attached.
+	Follow []uint32
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -151,7 +155,16 @@ func Open(opts Options) (*Tracer, error) {
 		t.Preemption = DetectPreemption()
 	}
 	t.Kprobes = chooseKprobes(t.Preemption, opts.Fallback, haveKprobes(os.DirFS("/")))
+	for _, pid := range opts.Follow {
+		if err := t.Follow(pid); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
 	for _, h := range Hooks {
+		if h.followed && len(opts.Follow) == 0 {
+			continue
+		}
 		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
 	}
 	if err := t.ring.open(t.maps["events"]); err != nil {
@@ -294,6 +307,14 @@ func (t *Tracer) Close() error {
 	}
 	for _, m := range t.maps {
 		m.Close()
+	}
+	return nil
+}
+
+// Follow adds a process (tgid) to those whose threads are followed.
+func (t *Tracer) Follow(tgid uint32) error {
+	if err := t.maps["follow"].Put(tgid, uint8(1)); err != nil {
+		return fmt.Errorf("follow pid %d: %w", tgid, err)
 	}
 	return nil
 }

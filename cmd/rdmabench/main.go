@@ -13,10 +13,14 @@ import (
 )
 
 func newApp() *cli.App {
+	cmds := []*cli.Command{latCommand(), connCommand(), ctrlCommand()}
+	for _, c := range cmds {
+		c.Flags = append(c.Flags, tracingFlags...)
+	}
 	return &cli.App{
 		Name:            "rdmabench",
 		Usage:           "verbs microbenchmarks: latency, rdma_cm connection setup, control path",
-		Commands:        []*cli.Command{latCommand(), connCommand(), ctrlCommand()},
+		Commands:        cmds,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
 	}

@@ -22,6 +22,12 @@ type traceRequest struct {
 	Dev   string    // the device it runs on
 	JSON  bool      // records as NDJSON (-j) rather than text
 	Out   io.Writer // where the correlation writes (stdout)
+
+	// From the tracing flags (tracing.go's tracingFlags), set by startTrace.
+	Rdmatrace string  // --rdmatrace: the binary ("" finds it)
+	Perfetto  string  // --perfetto FILE
+	Plot      string  // --plot FILE.svg|.png
+	Factor    float64 // --outlier-factor
 }
 
 // traceSession is a tracer running beside the benchmark. startTracing
@@ -65,6 +71,7 @@ func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) 
 	if err != nil || !on {
 		return nil, "off", err
 	}
+	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
 	s, err := startTracing(req)
 	if err != nil {
 		return nil, "", err

@@ -55,6 +55,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
+			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
 		),
@@ -152,7 +153,11 @@ func runTrace(c *cli.Context) error {
 	defer stop()
 	defer onInterrupt(func(os.Signal) { stop() })()
 	if p := c.String("ready-file"); p != "" {
-		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		// The second line is the clock that turns the events' wall times
+		// back into CLOCK_MONOTONIC (wall ns - monotonic ns), for programs
+		// that join them with their own monotonic timestamps (rdmabench).
+		ready := strconv.Itoa(os.Getpid()) + "\nclock-offset " + strconv.FormatInt(t.Clock().Offset(), 10) + "\n"
+		if err := os.WriteFile(p, []byte(ready), 0o644); err != nil {
 			return err
 		}
 	}
@@ -219,7 +224,14 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	// One goroutine reads one ring buffer: more Ps only add scheduler work
 	// at each wakeup (measured: a quarter less CPU under TCG with 1).
 	runtime.GOMAXPROCS(1)
-	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback")})
+	var follow []uint32
+	for _, p := range c.IntSlice("follow-pid") {
+		if p <= 0 {
+			return nil, exitWith(2, fmt.Errorf("--follow-pid %d: expected a process ID", p))
+		}
+		follow = append(follow, uint32(p))
+	}
+	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow})
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l fallback
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-snapshot
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -a 'pd cq qp cm_id mr ctx srq comm dev event pid res'
@@ -169,4 +170,4 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_sub
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists cm'
+complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu cm'

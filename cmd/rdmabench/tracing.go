@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/bench"
+	"github.com/rdmatrace/rdmatrace/correlate"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/perfetto"
+	"github.com/rdmatrace/rdmatrace/plot"
+	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/tracerun"
+)
+
+// The traced half: rdmatrace runs as its own process beside the benchmark
+// (its cost is its own, measured apart), following this process so that
+// the benchmark threads' off-CPU spells are traced too; after each run its
+// NDJSON is read back and joined with the samples.
+
+// tracingFlags are added to every command (main.go).
+var tracingFlags = []cli.Flag{
+	&cli.StringFlag{Name: "rdmatrace", Usage: "the rdmatrace binary that traces (default: next to rdmabench, then on PATH)"},
+	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev)"},
+	&cli.StringFlag{Name: "plot", Usage: "draw latency over time with the outliers' causes, and the CDF, to `FILE`.svg or .png (lat)"},
+	&cli.Float64Flag{Name: "outlier-factor", Value: 3, Usage: "a sample is an outlier above max(p99, this × median)"},
+}
+
+func init() { startTracing = startSession }
+
+// session is a tracer beside this benchmark and what it has joined so far,
+// for the Perfetto file written at Stop.
+type session struct {
+	req     traceRequest
+	run     *tracerun.Run
+	samples []bench.Sample
+	lat     []correlate.Result
+	conns   []bench.Conn
+	phases  *correlate.ConnResult
+	events  []rdma.Event
+}
+
+func startSession(req traceRequest) (traceSession, error) {
+	if req.Plot != "" {
+		if _, err := plot.Format(req.Plot); err != nil {
+			return nil, err
+		}
+	}
+	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}})
+	if err != nil {
+		return nil, err
+	}
+	return &session{req: req, run: run}, nil
+}
+
+// events reads what was traced since the last call; bad lines are told
+// on stderr, one line each, and the rest is used.
+func (s *session) newEvents() ([]rdma.Event, error) {
+	evs, bad, err := s.run.Events()
+	for _, b := range bad {
+		fmt.Fprintf(os.Stderr, "rdmabench: %v\n", b)
+	}
+	s.events = append(s.events, evs...)
+	return evs, err
+}
+
+func (s *session) Lat(samples []bench.Sample, threads []int) (map[string]int, error) {
+	evs, err := s.newEvents()
+	if err != nil {
+		return nil, err
+	}
+	r := correlate.Outliers(samples, evs, correlate.Options{Factor: s.req.Factor, PID: uint32(s.req.PID), Threads: threads, Dev: s.req.Dev})
+	s.samples = append(s.samples, samples...)
+	s.lat = append(s.lat, r)
+	if s.req.JSON {
+		err = formats.WriteOutliersJSON(s.req.Out, &r, 0)
+	} else {
+		err = formats.WriteOutliersText(s.req.Out, &r)
+	}
+	return r.Causes, err
+}
+
+func (s *session) Conn(conns []bench.Conn) error {
+	evs, err := s.newEvents()
+	if err != nil {
+		return err
+	}
+	r := correlate.Connections(conns, evs)
+	s.conns, s.phases = append(s.conns, conns...), &r
+	if s.req.JSON {
+		return formats.WritePhasesJSON(s.req.Out, &r)
+	}
+	return formats.WritePhasesText(s.req.Out, &r)
+}
+
+func (s *session) Ctrl(ops []bench.Op) error {
+	evs, err := s.newEvents()
+	if err != nil {
+		return err
+	}
+	k := correlate.Ops(ops, evs)
+	if s.req.JSON {
+		return formats.WriteOpKernelJSON(s.req.Out, k)
+	}
+	return formats.WriteOpKernelText(s.req.Out, k)
+}
+
+// Stop ends the tracer, then writes the plot and the Perfetto file if asked.
+func (s *session) Stop() error {
+	err := s.run.Stop()
+	if perr := s.writePlot(); perr != nil && err == nil {
+		err = perr
+	}
+	if s.req.Perfetto == "" {
+		return err
+	}
+	f, ferr := os.Create(s.req.Perfetto)
+	if ferr != nil {
+		return ferr
+	}
+	tl := perfetto.Timeline{PID: s.req.PID, Samples: s.samples, Events: s.events, Conns: s.conns, Phases: s.phases}
+	for _, r := range s.lat {
+		tl.Outliers = append(tl.Outliers, r.Outliers...)
+	}
+	if werr := perfetto.Write(f, &tl); werr != nil {
+		f.Close()
+		return fmt.Errorf("--perfetto %s: %w", s.req.Perfetto, werr)
+	}
+	if cerr := f.Close(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// writePlot draws the lat runs (all sizes together) with their outliers.
+func (s *session) writePlot() error {
+	if s.req.Plot == "" || len(s.samples) == 0 {
+		return nil
+	}
+	format, _ := plot.Format(s.req.Plot)
+	res := correlate.Result{}
+	for _, r := range s.lat {
+		res.Outliers = append(res.Outliers, r.Outliers...)
+		res.Threshold = max(res.Threshold, r.Threshold)
+	}
+	f, err := os.Create(s.req.Plot)
+	if err != nil {
+		return err
+	}
+	factor := s.req.Factor
+	if factor <= 0 {
+		factor = 3
+	}
+	title := fmt.Sprintf("rdmabench lat on %s, %d samples; outliers above max(p99, %g x median), by what overlapped them", s.req.Dev, len(s.samples), factor)
+	if werr := plot.Write(f, format, &plot.Run{Title: title, Samples: s.samples, Result: &res}); werr != nil {
+		f.Close()
+		return fmt.Errorf("--plot %s: %w", s.req.Plot, werr)
+	}
+	return f.Close()
+}

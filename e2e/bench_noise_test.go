@@ -1,0 +1,198 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// monoNow is CLOCK_MONOTONIC in ns, the clock of the intervals and samples.
+func monoNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+var noiseBin = filepath.Join("out", "noise")
+
+// interval is one disturbance the noise program reports: [Start, End] ns.
+type interval struct {
+	what       string // "reg", "hog", or "setup"/"teardown" (of either)
+	start, end int64
+}
+
+func readIntervals(t *testing.T, prog string, out []byte) []interval {
+	t.Helper()
+	var iv []interval
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("noise printed %q, expected WHAT START END", l)
+		}
+		s, _ := strconv.ParseInt(f[1], 10, 64)
+		e, _ := strconv.ParseInt(f[2], 10, 64)
+		what := f[0]
+		if what == "setup" || what == "teardown" {
+			what = prog // its own start and end disturb as well
+		}
+		iv = append(iv, interval{what, s, e})
+	}
+	return iv
+}
+
+// waitForRTS waits until rdmabench's QPs are connected: its samples start.
+func waitForRTS(t *testing.T) {
+	t.Helper()
+	for range 300 {
+		out, _, _ := runStatus(*rdmatraceBin, "res", "qp", "comm", "rdmabench", "state", "RTS", "-j")
+		if s := strings.TrimSpace(string(out)); s != "" && s != "[]" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("rdmabench lat did not connect within 30 s")
+}
+
+type outlierRec struct {
+	TS     int64    `json:"ts"`
+	LatUS  float64  `json:"lat-us"`
+	Causes []string `json:"causes"`
+	Events []struct {
+		Event string `json:"event"`
+		PID   int    `json:"pid"`
+		Comm  string `json:"comm"`
+	} `json:"events"`
+}
+
+// TestOutliersNameTheNoise: while rdmabench lat runs traced, a program of
+// ours registers 64 MiB of untouched memory and creates a QP, three times,
+// and then spins pinned to the client's CPU as "hog", three times. Outliers
+// inside a registration must name the noise program (its MR, its QP, or
+// its taking the CPU) with its pid; those inside a spin must name the hog
+// as a task that ran instead (first or last); those outside must name
+// neither. Each program's start-up and exit count as its disturbance too.
+func TestOutliersNameTheNoise(t *testing.T) {
+	needDevice(t)
+	benchBin := filepath.Join(filepath.Dir(*rdmatraceBin), "rdmabench")
+	hog := filepath.Join(t.TempDir(), "hog") // its comm is "hog"
+	abs, _ := filepath.Abs(noiseBin)
+	if err := os.Symlink(abs, hog); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	bench := exec.Command(benchBin, "lat", "-j", "-D", "12", "--rdmatrace", *rdmatraceBin)
+	bench.Stdout, bench.Stderr = &stdout, &stderr
+	if err := bench.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForRTS(t)
+	time.Sleep(time.Second) // the tracer follows the timed threads by now
+	noise := exec.Command(noiseBin, "rxe0", "64", "3", "600")
+	// Each program's whole life is a disturbance too (exec, loading,
+	// exit): outliers there may name it, and are asserted neither way.
+	noiseStart := monoNow()
+	nout, err := noise.Output()
+	noiseLife := interval{"life", noiseStart, monoNow()}
+	if err != nil {
+		bench.Process.Kill()
+		t.Fatalf("noise: %v", err)
+	}
+	// The client thread runs on CPU 1 (rdmabench prints its CPUs).
+	hogStart := monoNow()
+	hout, err := exec.Command(hog, "hog", "1", "100", "3", "500").Output()
+	hogLife := interval{"life", hogStart, monoNow()}
+	if err != nil {
+		bench.Process.Kill()
+		t.Fatalf("hog: %v", err)
+	}
+	if err := bench.Wait(); err != nil {
+		t.Fatalf("rdmabench lat: %v\n%s", err, stderr.String())
+	}
+	// The lives first: an outlier in a registration or a spin is counted
+	// there (the last interval that matches wins).
+	iv := append([]interval{noiseLife, hogLife}, append(readIntervals(t, "reg", nout), readIntervals(t, "hog", hout)...)...)
+	noisePID := noise.Process.Pid
+	var outliers []outlierRec
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"record":"outlier"`) {
+			continue
+		}
+		var o outlierRec
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		outliers = append(outliers, o)
+	}
+	counts := map[string][2]int{} // what -> outliers inside, named
+	outside, wrong := 0, 0
+	for _, o := range outliers {
+		lat := int64(o.LatUS * 1e3)
+		lo, hi := o.TS-lat, o.TS+2*lat
+		in := ""
+		for _, v := range iv {
+			if hi >= v.start-1e6 && lo <= v.end+1e6 {
+				in = v.what
+			}
+		}
+		names := func(who string) bool {
+			for _, c := range o.Causes {
+				if strings.HasSuffix(c, ":"+who) {
+					return true
+				}
+			}
+			return false
+		}
+		switch in {
+		case "reg":
+			c := counts[in]
+			c[0]++
+			ok := false
+			for _, e := range o.Events {
+				if e.Comm == "noise" && e.PID == noisePID {
+					ok = true
+				}
+			}
+			if ok && names("noise") {
+				c[1]++
+			}
+			counts[in] = c
+		case "hog":
+			c := counts[in]
+			c[0]++
+			if names("hog") {
+				c[1]++
+			}
+			counts[in] = c
+		case "life":
+		default:
+			outside++
+			if names("noise") || names("hog") {
+				wrong++
+				t.Errorf("outlier at %d (%.0f us) outside every disturbance names it: %q", o.TS, o.LatUS, o.Causes)
+			}
+		}
+	}
+	t.Logf("%d outliers: %d inside registrations (%d name the noise program, pid %d), %d inside spins (%d name the hog), %d outside (%d name either)",
+		len(outliers), counts["reg"][0], counts["reg"][1], noisePID, counts["hog"][0], counts["hog"][1], outside, wrong)
+	for _, what := range []string{"reg", "hog"} {
+		c := counts[what]
+		if c[0] == 0 {
+			t.Errorf("no outlier inside any %s interval: the disturbance did not disturb", what)
+		} else if c[1]*10 < c[0]*8 {
+			t.Errorf("%d of %d outliers inside %s intervals name it, want at least 80%%", c[1], c[0], what)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+// Package tracerun runs `rdmatrace trace -j` as its own process beside a
+// program that wants its own activity traced (rdmabench), and reads what
+// it recorded back as rdma.Event values on CLOCK_MONOTONIC.
+package tracerun
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/replay"
+)
+
+// Options say which rdmatrace to run and whom it follows.
+type Options struct {
+	Path   string        // rdmatrace binary; "" finds it (Find)
+	Follow []int         // processes whose off-CPU spells are traced
+	Dir    string        // where its output goes ("": a new temporary directory)
+	Wait   time.Duration // for its hooks to attach; 0 means 60 s (the guest's emulated CPU is slow)
+}
+
+// Run is a running tracer.
+type Run struct {
+	cmd     *exec.Cmd
+	dir     string
+	tmp     bool
+	out     string // its NDJSON
+	errPath string // its stderr
+	offset  int64  // its clock: wall - monotonic ns
+	read    int64  // bytes of out already turned into events
+	done    chan error
+}
+
+// Find locates rdmatrace: path if given, else next to this executable,
+// else on PATH.
+func Find(path string) (string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("--rdmatrace %s: %w", path, err)
+		}
+		return path, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "rdmatrace")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("rdmatrace")
+	if err != nil {
+		return "", errors.New("rdmatrace not found next to this program nor on PATH: give --rdmatrace PATH, or --no-trace")
+	}
+	return p, nil
+}
+
+// Start starts the tracer and returns once every hook it can attach is
+// attached (its ready file exists).
+func Start(o Options) (*Run, error) {
+	path, err := Find(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{dir: o.Dir, done: make(chan error, 1)}
+	if r.dir == "" {
+		if r.dir, err = os.MkdirTemp("", "rdmabench-trace-"); err != nil {
+			return nil, err
+		}
+		r.tmp = true
+	}
+	r.out, r.errPath = filepath.Join(r.dir, "trace.ndjson"), filepath.Join(r.dir, "trace.err")
+	ready := filepath.Join(r.dir, "ready")
+	out, err := os.Create(r.out)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	errf, err := os.Create(r.errPath)
+	if err != nil {
+		return nil, err
+	}
+	defer errf.Close()
+	args := []string{"trace", "-j", "--no-snapshot", "--ready-file", ready}
+	for _, p := range o.Follow {
+		args = append(args, "--follow-pid", strconv.Itoa(p))
+	}
+	r.cmd = exec.Command(path, args...)
+	r.cmd.Stdout, r.cmd.Stderr = out, errf
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	go func() { r.done <- r.cmd.Wait() }()
+	wait := o.Wait
+	if wait == 0 {
+		wait = 60 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && bytes.Count(b, []byte("\n")) >= 2 {
+			if r.offset, err = clockOffset(b); err != nil {
+				r.Stop()
+				return nil, fmt.Errorf("%s: %w", ready, err)
+			}
+			return r, nil
+		}
+		select {
+		case err := <-r.done:
+			return nil, fmt.Errorf("rdmatrace exited before it was ready (%v): %s", err, r.stderrLine())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return nil, fmt.Errorf("rdmatrace not ready after %v: %s", wait, r.stderrLine())
+		}
+	}
+}
+
+// clockOffset reads the ready file's "clock-offset NS" line.
+func clockOffset(b []byte) (int64, error) {
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "clock-offset "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no clock-offset line: expected an rdmatrace with --follow-pid")
+}
+
+// stderrLine is the last line rdmatrace wrote on stderr, for errors.
+func (r *Run) stderrLine() string {
+	b, _ := os.ReadFile(r.errPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// settle is how long events of the moment before may still be on their
+// way: in the ring buffer until the reader's next look (20 ms while
+// events flow), then in its output buffer.
+const settle = 150 * time.Millisecond
+
+// Events reads what the tracer recorded since the last call: complete
+// lines only. Bad lines are returned as errors beside the events.
+func (r *Run) Events() ([]rdma.Event, []error, error) {
+	time.Sleep(settle)
+	f, err := os.Open(r.out)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(r.read, io.SeekStart); err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	r.read += int64(len(b))
+	return Parse(bytes.NewReader(b), r.out, r.offset)
+}
+
+// Parse reads trace -j lines and puts each event back on CLOCK_MONOTONIC
+// with the tracer's clock offset.
+func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, error) {
+	rd := replay.NewReader(in, source)
+	var evs []rdma.Event
+	var bad []error
+	for {
+		var ev rdma.Event
+		err := rd.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			return evs, bad, nil
+		}
+		var re *replay.Error
+		if errors.As(err, &re) {
+			bad = append(bad, err)
+			continue
+		}
+		if err != nil {
+			return evs, bad, err
+		}
+		ev.Mono = uint64(ev.Time.UnixNano() - offset)
+		evs = append(evs, ev)
+	}
+}
+
+// Stop ends the tracer (SIGINT: it reads what is queued, then exits) and
+// removes its temporary directory.
+func (r *Run) Stop() error {
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Signal(syscall.SIGINT)
+	}
+	var err error
+	select {
+	case err = <-r.done:
+	case <-time.After(10 * time.Second):
+		_ = r.cmd.Process.Kill()
+		err = <-r.done
+		err = fmt.Errorf("rdmatrace did not stop in 10 s after SIGINT, killed: %v", err)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = fmt.Errorf("rdmatrace: %v: %s", err, r.stderrLine())
+	}
+	if r.tmp {
+		os.RemoveAll(r.dir)
+	}
+	return err
+}
+
+// Dir is where the tracer's output is.
+func (r *Run) Dir() string { return r.dir }

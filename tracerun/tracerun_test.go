@@ -1,0 +1,69 @@
+package tracerun
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fake is an rdmatrace stand-in: it checks its arguments, says it is ready
+// with a clock offset of 1 s, writes two events and a bad line, and exits
+// 0 on SIGINT as rdmatrace does.
+const fake = `#!/bin/sh
+case "$*" in *"--follow-pid 4242"*) ;; *) echo "no --follow-pid: $*" >&2; exit 3;; esac
+while [ "$1" != "--ready-file" ]; do shift; done
+trap 'exit 0' INT
+echo '{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}'
+echo 'not json'
+echo '{"time":"1970-01-01T00:00:04Z","event":"span","func":"ib_uverbs_reg_mr","pid":6,"comm":"n","dur-us":1.5}'
+printf '1\nclock-offset 1000000000\n' > "$2"
+while :; do sleep 0.05; done
+`
+
+func TestStartReadStop(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "rdmatrace")
+	if err := os.WriteFile(bin, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Start(Options{Path: bin, Follow: []int{4242}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, bad, err := r.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || len(bad) != 1 || !strings.Contains(bad[0].Error(), "trace.ndjson:2:") {
+		t.Fatalf("events %+v, bad lines %v: want 2 events and line 2 bad", evs, bad)
+	}
+	if evs[0].Mono != 2_500_000_000 || evs[1].Mono != 3_000_000_000 || evs[1].Dur != 1500 {
+		t.Errorf("monotonic times %d, %d (dur %d): want the wall times less the 1 s offset", evs[0].Mono, evs[1].Mono, evs[1].Dur)
+	}
+	if again, _, _ := r.Events(); len(again) != 0 {
+		t.Errorf("a second read gave %d events again", len(again))
+	}
+	dir := r.Dir()
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left behind", dir)
+	}
+}
+
+func TestAMissingTracerIsOneLine(t *testing.T) {
+	_, err := Start(Options{Path: "/nonexistent/rdmatrace"})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--rdmatrace") {
+		t.Errorf("error %v: want one line naming --rdmatrace", err)
+	}
+}
+
+func TestATracerThatFailsSaysWhy(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "rdmatrace")
+	os.WriteFile(bin, []byte("#!/bin/sh\necho 'rdmatrace: loading BPF programs needs CAP_BPF' >&2\nexit 1\n"), 0o755)
+	_, err := Start(Options{Path: bin})
+	if err == nil || !strings.Contains(err.Error(), "CAP_BPF") {
+		t.Errorf("error %v: want rdmatrace's own reason", err)
+	}
+}
