@@ -4,8 +4,8 @@
 // saved output of iproute2's `rdma res show cm_id|qp`, as text or JSON.
 //
 // A Reader streams one input: memory does not grow with its size (lines are
-// bounded by MaxLine, JSON values by MaxJSONValue). Every line yields a
-// record, nothing (blank lines, headers, separators), or a *LineError
+// bounded by lines.Max, JSON values by MaxJSONValue). Every line yields a
+// record, nothing (blank lines, headers, separators), or a *lineerr.Error
 // "SOURCE:LINE: expected ..., found ..."; reading goes on after an error.
 // Records keep their source, line, and the file a grep prefix or head/tail
 // separator named (Origin). Inputs turns a path (file, directory tree, "-")

@@ -3,6 +3,7 @@ package debugfs
 import (
 	"bytes"
 	"errors"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func checkReader(t *testing.T, in []byte) {
 			return
 		}
 		line := 0
-		var le *LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			line = le.Line

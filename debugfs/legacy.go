@@ -2,6 +2,7 @@ package debugfs
 
 import (
 	"bytes"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -433,10 +434,10 @@ func explain(cols []column, cells [][]byte) (expected, found string) {
 		if i == len(cells) {
 			return cols[j].expected, "end of line"
 		}
-		return cols[j].expected, quoteFound(cells[i])
+		return cols[j].expected, lineerr.Quote(cells[i])
 	}
 	if i < len(cells) {
-		return "end of line after " + cols[len(cols)-1].name, quoteFound(cells[i])
+		return "end of line after " + cols[len(cols)-1].name, lineerr.Quote(cells[i])
 	}
 	// Greedy placement succeeded where the full search failed: cannot
 	// happen, as the search tries the greedy choice first.
@@ -495,7 +496,7 @@ func (rd *Reader) setCell(r *rdma.Resource, c *column, b []byte) {
 }
 
 // parseLegacyRow reads one row under layout l into rec.
-func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]byte) *LineError {
+func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]byte) *lineerr.Error {
 	cols := l.cols
 	var comm []byte
 	if l.restComm && len(cells) > len(cols) {
@@ -508,13 +509,13 @@ func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]
 		cols = cols[:k]
 		for j := range cols {
 			if !fits(cols[j].kind, cells[j]) {
-				return &LineError{Expected: cols[j].expected, Found: quoteFound(cells[j])}
+				return &lineerr.Error{Expected: cols[j].expected, Found: lineerr.Quote(cells[j])}
 			}
 			rd.m.assign[j] = int8(j)
 		}
 	} else if !rd.m.match(cols, cells) {
 		exp, found := explain(cols, cells)
-		return &LineError{Expected: exp, Found: found}
+		return &lineerr.Error{Expected: exp, Found: found}
 	}
 	r := &rec.Res
 	*r = rdma.Resource{Type: rdma.ResCMID}

@@ -3,6 +3,7 @@ package debugfs
 import (
 	"bytes"
 	"errors"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"io/fs"
 	"os"
@@ -26,7 +27,7 @@ type SkipError struct {
 	Why  string
 }
 
-func (e *SkipError) Error() string { return "skipped " + printable(e.Path) + ": " + e.Why }
+func (e *SkipError) Error() string { return "skipped " + lineerr.Printable(e.Path) + ": " + e.Why }
 
 // Inputs lists what a command-line path stands for: "-" is stdin, a file
 // is itself, and a directory (a support bundle, or /sys/kernel/debug

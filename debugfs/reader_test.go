@@ -3,6 +3,7 @@ package debugfs
 import (
 	"bytes"
 	"errors"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -17,12 +18,12 @@ import (
 )
 
 // readAll reads every record (copied) and every line error of an input.
-func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []*LineError) {
+func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []*lineerr.Error) {
 	t.Helper()
 	rd := NewReader(in, source)
 	for {
 		rec, err := rd.Next()
-		var le *LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			lerrs = append(lerrs, le)
@@ -36,7 +37,7 @@ func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []
 	}
 }
 
-func readString(t testing.TB, s string) ([]Record, []*LineError) {
+func readString(t testing.TB, s string) ([]Record, []*lineerr.Error) {
 	return readAll(t, strings.NewReader(s), "test")
 }
 

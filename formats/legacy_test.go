@@ -3,6 +3,7 @@ package formats_test
 import (
 	"bytes"
 	"errors"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -65,11 +66,11 @@ func TestWriteLegacyWithNoIDsWritesTheHeader(t *testing.T) {
 }
 
 // read reads records (copied) and line errors from legacy text.
-func read(t testing.TB, in []byte) (recs []debugfs.Record, lerrs []*debugfs.LineError) {
+func read(t testing.TB, in []byte) (recs []debugfs.Record, lerrs []*lineerr.Error) {
 	rd := debugfs.NewReader(bytes.NewReader(in), "rt")
 	for {
 		rec, err := rd.Next()
-		var le *debugfs.LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			lerrs = append(lerrs, le)

@@ -18,10 +18,10 @@
 package kernlog
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"io"
 	"regexp"
 	"strconv"
@@ -58,9 +58,6 @@ type Frame struct{ Func, Module string }
 // MaxFrames bounds the frames kept per report; the rest are counted.
 const MaxFrames = 64
 
-// MaxLine bounds a line.
-const MaxLine = 64 << 10
-
 // Report is one recognised report.
 type Report struct {
 	Kind   Kind
@@ -91,15 +88,6 @@ type Report struct {
 	Truncated   bool
 }
 
-// Error is a report that could not be read whole.
-type Error struct {
-	Source string
-	Line   int
-	Msg    string
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg) }
-
 var (
 	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
 	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
@@ -127,9 +115,9 @@ var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remo
 
 // Reader reads reports from a log.
 type Reader struct {
-	r      *bufio.Reader
+	lr     *lines.Reader
 	source string
-	line   int
+	line   int     // of the line being read; at the end, one past the last
 	cur    *Report // a WARNING or hung task being read
 	inCall bool    // inside its call trace
 	device string  // of the named report being read
@@ -143,14 +131,14 @@ type Reader struct {
 
 // NewReader reads the log r, called source in errors and reports.
 func NewReader(r io.Reader, source string) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, MaxLine), source: source}
+	return &Reader{lr: lines.NewReader(r, source), source: source}
 }
 
 // Stamped is how many lines so far began as kernel log lines do (a dmesg
 // or dmesg -T time, or journalctl's "HOST kernel:").
 func (r *Reader) Stamped() int { return r.stamped }
 
-// Next returns the next report, io.EOF at the end, or an *Error (call Next
+// Next returns the next report, io.EOF at the end, or a *lineerr.Error (call Next
 // again to go on).
 func (r *Reader) Next() (*Report, error) {
 	for {
@@ -174,7 +162,7 @@ func (r *Reader) Next() (*Report, error) {
 			continue
 		}
 		if err != nil {
-			var le *Error
+			var le *lineerr.Error
 			if errors.As(err, &le) {
 				r.errs = append(r.errs, err)
 				continue
@@ -186,30 +174,12 @@ func (r *Reader) Next() (*Report, error) {
 }
 
 func (r *Reader) readLine() (string, error) {
-	r.line++
-	b, err := r.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		n := len(b)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			b, err = r.r.ReadSlice('\n')
-			n += len(b)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return "", err
-		}
-		return "", &Error{Source: r.source, Line: r.line, Msg: fmt.Sprintf("line of %d bytes or more, expected at most %d", n, MaxLine)}
+	b, err := r.lr.Next()
+	r.line = r.lr.Line()
+	if err == io.EOF {
+		r.line++ // a report cut by the end is cut after the last line
 	}
-	if errors.Is(err, io.EOF) {
-		if len(b) == 0 {
-			return "", io.EOF
-		}
-		err = nil
-	}
-	if err != nil {
-		return "", err
-	}
-	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-	return string(b), nil
+	return string(b), err
 }
 
 // split separates a line's time prefix from its text.
@@ -247,8 +217,8 @@ func (r *Reader) cut(why string) {
 		return
 	}
 	rep.Truncated = true
-	r.errs = append(r.errs, &Error{Source: r.source, Line: r.line,
-		Msg: fmt.Sprintf("the %s report of line %d ends early: expected its call trace and end, found %s", rep.Kind, rep.Line, why)})
+	r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
+		Expected: fmt.Sprintf("the call trace and end of the %s report of line %d", rep.Kind, rep.Line), Found: why})
 	r.finish(rep)
 }
 

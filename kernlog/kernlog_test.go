@@ -3,16 +3,16 @@ package kernlog
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/kernlog")
 
 // render is a stable text form of what a log gives.
 func render(r *Reader) string {
@@ -76,20 +76,7 @@ func TestGoldens(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := render(NewReader(bytes.NewReader(data), filepath.Base(in)))
-		golden := in + ".golden"
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (go test ./kernlog -update writes it)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s:\n--- got\n%s--- want\n%s", in, got, want)
-		}
+		golden.Check(t, in+".golden", []byte(got))
 	}
 	if n < 7 {
 		t.Errorf("only %d logs in testdata/kernlog", n)
@@ -134,7 +121,7 @@ func TestEachWarningIsOneReport(t *testing.T) {
 }
 
 func TestHostileInput(t *testing.T) {
-	in := "\x00\x01garbage\n" + strings.Repeat("y", MaxLine+5) + "\nINFO: task x:1 blocked for more than 1 seconds.\nCall Trace:\n ib_uverbs_remove_one+0x1/0x2 [ib_uverbs]\n"
+	in := "\x00\x01garbage\n" + strings.Repeat("y", lines.Max+5) + "\nINFO: task x:1 blocked for more than 1 seconds.\nCall Trace:\n ib_uverbs_remove_one+0x1/0x2 [ib_uverbs]\n"
 	r := NewReader(strings.NewReader(in), "bad")
 	var errs []string
 	reps := 0
@@ -152,7 +139,7 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("report %+v", rep)
 		}
 	}
-	if reps != 1 || len(errs) != 2 || !strings.HasPrefix(errs[0], "bad:2: line of") || !strings.HasPrefix(errs[1], "bad:6: the hung-unregister report of line 3 ends early") {
+	if reps != 1 || len(errs) != 2 || !strings.HasPrefix(errs[0], "bad:2: expected a line of at most") || !strings.HasPrefix(errs[1], "bad:6: expected the call trace and end of the hung-unregister report of line 3") {
 		t.Errorf("%d reports, errors %q", reps, errs)
 	}
 }
@@ -171,7 +158,7 @@ func FuzzReader(f *testing.F) {
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			var le *Error
+			var le *lineerr.Error
 			if err != nil && !errors.As(err, &le) {
 				t.Fatalf("not a report error: %v", err)
 			}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"flag"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +16,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 	var e bpf.RdmatraceEvent
@@ -122,24 +120,8 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 					t.Errorf("the recording has no %s event", k)
 				}
 			}
-			golden(t, filepath.Join(dir, "trace.txt"), human.Bytes())
+			golden.Check(t, filepath.Join(dir, "trace.txt"), human.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"os"
 	"slices"
@@ -107,9 +108,9 @@ func runParse(c *cli.Context) error {
 			rd := debugfs.NewReader(rc, in.Name)
 			for {
 				rec, err := rd.Next()
-				var lerr *debugfs.LineError
+				var lerr *lineerr.Error
 				if errors.As(err, &lerr) {
-					// LineError quotes the input it shows: terminal-safe.
+					// lineerr.Error quotes the input it shows: terminal-safe.
 					fmt.Fprintln(stderr, lerr.Error())
 					rejected++
 					continue
