@@ -3,12 +3,12 @@ package debugfs
 import (
 	"bytes"
 	"errors"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

@@ -2,13 +2,13 @@ package debugfs
 
 import (
 	"bytes"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -55,9 +55,6 @@ var knownColumns = map[string]column{
 	"TOS":      {kind: colNumber, optional: true, expected: "TOS (a number)"},
 }
 
-// LegacyColumns are the columns of the 2009 patch, in its order.
-var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
-
 // maxColumns bounds a header (and so the matcher's tables).
 const maxColumns = 64
 
@@ -72,7 +69,7 @@ type Layout struct {
 }
 
 // DefaultLayout is the 2009 header, assumed for rows before any header.
-var DefaultLayout = mustLayout(LegacyColumns)
+var DefaultLayout = mustLayout(rdma.LegacyColumns)
 
 func mustLayout(names []string) *Layout {
 	l, err := NewLayout(names)
@@ -112,7 +109,7 @@ func (e *layoutError) Error() string { return "expected " + e.expected + ", foun
 func (l *Layout) Extras() []string {
 	var out []string
 	for _, n := range l.Names {
-		if !slices.Contains(LegacyColumns, n) {
+		if !slices.Contains(rdma.LegacyColumns, n) {
 			out = append(out, n)
 		}
 	}

@@ -2,9 +2,10 @@ package debugfs
 
 import (
 	"bytes"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 )
 
 // parseLine turns one line into a record, nothing (blank lines, headers,

@@ -3,12 +3,13 @@ package debugfs
 import (
 	"bytes"
 	"errors"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 )
 
 // Input is one thing to read: a file, or standard input.

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

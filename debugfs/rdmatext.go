@@ -2,9 +2,9 @@ package debugfs
 
 import (
 	"bytes"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"strings"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

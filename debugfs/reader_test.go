@@ -3,7 +3,6 @@ package debugfs
 import (
 	"bytes"
 	"errors"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

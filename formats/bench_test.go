@@ -3,12 +3,12 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/bench"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 )
 
 func latReport() *LatReport {

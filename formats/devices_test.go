@@ -2,9 +2,9 @@ package formats
 
 import (
 	"bytes"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

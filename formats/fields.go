@@ -100,6 +100,39 @@ func (o Object) Get(k string) (Field, bool) {
 	return Field{}, false
 }
 
+// appendQP adds a QP's keys after its device, in iproute2's order: port,
+// lqpn, rqpn, type, state, rq-psn, sq-psn, path-mig-state, pdn. What the
+// source left out is left out (netlink always gives lqpn, type and state).
+func appendQP(o Object, r *rdma.Resource) Object {
+	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	if h(rdma.HasPort) {
+		o = o.num("port", uint64(r.Port))
+	}
+	o = o.num("lqpn", uint64(r.LQPN))
+	if h(rdma.HasRQPN) {
+		o = o.num("rqpn", uint64(r.RQPN))
+	}
+	if h(rdma.HasQPType) {
+		o = o.str("type", r.QPType.String())
+	}
+	if h(rdma.HasState) {
+		o = o.str("state", r.QPState.String())
+	}
+	if h(rdma.HasRQPSN) {
+		o = o.num("rq-psn", uint64(r.RQPSN))
+	}
+	if h(rdma.HasSQPSN) {
+		o = o.num("sq-psn", uint64(r.SQPSN))
+	}
+	if h(rdma.HasPathMig) {
+		o = o.str("path-mig-state", r.PathMig.String())
+	}
+	if h(rdma.HasPDN) {
+		o = o.num("pdn", uint64(r.PDN))
+	}
+	return o
+}
+
 // ResourceObject lays out a resource with iproute2 6.1's JSON keys, in its
 // order, leaving out what the kernel left out. Withheld keys are listed
 // under "withheld" rather than shown as zero.
@@ -109,26 +142,7 @@ func ResourceObject(r *rdma.Resource) Object {
 	h := func(f rdma.Field) bool { return r.Has&f != 0 }
 	switch r.Type {
 	case rdma.ResQP:
-		if h(rdma.HasPort) {
-			o = o.num("port", uint64(r.Port))
-		}
-		o = o.num("lqpn", uint64(r.LQPN))
-		if h(rdma.HasRQPN) {
-			o = o.num("rqpn", uint64(r.RQPN))
-		}
-		o = o.str("type", r.QPType.String()).str("state", r.QPState.String())
-		if h(rdma.HasRQPSN) {
-			o = o.num("rq-psn", uint64(r.RQPSN))
-		}
-		if h(rdma.HasSQPSN) {
-			o = o.num("sq-psn", uint64(r.SQPSN))
-		}
-		if h(rdma.HasPathMig) {
-			o = o.str("path-mig-state", r.PathMig.String())
-		}
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
+		o = appendQP(o, r)
 	case rdma.ResCMID:
 		if h(rdma.HasPort) {
 			o = o.num("port", uint64(r.Port))

@@ -3,7 +3,6 @@ package formats_test
 import (
 	"bytes"
 	"errors"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -179,10 +179,10 @@ func randomRow(rng *rand.Rand, cols []string) string {
 func TestLegacyRoundTripProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	layouts := [][]string{
-		formats.LegacyColumns,
-		append(slices.Clip(formats.LegacyColumns), "PID", "COMM"),
-		append(slices.Clip(formats.LegacyColumns), "TOS", "FLAVOR"),
-		append(slices.Clip(formats.LegacyColumns), "PID", "TOS", "COMM"),
+		rdma.LegacyColumns,
+		append(slices.Clip(rdma.LegacyColumns), "PID", "COMM"),
+		append(slices.Clip(rdma.LegacyColumns), "TOS", "FLAVOR"),
+		append(slices.Clip(rdma.LegacyColumns), "PID", "TOS", "COMM"),
 		{"DEVICE", "STATE", "TYPE", "SRC_ADDR", "SPACE", "PORT", "NET_DEV", "QP_NUM", "DST_ADDR"},
 	}
 	var in strings.Builder

@@ -3,11 +3,11 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"net/netip"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

@@ -20,73 +20,33 @@ package kernlog
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// Kind is what a report says.
-type Kind uint8
+// The model of a report lives in rdma/ (renderers depend on rdma/ only);
+// these names keep the reader's callers short.
+type (
+	Kind   = rdma.KernelReportKind
+	Frame  = rdma.Frame
+	Report = rdma.KernelReport
+)
 
 const (
-	RestrackNamed   Kind = iota + 1 // "restrack: ... object allocated by X is not freed"
-	RestrackWarning                 // WARNING at restrack.c: objects left, unnamed
-	DriverWarning                   // WARNING at rxe_pool.c: the driver's objects left
-	HungUnregister                  // a task blocked in a device unregistration
+	RestrackNamed   = rdma.KernRestrackNamed
+	RestrackWarning = rdma.KernRestrackWarning
+	DriverWarning   = rdma.KernDriverWarning
+	HungUnregister  = rdma.KernHungUnregister
 )
-
-func (k Kind) String() string {
-	switch k {
-	case RestrackNamed:
-		return "restrack-named"
-	case RestrackWarning:
-		return "restrack-warning"
-	case DriverWarning:
-		return "driver-warning"
-	case HungUnregister:
-		return "hung-unregister"
-	}
-	return "kind-" + strconv.Itoa(int(k))
-}
-
-// Frame is one function of a call trace.
-type Frame struct{ Func, Module string }
 
 // MaxFrames bounds the frames kept per report; the rest are counted.
 const MaxFrames = 64
-
-// Report is one recognised report.
-type Report struct {
-	Kind   Kind
-	Source string
-	Line   int // of its first line
-	// Stamp is the line's time as written; Seconds the dmesg time since
-	// boot when the log has it.
-	Stamp      string
-	Seconds    float64
-	HasSeconds bool
-	// Named form: the device, whether the object was the kernel's, its
-	// type (lower case: qp, cm_id, ...) and owner (module or comm).
-	Device  string
-	Kernel  bool
-	ResType string
-	Owner   string
-	// WARNING and hung task: the task that hit it.
-	Task string
-	PID  int
-	// WARNING: where.
-	Location string // "drivers/infiniband/core/restrack.c:52"
-	Function string // "rdma_restrack_clean"
-	// Hung task: how long, and the innermost RDMA function it waits in.
-	BlockedSecs int
-	WaitsIn     string
-	Frames      []Frame
-	MoreFrames  int
-	Truncated   bool
-}
 
 var (
 	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "

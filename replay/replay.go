@@ -9,14 +9,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"io"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 

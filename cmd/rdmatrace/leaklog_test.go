@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )

@@ -4,9 +4,10 @@
 package lineerr
 
 import (
-	"github.com/rdmatrace/rdmatrace/internal/termsafe"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/internal/termsafe"
 )
 
 // Error is a line of Source that yields nothing. Expected says what the
