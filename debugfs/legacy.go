@@ -105,17 +105,6 @@ type layoutError struct{ expected, found string }
 
 func (e *layoutError) Error() string { return "expected " + e.expected + ", found " + e.found }
 
-// Extras lists the columns that are not the 2009 ones (PID, COMM, TOS, ...).
-func (l *Layout) Extras() []string {
-	var out []string
-	for _, n := range l.Names {
-		if !slices.Contains(rdma.LegacyColumns, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 func (l *Layout) equalNames(names [][]byte) bool {
 	if len(names) != len(l.Names) {
 		return false
@@ -177,17 +166,6 @@ func parseSpace(b []byte) (rdma.PortSpace, bool) {
 		}
 	}
 	return 0, false
-}
-
-// LegacySpaceName is the SPACE cell for a port space; false when the
-// legacy layout has no name for it.
-func LegacySpaceName(ps rdma.PortSpace) (string, bool) {
-	for _, s := range legacySpaces {
-		if s.ps == ps {
-			return s.name, true
-		}
-	}
-	return "", false
 }
 
 func parseCMState(b []byte) (rdma.CMState, bool) {

@@ -15,7 +15,7 @@ import (
 const maxCells = maxColumns + 1
 
 // Reader reads records from one input: the legacy layout in every wrapping
-// the format note lists, `rdma res show` text, or `rdma -j res show` JSON,
+// FORMAT.md lists, `rdma res show` text, or `rdma -j res show` JSON,
 // chosen by the input's first bytes.
 type Reader struct {
 	source string

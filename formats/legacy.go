@@ -12,7 +12,7 @@ import (
 )
 
 // LegacyWriter writes rdma_cm IDs in the legacy debugfs layout
-// (../shared/formats/rdma_cm-debugfs.md): a header line, then one row per
+// (debugfs/FORMAT.md): a header line, then one row per
 // ID with empty cells left out, cells separated by one space. It writes the
 // header again whenever the columns change, as concatenated device files
 // do, so records of several layouts can stream through one writer.

@@ -60,7 +60,7 @@ func render(r *Reader) string {
 // TestGoldens reads every log of testdata/kernlog: the debian-* ones are
 // real (the leaking test module's unregistration on 6.1 and 6.12, from
 // e2e TestLeaksNamesWhatAKernelModuleLeft; a hung `rdma link delete` on
-// 6.1, from the lab notes); journal.txt and dmesg-T.txt are the 6.12 one
+// 6.1, saved from a guest run); journal.txt and dmesg-T.txt are the 6.12 one
 // in those forms; named-restrack.dmesg is written after the kernel's
 // format strings (restrack.c before 6.10, syzbot's caller ids), as no
 // kernel here prints it.

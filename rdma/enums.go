@@ -259,9 +259,6 @@ func ParsePollCtx(s string) (PollCtx, error) {
 	return PollCtx(v), err
 }
 
-// PollCtxNames lists the valid poll context names.
-func PollCtxNames() string { return pollCtxNames.list() }
-
 // SRQType is enum ib_srq_type.
 type SRQType uint8
 
@@ -274,9 +271,6 @@ func ParseSRQType(s string) (SRQType, error) {
 	v, err := srqTypeNames.parse("SRQ type", s)
 	return SRQType(v), err
 }
-
-// SRQTypeNames lists the valid SRQ type names.
-func SRQTypeNames() string { return srqTypeNames.list() }
 
 // NodeType is enum rdma_node_type, as iproute2 names it.
 type NodeType uint8

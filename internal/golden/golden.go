@@ -12,9 +12,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files instead of comparing with them")
 
-// Updating reports whether this run rewrites the golden files.
-func Updating() bool { return *update }
-
 // Check compares got with the file at path; with -update it writes got
 // there instead (creating the directory).
 func Check(t testing.TB, path string, got []byte) {
