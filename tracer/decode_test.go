@@ -155,32 +155,6 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// BenchmarkDecodeFilterEncode is the tracer's hot path: decode a record,
-// filter it, and write it as NDJSON, over the records recorded on 6.1.
-func BenchmarkDecodeFilterEncode(b *testing.B) {
-	clock, recs := readRecording(b, "../testdata/tracer/6.1")
-	d := NewDecoder(clock)
-	var ev rdma.Event
-	var buf []byte
-	obj := make(formats.Object, 0, 24)
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		rec := recs[n%len(recs)]
-		n++
-		if err := d.Decode(rec, &ev); err != nil {
-			b.Fatal(err)
-		}
-		if ev.Res == rdma.ResSRQ { // a filter that keeps almost everything
-			continue
-		}
-		obj = formats.AppendEventObject(obj[:0], &ev)
-		buf = formats.AppendJSON(buf[:0], obj)
-		buf = append(buf, '\n')
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
-}
-
 // TestDecodeOwnerCgroup: the owner's cgroup id reaches the event and -j as
 // cgroup-id; a record recorded before the field existed still decodes.
 func TestDecodeOwnerCgroup(t *testing.T) {
