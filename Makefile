@@ -19,7 +19,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp
 
-.PHONY: all build unit fuzz e2e test capture generate bench demo clean
+.PHONY: all build check unit fuzz e2e test capture generate bench demo clean
 
 all: build
 
@@ -39,10 +39,19 @@ build:
 	guest/setup-host.sh
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs -o $(BENCH_BIN) ./cmd/rdmabench
 
-# vet and test compile verbs/, which needs gcc and rdma-core's headers.
-unit:
+# The gates before any test: gofmt, vet (the e2e tests too), and the
+# committed BPF output being what make generate gives
+# (bpf/check-generate.sh, from the committed BTF: no guest). vet compiles
+# verbs/, which needs gcc and rdma-core's headers (guest/setup-host.sh).
+check: bpf-tools
 	guest/setup-host.sh
+	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$unformatted" ]; then \
+	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e
+	bpf/check-generate.sh
+
+unit: check
 	$(GO) test -count=1 ./...
 
 # Every fuzz target for a number of inputs (a count, not a time: with a
