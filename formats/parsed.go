@@ -42,21 +42,9 @@ func ParsedObject(source string, line int, r *rdma.Resource) Object {
 		if h(rdma.HasDstAddr) {
 			o = o.str("dst-addr", Endpoint(r.Dst, r.DstZone))
 		}
-		if h(rdma.HasPS) {
-			o = o.str("ps", psName(r.PS))
-		}
-		if h(rdma.HasState) {
-			o = o.str("state", r.CMState.String())
-		}
-		if h(rdma.HasLQPN) {
-			o = o.num("lqpn", uint64(r.LQPN))
-		}
-		if h(rdma.HasCMIDN) {
-			o = o.num("cm-idn", uint64(r.CMIDN))
-		}
-		if h(rdma.HasQPType) {
-			o = o.str("qp-type", r.QPType.String())
-		}
+		o = o.strIf(h(rdma.HasPS), "ps", psName(r.PS)).strIf(h(rdma.HasState), "state", r.CMState.String())
+		o = o.numIf(h(rdma.HasLQPN), "lqpn", uint64(r.LQPN)).numIf(h(rdma.HasCMIDN), "cm-idn", uint64(r.CMIDN))
+		o = o.strIf(h(rdma.HasQPType), "qp-type", r.QPType.String())
 	}
 	if h(rdma.HasPID) {
 		o = o.num("pid", uint64(r.Owner.PID))

@@ -3,6 +3,7 @@ package lines
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -37,17 +38,17 @@ func readAll(r *Reader) []step {
 	}
 }
 
+func same(t *testing.T, got, want []step) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
 func TestLinesEndInLFOrCRLFAndTheLastMayHaveNone(t *testing.T) {
 	got := readAll(NewReader(strings.NewReader("a\r\nb\n\nc"), "in"))
 	want := []step{{"a", 1, false, ""}, {"b", 2, false, ""}, {"", 3, false, ""}, {"c", 4, true, ""}}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("line %d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	same(t, got, want)
 }
 
 func TestALongLineIsAnErrorNamingItAndReadingGoesOn(t *testing.T) {
@@ -59,14 +60,7 @@ func TestALongLineIsAnErrorNamingItAndReadingGoesOn(t *testing.T) {
 		{"b", 3, false, ""},
 		{"", 4, false, `f\x1b:4: expected a line of at most 65536 bytes, found a line of 65537 bytes`},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("step %d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	same(t, got, want)
 }
 
 func TestAReadErrorIsReturnedAsItCame(t *testing.T) {
