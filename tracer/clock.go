@@ -16,9 +16,6 @@ func NewClock() Clock {
 	return Clock{offset: time.Now().UnixNano() - ts.Nano()}
 }
 
-// FixedClock is a clock with a given offset, for tests and recordings.
-func FixedClock(offset int64) Clock { return Clock{offset: offset} }
-
 // Wall gives the wall time of a monotonic timestamp.
 func (c Clock) Wall(mono uint64) time.Time { return time.Unix(0, int64(mono)+c.offset).UTC() }
 
