@@ -19,7 +19,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build unit fuzz e2e test capture generate bench demo clean man install
+.PHONY: all build check unit fuzz e2e test capture generate bench demo clean man install
 
 all: build
 
@@ -62,10 +62,19 @@ install: man
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatrace
 	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rdmatrace.fish
 
-# vet and test compile verbs/, which needs gcc and rdma-core's headers.
-unit:
+# The gates before any test: gofmt, vet (the e2e tests too), and the
+# committed BPF output being what make generate gives
+# (bpf/check-generate.sh, from the committed BTF: no guest). vet compiles
+# verbs/, which needs gcc and rdma-core's headers (guest/setup-host.sh).
+check: bpf-tools
 	guest/setup-host.sh
+	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$unformatted" ]; then \
+	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e
+	bpf/check-generate.sh
+
+unit: check
 	$(GO) test -count=1 ./...
 
 # Every fuzz target for a number of inputs (a count, not a time: with a

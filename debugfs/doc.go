@@ -1,11 +1,11 @@
 // Package debugfs reads saved RDMA state into rdma values: dumps of the
 // legacy rdma_cm debugfs files (/sys/kernel/debug/rdma_cm/<device>, from
-// kernels that carried the unmerged 2009 patch; ../shared/formats/), and
+// kernels that carried the unmerged 2009 patch; see FORMAT.md), and
 // saved output of iproute2's `rdma res show cm_id|qp`, as text or JSON.
 //
 // A Reader streams one input: memory does not grow with its size (lines are
-// bounded by MaxLine, JSON values by MaxJSONValue). Every line yields a
-// record, nothing (blank lines, headers, separators), or a *LineError
+// bounded by lines.Max, JSON values by MaxJSONValue). Every line yields a
+// record, nothing (blank lines, headers, separators), or a *lineerr.Error
 // "SOURCE:LINE: expected ..., found ..."; reading goes on after an error.
 // Records keep their source, line, and the file a grep prefix or head/tail
 // separator named (Origin). Inputs turns a path (file, directory tree, "-")
@@ -13,7 +13,7 @@
 //
 // # Where the format is ambiguous
 //
-// The format note leaves these points open; this is what the reader does.
+// The format (FORMAT.md) leaves these points open; this is what the reader does.
 //
 // Kind of input. An input whose first non-blank byte is '[' or '{' is
 // `rdma -j` JSON; anything else is read line by line, and each line is told
@@ -39,7 +39,7 @@
 // columns. A header is not reset when the file named by a grep prefix
 // changes: the files of one dump come from one kernel.
 //
-// Which cells may be left out. TYPE, NET_DEV and DST_ADDR (the note says
+// Which cells may be left out. TYPE, NET_DEV and DST_ADDR (FORMAT.md says
 // so), and every extra column (PID, COMM, TOS, unknown ones: a kernel-owned
 // ID has no process). DEVICE, PORT, SRC_ADDR, SPACE, STATE and QP_NUM are
 // always printed: PORT and QP_NUM print 0 for "none".

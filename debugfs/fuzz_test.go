@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -29,7 +30,7 @@ func checkReader(t *testing.T, in []byte) {
 			return
 		}
 		line := 0
-		var le *LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			line = le.Line

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -54,9 +55,6 @@ var knownColumns = map[string]column{
 	"TOS":      {kind: colNumber, optional: true, expected: "TOS (a number)"},
 }
 
-// LegacyColumns are the columns of the 2009 patch, in its order.
-var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
-
 // maxColumns bounds a header (and so the matcher's tables).
 const maxColumns = 64
 
@@ -71,7 +69,7 @@ type Layout struct {
 }
 
 // DefaultLayout is the 2009 header, assumed for rows before any header.
-var DefaultLayout = mustLayout(LegacyColumns)
+var DefaultLayout = mustLayout(rdma.LegacyColumns)
 
 func mustLayout(names []string) *Layout {
 	l, err := NewLayout(names)
@@ -106,17 +104,6 @@ func NewLayout(names []string) (*Layout, error) {
 type layoutError struct{ expected, found string }
 
 func (e *layoutError) Error() string { return "expected " + e.expected + ", found " + e.found }
-
-// Extras lists the columns that are not the 2009 ones (PID, COMM, TOS, ...).
-func (l *Layout) Extras() []string {
-	var out []string
-	for _, n := range l.Names {
-		if !slices.Contains(LegacyColumns, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
 
 func (l *Layout) equalNames(names [][]byte) bool {
 	if len(names) != len(l.Names) {
@@ -179,17 +166,6 @@ func parseSpace(b []byte) (rdma.PortSpace, bool) {
 		}
 	}
 	return 0, false
-}
-
-// LegacySpaceName is the SPACE cell for a port space; false when the
-// legacy layout has no name for it.
-func LegacySpaceName(ps rdma.PortSpace) (string, bool) {
-	for _, s := range legacySpaces {
-		if s.ps == ps {
-			return s.name, true
-		}
-	}
-	return "", false
 }
 
 func parseCMState(b []byte) (rdma.CMState, bool) {
@@ -433,10 +409,10 @@ func explain(cols []column, cells [][]byte) (expected, found string) {
 		if i == len(cells) {
 			return cols[j].expected, "end of line"
 		}
-		return cols[j].expected, quoteFound(cells[i])
+		return cols[j].expected, lineerr.Quote(cells[i])
 	}
 	if i < len(cells) {
-		return "end of line after " + cols[len(cols)-1].name, quoteFound(cells[i])
+		return "end of line after " + cols[len(cols)-1].name, lineerr.Quote(cells[i])
 	}
 	// Greedy placement succeeded where the full search failed: cannot
 	// happen, as the search tries the greedy choice first.
@@ -495,7 +471,7 @@ func (rd *Reader) setCell(r *rdma.Resource, c *column, b []byte) {
 }
 
 // parseLegacyRow reads one row under layout l into rec.
-func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]byte) *LineError {
+func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]byte) *lineerr.Error {
 	cols := l.cols
 	var comm []byte
 	if l.restComm && len(cells) > len(cols) {
@@ -508,13 +484,13 @@ func (rd *Reader) parseLegacyRow(rec *Record, l *Layout, line []byte, cells [][]
 		cols = cols[:k]
 		for j := range cols {
 			if !fits(cols[j].kind, cells[j]) {
-				return &LineError{Expected: cols[j].expected, Found: quoteFound(cells[j])}
+				return &lineerr.Error{Expected: cols[j].expected, Found: lineerr.Quote(cells[j])}
 			}
 			rd.m.assign[j] = int8(j)
 		}
 	} else if !rd.m.match(cols, cells) {
 		exp, found := explain(cols, cells)
-		return &LineError{Expected: exp, Found: found}
+		return &lineerr.Error{Expected: exp, Found: found}
 	}
 	r := &rec.Res
 	*r = rdma.Resource{Type: rdma.ResCMID}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 )
 
 // parseLine turns one line into a record, nothing (blank lines, headers,
 // separators) or an error.
-func (rd *Reader) parseLine(line []byte) (*Record, *LineError) {
+func (rd *Reader) parseLine(line []byte) (*Record, *lineerr.Error) {
 	body := line
 	if path, ok := headTailSeparator(line); ok {
 		rd.origin = rd.intern(path)
@@ -19,7 +21,7 @@ func (rd *Reader) parseLine(line []byte) (*Record, *LineError) {
 		body = rest
 	}
 	if n := rd.split(body); n > maxCells {
-		return nil, &LineError{Expected: "a line of at most " + strconv.Itoa(maxColumns) + " cells",
+		return nil, &lineerr.Error{Expected: "a line of at most " + strconv.Itoa(maxColumns) + " cells",
 			Found: strconv.Itoa(n) + " cells"}
 	}
 	cells := rd.cells
@@ -50,7 +52,7 @@ func (rd *Reader) stamp(rec *Record) {
 
 // setHeader switches to the columns of a header line. A header that
 // cannot be used is an error, and the columns in force stay.
-func (rd *Reader) setHeader(cells [][]byte) *LineError {
+func (rd *Reader) setHeader(cells [][]byte) *lineerr.Error {
 	if rd.layout.equalNames(cells) {
 		return nil // the repeated header of concatenated files
 	}
@@ -67,7 +69,7 @@ func (rd *Reader) setHeader(cells [][]byte) *LineError {
 	l, err := NewLayout(names)
 	if err != nil {
 		le := err.(*layoutError)
-		return &LineError{Expected: le.expected, Found: le.found + " in header " + quoteFound([]byte(headerNames(cells)))}
+		return &lineerr.Error{Expected: le.expected, Found: le.found + " in header " + lineerr.Quote([]byte(headerNames(cells)))}
 	}
 	rd.layout = l
 	if len(rd.layouts) < maxLayouts {
@@ -81,7 +83,7 @@ const maxLayouts = 16
 
 // otherRdmaLine recognises `rdma` output this reader does not turn into
 // records, so the error says what the line is.
-func otherRdmaLine(cells [][]byte) *LineError {
+func otherRdmaLine(cells [][]byte) *lineerr.Error {
 	switch {
 	case string(cells[0]) == "dev" && len(cells) > 2:
 		// cq, mr, pd, ctx, srq lines: "dev rxe0 cqn 1 ..."
@@ -89,12 +91,12 @@ func otherRdmaLine(cells [][]byte) *LineError {
 		if t, ok := idKeyTypes[string(cells[2])]; ok {
 			what = t
 		}
-		return &LineError{Expected: "a cm_id or qp line (rdmatrace parse reads those)",
+		return &lineerr.Error{Expected: "a cm_id or qp line (rdmatrace parse reads those)",
 			Found: "an `rdma res show " + what + "` line"}
 	case len(cells) > 2 && bytes.HasSuffix(cells[0], []byte(":")) && bytes.HasSuffix(cells[1], []byte(":")):
 		if _, ok := parseUint(cells[0][:len(cells[0])-1], 0xffffffff); ok {
-			return &LineError{Expected: "a cm_id or qp line (rdmatrace parse reads those)",
-				Found: "an `rdma res show` summary line for " + quoteFound(cells[1][:len(cells[1])-1])}
+			return &lineerr.Error{Expected: "a cm_id or qp line (rdmatrace parse reads those)",
+				Found: "an `rdma res show` summary line for " + lineerr.Quote(cells[1][:len(cells[1])-1])}
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 )
 
 // Input is one thing to read: a file, or standard input.
@@ -26,7 +28,7 @@ type SkipError struct {
 	Why  string
 }
 
-func (e *SkipError) Error() string { return "skipped " + printable(e.Path) + ": " + e.Why }
+func (e *SkipError) Error() string { return "skipped " + lineerr.Printable(e.Path) + ": " + e.Why }
 
 // Inputs lists what a command-line path stands for: "-" is stdin, a file
 // is itself, and a directory (a support bundle, or /sys/kernel/debug

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -36,7 +37,7 @@ type jsonReader struct {
 
 func newJSONReader(rd *Reader) *jsonReader {
 	jr := &jsonReader{rd: rd}
-	jr.cr = &countingReader{r: rd.br, line: 1}
+	jr.cr = &countingReader{r: rd.lr, line: 1}
 	jr.dec = json.NewDecoder(jr.cr)
 	jr.cr.dec = jr.dec
 	return jr
@@ -137,7 +138,7 @@ func (jr *jsonReader) fail(err error) error {
 		return io.EOF
 	}
 	line := jr.cr.lineAt(jr.dec.InputOffset())
-	lerr := &LineError{Source: jr.rd.source, Line: line, Expected: "`rdma -j res show` JSON (an array of objects)"}
+	lerr := &lineerr.Error{Source: jr.rd.source, Line: line, Expected: "`rdma -j res show` JSON (an array of objects)"}
 	var syn *json.SyntaxError
 	switch {
 	case errors.Is(err, errJSONTooLarge):
@@ -152,22 +153,22 @@ func (jr *jsonReader) fail(err error) error {
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		lerr.Found = "the end of the input inside the array (truncated?)"
 	default:
-		var le *LineError
+		var le *lineerr.Error
 		if errors.As(err, &le) {
 			return le
 		}
 		if jr.cr.err != nil {
 			return readError(jr.rd.source, jr.cr.err)
 		}
-		lerr.Found = quoteFound([]byte(err.Error())) + "; the rest of the input is not read"
+		lerr.Found = lineerr.Quote([]byte(err.Error())) + "; the rest of the input is not read"
 	}
 	return lerr
 }
 
 // object reads one array element.
-func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
+func (jr *jsonReader) object(raw []byte) (*Record, *lineerr.Error) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, &LineError{Expected: "a JSON object", Found: quoteFound(raw)}
+		return nil, &lineerr.Error{Expected: "a JSON object", Found: lineerr.Quote(raw)}
 	}
 	var fields []jsonField
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -175,12 +176,12 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, &LineError{Expected: "a JSON object", Found: quoteFound(raw)}
+			return nil, &lineerr.Error{Expected: "a JSON object", Found: lineerr.Quote(raw)}
 		}
 		k, _ := t.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, &LineError{Expected: "a JSON object", Found: quoteFound(raw)}
+			return nil, &lineerr.Error{Expected: "a JSON object", Found: lineerr.Quote(raw)}
 		}
 		if string(v) == "null" {
 			continue // JSON null is an absent value, not a process named "null"
@@ -200,13 +201,13 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 		for i, f := range fields {
 			keys[i] = f.key
 			if t, ok := idKeyTypes[f.key]; ok && i == 2 {
-				return nil, &LineError{Expected: expected, Found: "an `rdma -j res show " + t + "` object"}
+				return nil, &lineerr.Error{Expected: expected, Found: "an `rdma -j res show " + t + "` object"}
 			}
 		}
 		if hasField(fields, "cm_id") && hasField(fields, "qp") {
-			return nil, &LineError{Expected: expected, Found: "an `rdma -j res show` summary object"}
+			return nil, &lineerr.Error{Expected: expected, Found: "an `rdma -j res show` summary object"}
 		}
-		return nil, &LineError{Expected: expected, Found: "an object with keys " + quoteFound([]byte(strings.Join(keys, ",")))}
+		return nil, &lineerr.Error{Expected: expected, Found: "an object with keys " + lineerr.Quote([]byte(strings.Join(keys, ",")))}
 	}
 	rd := jr.rd
 	for _, f := range fields {
@@ -215,7 +216,7 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 		case "ifindex":
 			n, ok := parseUint(v, 0xffffffff)
 			if !ok {
-				return nil, &LineError{Expected: "ifindex (a number)", Found: quoteFound(v)}
+				return nil, &lineerr.Error{Expected: "ifindex (a number)", Found: lineerr.Quote(v)}
 			}
 			r.DevIndex = uint32(n)
 		case "ifname":
@@ -223,19 +224,19 @@ func (jr *jsonReader) object(raw []byte) (*Record, *LineError) {
 		case "port":
 			n, ok := parseUint(v, 0xffffffff)
 			if !ok {
-				return nil, &LineError{Expected: "port (a number)", Found: quoteFound(v)}
+				return nil, &lineerr.Error{Expected: "port (a number)", Found: lineerr.Quote(v)}
 			}
 			r.Port, r.Has = uint32(n), r.Has|rdma.HasPort
 		case "comm":
 			r.Owner.Comm = rd.intern(v)
 		default:
 			if err := rd.setTextValue(r, keys[f.key], []byte(f.key), v); err != "" {
-				return nil, &LineError{Expected: f.key + " " + err, Found: quoteFound(v)}
+				return nil, &lineerr.Error{Expected: f.key + " " + err, Found: lineerr.Quote(v)}
 			}
 		}
 	}
 	if r.Type == rdma.ResQP && r.Has&rdma.HasLQPN == 0 {
-		return nil, &LineError{Expected: "lqpn in a qp object", Found: quoteFound(raw)}
+		return nil, &lineerr.Error{Expected: "lqpn in a qp object", Found: lineerr.Quote(raw)}
 	}
 	// In JSON, iproute2 writes a kernel owner's name without brackets:
 	// a name without a pid is a kernel module.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -48,7 +49,7 @@ var qpKeys = map[string]textKey{
 }
 
 // parseText reads one rdma text line, already split into cells.
-func (rd *Reader) parseText(cells [][]byte) (*Record, *LineError) {
+func (rd *Reader) parseText(cells [][]byte) (*Record, *lineerr.Error) {
 	rec := &rd.text[0]
 	if rd.pending == rec {
 		rec = &rd.text[1]
@@ -61,15 +62,15 @@ func (rd *Reader) parseText(cells [][]byte) (*Record, *LineError) {
 	case containsCell(cells[2:], "sq-psn"):
 		keys, r.Type = qpKeys, rdma.ResQP
 	case !containsCell(cells[2:], "ps"):
-		return nil, &LineError{Expected: "a cm_id line (with ps) or a qp line (with sq-psn)",
-			Found: "neither in " + quoteFound(cells[1])}
+		return nil, &lineerr.Error{Expected: "a cm_id line (with ps) or a qp line (with sq-psn)",
+			Found: "neither in " + lineerr.Quote(cells[1])}
 	}
 	dev, port, _ := bytes.Cut(cells[1], []byte("/"))
 	r.DevName = rd.intern(dev)
 	if string(port) != "-" {
 		p, ok := parseUint(port, 0xffffffff)
 		if !ok {
-			return nil, &LineError{Expected: "link DEV/PORT with a port number or -", Found: quoteFound(cells[1])}
+			return nil, &lineerr.Error{Expected: "link DEV/PORT with a port number or -", Found: lineerr.Quote(cells[1])}
 		}
 		r.Port = uint32(p)
 		r.Has |= rdma.HasPort
@@ -78,7 +79,7 @@ func (rd *Reader) parseText(cells [][]byte) (*Record, *LineError) {
 		return nil, lerr
 	}
 	if r.Type == rdma.ResQP && r.Has&rdma.HasLQPN == 0 {
-		return nil, &LineError{Expected: "lqpn on a qp line", Found: "none"}
+		return nil, &lineerr.Error{Expected: "lqpn on a qp line", Found: "none"}
 	}
 	if c := r.Owner.Comm; r.Has&rdma.HasPID == 0 && len(c) > 2 && c[0] == '[' && c[len(c)-1] == ']' {
 		// No pid and a bracketed name: a kernel owner ("comm [rdma_cm]").
@@ -99,11 +100,11 @@ func containsCell(cells [][]byte, s string) bool {
 }
 
 // textPairs reads KEY VALUE pairs into r.
-func (rd *Reader) textPairs(r *rdma.Resource, keys map[string]textKey, cells [][]byte) *LineError {
+func (rd *Reader) textPairs(r *rdma.Resource, keys map[string]textKey, cells [][]byte) *lineerr.Error {
 	for i := 0; i < len(cells); i += 2 {
 		key := cells[i]
 		if i+1 == len(cells) {
-			return &LineError{Expected: "a value after " + quoteFound(key), Found: "end of line"}
+			return &lineerr.Error{Expected: "a value after " + lineerr.Quote(key), Found: "end of line"}
 		}
 		k := keys[string(key)]
 		if k == tkComm {
@@ -117,7 +118,7 @@ func (rd *Reader) textPairs(r *rdma.Resource, keys map[string]textKey, cells [][
 			continue
 		}
 		if err := rd.setTextValue(r, k, key, cells[i+1]); err != "" {
-			return &LineError{Expected: string(key) + " " + err, Found: quoteFound(cells[i+1])}
+			return &lineerr.Error{Expected: string(key) + " " + err, Found: lineerr.Quote(cells[i+1])}
 		}
 	}
 	return nil
@@ -215,9 +216,9 @@ func (rd *Reader) setTextValue(r *rdma.Resource, k textKey, key, v []byte) strin
 
 // continueText adds the drv_* pairs of an indented `rdma -p -d` line to the
 // record before it. It fails when the line is not such a continuation.
-func (rd *Reader) continueText(rec *Record, line []byte) *LineError {
+func (rd *Reader) continueText(rec *Record, line []byte) *lineerr.Error {
 	if rd.split(line) > maxCells || len(rd.cells) < 2 || !strings.HasPrefix(string(rd.cells[0]), "drv_") {
-		return &LineError{}
+		return &lineerr.Error{}
 	}
 	keys := cmIDKeys
 	if rec.Res.Type == rdma.ResQP {

@@ -1,33 +1,29 @@
 package debugfs
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"strconv"
-)
 
-// MaxLine is the longest line the line readers accept. Legacy rows are
-// about 100 bytes and `rdma res show -d` lines a few hundred; anything
-// longer is rejected, so memory stays bounded whatever the input.
-const MaxLine = 64 << 10
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
+)
 
 // maxCells bounds the cells of a line; a row has at most maxColumns.
 const maxCells = maxColumns + 1
 
 // Reader reads records from one input: the legacy layout in every wrapping
-// the format note lists, `rdma res show` text, or `rdma -j res show` JSON,
+// FORMAT.md lists, `rdma res show` text, or `rdma -j res show` JSON,
 // chosen by the input's first bytes.
 type Reader struct {
 	source string
-	br     *bufio.Reader
+	lr     *lines.Reader
 	kind   inputKind
 	json   *jsonReader
 
-	line int
+	line int   // of the last line read, or of the JSON value
 	done error // io.EOF or the read error that ended the input
 
 	// Outputs of the last line read, returned one by one.
@@ -67,7 +63,7 @@ const (
 func NewReader(r io.Reader, source string) *Reader {
 	return &Reader{
 		source: source,
-		br:     bufio.NewReaderSize(r, MaxLine),
+		lr:     lines.NewReader(r, source),
 		layout: DefaultLayout,
 		cells:  make([][]byte, 0, maxCells),
 		spans:  make([]span, 0, maxCells),
@@ -78,14 +74,14 @@ func NewReader(r io.Reader, source string) *Reader {
 // Source is the input's name.
 func (rd *Reader) Source() string { return rd.source }
 
-// Next returns the next record, or a *LineError for a line that yields
+// Next returns the next record, or a *lineerr.Error for a line that yields
 // none (read on after it), or io.EOF at the end, or another error when the
 // input cannot be read further. The record is reused by later calls: copy
 // what you keep.
 func (rd *Reader) Next() (*Record, error) {
 	if rd.kind == kindUnknown {
-		if b, _ := rd.br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
-			rd.br.Discard(len(utf8BOM)) // a BOM is not content: JSON after it is still JSON
+		if b, _ := rd.lr.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+			rd.lr.Discard(len(utf8BOM)) // a BOM is not content: JSON after it is still JSON
 		}
 		rd.kind = rd.sniff()
 		if rd.kind == kindJSON {
@@ -122,17 +118,21 @@ func (rd *Reader) flushPending() {
 
 // step reads one line and queues what it yields.
 func (rd *Reader) step() {
-	line, last, long, err := rd.readLine()
-	switch {
-	case err != nil:
+	line, err := rd.lr.Next()
+	rd.line = rd.lr.Line()
+	if err != nil {
+		// Checked only on an error: errors.As makes its target escape,
+		// and an allocation per line would make memory grow with the dump.
 		rd.flushPending()
-		rd.done = err
-		return
-	case long > 0:
-		rd.flushPending()
-		rd.push(nil, &LineError{Source: rd.source, Line: rd.line,
-			Expected: "a line of at most " + strconv.Itoa(MaxLine) + " bytes",
-			Found:    "a line of " + strconv.Itoa(long) + " bytes"})
+		var long *lineerr.Error
+		switch {
+		case errors.As(err, &long):
+			rd.push(nil, long)
+		case err == io.EOF:
+			rd.done = err
+		default:
+			rd.done = readError(rd.source, err)
+		}
 		return
 	}
 	if rd.pending != nil && len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
@@ -145,7 +145,7 @@ func (rd *Reader) step() {
 	rec, lerr := rd.parseLine(line)
 	if lerr != nil {
 		lerr.Source, lerr.Line = rd.source, rd.line
-		if last {
+		if rd.lr.Unterminated() {
 			lerr.Found += " (the last line has no line end: the input may be truncated)"
 		}
 		rd.flushPending()
@@ -166,7 +166,7 @@ func (rd *Reader) step() {
 // sniff decides between JSON and lines from the first non-blank byte.
 func (rd *Reader) sniff() inputKind {
 	for n := 1; n <= 4096; n++ {
-		b, _ := rd.br.Peek(n)
+		b, _ := rd.lr.Peek(n)
 		if len(b) < n {
 			return kindLines
 		}
@@ -181,37 +181,6 @@ func (rd *Reader) sniff() inputKind {
 	return kindLines
 }
 
-// readLine returns the next line without its line end (LF or CRLF); last
-// is true when the line had no line end. A line longer than MaxLine is
-// skipped: long is its length then.
-func (rd *Reader) readLine() (line []byte, last bool, long int, err error) {
-	b, err := rd.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		rd.line++
-		long = len(b)
-		for err == bufio.ErrBufferFull {
-			b, err = rd.br.ReadSlice('\n')
-			long += len(b)
-		}
-		if err != nil && err != io.EOF {
-			return nil, false, 0, readError(rd.source, err)
-		}
-		return nil, false, long, nil
-	}
-	if err == io.EOF {
-		if len(b) == 0 {
-			return nil, false, 0, io.EOF
-		}
-		last = true
-	} else if err != nil {
-		return nil, false, 0, readError(rd.source, err)
-	}
-	rd.line++
-	b = bytes.TrimSuffix(b, []byte{'\n'})
-	b = bytes.TrimSuffix(b, []byte{'\r'})
-	return b, last, 0, nil
-}
-
 // readError names the input in a read error, unless the error names it
 // already: an os error reads "read PATH: ...", and wrapping it again gave
 // "read PATH: read PATH: ...".
@@ -221,5 +190,5 @@ func readError(source string, err error) error {
 	if errors.As(err, &pe) || errors.As(err, &se) {
 		return err
 	}
-	return fmt.Errorf("read %s: %w", printable(source), err)
+	return fmt.Errorf("read %s: %w", lineerr.Printable(source), err)
 }

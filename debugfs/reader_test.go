@@ -13,16 +13,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
 // readAll reads every record (copied) and every line error of an input.
-func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []*LineError) {
+func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []*lineerr.Error) {
 	t.Helper()
 	rd := NewReader(in, source)
 	for {
 		rec, err := rd.Next()
-		var le *LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			lerrs = append(lerrs, le)
@@ -36,7 +37,7 @@ func readAll(t testing.TB, in io.Reader, source string) (recs []Record, lerrs []
 	}
 }
 
-func readString(t testing.TB, s string) ([]Record, []*LineError) {
+func readString(t testing.TB, s string) ([]Record, []*lineerr.Error) {
 	return readAll(t, strings.NewReader(s), "test")
 }
 

@@ -1,9 +1,7 @@
 package debugfs
 
 import (
-	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -42,41 +40,4 @@ type Record struct {
 	// the row (see formats.LegacyWriter).
 	Layout *Layout
 	Res    rdma.Resource
-}
-
-// LineError is a line that yields no record. Reading goes on after it.
-type LineError struct {
-	Source   string
-	Line     int
-	Expected string // what the reader wanted, e.g. "SPACE (TCP, UDP, IPOIB, IB or SDP)"
-	Found    string // what it got, already quoted for a terminal, or "end of line"
-}
-
-func (e *LineError) Error() string {
-	return fmt.Sprintf("%s:%d: expected %s, found %s", printable(e.Source), e.Line, e.Expected, e.Found)
-}
-
-// quoteFound shows a piece of input in an error message: quoted, escaped
-// so that no control byte reaches a terminal, and cut to a readable length.
-func quoteFound(b []byte) string {
-	const max = 48
-	if len(b) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(b[cut]) {
-			cut--
-		}
-		return strconv.QuoteToASCII(string(b[:cut])) + "..."
-	}
-	return strconv.QuoteToASCII(string(b))
-}
-
-// printable returns s unchanged when it is safe to show on a terminal, and
-// quoted otherwise (file names can hold escape sequences too).
-func printable(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f {
-			return strconv.QuoteToASCII(s)
-		}
-	}
-	return s
 }

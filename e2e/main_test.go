@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/phases"
 )
 
 var rdmaUp = flag.String("rdma-up", "guest/rdma-up.sh", "script that creates rxe0 on the guest's veth")
@@ -26,7 +28,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: modprobe: %v\n%s", err, out)
 		os.Exit(2)
 	}
-	os.Exit(m.Run())
+	// The order is explicit, not that of file names: the no-device case
+	// needs the RDMA core before any test creates rxe0, and the leaking
+	// module leaves the kernel warned and rxe1's objects behind.
+	os.Exit(phases.Run(m,
+		[]func(*testing.T){TestNoDevicesIsAnEmptyResultAndSuccess},
+		[]func(*testing.T){TestLeaksNamesWhatAKernelModuleLeft}))
 }
 
 var deviceOnce sync.Once

@@ -247,9 +247,6 @@ func parseNum(s string) (uint64, error) {
 	return strconv.ParseUint(s, 10, 64)
 }
 
-// Empty reports whether the filter has no terms.
-func (f *Filter) Empty() bool { return f == nil || len(f.terms) == 0 }
-
 // Match reports whether r passes every term. As in iproute2, a numeric
 // filter on an attribute the kernel did not send does not match.
 func (f *Filter) Match(r *rdma.Resource) bool {

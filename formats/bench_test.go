@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/bench"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 )
 
 func latReport() *LatReport {
@@ -26,7 +27,7 @@ func TestLatTableGolden(t *testing.T) {
 	if err := WriteLatTable(&b, latReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-lat.txt", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-lat.txt", b.Bytes())
 }
 
 func TestLatTableWithTheServerElsewhereAndCausesGolden(t *testing.T) {
@@ -38,7 +39,7 @@ func TestLatTableWithTheServerElsewhereAndCausesGolden(t *testing.T) {
 	if err := WriteLatTable(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-lat-client.txt", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-lat-client.txt", b.Bytes())
 	if bytes.ContainsAny(b.Bytes(), "\x1b\t") {
 		t.Error("a control character reached the table")
 	}
@@ -49,7 +50,7 @@ func TestLatJSONGolden(t *testing.T) {
 	if err := WriteLatJSON(&b, latReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-lat.ndjson", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-lat.ndjson", b.Bytes())
 	var m map[string]any
 	if err := json.Unmarshal(b.Bytes(), &m); err != nil || m["record"] != "summary" {
 		t.Errorf("not a summary record: %v %v", m, err)
@@ -90,7 +91,7 @@ func TestConnTableGolden(t *testing.T) {
 	if err := WriteConnTable(&b, connReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-conn.txt", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-conn.txt", b.Bytes())
 }
 
 func TestConnJSONGolden(t *testing.T) {
@@ -98,7 +99,7 @@ func TestConnJSONGolden(t *testing.T) {
 	if err := WriteConnJSON(&b, connReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-conn.ndjson", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-conn.ndjson", b.Bytes())
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("%d records, want 3 connections and a summary", len(lines))
@@ -160,7 +161,7 @@ func TestCtrlTableGolden(t *testing.T) {
 	if err := WriteCtrlTable(&b, ctrlReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-ctrl.txt", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-ctrl.txt", b.Bytes())
 }
 
 func TestCtrlJSONGolden(t *testing.T) {
@@ -168,7 +169,7 @@ func TestCtrlJSONGolden(t *testing.T) {
 	if err := WriteCtrlJSON(&b, ctrlReport()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "bench-ctrl.ndjson", b.Bytes())
+	golden.Check(t, "../testdata/formats/bench-ctrl.ndjson", b.Bytes())
 }
 
 func TestSizeString(t *testing.T) {

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/bench"
@@ -26,8 +27,8 @@ func TestCorrelationRecordsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden(t, "correlate.ndjson", js.Bytes())
-	golden(t, "correlate.txt", txt.Bytes())
+	golden.Check(t, "../testdata/formats/correlate.ndjson", js.Bytes())
+	golden.Check(t, "../testdata/formats/correlate.txt", txt.Bytes())
 	for _, out := range [][]byte{js.Bytes(), txt.Bytes()} {
 		if bytes.ContainsAny(out, "\x1b\a") || bytes.Contains(out, []byte("\u009b")) {
 			t.Error("a control character reached the output")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -56,7 +57,7 @@ func TestDeviceTextGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	noControls(t, buf.Bytes())
-	golden(t, "devices.txt", buf.Bytes())
+	golden.Check(t, "../testdata/formats/devices.txt", buf.Bytes())
 }
 
 func TestDeviceJSONGolden(t *testing.T) {
@@ -84,7 +85,7 @@ func TestDeviceJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	noControls(t, buf.Bytes())
-	golden(t, "devices.ndjson", buf.Bytes())
+	golden.Check(t, "../testdata/formats/devices.ndjson", buf.Bytes())
 }
 
 func TestDeviceTableGolden(t *testing.T) {
@@ -97,7 +98,7 @@ func TestDeviceTableGolden(t *testing.T) {
 		buf.WriteString("\n")
 	}
 	noControls(t, buf.Bytes())
-	golden(t, "devices.table", buf.Bytes())
+	golden.Check(t, "../testdata/formats/devices.table", buf.Bytes())
 }
 
 // noControls fails on any raw control character but the line ends.

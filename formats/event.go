@@ -1,8 +1,9 @@
 package formats
 
 import (
+	"bufio"
+	"io"
 	"strconv"
-	"strings"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -109,107 +110,114 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-// spanWhat is the human view's description of a span or spell.
-func spanWhat(e *rdma.Event, what []string) []string {
+// appendSpan appends the human view's description of a span or an
+// off-CPU spell to the column that starts at col.
+func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	switch e.Kind {
 	case rdma.EvSpan:
-		what = append(what, e.Func, durText(e.Dur))
+		b = appendDur(append(append(word(b, col), Sanitize(e.Func)...), ' '), e.Dur)
 		if e.Status != 0 {
-			what = append(what, "status "+strconv.Itoa(int(e.Status)))
+			b = strconv.AppendInt(append(b, " status "...), int64(e.Status), 10)
 		}
 	case rdma.EvOffCPU:
 		how := "asleep"
 		if e.Has(rdma.EvPreempted) {
 			how = "preempted"
 		}
-		what = append(what, how, durText(e.Dur))
+		b = appendDur(append(append(word(b, col), how...), ' '), e.Dur)
 		if e.Wait != 0 {
-			what = append(what, "(runq "+durText(e.Wait)+")")
+			b = append(appendDur(append(b, " (runq "...), e.Wait), ')')
 		}
-		what = append(what, "instead: "+Sanitize(e.Next.Comm)+"["+strconv.FormatUint(uint64(e.Next.TID), 10)+"]")
+		b = appendTask(append(b, " instead: "...), e.Next.Comm, e.Next.TID)
 		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
-			what = append(what, "... "+Sanitize(e.Actor.Comm)+"["+strconv.FormatUint(uint64(e.Actor.TID), 10)+"]")
+			b = appendTask(append(b, " ... "...), e.Actor.Comm, e.Actor.TID)
 		}
 	}
 	if e.Has(rdma.EvHasSize) {
-		what = append(what, "size "+strconv.FormatUint(e.Size, 10))
+		b = strconv.AppendUint(append(word(b, col), "size "...), e.Size, 10)
 	}
-	return what
+	return b
 }
 
-// durText writes ns as µs or ms, in ASCII ("us": terminals without UTF-8).
-func durText(ns uint64) string {
+// appendDur writes ns as µs or ms, in ASCII ("us": terminals without UTF-8).
+func appendDur(b []byte, ns uint64) []byte {
 	if ns >= 10_000_000 {
-		return string(appendSecs(nil, ns/1000)) + "ms"
+		return append(appendSecs(b, ns/1000), "ms"...)
 	}
-	return string(appendSecs(nil, ns)) + "us"
+	return append(appendSecs(b, ns), "us"...)
 }
 
 // EventLine is the human view of an event: one aligned line.
 //
 //	14:03:07.123456 create        qp     rxe0/1   lqpn 17 RC RESET          rping[812]
-func EventLine(e *rdma.Event) string {
-	var b strings.Builder
-	b.WriteString(e.Time.Local().Format("15:04:05.000000"))
-	b.WriteByte(' ')
-	pad(&b, e.Kind.String(), 17)
-	res := ""
+func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte, 0, 128), e)) }
+
+// AppendEventLine is EventLine appended to b, for the hot path: it
+// allocates nothing but an address's text.
+func AppendEventLine(b []byte, e *rdma.Event) []byte {
+	b = e.Time.Local().AppendFormat(b, "15:04:05.000000")
+	b = append(b, ' ')
+	col := len(b)
+	b = padTo(append(b, e.Kind.String()...), col, 17)
+	col = len(b)
 	if e.Has(rdma.EvHasRes) {
-		res = e.Res.String()
+		b = append(b, e.Res.String()...)
 	}
-	pad(&b, res, 7)
-	where := "-"
+	b = padTo(b, col, 7)
+	col = len(b)
 	if e.Has(rdma.EvHasDev) {
-		where = Sanitize(e.DevName)
+		b = append(b, Sanitize(e.DevName)...)
 		if e.Has(rdma.EvHasPort) {
-			where += "/" + strconv.FormatUint(uint64(e.Port), 10)
+			b = strconv.AppendUint(append(b, '/'), uint64(e.Port), 10)
 		}
+	} else {
+		b = append(b, '-')
 	}
-	pad(&b, where, 10)
-	var what []string
+	b = padTo(b, col, 10)
+	col = len(b)
 	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Res != rdma.ResQP { // a QP's id is its lqpn
-		what = append(what, "id "+strconv.FormatUint(uint64(e.ID), 10))
+		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
 	}
 	if e.Has(rdma.EvHasQP) {
-		what = append(what, "lqpn "+strconv.FormatUint(uint64(e.LQPN), 10), e.QPType.String())
+		b = strconv.AppendUint(append(word(b, col), "lqpn "...), uint64(e.LQPN), 10)
+		b = append(word(b, col), e.QPType.String()...)
 	}
 	if e.Has(rdma.EvHasState) {
-		s := e.StateName(false)
+		b = word(b, col)
 		if e.Has(rdma.EvHasPrevState) {
-			s = e.StateName(true) + "->" + s
+			b = append(append(b, e.StateName(true)...), "->"...)
 		}
-		what = append(what, s)
+		b = append(b, e.StateName(false)...)
 	}
 	if e.Has(rdma.EvHasCM) {
-		what = append(what, e.CMEvent.String())
+		b = append(word(b, col), e.CMEvent.String()...)
 	}
 	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
 		if n := statusName(e); n != "" {
-			what = append(what, statusText(e.Status, n))
+			b = append(word(b, col), statusText(e.Status, n)...)
 		}
 	}
 	if e.Has(rdma.EvHasAddr) && e.Src.IsValid() {
-		a := IPRouteAddr(e.Src.Addr().String(), e.Src.Port())
+		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(word(b, col)), ':'), uint64(e.Src.Port()), 10)
 		if e.Dst.IsValid() && !e.Dst.Addr().IsUnspecified() {
-			a += ">" + IPRouteAddr(e.Dst.Addr().String(), e.Dst.Port())
+			b = strconv.AppendUint(append(e.Dst.Addr().AppendTo(append(b, '>')), ':'), uint64(e.Dst.Port()), 10)
 		}
-		what = append(what, a)
 	}
-	what = spanWhat(e, what)
-	pad(&b, strings.Join(what, " "), 44)
+	b = appendSpan(b, col, e)
+	b = padTo(b, col, 44)
 	switch {
 	case e.Owner.KernName != "":
-		b.WriteString("[" + Sanitize(e.Owner.KernName) + "]")
+		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
 	case e.Has(rdma.EvHasOwner):
-		b.WriteString(Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.TID), 10) + "]")
+		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
 	}
 	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
-		b.WriteString(" by " + Sanitize(e.Actor.Comm) + "[" + strconv.FormatUint(uint64(e.Actor.TID), 10) + "]")
+		b = appendTask(append(b, " by "...), e.Actor.Comm, e.Actor.TID)
 	}
 	if c := e.Cleanup(); c != "" {
-		b.WriteString(" (" + c + " cleanup)")
+		b = append(append(append(b, " ("...), c...), " cleanup)"...)
 	}
-	return b.String()
+	return b
 }
 
 // statusName is CMStatusName of a CM event's or cm_qp_create's status.
@@ -234,10 +242,56 @@ func statusText(status int32, name string) string {
 	return "status " + num + " (" + name + ")"
 }
 
-func pad(b *strings.Builder, s string, w int) {
-	b.WriteString(s)
-	for i := len(s); i < w; i++ {
-		b.WriteByte(' ')
+// padTo pads the column that starts at col to w bytes, and ends it.
+func padTo(b []byte, col, w int) []byte {
+	for len(b)-col < w {
+		b = append(b, ' ')
 	}
-	b.WriteByte(' ')
+	return append(b, ' ')
 }
+
+// word separates a word from the one before it in the column at col.
+func word(b []byte, col int) []byte {
+	if len(b) > col {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// appendTask appends "comm[tid]".
+func appendTask(b []byte, comm string, tid uint32) []byte {
+	b = append(append(b, Sanitize(comm)...), '[')
+	return append(strconv.AppendUint(b, uint64(tid), 10), ']')
+}
+
+// EventWriter writes events as `rdmatrace trace` prints them: NDJSON lines
+// (-j) or the human view. It reuses its buffers, so that nothing is
+// allocated per event but an address's text: this is the path
+// tracer.BenchmarkDecodeFilterEncode measures.
+type EventWriter struct {
+	w    *bufio.Writer
+	json bool
+	obj  Object
+	buf  []byte
+}
+
+// NewEventWriter writes to w, NDJSON when json is set; call Flush at the end.
+func NewEventWriter(w io.Writer, json bool) *EventWriter {
+	return &EventWriter{w: bufio.NewWriter(w), json: json, obj: make(Object, 0, 24), buf: make([]byte, 0, 512)}
+}
+
+// Write writes one event and its newline.
+func (ew *EventWriter) Write(e *rdma.Event) error {
+	if ew.json {
+		ew.obj = AppendEventObject(ew.obj[:0], e)
+		ew.buf = AppendJSON(ew.buf[:0], ew.obj)
+	} else {
+		ew.buf = AppendEventLine(ew.buf[:0], e)
+	}
+	ew.buf = append(ew.buf, '\n')
+	_, err := ew.w.Write(ew.buf)
+	return err
+}
+
+// Flush writes out buffered events.
+func (ew *EventWriter) Flush() error { return ew.w.Flush() }

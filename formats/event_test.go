@@ -1,6 +1,8 @@
 package formats
 
 import (
+	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -35,3 +37,77 @@ func TestCMStatusIsNamedInBothViews(t *testing.T) {
 		}
 	}
 }
+func sampleEvents() []rdma.Event {
+	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
+	owner := rdma.Owner{PID: 812, TID: 812, Comm: "rp\x1bing"}
+	return []rdma.Event{
+		{Time: at, Kind: rdma.EvCreate, Res: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPType: rdma.QPTypeRC,
+			Owner: owner, Actor: owner, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP | rdma.EvHasOwner | rdma.EvUser},
+		{Time: at, Kind: rdma.EvCMEventHandler, Res: rdma.ResCMID, DevName: "rxe0", CMEvent: rdma.CMEvent(5), Status: -110,
+			Src: netip.MustParseAddrPort("[fe80::1%2]:4791"), Dst: netip.MustParseAddrPort("192.0.2.1:7174"),
+			Owner: rdma.Owner{KernName: "nvme_rdma"}, Actor: rdma.Owner{PID: 9, TID: 9, Comm: "kworker"},
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasCM | rdma.EvHasAddr | rdma.EvActorExiting},
+		{Time: at, Kind: rdma.EvDevUnregistered, DevName: "rxe\u202e0", Flags: rdma.EvHasDev},
+	}
+}
+
+// The writer trace uses gives what EventLine and EventObject give, a line
+// each, whatever it wrote before.
+func TestEventWriterWritesWhatEventLineAndEventObjectSay(t *testing.T) {
+	for _, json := range []bool{false, true} {
+		var got, want bytes.Buffer
+		w := NewEventWriter(&got, json)
+		for _, e := range sampleEvents() {
+			if err := w.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+			if json {
+				want.Write(AppendJSON(nil, EventObject(&e)))
+			} else {
+				want.WriteString(EventLine(&e))
+			}
+			want.WriteByte('\n')
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("json=%v:\n%s\nwant\n%s", json, got.String(), want.String())
+		}
+		if strings.ContainsAny(got.String(), "\x1b\u202e") {
+			t.Errorf("json=%v: raw control characters in %q", json, got.String())
+		}
+	}
+}
+
+func TestEventLineReadsAsBefore(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.UTC
+	evs := sampleEvents()
+	for i, want := range []string{ // as the strings.Builder version printed them
+		`10:00:00.123456 create            qp      rxe0/1     lqpn 17 RC                                   rp\x1bing[812]`,
+		`10:00:00.123456 cm_event_handler  cm_id   rxe0       CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 [nvme_rdma] by kworker[9] (exit cleanup)`,
+		`10:00:00.123456 dev_unregistered          rxe\u202e0                                              `,
+	} {
+		if got := EventLine(&evs[i]); got != want {
+			t.Errorf("event %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// Without an address or a name to escape, writing an event allocates
+// nothing.
+func TestEventWriterDoesNotAllocate(t *testing.T) {
+	e := sampleEvents()[0]
+	e.Owner.Comm, e.Actor.Comm = "rping", "rping"
+	for _, json := range []bool{false, true} {
+		w := NewEventWriter(discard{}, json)
+		if n := testing.AllocsPerRun(100, func() { _ = w.Write(&e) }); n != 0 {
+			t.Errorf("json=%v: %v allocations per event", json, n)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -90,6 +90,22 @@ type Object []Field
 func (o Object) num(k string, v uint64) Object { return append(o, Field{Key: k, Kind: Num, Num: v}) }
 func (o Object) str(k, v string) Object        { return append(o, Field{Key: k, Kind: Str, Str: v}) }
 func (o Object) hex(k string, v uint64) Object { return append(o, Field{Key: k, Kind: Hex, Num: v}) }
+
+// numIf and strIf add a key only when the source gave it (ok): `rdma -j`
+// leaves out what the kernel left out.
+func (o Object) numIf(ok bool, k string, v uint64) Object {
+	if ok {
+		o = o.num(k, v)
+	}
+	return o
+}
+
+func (o Object) strIf(ok bool, k, v string) Object {
+	if ok {
+		o = o.str(k, v)
+	}
+	return o
+}
 func (o Object) list(k string, v []string) Object {
 	return append(o, Field{Key: k, Kind: StrList, List: v})
 }
@@ -104,6 +120,19 @@ func (o Object) Get(k string) (Field, bool) {
 	return Field{}, false
 }
 
+// appendQP adds a QP's keys after its device, in iproute2's order: port,
+// lqpn, rqpn, type, state, rq-psn, sq-psn, path-mig-state, pdn. What the
+// source left out is left out (netlink always gives lqpn, type and state).
+func appendQP(o Object, r *rdma.Resource) Object {
+	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	o = o.numIf(h(rdma.HasPort), "port", uint64(r.Port)).num("lqpn", uint64(r.LQPN))
+	o = o.numIf(h(rdma.HasRQPN), "rqpn", uint64(r.RQPN))
+	o = o.strIf(h(rdma.HasQPType), "type", r.QPType.String()).strIf(h(rdma.HasState), "state", r.QPState.String())
+	o = o.numIf(h(rdma.HasRQPSN), "rq-psn", uint64(r.RQPSN)).numIf(h(rdma.HasSQPSN), "sq-psn", uint64(r.SQPSN))
+	o = o.strIf(h(rdma.HasPathMig), "path-mig-state", r.PathMig.String())
+	return o.numIf(h(rdma.HasPDN), "pdn", uint64(r.PDN))
+}
+
 // ResourceObject lays out a resource with iproute2 6.1's JSON keys, in its
 // order, leaving out what the kernel left out. Withheld keys are listed
 // under "withheld" rather than shown as zero.
@@ -113,26 +142,7 @@ func ResourceObject(r *rdma.Resource) Object {
 	h := func(f rdma.Field) bool { return r.Has&f != 0 }
 	switch r.Type {
 	case rdma.ResQP:
-		if h(rdma.HasPort) {
-			o = o.num("port", uint64(r.Port))
-		}
-		o = o.num("lqpn", uint64(r.LQPN))
-		if h(rdma.HasRQPN) {
-			o = o.num("rqpn", uint64(r.RQPN))
-		}
-		o = o.str("type", r.QPType.String()).str("state", r.QPState.String())
-		if h(rdma.HasRQPSN) {
-			o = o.num("rq-psn", uint64(r.RQPSN))
-		}
-		if h(rdma.HasSQPSN) {
-			o = o.num("sq-psn", uint64(r.SQPSN))
-		}
-		if h(rdma.HasPathMig) {
-			o = o.str("path-mig-state", r.PathMig.String())
-		}
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
+		o = appendQP(o, r)
 	case rdma.ResCMID:
 		if h(rdma.HasPort) {
 			o = o.num("port", uint64(r.Port))

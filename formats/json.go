@@ -94,6 +94,8 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendU4 appends the JSON escape \uHHHH of one UTF-16 unit.
 func appendU4(b []byte, u rune) []byte {
 	return append(b, '\\', 'u', hexDigits[u>>12&0xf], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/rdmatrace/rdmatrace/kernlog"
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
 // KernelReportObject lays out a leak or hang report found in a kernel log
 // (`rdmatrace leaks --log`): "report" is "kernel-log", "kind" what it is.
-func KernelReportObject(r *kernlog.Report) Object {
+func KernelReportObject(r *rdma.KernelReport) Object {
 	o := Object{}.str("report", "kernel-log").str("kind", r.Kind.String()).
 		str("source", r.Source).num("line", uint64(r.Line)).str("stamp", r.Stamp)
 	switch r.Kind {
-	case kernlog.RestrackNamed:
+	case rdma.KernRestrackNamed:
 		if r.Device != "" { // a grepped or cut log may lack the line naming it
 			o = o.str("ifname", r.Device)
 		}
@@ -24,7 +24,7 @@ func KernelReportObject(r *kernlog.Report) Object {
 			o = o.str("comm", r.Owner)
 		}
 		return o
-	case kernlog.HungUnregister:
+	case rdma.KernHungUnregister:
 		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).num("blocked", uint64(r.BlockedSecs)).str("waits-in", r.WaitsIn)
 	default:
 		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).str("location", r.Location).str("function", r.Function)
@@ -36,11 +36,11 @@ func KernelReportObject(r *kernlog.Report) Object {
 }
 
 // KernelReportLine is the human view of a kernel log report.
-func KernelReportLine(r *kernlog.Report) string {
+func KernelReportLine(r *rdma.KernelReport) string {
 	at := Sanitize(r.Source) + ":" + strconv.Itoa(r.Line) + ": " + Sanitize(r.Stamp) + " "
 	task := Sanitize(r.Task) + "[" + strconv.Itoa(r.PID) + "]"
 	switch r.Kind {
-	case kernlog.RestrackNamed:
+	case rdma.KernRestrackNamed:
 		who := "process " + Sanitize(r.Owner)
 		if r.Kernel {
 			who = "module " + Sanitize(r.Owner)
@@ -49,9 +49,9 @@ func KernelReportLine(r *kernlog.Report) string {
 			return at + fmt.Sprintf("restrack: a %s of %s was never freed (the log does not say on which device)", Sanitize(r.ResType), who)
 		}
 		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), Sanitize(r.ResType), who)
-	case kernlog.HungUnregister:
+	case rdma.KernHungUnregister:
 		return at + fmt.Sprintf("%s blocked for more than %d s in %s: a device's unregistration waits", task, r.BlockedSecs, Sanitize(r.WaitsIn))
-	case kernlog.DriverWarning:
+	case rdma.KernDriverWarning:
 		return at + fmt.Sprintf("WARNING at %s (%s) by %s: the driver had objects left when the device was freed%s",
 			Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
 	}
@@ -59,7 +59,7 @@ func KernelReportLine(r *kernlog.Report) string {
 		Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
 }
 
-func truncated(r *kernlog.Report) string {
+func truncated(r *rdma.KernelReport) string {
 	if r.Truncated {
 		return " (report cut short)"
 	}

@@ -11,11 +11,8 @@ import (
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// LegacyColumns are the columns of the 2009 rdma_cm debugfs patch.
-var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
-
 // LegacyWriter writes rdma_cm IDs in the legacy debugfs layout
-// (../shared/formats/rdma_cm-debugfs.md): a header line, then one row per
+// (debugfs/FORMAT.md): a header line, then one row per
 // ID with empty cells left out, cells separated by one space. It writes the
 // header again whenever the columns change, as concatenated device files
 // do, so records of several layouts can stream through one writer.
@@ -34,7 +31,7 @@ type LegacyWriter struct {
 // NewLegacyWriter writes to w; call Flush at the end.
 func NewLegacyWriter(w io.Writer) *LegacyWriter { return &LegacyWriter{w: bufio.NewWriter(w)} }
 
-// Write writes r under the columns cols: LegacyColumns, optionally
+// Write writes r under the columns cols: rdma.LegacyColumns, optionally
 // followed by extra columns. PID and COMM come from the owner; any other
 // name from r.Extra. Only rdma_cm IDs can be written.
 func (lw *LegacyWriter) Write(r *rdma.Resource, cols []string) error {
@@ -56,11 +53,11 @@ func (lw *LegacyWriter) Write(r *rdma.Resource, cols []string) error {
 func (lw *LegacyWriter) Flush() error { return lw.w.Flush() }
 
 // WriteLegacy writes rdma_cm IDs (other resources are skipped) under one
-// header of LegacyColumns plus extraCols, e.g. "PID", "COMM": the
+// header of rdma.LegacyColumns plus extraCols, e.g. "PID", "COMM": the
 // "rdmastat" of the 2009 discussion. With no IDs it writes the header
 // alone, as an empty debugfs file would.
 func WriteLegacy(w io.Writer, resources []rdma.Resource, extraCols []string) error {
-	cols := append(slices.Clip(LegacyColumns), extraCols...)
+	cols := append(slices.Clip(rdma.LegacyColumns), extraCols...)
 	lw := NewLegacyWriter(w)
 	wrote := false
 	for i := range resources {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -65,11 +66,11 @@ func TestWriteLegacyWithNoIDsWritesTheHeader(t *testing.T) {
 }
 
 // read reads records (copied) and line errors from legacy text.
-func read(t testing.TB, in []byte) (recs []debugfs.Record, lerrs []*debugfs.LineError) {
+func read(t testing.TB, in []byte) (recs []debugfs.Record, lerrs []*lineerr.Error) {
 	rd := debugfs.NewReader(bytes.NewReader(in), "rt")
 	for {
 		rec, err := rd.Next()
-		var le *debugfs.LineError
+		var le *lineerr.Error
 		switch {
 		case errors.As(err, &le):
 			lerrs = append(lerrs, le)
@@ -178,10 +179,10 @@ func randomRow(rng *rand.Rand, cols []string) string {
 func TestLegacyRoundTripProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	layouts := [][]string{
-		formats.LegacyColumns,
-		append(slices.Clip(formats.LegacyColumns), "PID", "COMM"),
-		append(slices.Clip(formats.LegacyColumns), "TOS", "FLAVOR"),
-		append(slices.Clip(formats.LegacyColumns), "PID", "TOS", "COMM"),
+		rdma.LegacyColumns,
+		append(slices.Clip(rdma.LegacyColumns), "PID", "COMM"),
+		append(slices.Clip(rdma.LegacyColumns), "TOS", "FLAVOR"),
+		append(slices.Clip(rdma.LegacyColumns), "PID", "TOS", "COMM"),
 		{"DEVICE", "STATE", "TYPE", "SRC_ADDR", "SPACE", "PORT", "NET_DEV", "QP_NUM", "DST_ADDR"},
 	}
 	var in strings.Builder

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -20,38 +19,12 @@ import (
 // only `rdma` output has (cm-idn, qp-type), then pid, comm and the extra
 // columns under their lower-cased names. QPs carry "res": "qp" and
 // iproute2's qp keys. Absent values are left out, as `rdma -j` does.
-func ParsedObject(rec *debugfs.Record) Object {
-	r := &rec.Res
+func ParsedObject(source string, line int, r *rdma.Resource) Object {
 	h := func(f rdma.Field) bool { return r.Has&f != 0 }
 	o := make(Object, 0, 16)
-	o = o.str("source", rec.Source).num("line", uint64(rec.Line))
+	o = o.str("source", source).num("line", uint64(line))
 	if r.Type == rdma.ResQP {
-		o = o.str("res", "qp").str("ifname", r.DevName)
-		if h(rdma.HasPort) {
-			o = o.num("port", uint64(r.Port))
-		}
-		o = o.num("lqpn", uint64(r.LQPN))
-		if h(rdma.HasRQPN) {
-			o = o.num("rqpn", uint64(r.RQPN))
-		}
-		if h(rdma.HasQPType) {
-			o = o.str("type", r.QPType.String())
-		}
-		if h(rdma.HasState) {
-			o = o.str("state", r.QPState.String())
-		}
-		if h(rdma.HasRQPSN) {
-			o = o.num("rq-psn", uint64(r.RQPSN))
-		}
-		if h(rdma.HasSQPSN) {
-			o = o.num("sq-psn", uint64(r.SQPSN))
-		}
-		if h(rdma.HasPathMig) {
-			o = o.str("path-mig-state", r.PathMig.String())
-		}
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
+		o = appendQP(o.str("res", "qp").str("ifname", r.DevName), r)
 	} else {
 		if r.DevType != "" {
 			o = o.str("dev-type", r.DevType)
@@ -69,21 +42,9 @@ func ParsedObject(rec *debugfs.Record) Object {
 		if h(rdma.HasDstAddr) {
 			o = o.str("dst-addr", Endpoint(r.Dst, r.DstZone))
 		}
-		if h(rdma.HasPS) {
-			o = o.str("ps", psName(r.PS))
-		}
-		if h(rdma.HasState) {
-			o = o.str("state", r.CMState.String())
-		}
-		if h(rdma.HasLQPN) {
-			o = o.num("lqpn", uint64(r.LQPN))
-		}
-		if h(rdma.HasCMIDN) {
-			o = o.num("cm-idn", uint64(r.CMIDN))
-		}
-		if h(rdma.HasQPType) {
-			o = o.str("qp-type", r.QPType.String())
-		}
+		o = o.strIf(h(rdma.HasPS), "ps", psName(r.PS)).strIf(h(rdma.HasState), "state", r.CMState.String())
+		o = o.numIf(h(rdma.HasLQPN), "lqpn", uint64(r.LQPN)).numIf(h(rdma.HasCMIDN), "cm-idn", uint64(r.CMIDN))
+		o = o.strIf(h(rdma.HasQPType), "qp-type", r.QPType.String())
 	}
 	if h(rdma.HasPID) {
 		o = o.num("pid", uint64(r.Owner.PID))
@@ -156,11 +117,10 @@ const maxCounted = 1 << 16
 // cmFixed are the leading columns of the rdma_cm ID table.
 var cmFixed = []string{"SOURCE", "TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}
 
-// Add copies what the table needs from rec.
-func (t *ParsedTable) Add(rec *debugfs.Record) {
-	r := &rec.Res
+// Add copies what the table needs from r, read at line of source.
+func (t *ParsedTable) Add(source string, line int, r *rdma.Resource) {
 	h := func(f rdma.Field) bool { return r.Has&f != 0 }
-	src := rec.Source + ":" + strconv.Itoa(rec.Line)
+	src := source + ":" + strconv.Itoa(line)
 	num := func(f rdma.Field, v uint32) string {
 		if !h(f) {
 			return ""

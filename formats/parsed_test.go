@@ -7,24 +7,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// cmRecord is an rdma_cm ID read from `rdma res show cm_id` text, with
-// extra key/value pairs.
-func cmRecord(line int, extra ...rdma.KV) *debugfs.Record {
-	return &debugfs.Record{Source: "k.txt", Line: line, Kind: debugfs.KindRdmaText, Res: rdma.Resource{
+// addCM adds an rdma_cm ID read at line of k.txt (`rdma res show cm_id`
+// text), with extra key/value pairs.
+func addCM(t *ParsedTable, line int, extra ...rdma.KV) {
+	t.Add("k.txt", line, &rdma.Resource{
 		Type: rdma.ResCMID, DevName: "rxe0", Port: 1, CMIDN: uint32(line), CMState: rdma.CMConnect, PS: rdma.PSTCP,
 		Has: rdma.HasPort | rdma.HasCMIDN | rdma.HasState | rdma.HasPS, Extra: extra,
-	}}
+	})
 }
 
 // distinctExtras adds n records, each with an extra column of its own:
 // the shape of a hostile or corrupt dump.
 func distinctExtras(t *ParsedTable, n int) {
 	for i := range n {
-		t.Add(cmRecord(i+1, rdma.KV{Key: "k" + strconv.Itoa(i), Value: "v"}))
+		addCM(t, i+1, rdma.KV{Key: "k" + strconv.Itoa(i), Value: "v"})
 	}
 }
 
@@ -49,8 +48,8 @@ func BenchmarkParsedTableDistinctExtras(b *testing.B) {
 
 func TestParsedTableHeadingsCarryNoEscapes(t *testing.T) {
 	var tab ParsedTable
-	tab.Add(cmRecord(1, rdma.KV{Key: "k\x1b]0;T\x07ey", Value: "v"}, rdma.KV{Key: "drv_ok", Value: "1"},
-		rdma.KV{Key: "\u202eyek", Value: "w"}, rdma.KV{Key: "TOS", Value: "16"}))
+	addCM(&tab, 1, rdma.KV{Key: "k\x1b]0;T\x07ey", Value: "v"}, rdma.KV{Key: "drv_ok", Value: "1"},
+		rdma.KV{Key: "\u202eyek", Value: "w"}, rdma.KV{Key: "TOS", Value: "16"})
 	var out bytes.Buffer
 	if err := tab.Render(&out); err != nil {
 		t.Fatal(err)
@@ -88,8 +87,8 @@ func TestParsedTableBoundsExtraColumns(t *testing.T) {
 		t.Errorf("Notes() = %q, want %q", got, want)
 	}
 	// The model's own columns still come after the cap is reached.
-	tab.Add(&debugfs.Record{Source: "k.txt", Line: 2001, Res: rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0",
-		Has: rdma.HasPID, Owner: rdma.Owner{PID: 7, Comm: "rping"}}})
+	tab.Add("k.txt", 2001, &rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0",
+		Has: rdma.HasPID, Owner: rdma.Owner{PID: 7, Comm: "rping"}})
 	if !slices.Contains(tab.extras, "PID") || !slices.Contains(tab.extras, "COMM") {
 		t.Errorf("extras %q lack PID and COMM", tab.extras)
 	}

@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/correlate"
@@ -21,7 +22,7 @@ func TestPerfettoGolden(t *testing.T) {
 	if err := perfetto.Write(&b, &tl); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "perfetto.json", b.Bytes())
+	golden.Check(t, "../testdata/formats/perfetto.json", b.Bytes())
 	var doc struct {
 		TraceEvents []map[string]any `json:"traceEvents"`
 	}

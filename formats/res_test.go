@@ -3,35 +3,13 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/formats/NAME, or rewrites it.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("..", "testdata", "formats", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
-	}
-}
 
 // sample is one resource of every type, shaped like what rxe reports during
 // an rping run, plus the awkward cases: no port, a hostile comm, withheld
@@ -88,7 +66,7 @@ func TestResourceJSONGolden(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte{0x1b}) {
 		t.Error("JSON output carries a raw escape character")
 	}
-	golden(t, "resources.json", buf.Bytes())
+	golden.Check(t, "../testdata/formats/resources.json", buf.Bytes())
 }
 
 func TestResourceNDJSONGolden(t *testing.T) {
@@ -102,7 +80,7 @@ func TestResourceNDJSONGolden(t *testing.T) {
 	if err := nw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "resources.ndjson", buf.Bytes())
+	golden.Check(t, "../testdata/formats/resources.ndjson", buf.Bytes())
 }
 
 func TestResourceTextGolden(t *testing.T) {
@@ -116,7 +94,7 @@ func TestResourceTextGolden(t *testing.T) {
 	if err := tw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "resources.txt", buf.Bytes())
+	golden.Check(t, "../testdata/formats/resources.txt", buf.Bytes())
 }
 
 func TestResourceTableGolden(t *testing.T) {
@@ -135,7 +113,7 @@ func TestResourceTableGolden(t *testing.T) {
 		buf.WriteString("\n")
 	}
 	noControls(t, buf.Bytes())
-	golden(t, "resources.table", buf.Bytes())
+	golden.Check(t, "../testdata/formats/resources.table", buf.Bytes())
 }
 
 func TestSummaryAndDeviceObjects(t *testing.T) {

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"net/netip"
 	"testing"
 	"time"
@@ -49,8 +50,8 @@ func TestSpanAndOffCPUEventsGolden(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "spans.ndjson", nd.Bytes())
-	golden(t, "spans.txt", txt.Bytes())
+	golden.Check(t, "../testdata/formats/spans.ndjson", nd.Bytes())
+	golden.Check(t, "../testdata/formats/spans.txt", txt.Bytes())
 	if bytes.ContainsAny(txt.Bytes(), "\x1b") || bytes.ContainsAny(nd.Bytes(), "\x1b") {
 		t.Error("a control character reached the output")
 	}

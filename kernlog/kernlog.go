@@ -18,87 +18,35 @@
 package kernlog
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// Kind is what a report says.
-type Kind uint8
+// The model of a report lives in rdma/ (renderers depend on rdma/ only);
+// these names keep the reader's callers short.
+type (
+	Kind   = rdma.KernelReportKind
+	Frame  = rdma.Frame
+	Report = rdma.KernelReport
+)
 
 const (
-	RestrackNamed   Kind = iota + 1 // "restrack: ... object allocated by X is not freed"
-	RestrackWarning                 // WARNING at restrack.c: objects left, unnamed
-	DriverWarning                   // WARNING at rxe_pool.c: the driver's objects left
-	HungUnregister                  // a task blocked in a device unregistration
+	RestrackNamed   = rdma.KernRestrackNamed
+	RestrackWarning = rdma.KernRestrackWarning
+	DriverWarning   = rdma.KernDriverWarning
+	HungUnregister  = rdma.KernHungUnregister
 )
-
-func (k Kind) String() string {
-	switch k {
-	case RestrackNamed:
-		return "restrack-named"
-	case RestrackWarning:
-		return "restrack-warning"
-	case DriverWarning:
-		return "driver-warning"
-	case HungUnregister:
-		return "hung-unregister"
-	}
-	return "kind-" + strconv.Itoa(int(k))
-}
-
-// Frame is one function of a call trace.
-type Frame struct{ Func, Module string }
 
 // MaxFrames bounds the frames kept per report; the rest are counted.
 const MaxFrames = 64
-
-// MaxLine bounds a line.
-const MaxLine = 64 << 10
-
-// Report is one recognised report.
-type Report struct {
-	Kind   Kind
-	Source string
-	Line   int // of its first line
-	// Stamp is the line's time as written; Seconds the dmesg time since
-	// boot when the log has it.
-	Stamp      string
-	Seconds    float64
-	HasSeconds bool
-	// Named form: the device, whether the object was the kernel's, its
-	// type (lower case: qp, cm_id, ...) and owner (module or comm).
-	Device  string
-	Kernel  bool
-	ResType string
-	Owner   string
-	// WARNING and hung task: the task that hit it.
-	Task string
-	PID  int
-	// WARNING: where.
-	Location string // "drivers/infiniband/core/restrack.c:52"
-	Function string // "rdma_restrack_clean"
-	// Hung task: how long, and the innermost RDMA function it waits in.
-	BlockedSecs int
-	WaitsIn     string
-	Frames      []Frame
-	MoreFrames  int
-	Truncated   bool
-}
-
-// Error is a report that could not be read whole.
-type Error struct {
-	Source string
-	Line   int
-	Msg    string
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg) }
 
 var (
 	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
@@ -127,9 +75,9 @@ var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remo
 
 // Reader reads reports from a log.
 type Reader struct {
-	r      *bufio.Reader
+	lr     *lines.Reader
 	source string
-	line   int
+	line   int     // of the line being read; at the end, one past the last
 	cur    *Report // a WARNING or hung task being read
 	inCall bool    // inside its call trace
 	device string  // of the named report being read
@@ -143,14 +91,14 @@ type Reader struct {
 
 // NewReader reads the log r, called source in errors and reports.
 func NewReader(r io.Reader, source string) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, MaxLine), source: source}
+	return &Reader{lr: lines.NewReader(r, source), source: source}
 }
 
 // Stamped is how many lines so far began as kernel log lines do (a dmesg
 // or dmesg -T time, or journalctl's "HOST kernel:").
 func (r *Reader) Stamped() int { return r.stamped }
 
-// Next returns the next report, io.EOF at the end, or an *Error (call Next
+// Next returns the next report, io.EOF at the end, or a *lineerr.Error (call Next
 // again to go on).
 func (r *Reader) Next() (*Report, error) {
 	for {
@@ -174,7 +122,7 @@ func (r *Reader) Next() (*Report, error) {
 			continue
 		}
 		if err != nil {
-			var le *Error
+			var le *lineerr.Error
 			if errors.As(err, &le) {
 				r.errs = append(r.errs, err)
 				continue
@@ -186,30 +134,12 @@ func (r *Reader) Next() (*Report, error) {
 }
 
 func (r *Reader) readLine() (string, error) {
-	r.line++
-	b, err := r.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		n := len(b)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			b, err = r.r.ReadSlice('\n')
-			n += len(b)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return "", err
-		}
-		return "", &Error{Source: r.source, Line: r.line, Msg: fmt.Sprintf("line of %d bytes or more, expected at most %d", n, MaxLine)}
+	b, err := r.lr.Next()
+	r.line = r.lr.Line()
+	if err == io.EOF {
+		r.line++ // a report cut by the end is cut after the last line
 	}
-	if errors.Is(err, io.EOF) {
-		if len(b) == 0 {
-			return "", io.EOF
-		}
-		err = nil
-	}
-	if err != nil {
-		return "", err
-	}
-	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
-	return string(b), nil
+	return string(b), err
 }
 
 // split separates a line's time prefix from its text.
@@ -247,8 +177,8 @@ func (r *Reader) cut(why string) {
 		return
 	}
 	rep.Truncated = true
-	r.errs = append(r.errs, &Error{Source: r.source, Line: r.line,
-		Msg: fmt.Sprintf("the %s report of line %d ends early: expected its call trace and end, found %s", rep.Kind, rep.Line, why)})
+	r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
+		Expected: fmt.Sprintf("the call trace and end of the %s report of line %d", rep.Kind, rep.Line), Found: why})
 	r.finish(rep)
 }
 

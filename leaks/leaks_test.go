@@ -2,7 +2,6 @@ package leaks
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,12 +9,11 @@ import (
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/restable"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/leaks")
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
@@ -103,27 +101,6 @@ func run(t *testing.T, w *Watcher, evs []rdma.Event, ticks []float64, found *[]r
 	_ = found
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("..", "testdata", "leaks", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./leaks -update writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // render writes the findings as NDJSON and as the human report.
 func render(t *testing.T, fs []rdma.Finding) (ndjson, human []byte) {
 	var j, h bytes.Buffer
@@ -190,8 +167,8 @@ func TestBlockedUnregister(t *testing.T) {
 	run(t, w, sc.evs, []float64{6, 10.5, 15.5, 20}, &found)
 	w.End(at(30))
 	j, h := render(t, found)
-	golden(t, "unregister.ndjson", j)
-	golden(t, "unregister.txt", h)
+	golden.Check(t, "../testdata/leaks/unregister.ndjson", j)
+	golden.Check(t, "../testdata/leaks/unregister.txt", h)
 	if w.Leaked() != 6 { // 5 alive at the start, 1 left at the end (the module's PD: not alive at End)
 		t.Errorf("leaked %d, want 6", w.Leaked())
 	}
@@ -226,8 +203,8 @@ func TestProgram(t *testing.T) {
 	run(t, w, sc.evs, nil, &found)
 	w.ProgramExited(at(4))
 	j, h := render(t, found)
-	golden(t, "program.ndjson", j)
-	golden(t, "program.txt", h)
+	golden.Check(t, "../testdata/leaks/program.ndjson", j)
+	golden.Check(t, "../testdata/leaks/program.txt", h)
 	if w.Leaked() != 4 { // QP 17, CQ 3, PD 2 at exit; MR 4 alive
 		t.Errorf("leaked %d, want 4", w.Leaked())
 	}

@@ -4,7 +4,7 @@
 // not print.
 package nldev
 
-// Numbers from include/uapi/rdma/rdma_netlink.h (see notes §4).
+// Numbers from include/uapi/rdma/rdma_netlink.h.
 const (
 	familyRDMA  = 20 // NETLINK_RDMA
 	clientNLDEV = 5  // RDMA_NL_NLDEV

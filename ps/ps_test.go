@@ -2,16 +2,13 @@ package ps
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/ps")
 
 type fakeProcs struct{}
 
@@ -55,19 +52,7 @@ func TestRowsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("..", "testdata", "ps", "rows.golden")
-	if *update {
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (-update creates it)", err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("got:\n%s\nwant:\n%s", out.Bytes(), want)
-	}
+	golden.Check(t, path, out.Bytes())
 	if bytes.Contains(out.Bytes(), []byte{0x1b}) {
 		t.Error("a raw ESC reached the output")
 	}

@@ -5,3 +5,7 @@ package rdma
 // readers and writers of that layout name it themselves, since
 // PortSpace.String does not know it.
 const PSSDP PortSpace = 0x0042
+
+// LegacyColumns are the columns of the 2009 rdma_cm debugfs patch, in its
+// order: what debugfs reads and formats writes.
+var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}

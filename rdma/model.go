@@ -184,24 +184,3 @@ func (r *Resource) ID() uint32 {
 	}
 	return 0
 }
-
-// IDField is the presence bit of ID for the resource's type.
-func (r *Resource) IDField() Field {
-	switch r.Type {
-	case ResQP:
-		return HasLQPN
-	case ResCMID:
-		return HasCMIDN
-	case ResCQ:
-		return HasCQN
-	case ResMR:
-		return HasMRN
-	case ResPD:
-		return HasPDN
-	case ResCTX:
-		return HasCTXN
-	case ResSRQ:
-		return HasSRQN
-	}
-	return 0
-}

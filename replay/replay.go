@@ -6,10 +6,8 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -17,26 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// MaxLine bounds a line; an event is a few hundred bytes.
-const MaxLine = 64 << 10
-
-// Error is a line that is not an event.
-type Error struct {
-	Source string
-	Line   int
-	Msg    string
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.Source, e.Line, e.Msg) }
-
 // Reader reads events from a recording.
 type Reader struct {
-	r      *bufio.Reader
-	source string
-	line   int
+	lr *lines.Reader
 	// Device indexes are not in the recording: a device gets a new one
 	// each time it appears after it was unregistered, as in the kernel.
 	devs    map[string]uint32
@@ -45,7 +31,7 @@ type Reader struct {
 
 // NewReader reads the recording r, called source in errors.
 func NewReader(r io.Reader, source string) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), source: source, devs: map[string]uint32{}}
+	return &Reader{lr: lines.NewReader(r, source), devs: map[string]uint32{}}
 }
 
 // object is one line of `trace -j`, with formats.EventObject's keys.
@@ -83,11 +69,11 @@ type object struct {
 	NextComm  string       `json:"next-comm"`
 }
 
-// Next returns the next event, io.EOF at the end, or an *Error for a line
+// Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
 // that is not one (call Next again to go on).
 func (r *Reader) Next(ev *rdma.Event) error {
 	for {
-		line, err := r.readLine()
+		line, err := r.lr.Next()
 		if err != nil {
 			return err
 		}
@@ -98,70 +84,42 @@ func (r *Reader) Next(ev *rdma.Event) error {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&o); err != nil {
-			return r.errorf("expected an event of rdmatrace trace -j, found %s (%v)", quote(line), err)
+			return r.errorAt("an event of rdmatrace trace -j", lineerr.Quote(line)+" ("+err.Error()+")")
 		}
-		if err := r.event(&o, ev); err != nil {
-			return r.errorf("%v", err)
+		if fe := r.event(&o, ev); fe != nil {
+			return r.errorAt(fe.expected, fe.found)
 		}
 		return nil
 	}
 }
 
-func quote(b []byte) string {
-	if len(b) > 60 {
-		return strconv.Quote(string(b[:60])) + "..."
-	}
-	return strconv.Quote(string(b))
+func (r *Reader) errorAt(expected, found string) error {
+	return &lineerr.Error{Source: r.lr.Source(), Line: r.lr.Line(), Expected: expected, Found: found}
 }
 
-func (r *Reader) errorf(format string, args ...any) error {
-	return &Error{Source: r.source, Line: r.line, Msg: fmt.Sprintf(format, args...)}
+// fieldError is a key of an event with a value that is not one.
+type fieldError struct{ expected, found string }
+
+// badField says what a key wanted: err is the rdma parser's own message.
+func badField(key, value string, err error) *fieldError {
+	return &fieldError{expected: "a valid " + key, found: lineerr.Quote([]byte(value)) + " (" + err.Error() + ")"}
 }
 
-// readLine returns the next line without its end; a longer line than
-// MaxLine is an error and is skipped.
-func (r *Reader) readLine() ([]byte, error) {
-	r.line++
-	line, err := r.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		n := len(line)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = r.r.ReadSlice('\n')
-			n += len(line)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
-		return nil, r.errorf("line of %d bytes or more, expected at most %d", n, MaxLine)
-	}
-	if errors.Is(err, io.EOF) {
-		if len(line) == 0 {
-			return nil, io.EOF
-		}
-		err = nil // a last line without its newline
-	}
-	if err != nil {
-		return nil, err
-	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	return bytes.TrimSuffix(line, []byte("\r")), nil
-}
-
-func (r *Reader) event(o *object, ev *rdma.Event) error {
+func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	*ev = rdma.Event{}
 	t, err := time.Parse(time.RFC3339Nano, o.Time)
 	if err != nil {
-		return fmt.Errorf("time %q: expected RFC 3339 (%v)", o.Time, err)
+		return &fieldError{"time in RFC 3339", lineerr.Quote([]byte(o.Time))}
 	}
 	ev.Time, ev.Mono = t.UTC(), uint64(t.UnixNano())
 	kinds, err := rdma.ParseEventKind(o.Event)
 	if err != nil || len(kinds) != 1 {
-		return fmt.Errorf("event %q: expected one of rdmatrace's event names", o.Event)
+		return &fieldError{"event: one of rdmatrace's event names", lineerr.Quote([]byte(o.Event))}
 	}
 	ev.Kind = kinds[0]
 	if o.Res != "" {
 		if ev.Res, err = rdma.ParseResType(o.Res); err != nil {
-			return fmt.Errorf("res: %v", err)
+			return badField("res", o.Res, err)
 		}
 		ev.Flags |= rdma.EvHasRes
 	}
@@ -179,38 +137,38 @@ func (r *Reader) event(o *object, ev *rdma.Event) error {
 	if o.LQPN != nil {
 		ev.LQPN, ev.Flags = *o.LQPN, ev.Flags|rdma.EvHasQP
 		if ev.QPType, err = rdma.ParseQPType(o.Type); err != nil {
-			return fmt.Errorf("type: %v", err)
+			return badField("type", o.Type, err)
 		}
 	}
 	if o.State != "" {
 		if ev.State, err = parseState(ev.Res, o.State); err != nil {
-			return fmt.Errorf("state: %v", err)
+			return badField("state", o.State, err)
 		}
 		ev.Flags |= rdma.EvHasState
 	}
 	if o.PrevState != "" {
 		if ev.PrevState, err = parseState(ev.Res, o.PrevState); err != nil {
-			return fmt.Errorf("prev-state: %v", err)
+			return badField("prev-state", o.PrevState, err)
 		}
 		ev.Flags |= rdma.EvHasPrevState
 	}
 	if o.CMEvent != "" {
 		if ev.CMEvent, err = rdma.ParseCMEvent(o.CMEvent); err != nil {
-			return fmt.Errorf("cm-event: %v", err)
+			return badField("cm-event", o.CMEvent, err)
 		}
 		ev.Flags |= rdma.EvHasCM
 	}
 	ev.Status = o.Status
 	if o.Src != "" {
 		if ev.PS, err = rdma.ParsePortSpace(o.PS); err != nil {
-			return fmt.Errorf("ps: %v", err)
+			return badField("ps", o.PS, err)
 		}
 		if ev.Src, err = parseAddr(o.Src); err != nil {
-			return fmt.Errorf("src-addr: %v", err)
+			return &fieldError{"src-addr: IP:PORT", lineerr.Quote([]byte(o.Src))}
 		}
 		if o.Dst != "" {
 			if ev.Dst, err = parseAddr(o.Dst); err != nil {
-				return fmt.Errorf("dst-addr: %v", err)
+				return &fieldError{"dst-addr: IP:PORT", lineerr.Quote([]byte(o.Dst))}
 			}
 		}
 		ev.Flags |= rdma.EvHasAddr
@@ -235,21 +193,21 @@ func (r *Reader) event(o *object, ev *rdma.Event) error {
 	case "close":
 		ev.Flags |= rdma.EvFileClose
 	default:
-		return fmt.Errorf("cleanup %q: expected exit or close", o.Cleanup)
+		return &fieldError{"cleanup: exit or close", lineerr.Quote([]byte(o.Cleanup))}
 	}
 	return spanFields(o, ev)
 }
 
 // spanFields reads what spans and off-CPU spells carry.
-func spanFields(o *object, ev *rdma.Event) error {
+func spanFields(o *object, ev *rdma.Event) *fieldError {
 	ev.Func = o.Func
 	if ev.Kind == rdma.EvSpan && o.Func == "" {
-		return fmt.Errorf("span without func: expected the kernel function's name")
+		return &fieldError{"func: the kernel function's name of a span", "none"}
 	}
 	if o.DurUS != nil {
 		ns, err := micros(*o.DurUS)
 		if err != nil {
-			return fmt.Errorf("dur-us: %v", err)
+			return &fieldError{"dur-us: microseconds with up to three decimals", fmt.Sprint(*o.DurUS)}
 		}
 		ev.Dur, ev.Flags = ns, ev.Flags|rdma.EvHasDur
 	}
@@ -259,7 +217,7 @@ func spanFields(o *object, ev *rdma.Event) error {
 	if o.WaitUS != nil {
 		ns, err := micros(*o.WaitUS)
 		if err != nil {
-			return fmt.Errorf("wait-us: %v", err)
+			return &fieldError{"wait-us: microseconds with up to three decimals", fmt.Sprint(*o.WaitUS)}
 		}
 		ev.Wait = ns
 	}

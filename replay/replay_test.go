@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/lines"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -88,7 +90,7 @@ func TestBadLinesAreErrorsAndReadingGoesOn(t *testing.T) {
 		`{"time":"2026-11-22T10:00:00Z","event":"create","unknown-key":1}`,
 		`{"time":"2026-11-22T10:00:00Z","event":"destroy","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"a","cleanup":"soon"}`,
 		``,
-		strings.Repeat("x", MaxLine+10),
+		strings.Repeat("x", lines.Max+10),
 		`{"time":"2026-11-22T10:00:01Z","event":"destroy","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"a","cleanup":"exit"}`,
 	}, "\r\n")
 	r := NewReader(strings.NewReader(in), "rec.ndjson")
@@ -100,7 +102,7 @@ func TestBadLinesAreErrorsAndReadingGoesOn(t *testing.T) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		var pe *Error
+		var pe *lineerr.Error
 		if errors.As(err, &pe) {
 			errs = append(errs, pe.Error())
 			continue
@@ -111,13 +113,13 @@ func TestBadLinesAreErrorsAndReadingGoesOn(t *testing.T) {
 		evs = append(evs, ev)
 	}
 	wantErrs := []string{
-		"rec.ndjson:2: expected an event of rdmatrace trace -j",
-		"rec.ndjson:3: time \"yesterday\": expected RFC 3339",
-		"rec.ndjson:4: event \"explode\"",
-		"rec.ndjson:5: type:",
+		"rec.ndjson:2: expected an event of rdmatrace trace -j, found \"not json\"",
+		"rec.ndjson:3: expected time in RFC 3339, found \"yesterday\"",
+		"rec.ndjson:4: expected event: one of rdmatrace's event names, found \"explode\"",
+		"rec.ndjson:5: expected a valid type, found \"XX\" (unknown QP type",
 		"rec.ndjson:6: expected an event of rdmatrace trace -j",
-		"rec.ndjson:7: cleanup \"soon\": expected exit or close",
-		"rec.ndjson:9: line of",
+		"rec.ndjson:7: expected cleanup: exit or close, found \"soon\"",
+		"rec.ndjson:9: expected a line of at most 65536 bytes",
 	}
 	if len(errs) != len(wantErrs) {
 		t.Fatalf("errors %q, want %d", errs, len(wantErrs))
@@ -150,7 +152,7 @@ func FuzzReader(f *testing.F) {
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			var pe *Error
+			var pe *lineerr.Error
 			if err != nil && !errors.As(err, &pe) {
 				t.Fatalf("not a line error: %v", err)
 			}
@@ -234,7 +236,7 @@ func TestBadSpanFieldsAreOneLineErrors(t *testing.T) {
 			t.Errorf("last line read as %+v", ev)
 		}
 	}
-	want := []string{"t.ndjson:1: span without func", "t.ndjson:2: dur-us", "t.ndjson:3: dur-us"}
+	want := []string{"t.ndjson:1: expected func", "t.ndjson:2: expected dur-us", "t.ndjson:3: expected dur-us"}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %q, want %d", errs, len(want))
 	}

@@ -42,8 +42,8 @@ func (a reorderKey) less(b reorderKey) bool {
 // at most DefaultMaxHeld of them.
 func NewReorder(window uint64) *Reorder { return &Reorder{window: window, max: DefaultMaxHeld} }
 
-// Limit sets the most events held (at least 1).
-func (r *Reorder) Limit(n int) { r.max = max(n, 1) }
+// limit sets the most events held (at least 1).
+func (r *Reorder) limit(n int) { r.max = max(n, 1) }
 
 // Push adds an event and passes every event that is older than the
 // window behind it, in order, to out. out must not keep the pointer.

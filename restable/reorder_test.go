@@ -92,7 +92,7 @@ func TestReorderIsBoundedByCountToo(t *testing.T) {
 // the order of the others around them.
 func TestReorderIsStable(t *testing.T) {
 	r := NewReorder(uint64(10 * time.Millisecond))
-	r.Limit(4) // small enough that overflow releases take part
+	r.limit(4) // small enough that overflow releases take part
 	var got []string
 	collect := func(e *rdma.Event) { got = append(got, fmt.Sprintf("%d.%d", e.Mono/uint64(time.Millisecond), e.ID)) }
 	arrivals := []struct{ ms, id int }{{5, 0}, {3, 1}, {5, 2}, {3, 3}, {5, 4}, {1, 5}, {3, 6}, {30, 7}, {30, 8}, {29, 9}}

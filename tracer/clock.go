@@ -16,9 +16,6 @@ func NewClock() Clock {
 	return Clock{offset: time.Now().UnixNano() - ts.Nano()}
 }
 
-// FixedClock is a clock with a given offset, for tests and recordings.
-func FixedClock(offset int64) Clock { return Clock{offset: offset} }
-
 // Offset is wall minus monotonic time, in ns.
 func (c Clock) Offset() int64 { return c.offset }
 

@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/rdmatrace/rdmatrace/nldev"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -274,13 +273,13 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		// A family of 0 means the ID has no address yet: not worth the
 		// error DecodeSockaddr would build.
 		if le.Uint16(rec[offSrc:]) != 0 {
-			if src, _, err := nldev.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
+			if src, _, err := rdma.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
 				ev.Src = src
 				ev.Flags |= rdma.EvHasAddr
 			}
 		}
 		if le.Uint16(rec[offDst:]) != 0 {
-			if dst, _, err := nldev.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
+			if dst, _, err := rdma.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
 				ev.Dst = dst
 			}
 		}

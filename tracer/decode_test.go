@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +13,9 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 	var e bpf.RdmatraceEvent
@@ -128,24 +126,8 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 					t.Errorf("the recording has no %s event", k)
 				}
 			}
-			golden(t, filepath.Join(dir, "trace.txt"), human.Bytes())
+			golden.Check(t, filepath.Join(dir, "trace.txt"), human.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n%s", path, got)
 	}
 }
 
@@ -179,32 +161,6 @@ func FuzzDecode(f *testing.F) {
 			_ = formats.EventLine(&ev)
 		}
 	})
-}
-
-// BenchmarkDecodeFilterEncode is the tracer's hot path: decode a record,
-// filter it, and write it as NDJSON, over the records recorded on 6.1.
-func BenchmarkDecodeFilterEncode(b *testing.B) {
-	clock, recs := readRecording(b, "../testdata/tracer/6.1")
-	d := NewDecoder(clock)
-	var ev rdma.Event
-	var buf []byte
-	obj := make(formats.Object, 0, 24)
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		rec := recs[n%len(recs)]
-		n++
-		if err := d.Decode(rec, &ev); err != nil {
-			b.Fatal(err)
-		}
-		if ev.Res == rdma.ResSRQ { // a filter that keeps almost everything
-			continue
-		}
-		obj = formats.AppendEventObject(obj[:0], &ev)
-		buf = formats.AppendJSON(buf[:0], obj)
-		buf = append(buf, '\n')
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 }
 
 // TestDecodeOwnerCgroup: the owner's cgroup id reaches the event and -j as

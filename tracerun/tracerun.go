@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/replay"
 )
@@ -182,7 +183,7 @@ func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, er
 		if errors.Is(err, io.EOF) {
 			return evs, bad, nil
 		}
-		var re *replay.Error
+		var re *lineerr.Error
 		if errors.As(err, &re) {
 			bad = append(bad, err)
 			continue

@@ -8,29 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 )
 
-// goldenCLI compares got with testdata/cli/name, or rewrites it with
-// -update (the flag of parse_test.go).
+// goldenCLI compares got with testdata/cli/name (-update rewrites it).
 func goldenCLI(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("..", "..", "testdata", "cli", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/rdmatrace -run %s -update creates it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s (-update rewrites it):\n%s", name, path, got)
-	}
+	golden.Check(t, filepath.Join("..", "..", "testdata", "cli", name), []byte(got))
 }
 
 // Every --help, rdmatrace's and each command's, with its exit status:

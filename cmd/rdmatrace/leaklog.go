@@ -6,11 +6,11 @@ import (
 	"github.com/rdmatrace/rdmatrace/filter"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/decompress"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/leaks"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -48,12 +48,6 @@ func sourceName(path string) string {
 	return path
 }
 
-// atLine is a reader's positioned error with its file name made safe for a
-// terminal (the rest of the message quotes what it shows of the input).
-func atLine(source string, line int, msg string) string {
-	return formats.Sanitize(source) + ":" + strconv.Itoa(line) + ": " + msg
-}
-
 // open opens a log or recording ("-": stdin), decompressed whatever the
 // compression; errors name the file, escaped.
 func (p *postMortem) open(path string) (io.Reader, func(), error) {
@@ -78,6 +72,28 @@ func (p *postMortem) open(path string) (io.Reader, func(), error) {
 	return r, func() { r.Close(); closeFile() }, nil
 }
 
+// drain calls next until the end of an input: a line it does not
+// understand is told and counted, and reading goes on; a read error ends it.
+func (p *postMortem) drain(name string, next func() error) {
+	for {
+		err := next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			p.bad++
+			p.warn("%v", le)
+			continue
+		}
+		if err != nil {
+			p.failed++
+			p.warn("read %s: %v", formats.Sanitize(name), err)
+			return
+		}
+	}
+}
+
 // readLog passes each report of a kernel log to each. A file with no report
 // and no line of a kernel log is probably the wrong file: it is said, not
 // passed over in silence.
@@ -92,25 +108,14 @@ func (p *postMortem) readLog(path string, each func(*kernlog.Report)) {
 	name := sourceName(path)
 	kr := kernlog.NewReader(r, name)
 	found := 0
-	for {
+	p.drain(name, func() error {
 		rep, err := kr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+		if err == nil {
+			found++
+			each(rep)
 		}
-		var le *kernlog.Error
-		if errors.As(err, &le) {
-			p.bad++
-			p.warn("%s", atLine(le.Source, le.Line, le.Msg))
-			continue
-		}
-		if err != nil {
-			p.failed++
-			p.warn("read %s: %v", formats.Sanitize(name), err)
-			return
-		}
-		found++
-		each(rep)
-	}
+		return err
+	})
 	if found == 0 && kr.Stamped() == 0 {
 		p.bad++
 		p.warn("%s: not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)", formats.Sanitize(name))
@@ -200,30 +205,20 @@ func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, w
 	name := sourceName(path)
 	r := replay.NewReader(in, name)
 	var ev rdma.Event
-	for {
+	p.drain(name, func() error {
 		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *replay.Error
-		if errors.As(err, &le) {
-			p.bad++
-			p.warn("%s", atLine(le.Source, le.Line, le.Msg))
-			continue
-		}
 		if err != nil {
-			p.failed++
-			p.warn("read %s: %v", formats.Sanitize(name), err)
-			break
+			return err
 		}
 		if ev.Kind == rdma.EvDevUnregister && !want.pids[ev.Actor.PID] {
 			// What was alive when it began is kept only for the tasks the
 			// log names: naming it for every beginning costs the whole
 			// device's table each time.
-			continue
+			return nil
 		}
 		reorder.Push(&ev, w.Handle)
-	}
+		return nil
+	})
 	reorder.Flush(w.Handle)
 	if n := reorder.Overflowed(); n > 0 {
 		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", formats.Sanitize(name), n, restable.DefaultMaxHeld, time.Duration(reorderWindow))

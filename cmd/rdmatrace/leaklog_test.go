@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -19,7 +20,7 @@ import (
 // recording that e2e TestLeaksNamesWhatAKernelModuleLeft kept on each
 // kernel (testdata/leaklog/KERNEL), in both outputs.
 func TestLeakLogGoldens(t *testing.T) {
-	golden, err := filepath.Abs("../../testdata/leaklog/golden")
+	goldens, err := filepath.Abs("../../testdata/leaklog/golden")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,23 +59,7 @@ func TestLeakLogGoldens(t *testing.T) {
 				}
 				stdout, stderr, code := runCLI(t, "", a...)
 				got := stdout + "--- stderr\n" + stderr + "--- exit status " + strconv.Itoa(code) + "\n"
-				path := filepath.Join(golden, name+"."+out)
-				if *update {
-					if err := os.MkdirAll(golden, 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("rdmatrace %v:\n%s\nwant:\n%s", a, got, want)
-				}
+				golden.Check(t, filepath.Join(goldens, name+"."+out), []byte(got))
 			})
 		}
 	}

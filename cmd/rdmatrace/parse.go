@@ -13,6 +13,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -117,9 +118,9 @@ func runParse(c *cli.Context) error {
 			rd := debugfs.NewReader(rc, in.Name)
 			for {
 				rec, err := rd.Next()
-				var lerr *debugfs.LineError
+				var lerr *lineerr.Error
 				if errors.As(err, &lerr) {
-					// LineError quotes the input it shows: terminal-safe.
+					// lineerr.Error quotes the input it shows: terminal-safe.
 					fmt.Fprintln(stderr, lerr.Error())
 					rejected++
 					continue
@@ -193,7 +194,7 @@ type tableSink struct {
 }
 
 func (s *tableSink) add(rec *debugfs.Record) error {
-	s.t.Add(rec)
+	s.t.Add(rec.Source, rec.Line, &rec.Res)
 	if s.t.Len() < formats.TableRows {
 		return nil
 	}
@@ -226,8 +227,10 @@ func (s *tableSink) close() error {
 
 type ndjsonSink struct{ w *formats.NDJSONWriter }
 
-func (s *ndjsonSink) add(rec *debugfs.Record) error { return s.w.Write(formats.ParsedObject(rec)) }
-func (s *ndjsonSink) close() error                  { return s.w.Flush() }
+func (s *ndjsonSink) add(rec *debugfs.Record) error {
+	return s.w.Write(formats.ParsedObject(rec.Source, rec.Line, &rec.Res))
+}
+func (s *ndjsonSink) close() error { return s.w.Flush() }
 
 // legacySink writes rdma_cm IDs in the legacy layout, each under the
 // header it was read under; records of `rdma` output get the 2009 columns
@@ -238,7 +241,7 @@ type legacySink struct {
 	skipped int
 }
 
-var rdmaLegacyColumns = append(slices.Clip(formats.LegacyColumns), "PID", "COMM")
+var rdmaLegacyColumns = append(slices.Clip(rdma.LegacyColumns), "PID", "COMM")
 
 func (s *legacySink) add(rec *debugfs.Record) error {
 	if rec.Res.Type != rdma.ResCMID {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/debugfs/golden")
 
 // runCLI runs rdmatrace with args and returns stdout, stderr and the exit
 // status main would give.
@@ -45,7 +43,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 // output, and compares stdout, stderr and the exit status with the
 // goldens. go test ./cmd/rdmatrace -run Goldens -update rewrites them.
 func TestParseGoldens(t *testing.T) {
-	golden, err := filepath.Abs("../../testdata/debugfs/golden")
+	goldens, err := filepath.Abs("../../testdata/debugfs/golden")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,20 +58,7 @@ func TestParseGoldens(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				stdout, stderr, code := runCLI(t, "", "parse", "-o", out, e.Name())
 				got := stdout + "--- stderr\n" + stderr + "--- exit status " + string(rune('0'+code)) + "\n"
-				path := filepath.Join(golden, name)
-				if *update {
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if got != string(want) {
-					t.Errorf("rdmatrace parse -o %s %s:\n%s\nwant:\n%s", out, e.Name(), got, want)
-				}
+				golden.Check(t, filepath.Join(goldens, name), []byte(got))
 			})
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -67,26 +66,10 @@ func traceCommand() *cli.Command {
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event"}
 
 // eventSink writes events as NDJSON or human lines.
-type eventSink struct {
-	w    *bufio.Writer
-	nd   *formats.NDJSONWriter
-	json bool
-}
+type eventSink struct{ ew *formats.EventWriter }
 
-func (s *eventSink) write(e *rdma.Event) error {
-	if s.json {
-		return s.nd.Write(formats.EventObject(e))
-	}
-	_, err := s.w.WriteString(formats.EventLine(e) + "\n")
-	return err
-}
-
-func (s *eventSink) flush() error {
-	if s.json {
-		return s.nd.Flush()
-	}
-	return s.w.Flush()
-}
+func (s *eventSink) write(e *rdma.Event) error { return s.ew.Write(e) }
+func (s *eventSink) flush() error              { return s.ew.Flush() }
 
 func runTrace(c *cli.Context) error {
 	format, err := streamFormat(c)
@@ -120,8 +103,7 @@ func runTrace(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	sink := &eventSink{w: bufio.NewWriter(os.Stdout), json: format == outJSON}
-	sink.nd = formats.NewNDJSONWriter(os.Stdout)
+	sink := &eventSink{ew: formats.NewEventWriter(os.Stdout, format == outJSON)}
 	var seen, shown uint64
 	limit := uint64(c.Int("count"))
 

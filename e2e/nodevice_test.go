@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Runs first (file order): ib_core is loaded but no device exists yet.
+// Runs first (TestMain's phases): ib_core is loaded but no device exists yet.
 func TestNoDevicesIsAnEmptyResultAndSuccess(t *testing.T) {
 	if _, err := os.Stat("/sys/class/infiniband/" + device); err == nil {
 		t.Skip("rxe0 already exists: this test needs a guest with no RDMA device, run the whole suite")

@@ -18,7 +18,8 @@ import (
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// This file runs last: its module leaks on purpose, and the kernel warns.
+// TestMain runs this file's test last: its module leaks on purpose, and the
+// kernel warns.
 
 var kmodDir = flag.String("kmod", "out/kmod", "where guest/kmod.sh put rdmatrace_leak.ko, by kernel release")
 
