@@ -51,9 +51,17 @@ func readIntervals(t *testing.T, prog string, out []byte) []interval {
 	return iv
 }
 
-// waitForRTS waits until rdmabench's QPs are connected: its samples start.
+// waitForRTS waits until rdmabench's traced series runs: its tracer is
+// up (a traced lat first runs the same series untraced, whose QPs are
+// gone once the tracer starts), and its QPs are connected.
 func waitForRTS(t *testing.T) {
 	t.Helper()
+	for i := 0; !followerRunning(); i++ {
+		if i == 600 {
+			t.Fatal("rdmabench started no rdmatrace --follow-pid within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for range 300 {
 		out, _, _ := runStatus(*rdmatraceBin, "res", "qp", "comm", "rdmabench", "state", "RTS", "-j")
 		if s := strings.TrimSpace(string(out)); s != "" && s != "[]" {
@@ -62,6 +70,18 @@ func waitForRTS(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("rdmabench lat did not connect within 30 s")
+}
+
+// followerRunning says whether an rdmatrace --follow-pid runs.
+func followerRunning() bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte("--follow-pid")) && bytes.Contains(b, []byte("trace")) {
+			return true
+		}
+	}
+	return false
 }
 
 type outlierRec struct {
@@ -127,6 +147,20 @@ func TestOutliersNameTheNoise(t *testing.T) {
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"record":"summary"`) {
+			var sum struct {
+				Untraced float64 `json:"untraced-t_typical-us"`
+				Ratio    float64 `json:"tracer-ratio"`
+				Lat      struct {
+					Typical float64 `json:"t_typical"`
+				} `json:"lat-us"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil || sum.Ratio <= 0 {
+				t.Errorf("the traced run's summary has no tracer cost (%v): %s", err, sc.Text())
+			}
+			t.Logf("tracer cost, soft-RoCE under qemu: t_typical %.2f µs traced (with the noise), %.2f µs untraced just before: x%.2f",
+				sum.Lat.Typical, sum.Untraced, sum.Ratio)
+		}
 		if !strings.Contains(sc.Text(), `"record":"outlier"`) {
 			continue
 		}

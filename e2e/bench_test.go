@@ -136,7 +136,9 @@ func perftestOnce(t *testing.T, tool string, size, iters int) (float64, string, 
 func rdmabenchTypical(t *testing.T, op string, size, iters int) float64 {
 	t.Helper()
 	ports += 10
-	out := benchOut(t, "lat", "--op", op, "-d", device, "-p", fmt.Sprint(ports), "-s", fmt.Sprint(size), "-n", fmt.Sprint(iters), "-j")
+	// Untraced: this compares the measurement with perftest's; what the
+	// tracer adds is measured by the traced runs themselves.
+	out := benchOut(t, "lat", "--no-trace", "--op", op, "-d", device, "-p", fmt.Sprint(ports), "-s", fmt.Sprint(size), "-n", fmt.Sprint(iters), "-j")
 	sum := records(t, out, "summary")
 	if len(sum) != 1 {
 		t.Fatalf("%d summary records:\n%s", len(sum), out)
@@ -257,7 +259,7 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 	}
 	ours := func() float64 {
 		ports += 10
-		out := benchOut(t, "conn", "-d", device, "-p", fmt.Sprint(ports), "-n", "1", "-j")
+		out := benchOut(t, "conn", "--no-trace", "-d", device, "-p", fmt.Sprint(ports), "-n", "1", "-j")
 		conns := records(t, out, "connection")
 		if len(conns) != 1 {
 			t.Fatalf("%d connection records, want 1", len(conns))
@@ -417,7 +419,8 @@ func TestBenchBadInput(t *testing.T) {
 		p := port()
 		srv := w.start(*rdmabenchBin, "lat", "-d", device, "--server", "-p", p, "--timeout", "5s")
 		waitListening(t, p)
-		cli := bench("lat", "-d", device, "--client", addr, "-p", p, "-D", "60", "--timeout", "5s")
+		// Untraced, so that it connects at once: the server is killed on a timer.
+		cli := bench("lat", "--no-trace", "-d", device, "--client", addr, "-p", p, "-D", "60", "--timeout", "5s")
 		go func() {
 			time.Sleep(3 * time.Second)
 			_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)

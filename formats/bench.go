@@ -40,6 +40,9 @@ type LatReport struct {
 	Tracing     string  // "off", or what traced the run
 	Summary     bench.Summary
 	Causes      map[string]int // outlier causes from the correlation, when traced
+	// Untraced is the same series run just before with no tracer, when
+	// the run was traced in one process: the tracer's cost, shown.
+	Untraced *bench.Summary
 }
 
 var latTitles = map[string]string{"write": "RDMA_Write Latency Test", "send": "Send Latency Test", "read": "RDMA_Read Latency Test"}
@@ -88,6 +91,10 @@ func WriteLatTable(w io.Writer, r *LatReport) error {
 	fmt.Fprintf(&b, " %-7d %-11d    %-11.2f    %-11.2f  %-15.2f    %-11.2f    %-13.2f   %-20.2f   %-22.2f   %.2f\n",
 		r.Size, s.N, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999, s.TrueMax)
 	b.WriteString(resultLine)
+	if u := r.Untraced; u != nil && u.Typical > 0 {
+		fmt.Fprintf(&b, " Tracer cost     : t_typical %.2f usec traced, %.2f usec in the same series untraced just before (x%.2f)\n",
+			s.Typical, u.Typical, s.Typical/u.Typical)
+	}
 	if len(r.Causes) > 0 {
 		b.WriteString(" Outlier causes  :")
 		for _, k := range sortedKeys(r.Causes) {
@@ -147,6 +154,9 @@ type latRecord struct {
 	Tracing     string         `json:"tracing"`
 	Emulated    string         `json:"emulated,omitempty"`
 	Causes      map[string]int `json:"causes,omitempty"`
+	// The same series untraced, just before: t_typical and traced/untraced.
+	UntracedTypicalUS float64 `json:"untraced-t_typical-us,omitempty"`
+	TracerRatio       float64 `json:"tracer-ratio,omitempty"`
 }
 
 // WriteLatJSON writes r's summary record.
@@ -159,6 +169,9 @@ func WriteLatJSON(w io.Writer, r *LatReport) error {
 		Client: r.Client, Tracing: r.Tracing, Emulated: r.Emulated, Causes: r.Causes}
 	if r.OneProcess {
 		rec.Server = &r.Server
+	}
+	if u := r.Untraced; u != nil && u.Typical > 0 {
+		rec.UntracedTypicalUS, rec.TracerRatio = round2(u.Typical), round3(s.Typical/u.Typical)
 	}
 	return writeRecord(w, rec)
 }

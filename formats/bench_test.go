@@ -179,3 +179,28 @@ func TestSizeString(t *testing.T) {
 		}
 	}
 }
+
+// A traced run shows what the tracer cost: the same series untraced.
+func TestLatTracerCostIsShown(t *testing.T) {
+	r := latReport()
+	r.Tracing = "rdmatrace trace (pid 77)"
+	u := r.Summary
+	u.Typical = r.Summary.Typical / 1.25
+	r.Untraced = &u
+	var txt, js bytes.Buffer
+	if err := WriteLatTable(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLatJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "../testdata/formats/bench-lat-traced.txt", txt.Bytes())
+	golden.Check(t, "../testdata/formats/bench-lat-traced.ndjson", js.Bytes())
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil || m["tracer-ratio"] != 1.25 {
+		t.Errorf("tracer-ratio %v (%v), want 1.25", m["tracer-ratio"], err)
+	}
+	if !strings.Contains(txt.String(), "(x1.25)") {
+		t.Errorf("no tracer cost line:\n%s", txt.String())
+	}
+}

@@ -14,8 +14,9 @@ import (
 )
 
 const (
-	maxSamples      = 50_000_000 // 800 MB of samples
-	durationSamples = 5_000_000  // kept at most with -D unless -n says otherwise
+	maxSamples      = 50_000_000      // 800 MB of samples
+	durationSamples = 5_000_000       // kept at most with -D unless -n says otherwise
+	baselineDur     = 5 * time.Second // the untraced series before a traced -D run
 )
 
 func latCommand() *cli.Command {
@@ -109,6 +110,26 @@ func runLat(c *cli.Context) (err error) {
 	if c.IsSet("client") {
 		cfg.CPUs = cfg.CPUs[1:]
 	}
+	// The tracer's cost is measured, not assumed: in one process, each
+	// size runs once untraced (at most baselineDur with -D) before the
+	// tracer starts.
+	var untraced map[int64]*bench.Summary
+	if on, _ := tracing(c); on && !c.IsSet("client") {
+		untraced = map[int64]*bench.Summary{}
+		for _, size := range sizes {
+			bc := cfg
+			bc.Size = int(size)
+			if bc.Duration > baselineDur {
+				bc.Duration = baselineDur
+			}
+			res, err := verbs.Lat(bc)
+			if err != nil {
+				return err
+			}
+			s := bench.Summarize(res.Samples)
+			untraced[size] = &s
+		}
+	}
 	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "lat", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
 	if err != nil {
 		return err
@@ -137,7 +158,7 @@ func runLat(c *cli.Context) (err error) {
 			OneProcess: !c.IsSet("client"), Size: cfg.Size, Iters: iters, DurationSec: dur.Seconds(),
 			Client: formats.BenchThread(res.Client), Server: formats.BenchThread(res.Server), Inline: res.Inline,
 			ClockNs: clock, EmptyPollNs: res.EmptyPollNs, Emulated: emu, Tracing: tracingDesc,
-			Summary: bench.Summarize(res.Samples)}
+			Summary: bench.Summarize(res.Samples), Untraced: untraced[size]}
 		if sess != nil {
 			threads := []int{res.Client.TID}
 			if res.Server.TID != 0 {
