@@ -40,7 +40,7 @@ type outlierRecord struct {
 	Index  int            `json:"index"`
 	TS     int64          `json:"ts"`
 	LatUS  float64        `json:"lat-us"`
-	Size   int            `json:"size,omitempty"` // 0: the caller did not say (traceSession.Lat has no size yet)
+	Size   int            `json:"size,omitempty"` // the message size of the run
 	Causes []jstr         `json:"causes"`
 	Events []outlierEvent `json:"events"`
 }

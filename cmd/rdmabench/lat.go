@@ -164,7 +164,7 @@ func runLat(c *cli.Context) (err error) {
 			if res.Server.TID != 0 {
 				threads = append(threads, res.Server.TID)
 			}
-			if r.Causes, err = sess.Lat(res.Samples, threads); err != nil {
+			if r.Causes, err = sess.Lat(res.Samples, threads, cfg.Size); err != nil {
 				return err
 			}
 		}

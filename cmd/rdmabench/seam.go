@@ -35,10 +35,11 @@ type traceRequest struct {
 // by accident. After each run the matching method joins what was traced
 // with what was measured and writes it to the request's Out: for lat the
 // outliers with what overlapped them (it returns the cause counts for the
-// summary; threads are the benchmark's timed threads), for conn the phases
+// summary; threads are the benchmark's timed threads, size the message size
+// its outlier records carry), for conn the phases
 // of each connection, for ctrl the kernel's time per op. Stop ends tracing.
 type traceSession interface {
-	Lat(samples []bench.Sample, threads []int) (causes map[string]int, err error)
+	Lat(samples []bench.Sample, threads []int, size int) (causes map[string]int, err error)
 	Conn(conns []bench.Conn) error
 	Ctrl(ops []bench.Op) error
 	Stop() error

@@ -66,7 +66,7 @@ func (s *session) newEvents() ([]rdma.Event, error) {
 	return evs, err
 }
 
-func (s *session) Lat(samples []bench.Sample, threads []int) (map[string]int, error) {
+func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[string]int, error) {
 	evs, err := s.newEvents()
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *session) Lat(samples []bench.Sample, threads []int) (map[string]int, er
 	s.samples = append(s.samples, samples...)
 	s.lat = append(s.lat, r)
 	if s.req.JSON {
-		err = formats.WriteOutliersJSON(s.req.Out, &r, 0)
+		err = formats.WriteOutliersJSON(s.req.Out, &r, size)
 	} else {
 		err = formats.WriteOutliersText(s.req.Out, &r)
 	}
