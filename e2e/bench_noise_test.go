@@ -104,6 +104,7 @@ type outlierRec struct {
 // neither. Each program's start-up and exit count as its disturbance too.
 func TestOutliersNameTheNoise(t *testing.T) {
 	needDevice(t)
+	needModuleBTF(t)
 	benchBin := filepath.Join(filepath.Dir(*rdmatraceBin), "rdmabench")
 	hog := filepath.Join(t.TempDir(), "hog") // its comm is "hog"
 	abs, _ := filepath.Abs(noiseBin)

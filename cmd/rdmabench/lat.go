@@ -134,6 +134,9 @@ func runLat(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if sess == nil {
+		untraced = nil // the tracer did not start: nothing to compare
+	}
 	if sess != nil {
 		defer func() {
 			if serr := sess.Stop(); serr != nil && err == nil {

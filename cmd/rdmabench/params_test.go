@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func (fakeSession) Stop() error                                            { ret
 
 func traceCtx(t *testing.T, args ...string) *cli.Context {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	for _, f := range []cli.Flag{traceFlag, noTraceFlag} {
+	for _, f := range append([]cli.Flag{traceFlag, noTraceFlag}, tracingFlags...) {
 		if err := f.Apply(fs); err != nil {
 			t.Fatal(err)
 		}
@@ -97,5 +98,22 @@ func TestTracingFollowsTheFlagsAndWhatWasBuilt(t *testing.T) {
 	}
 	if on, _ := tracing(traceCtx(t, "--trace", "--no-trace")); on {
 		t.Error("--no-trace wins")
+	}
+}
+
+// A tracer that cannot start (a kernel without module BTF, no privileges)
+// leaves a default run untraced and says why; --trace makes it an error.
+func TestTracingThatCannotStartDegradesUnlessAskedFor(t *testing.T) {
+	saved := startTracing
+	defer func() { startTracing = saved }()
+	startTracing = func(traceRequest) (traceSession, error) {
+		return nil, errors.New("rdmatrace: kernel has no module BTF")
+	}
+	s, desc, err := startTrace(traceCtx(t), traceRequest{})
+	if s != nil || err != nil || desc != "unavailable: rdmatrace: kernel has no module BTF" {
+		t.Errorf("default: %v %q %v", s, desc, err)
+	}
+	if _, _, err := startTrace(traceCtx(t, "--trace"), traceRequest{}); err == nil {
+		t.Error("--trace with a tracer that cannot start: no error")
 	}
 }

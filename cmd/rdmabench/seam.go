@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -75,7 +77,13 @@ func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) 
 	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
 	s, err := startTracing(req)
 	if err != nil {
-		return nil, "", err
+		if c.Bool("trace") {
+			return nil, "", err
+		}
+		// Traced by default only where the kernel allows it: say why not,
+		// on stderr and in the report, and measure alone.
+		fmt.Fprintf(os.Stderr, "rdmabench: tracing unavailable, measuring untraced: %v\n", err)
+		return nil, "unavailable: " + err.Error(), nil
 	}
 	return s, "rdmatrace trace, beside the benchmark", nil
 }
