@@ -28,12 +28,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: modprobe: %v\n%s", err, out)
 		os.Exit(2)
 	}
+	unpin, err := pinSchedTracepoints()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot keep sched_switch/sched_wakeup enabled (%v): traced runs will patch the scheduler's text under qemu\n", err)
+		unpin = func() {}
+	}
 	// The order is explicit, not that of file names: the no-device case
 	// needs the RDMA core before any test creates rxe0, and the leaking
 	// module leaves the kernel warned and rxe1's objects behind.
-	os.Exit(phases.Run(m,
+	code := phases.Run(m,
 		[]func(*testing.T){TestNoDevicesIsAnEmptyResultAndSuccess},
-		[]func(*testing.T){TestLeaksNamesWhatAKernelModuleLeft}))
+		[]func(*testing.T){TestLeaksNamesWhatAKernelModuleLeft})
+	unpin()
+	os.Exit(code)
 }
 
 var deviceOnce sync.Once
