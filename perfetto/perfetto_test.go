@@ -1,17 +1,17 @@
-package formats
+package perfetto_test
 
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/correlate"
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/perfetto"
 )
 
-// The Perfetto writer's golden lives here to use this package's golden
-// helper: a lat run with its outliers and a conn run with its phases.
+// A lat run with its outliers and a conn run with its phases, as Chrome
+// trace JSON.
 func TestPerfettoGolden(t *testing.T) {
 	s, ev := correlate.Fixture()
 	r := correlate.Outliers(s, ev, correlate.Options{PID: 100, Threads: []int{101}, Dev: "rxe0"})
@@ -22,7 +22,7 @@ func TestPerfettoGolden(t *testing.T) {
 	if err := perfetto.Write(&b, &tl); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "../testdata/formats/perfetto.json", b.Bytes())
+	golden.Check(t, "../testdata/perfetto/timeline.json", b.Bytes())
 	var doc struct {
 		TraceEvents []map[string]any `json:"traceEvents"`
 	}
