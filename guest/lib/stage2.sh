@@ -22,6 +22,7 @@ stty -F /dev/ttyS1 raw -echo 2>/dev/null
 . "$exch/.guest/env"
 export GUEST_OUT=$exch HOME=/root
 cd "$GUEST_CWD" || echo "guest: no directory $GUEST_CWD" >/dev/ttyS1
+: >"$exch/.guest/started" # the host retries a boot that died before this
 bash "$exch/.guest/cmd.sh" </dev/null >/dev/ttyS1 2>&1
 rc=$?
 echo "$rc" >"$exch/.guest/rc"
