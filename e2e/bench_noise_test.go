@@ -172,14 +172,15 @@ func TestOutliersNameTheNoise(t *testing.T) {
 		outliers = append(outliers, o)
 	}
 	counts := map[string][2]int{} // what -> outliers inside, named
+	caught := map[int]bool{}      // intervals with an outlier that names their cause
 	outside, wrong := 0, 0
 	for _, o := range outliers {
 		lat := int64(o.LatUS * 1e3)
 		lo, hi := o.TS-lat, o.TS+2*lat
-		in := ""
-		for _, v := range iv {
+		in, at := "", -1
+		for i, v := range iv {
 			if hi >= v.start-1e6 && lo <= v.end+1e6 {
-				in = v.what
+				in, at = v.what, i
 			}
 		}
 		names := func(who string) bool {
@@ -202,6 +203,7 @@ func TestOutliersNameTheNoise(t *testing.T) {
 			}
 			if ok && names("noise") {
 				c[1]++
+				caught[at] = true
 			}
 			counts[in] = c
 		case "hog":
@@ -209,6 +211,7 @@ func TestOutliersNameTheNoise(t *testing.T) {
 			c[0]++
 			if names("hog") {
 				c[1]++
+				caught[at] = true
 			}
 			counts[in] = c
 		case "life":
@@ -222,18 +225,16 @@ func TestOutliersNameTheNoise(t *testing.T) {
 	}
 	t.Logf("%d outliers: %d inside registrations (%d name the noise program, pid %d), %d inside spins (%d name the hog), %d outside (%d name either)",
 		len(outliers), counts["reg"][0], counts["reg"][1], noisePID, counts["hog"][0], counts["hog"][1], outside, wrong)
-	// Outliers come at a background rate too: on 6.1, whose lat loop is
-	// 13 µs, 100-200 a second outside both programs' lives, and no fewer
-	// inside the intervals, where 65-79% named the disturbance (6.12:
-	// 93-95%). So most, not all, must name it; what tells a right
-	// correlation from a loose one is the check above that outliers
-	// outside never name it.
-	for _, what := range []string{"reg", "hog"} {
-		c := counts[what]
-		if c[0] == 0 {
-			t.Errorf("no outlier inside any %s interval: the disturbance did not disturb", what)
-		} else if c[1]*2 <= c[0] {
-			t.Errorf("%d of %d outliers inside %s intervals name it, want most", c[1], c[0], what)
+	// Outliers come at a background rate too (6.1's 13 µs loop: 150-200 a
+	// second, inside the intervals as well), so the share of outliers in
+	// an interval that name it says more about the background than about
+	// the correlation (6.1: 49-80%, 6.12 and sid: 82-100%). What is held
+	// instead: every registration and every spin is named by at least one
+	// outlier that overlaps it, and no outlier outside names either.
+	for i, v := range iv {
+		if (v.what == "reg" || v.what == "hog") && !caught[i] {
+			t.Errorf("no outlier overlapping the %s at %d-%d names it (%d of %d outliers inside %s intervals do)",
+				v.what, v.start, v.end, counts[v.what][1], counts[v.what][0], v.what)
 		}
 	}
 }
