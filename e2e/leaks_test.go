@@ -218,18 +218,8 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 func runLeaks(t *testing.T, argv ...string) (fs []map[string]any, code int, log string) {
 	t.Helper()
 	needModuleBTF(t)
-	var out, errOut lines
-	cmd := exec.Command(*rdmatraceBin, append([]string{"leaks", "-j", "--"}, argv...)...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("rdmatrace leaks -- %v: %v", argv, err)
-	}
-	return out.findings(t), code, errOut.String() + "\nstdout:\n" + out.String()
+	fs, code, stdout, stderr := leaksOut(t, nil, false, append([]string{"--"}, argv...)...)
+	return fs, code, stderr + "\nstdout:\n" + stdout
 }
 
 // TestLeaksOfAProgram: a program that exits without destroying its QP is
