@@ -30,21 +30,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// The model of a report lives in rdma/ (renderers depend on rdma/ only);
-// these names keep the reader's callers short.
-type (
-	Kind   = rdma.KernelReportKind
-	Frame  = rdma.Frame
-	Report = rdma.KernelReport
-)
-
-const (
-	RestrackNamed   = rdma.KernRestrackNamed
-	RestrackWarning = rdma.KernRestrackWarning
-	DriverWarning   = rdma.KernDriverWarning
-	HungUnregister  = rdma.KernHungUnregister
-)
-
 // MaxFrames bounds the frames kept per report; the rest are counted.
 const MaxFrames = 64
 
@@ -77,11 +62,11 @@ var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remo
 type Reader struct {
 	lr     *lines.Reader
 	source string
-	line   int     // of the line being read; at the end, one past the last
-	cur    *Report // a WARNING or hung task being read
-	inCall bool    // inside its call trace
-	device string  // of the named report being read
-	queue  []*Report
+	line   int                // of the line being read; at the end, one past the last
+	cur    *rdma.KernelReport // a WARNING or hung task being read
+	inCall bool               // inside its call trace
+	device string             // of the named report being read
+	queue  []*rdma.KernelReport
 	errs   []error
 	eof    bool
 	// stamped counts lines with a kernel log prefix: a file with none
@@ -100,7 +85,7 @@ func (r *Reader) Stamped() int { return r.stamped }
 
 // Next returns the next report, io.EOF at the end, or a *lineerr.Error (call Next
 // again to go on).
-func (r *Reader) Next() (*Report, error) {
+func (r *Reader) Next() (*rdma.KernelReport, error) {
 	for {
 		if len(r.errs) > 0 {
 			err := r.errs[0]
@@ -170,7 +155,7 @@ func (r *Reader) cut(why string) {
 	if rep.Kind == 0 {
 		return // a cut-here line with no RDMA WARNING after it
 	}
-	if rep.Kind == HungUnregister && len(rep.Frames) > 0 && !r.eof {
+	if rep.Kind == rdma.KernHungUnregister && len(rep.Frames) > 0 && !r.eof {
 		// Hung-task reports have no end marker on older kernels: the call
 		// trace ending is their end.
 		r.finish(rep)
@@ -183,8 +168,8 @@ func (r *Reader) cut(why string) {
 }
 
 // finish queues a complete (or truncated) report if it is about RDMA.
-func (r *Reader) finish(rep *Report) {
-	if rep.Kind == HungUnregister {
+func (r *Reader) finish(rep *rdma.KernelReport) {
+	if rep.Kind == rdma.KernHungUnregister {
 		rep.WaitsIn = waitsIn(rep.Frames)
 		if rep.WaitsIn == "" {
 			return // a hung task elsewhere
@@ -193,7 +178,7 @@ func (r *Reader) finish(rep *Report) {
 	r.queue = append(r.queue, rep)
 }
 
-func waitsIn(fs []Frame) string {
+func waitsIn(fs []rdma.Frame) string {
 	for _, w := range rdmaWaits {
 		for _, f := range fs {
 			if f.Func == w {
@@ -204,9 +189,9 @@ func waitsIn(fs []Frame) string {
 	return ""
 }
 
-func (r *Reader) start(kind Kind, stamp string, secs float64, hasSecs bool) *Report {
+func (r *Reader) start(kind rdma.KernelReportKind, stamp string, secs float64, hasSecs bool) *rdma.KernelReport {
 	r.cut("a new report")
-	r.cur = &Report{Kind: kind, Source: r.source, Line: r.line, Stamp: stamp, Seconds: secs, HasSeconds: hasSecs}
+	r.cur = &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line, Stamp: stamp, Seconds: secs, HasSeconds: hasSecs}
 	return r.cur
 }
 
@@ -227,7 +212,7 @@ func (r *Reader) feed(line string) {
 			return
 		}
 		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
-			r.queue = append(r.queue, &Report{Kind: RestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
+			r.queue = append(r.queue, &rdma.KernelReport{Kind: rdma.KernRestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
 				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Kernel: m[1] == "Kernel",
 				ResType: strings.ToLower(m[2]), Owner: m[3]})
 		}
@@ -254,9 +239,9 @@ func (r *Reader) feed(line string) {
 		}
 		switch {
 		case strings.Contains(m[2], "infiniband/core/restrack.c"):
-			rep.Kind = RestrackWarning
+			rep.Kind = rdma.KernRestrackWarning
 		case strings.Contains(m[2], "infiniband/sw/rxe/rxe_pool.c"):
-			rep.Kind = DriverWarning
+			rep.Kind = rdma.KernDriverWarning
 		default:
 			r.cur = nil // not about RDMA resources
 			return
@@ -266,7 +251,7 @@ func (r *Reader) feed(line string) {
 		return
 	case strings.HasPrefix(trimmed, "INFO: task "):
 		if m := hung.FindStringSubmatch(trimmed); m != nil {
-			rep := r.start(HungUnregister, stamp, secs, hasSecs)
+			rep := r.start(rdma.KernHungUnregister, stamp, secs, hasSecs)
 			rep.Task = m[1]
 			rep.PID, _ = strconv.Atoi(m[2])
 			rep.BlockedSecs, _ = strconv.Atoi(m[3])
@@ -295,7 +280,7 @@ func (r *Reader) feed(line string) {
 	case trimmed == "<TASK>" || strings.HasPrefix(trimmed, "<IRQ>") || strings.HasPrefix(trimmed, "</IRQ>"):
 	case trimmed == "</TASK>":
 		r.inCall = false
-		if rep.Kind == HungUnregister {
+		if rep.Kind == rdma.KernHungUnregister {
 			r.cur = nil
 			r.finish(rep)
 		}
@@ -305,14 +290,14 @@ func (r *Reader) feed(line string) {
 		m := frame.FindStringSubmatch(body)
 		if m == nil {
 			r.inCall = false
-			if rep.Kind == HungUnregister && len(rep.Frames) > 0 {
+			if rep.Kind == rdma.KernHungUnregister && len(rep.Frames) > 0 {
 				r.cur = nil // older kernels: the trace ends without </TASK>
 				r.finish(rep)
 			}
 			return
 		}
 		if len(rep.Frames) < MaxFrames {
-			rep.Frames = append(rep.Frames, Frame{Func: m[2], Module: m[3]})
+			rep.Frames = append(rep.Frames, rdma.Frame{Func: m[2], Module: m[3]})
 		} else {
 			rep.MoreFrames++
 		}

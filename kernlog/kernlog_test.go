@@ -13,6 +13,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/lines"
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
 // render is a stable text form of what a log gives.
@@ -32,10 +33,10 @@ func render(r *Reader) string {
 			fmt.Fprintf(&b, " seconds=%.6f", rep.Seconds)
 		}
 		switch rep.Kind {
-		case RestrackNamed:
+		case rdma.KernRestrackNamed:
 			fmt.Fprintf(&b, " device=%q kernel=%v res=%s owner=%q\n", rep.Device, rep.Kernel, rep.ResType, rep.Owner)
 			continue
-		case HungUnregister:
+		case rdma.KernHungUnregister:
 			fmt.Fprintf(&b, " task=%s pid=%d blocked=%ds waits-in=%s", rep.Task, rep.PID, rep.BlockedSecs, rep.WaitsIn)
 		default:
 			fmt.Fprintf(&b, " task=%s pid=%d at=%s in=%s", rep.Task, rep.PID, rep.Location, rep.Function)
@@ -94,7 +95,7 @@ func TestEachWarningIsOneReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := NewReader(bytes.NewReader(data), k)
-		counts := map[Kind]int{}
+		counts := map[rdma.KernelReportKind]int{}
 		for {
 			rep, err := r.Next()
 			if errors.Is(err, io.EOF) {
@@ -115,7 +116,7 @@ func TestEachWarningIsOneReport(t *testing.T) {
 				t.Errorf("%s line %d: no __ib_unregister_device frame: %v", k, rep.Line, rep.Frames)
 			}
 		}
-		if counts[RestrackWarning] != 3 || counts[DriverWarning] == 0 {
+		if counts[rdma.KernRestrackWarning] != 3 || counts[rdma.KernDriverWarning] == 0 {
 			t.Errorf("%s: %v, want 3 restrack WARNINGs and some rxe pool ones", k, counts)
 		}
 	}

@@ -97,7 +97,7 @@ func (p *postMortem) drain(name string, next func() error) {
 // readLog passes each report of a kernel log to each. A file with no report
 // and no line of a kernel log is probably the wrong file: it is said, not
 // passed over in silence.
-func (p *postMortem) readLog(path string, each func(*kernlog.Report)) {
+func (p *postMortem) readLog(path string, each func(*rdma.KernelReport)) {
 	r, done, err := p.open(path)
 	if err != nil {
 		p.failed++
@@ -134,15 +134,15 @@ type wanted struct {
 
 type namedKey struct{ dev, res, owner string }
 
-func wantedBy(reps []*kernlog.Report) *wanted {
+func wantedBy(reps []*rdma.KernelReport) *wanted {
 	w := &wanted{pids: map[uint32]bool{}, hung: map[uint32]bool{}, named: map[namedKey]bool{}}
 	for _, r := range reps {
 		switch {
-		case r.Kind == kernlog.RestrackNamed:
+		case r.Kind == rdma.KernRestrackNamed:
 			w.named[namedKey{r.Device, r.ResType, r.Owner}] = true
 		case r.PID > 0:
 			w.pids[uint32(r.PID)] = true
-			w.hung[uint32(r.PID)] = w.hung[uint32(r.PID)] || r.Kind == kernlog.HungUnregister
+			w.hung[uint32(r.PID)] = w.hung[uint32(r.PID)] || r.Kind == rdma.KernHungUnregister
 		}
 	}
 	return w
@@ -230,24 +230,24 @@ func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, w
 }
 
 // matches picks what the recording says about a kernel report.
-func (rec *recorded) matches(r *kernlog.Report) []rdma.Finding {
+func (rec *recorded) matches(r *rdma.KernelReport) []rdma.Finding {
 	var out []rdma.Finding
 	switch r.Kind {
-	case kernlog.RestrackWarning, kernlog.DriverWarning:
+	case rdma.KernRestrackWarning, rdma.KernDriverWarning:
 		// What the unregistration left: the objects behind the WARNING.
 		for _, f := range rec.byPID[uint32(r.PID)] {
 			if f.Report == rdma.LeakLeft || f.Report == rdma.LeakUnregistered {
 				out = append(out, f)
 			}
 		}
-	case kernlog.HungUnregister:
+	case rdma.KernHungUnregister:
 		// What was alive when it began: what it waits for.
 		for _, f := range rec.byPID[uint32(r.PID)] {
 			if f.Report == rdma.LeakUnregister && f.Res.Has(rdma.EvHasOwner) {
 				out = append(out, f)
 			}
 		}
-	case kernlog.RestrackNamed:
+	case rdma.KernRestrackNamed:
 		for _, fs := range rec.byPID {
 			for _, f := range fs {
 				if f.Report == rdma.LeakLeft && (r.Device == "" || f.Res.DevName == r.Device) && f.Res.Res.String() == r.ResType &&
@@ -278,7 +278,7 @@ func runLeakLog(logs []string, recording string, f *filter.Events, sink *finding
 	reports := 0
 	if recording == "" {
 		for _, path := range logs {
-			p.readLog(path, func(rep *kernlog.Report) {
+			p.readLog(path, func(rep *rdma.KernelReport) {
 				reports++
 				sink.kernel(rep, false, 0, "")
 			})
@@ -286,9 +286,9 @@ func runLeakLog(logs []string, recording string, f *filter.Events, sink *finding
 	} else {
 		// The logs first: what they report decides what of the recording
 		// is kept.
-		var reps []*kernlog.Report
+		var reps []*rdma.KernelReport
 		for _, path := range logs {
-			p.readLog(path, func(rep *kernlog.Report) {
+			p.readLog(path, func(rep *rdma.KernelReport) {
 				rep.Frames = nil // not shown; a log can hold many reports
 				reps = append(reps, rep)
 			})
@@ -301,9 +301,9 @@ func runLeakLog(logs []string, recording string, f *filter.Events, sink *finding
 			sameAs := ""
 			if rec != nil {
 				named = rec.matches(rep)
-				key := fmt.Sprint(rep.Kind == kernlog.HungUnregister, rep.PID)
+				key := fmt.Sprint(rep.Kind == rdma.KernHungUnregister, rep.PID)
 				switch {
-				case rep.Kind == kernlog.RestrackNamed || len(named) == 0:
+				case rep.Kind == rdma.KernRestrackNamed || len(named) == 0:
 				case shown[key] != "":
 					named, sameAs = nil, shown[key] // told with the first report of this unregistration
 				default:

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -133,8 +132,8 @@ func TestRecordingKeepsOnlyWhatTheLogNames(t *testing.T) {
 	}
 	p := &postMortem{stdin: strings.NewReader(b.String()), stderr: io.Discard, sink: newFindingSink(io.Discard, false)}
 	// A hung task (pid 1500) and a WARNING (pid 1501) of the log.
-	rec := p.replayRecording("-", func(*rdma.Event) bool { return true }, wantedBy([]*kernlog.Report{
-		{Kind: kernlog.HungUnregister, PID: 1500}, {Kind: kernlog.RestrackWarning, PID: 1501}}))
+	rec := p.replayRecording("-", func(*rdma.Event) bool { return true }, wantedBy([]*rdma.KernelReport{
+		{Kind: rdma.KernHungUnregister, PID: 1500}, {Kind: rdma.KernRestrackWarning, PID: 1501}}))
 	if rec == nil || p.bad != 0 || p.failed != 0 {
 		t.Fatalf("replay: %d bad lines, %d failures", p.bad, p.failed)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/launch"
 	"github.com/rdmatrace/rdmatrace/leaks"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -124,7 +123,7 @@ func (s *findingSink) write(f *rdma.Finding) {
 // kernel writes a report from a kernel log; withRecording says whether a
 // recording was given, matched how many findings it has on it, and sameAs
 // where the findings of the same unregistration were shown.
-func (s *findingSink) kernel(r *kernlog.Report, withRecording bool, matched int, sameAs string) {
+func (s *findingSink) kernel(r *rdma.KernelReport, withRecording bool, matched int, sameAs string) {
 	if s.err != nil {
 		return
 	}
