@@ -158,21 +158,13 @@ func devCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
-			args := dropShow(c.Args().Slice())
-			if len(args) > 1 {
-				return usage(c, "unexpected argument %q", args[1])
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			cl, err := dial(c)
+			arg, format, cl, err := openShow(c)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
 			devs, derr := cl.Devices()
-			if devs, err = selectDevices(devs, first(args)); err != nil {
+			if devs, err = selectDevices(devs, arg); err != nil {
 				return exitWith(1, err)
 			}
 			objs := make([]formats.Object, len(devs))
@@ -218,11 +210,21 @@ func dropShow(args []string) []string {
 	return args
 }
 
-func first(args []string) string {
-	if len(args) == 0 {
-		return ""
+// openShow reads `dev`'s and `link`'s arguments (`[show] [NAME]`) and
+// output flags, and dials netlink.
+func openShow(c *cli.Context) (name, format string, cl *nldev.Client, err error) {
+	args := dropShow(c.Args().Slice())
+	if len(args) > 1 {
+		return "", "", nil, usage(c, "unexpected argument %q", args[1])
 	}
-	return args[0]
+	name = first(args)
+	if format, err = outputFormat(c); err != nil {
+		return "", "", nil, err
+	}
+	if cl, err = dial(c); err != nil {
+		return "", "", nil, err
+	}
+	return name, format, cl, nil
 }
 
 func linkCommand() *cli.Command {
@@ -237,20 +239,12 @@ func linkCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
-			args := dropShow(c.Args().Slice())
-			if len(args) > 1 {
-				return usage(c, "unexpected argument %q", args[1])
-			}
-			format, err := outputFormat(c)
-			if err != nil {
-				return err
-			}
-			cl, err := dial(c)
+			arg, format, cl, err := openShow(c)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			devName, portName, _ := strings.Cut(first(args), "/")
+			devName, portName, _ := strings.Cut(arg, "/")
 			devs, derr := cl.Devices()
 			if devs, err = selectDevices(devs, devName); err != nil {
 				return exitWith(1, err)
@@ -422,4 +416,11 @@ func runSummary(c *cli.Context, format, dev string) error {
 		return err
 	}
 	return partial(serr)
+}
+
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
