@@ -18,7 +18,19 @@ import (
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // script builds events at given offsets from t0.
-type script struct{ evs []rdma.Event }
+// script builds a run's events. It keeps pointers, so that what res
+// returns can still be changed after later events are added (a slice of
+// values would move under those pointers when it grows).
+type script struct{ evs []*rdma.Event }
+
+// events is the run's events in order.
+func (sc *script) events() []rdma.Event {
+	out := make([]rdma.Event, len(sc.evs))
+	for i, e := range sc.evs {
+		out[i] = *e
+	}
+	return out
+}
 
 func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
@@ -40,12 +52,12 @@ func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint3
 			e.QPType, e.Port = rdma.QPTypeGSI, 1
 		}
 	}
-	sc.evs = append(sc.evs, e)
-	return &sc.evs[len(sc.evs)-1]
+	sc.evs = append(sc.evs, &e)
+	return &e
 }
 
 func (sc *script) dev(s float64, kind rdma.EventKind) {
-	sc.evs = append(sc.evs, rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Time: at(s), Mono: uint64(s * 1e9),
+	sc.evs = append(sc.evs, &rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Time: at(s), Mono: uint64(s * 1e9),
 		Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, TID: 224, Comm: "rdma"}})
 }
 
@@ -164,7 +176,7 @@ func TestBlockedUnregister(t *testing.T) {
 	var found []rdma.Finding
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
-	run(t, w, sc.evs, []float64{6, 10.5, 15.5, 20}, &found)
+	run(t, w, sc.events(), []float64{6, 10.5, 15.5, 20}, &found)
 	w.End(at(30))
 	j, h := render(t, found)
 	golden.Check(t, "../testdata/leaks/unregister.ndjson", j)
@@ -200,7 +212,7 @@ func TestProgram(t *testing.T) {
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
 	w.Program(300, 0)
-	run(t, w, sc.evs, nil, &found)
+	run(t, w, sc.events(), nil, &found)
 	w.ProgramExited(at(4))
 	j, h := render(t, found)
 	golden.Check(t, "../testdata/leaks/program.ndjson", j)
@@ -222,7 +234,7 @@ func TestCleanProgramLeaksNothing(t *testing.T) {
 	var found []rdma.Finding
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Program(300, 0)
-	run(t, w, sc.evs, nil, &found)
+	run(t, w, sc.events(), nil, &found)
 	w.ProgramExited(at(4))
 	if len(found) != 0 || w.Leaked() != 0 {
 		t.Errorf("a clean program: %d findings, %d leaked: %+v", len(found), w.Leaked(), found)
@@ -242,7 +254,7 @@ func TestChildThatExitedAtOnceIsTheProgram(t *testing.T) {
 	sc.res(1.1, rdma.EvCreate, rdma.ResQP, 17, 301, "child")
 	sc.res(1.2, rdma.EvDestroy, rdma.ResQP, 17, 301, "child")
 	sc.res(1.21, rdma.EvDestroy, rdma.ResCTX, 1, 301, "child") // the file's own context: no leak
-	for i := range sc.evs {                                    // not through res's pointers: a later append moves the slice
+	for i := range sc.evs {
 		sc.evs[i].OwnerCgroup = progCgroup
 	}
 	sc.evs[2].Flags |= rdma.EvActorExiting | rdma.EvFileClose
@@ -252,7 +264,7 @@ func TestChildThatExitedAtOnceIsTheProgram(t *testing.T) {
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
 	w.Program(300, progCgroup)
-	run(t, w, sc.evs, nil, &found)
+	run(t, w, sc.events(), nil, &found)
 	w.ProgramExited(at(4))
 	if w.Leaked() != 1 || len(found) != 1 || found[0].Report != rdma.LeakExitCleanup || found[0].Res.LQPN != 17 {
 		t.Errorf("want the child's QP 17 freed at its exit as the one leak; leaked %d, findings %+v", w.Leaked(), found)
@@ -273,7 +285,7 @@ func TestReusedPIDIsNotTheProgram(t *testing.T) {
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
 	w.Program(300, progCgroup)
-	run(t, w, sc.evs, nil, &found)
+	run(t, w, sc.events(), nil, &found)
 	w.ProgramExited(at(6))
 	if w.Leaked() != 0 || len(found) != 0 {
 		t.Errorf("the stranger's PD was blamed on the program: leaked %d, findings %+v", w.Leaked(), found)
@@ -293,7 +305,7 @@ func TestProgramCgroupDecidesAlone(t *testing.T) {
 	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
 	w.Procs = &proc.CommCache{Root: t.TempDir()}
 	w.Program(300, progCgroup)
-	run(t, w, sc.evs, nil, &found)
+	run(t, w, sc.events(), nil, &found)
 	w.ProgramExited(at(2))
 	if w.Leaked() != 1 || len(found) != 1 || found[0].Res.ID != 3 {
 		t.Errorf("want only PD 3 (in the program's cgroup) alive; leaked %d, findings %+v", w.Leaked(), found)
