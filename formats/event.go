@@ -67,6 +67,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		if e.OwnerCgroup != 0 {
 			o = o.num("cgroup-id", e.OwnerCgroup)
 		}
+		o = o.place(e.Owner.Place)
 	}
 	if e.Owner.KernName != "" {
 		o = o.str("kern-name", e.Owner.KernName)
@@ -210,6 +211,9 @@ func AppendEventLine(b []byte, e *rdma.Event) []byte {
 		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
 	case e.Has(rdma.EvHasOwner):
 		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
+		if c := ContainerName(e.Owner.Place); c != "" {
+			b = append(append(b, " in "...), c...)
+		}
 	}
 	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
 		b = appendTask(append(b, " by "...), e.Actor.Comm, e.Actor.TID)

@@ -106,6 +106,23 @@ func (o Object) strIf(ok bool, k, v string) Object {
 	}
 	return o
 }
+
+// place adds where the owner runs: the keys `cgroup`, `runtime`,
+// `container-id`, `pod-uid`, `pidns-pid` (its pid in its own pid
+// namespace, when that is not ours) and `netns` (the namespace's inode),
+// each when known.
+func (o Object) place(p *rdma.Placement) Object {
+	if p == nil {
+		return o
+	}
+	o = o.strIf(p.Cgroup != "", "cgroup", p.Cgroup)
+	o = o.strIf(p.Runtime != "", "runtime", p.Runtime)
+	o = o.strIf(p.ContainerID != "", "container-id", p.ContainerID)
+	o = o.strIf(p.PodUID != "", "pod-uid", p.PodUID)
+	o = o.numIf(p.NSPid != 0, "pidns-pid", uint64(p.NSPid))
+	return o.numIf(p.NetNS != 0, "netns", p.NetNS)
+}
+
 func (o Object) list(k string, v []string) Object {
 	return append(o, Field{Key: k, Kind: StrList, List: v})
 }
@@ -222,6 +239,7 @@ func ResourceObject(r *rdma.Resource) Object {
 	if c := commOf(r); c != "" {
 		o = o.str("comm", c)
 	}
+	o = o.place(r.Owner.Place)
 	if r.Type == rdma.ResCMID {
 		// iproute2 prints the addresses after the owner.
 		if h(rdma.HasSrcAddr) {

@@ -41,11 +41,20 @@ func sample() []rdma.Resource {
 			Has: rdma.HasMRN | rdma.HasMRLen | rdma.HasPDN | rdma.HasPID, Owner: rdma.Owner{PID: 6433}},
 		{Type: rdma.ResPD, DevIndex: 1, DevName: "rxe0", PDN: 0, LocalDMALKey: 0x1d3, Users: 1,
 			Has: rdma.HasPDN | rdma.HasLocalDMALKey | rdma.HasUsers, Owner: rdma.Owner{KernName: "ib_core"}},
-		{Type: rdma.ResCTX, DevIndex: 1, DevName: "rxe0", CTXN: 14, Has: rdma.HasCTXN | rdma.HasPID, Owner: rdma.Owner{PID: 6429, Comm: "rping"}},
+		{Type: rdma.ResCTX, DevIndex: 1, DevName: "rxe0", CTXN: 14, Has: rdma.HasCTXN | rdma.HasPID, Owner: rdma.Owner{PID: 6429, Comm: "rping", Place: podPlace}},
 		{Type: rdma.ResSRQ, DevIndex: 1, DevName: "rxe0", SRQN: 3, SRQType: 0, PDN: 2, CQN: 4,
 			QPs: []rdma.QPRange{{Min: 5, Max: 5}, {Min: 10, Max: 20}},
 			Has: rdma.HasSRQN | rdma.HasSRQType | rdma.HasPDN | rdma.HasCQN | rdma.HasPID, Owner: rdma.Owner{PID: 7000, Comm: "ib_srq_pp"}},
 	}
+}
+
+// podPlace is a process in a Kubernetes pod's container, in pid and
+// network namespaces of its own.
+var podPlace = &rdma.Placement{
+	Cgroup:      "/kubepods.slice/kubepods-pod0d1e2f3a_4b5c_6d7e_8f90_a1b2c3d4e5f6.slice/cri-containerd-4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b.scope",
+	Runtime:     "containerd",
+	ContainerID: "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b",
+	PodUID:      "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6", NSPid: 7, NetNS: 4026532301,
 }
 
 func TestResourceJSONGolden(t *testing.T) {

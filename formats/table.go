@@ -98,6 +98,12 @@ var resourceColumns = map[rdma.ResType][]string{
 // ResourceTable lays out resources of one type as a table.
 func ResourceTable(t rdma.ResType, rs []rdma.Resource) *Table {
 	cols := resourceColumns[t]
+	for i := range rs {
+		if ContainerName(rs[i].Owner.Place) != "" {
+			cols = append(cols[:len(cols):len(cols)], "container")
+			break
+		}
+	}
 	head := make([]string, len(cols))
 	for i, c := range cols {
 		head[i] = strings.ToUpper(c)
@@ -117,6 +123,8 @@ func ResourceTable(t rdma.ResType, rs []rdma.Resource) *Table {
 				}
 			case "dev":
 				row[j] = r.DevName
+			case "container":
+				row[j] = ContainerName(r.Owner.Place)
 			case "comm":
 				if f, ok := o.Get(c); ok && r.Owner.Kernel() {
 					row[j] = "[" + f.Str + "]"
@@ -140,3 +148,27 @@ func ResourceTable(t rdma.ResType, rs []rdma.Resource) *Table {
 }
 
 func uintText(v uint64) string { return (&Field{Kind: Num, Num: v}).Text() }
+
+// ContainerName is how the human views name where a process runs: the
+// runtime and the container id shortened as runtimes print it
+// ("docker:0123456789ab", "slurm:42.3"), or the pod ("pod:<uid>") when
+// only that is known; "" for a process outside containers.
+func ContainerName(p *rdma.Placement) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.ContainerID != "":
+		id := p.ContainerID
+		if len(id) == 64 {
+			id = id[:12]
+		}
+		rt := p.Runtime
+		if rt == "" {
+			rt = "container"
+		}
+		return Sanitize(rt + ":" + id)
+	case p.PodUID != "":
+		return Sanitize("pod:" + p.PodUID)
+	}
+	return ""
+}

@@ -39,6 +39,14 @@ func (t *TextWriter) Resource(r *rdma.Resource) error {
 		switch f.Key {
 		case "ifindex", "ifname", "port":
 			continue
+		case "cgroup", "runtime", "container-id", "pod-uid", "netns":
+			// One word says it in text; -j has each.
+			if f.Key == "cgroup" {
+				if c := ContainerName(r.Owner.Place); c != "" {
+					b.WriteString(" container " + c)
+				}
+			}
+			continue
 		case "withheld":
 			for _, k := range f.List {
 				b.WriteString(" " + k + " withheld")

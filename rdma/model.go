@@ -98,6 +98,22 @@ type Owner struct {
 	TID      uint32 // creating thread, when known; the kernel's RES_PID is this
 	Comm     string // process name; for kernel objects, empty
 	KernName string // module name (KBUILD_MODNAME) for kernel objects
+	// Place is where the process runs (cgroup, container, namespaces);
+	// nil when unknown. Shared: one per process, never written after it
+	// is made.
+	Place *Placement
+}
+
+// Placement is where a process runs, as containers see it: its cgroup v2
+// path, the container and pod that path names, its pid in its own pid
+// namespace and its network namespace. Empty fields are unknown.
+type Placement struct {
+	Cgroup      string // cgroup v2 path from the root of the hierarchy
+	Runtime     string // container runtime: docker, containerd, cri-o, podman, slurm
+	ContainerID string // the container's id as its runtime prints it (Slurm: job.step)
+	PodUID      string // Kubernetes pod UID
+	NSPid       uint32 // pid in the process's own pid namespace, when that is not ours
+	NetNS       uint64 // inode of its network namespace (as /proc/PID/ns/net names it)
 }
 
 // Kernel reports whether a kernel module owns the resource.

@@ -343,6 +343,7 @@ func runRes(c *cli.Context) error {
 	devs, derr := cl.Devices()
 	rs, rerr := cl.Resources(t, devs)
 	var comms proc.CommCache
+	places := proc.NewPlaceCache("", "")
 	kept := rs[:0]
 	for i := range rs {
 		r := &rs[i]
@@ -350,6 +351,9 @@ func runRes(c *cli.Context) error {
 			r.Owner.Comm = comms.Comm(r.Owner.PID)
 		}
 		if f.Match(r) {
+			if !r.Owner.Kernel() {
+				r.Owner.Place = places.Place(r.Owner.PID, 0)
+			}
 			kept = append(kept, *r)
 		}
 	}

@@ -17,6 +17,8 @@ func TestCompare(t *testing.T) {
 		{"real ps difference", `[{"ps":"TCP"}]`, `[{"ps":"IB"}]`, []string{"ps TCP != IPoIB"}},
 		{"missing key", `[{"a":1,"pid":2}]`, `[{"a":1}]`, []string{"missing pid"}},
 		{"extra key", `[{"a":1}]`, `[{"a":1,"port":1}]`, []string{"extra port"}},
+		{"where the owner runs is rdmatrace's own", `[{"pid":2}]`, `[{"pid":2,"netns":4026531840,"cgroup":"/user.slice"}]`, nil},
+		{"an addition iproute2 has too is compared", `[{"netns":1}]`, `[{"netns":2}]`, []string{"netns 1 != 2"}},
 		{"count", `[{"a":1}]`, `[]`, []string{"rdmatrace lists 0 objects, rdma lists 1"}},
 		{"order", `[{"a":1},{"a":2}]`, `[{"a":2},{"a":1}]`, []string{"object 0", "object 1"}},
 	} {
