@@ -56,9 +56,16 @@ type object struct {
 	Comm      string  `json:"comm"`
 	KernName  string  `json:"kern-name"`
 	CgroupID  uint64  `json:"cgroup-id"`
-	ActorPID  uint32  `json:"actor-pid"`
-	ActorComm string  `json:"actor-comm"`
-	Cleanup   string  `json:"cleanup"`
+	// Where the owner ran (formats' place keys).
+	Cgroup      string `json:"cgroup"`
+	Runtime     string `json:"runtime"`
+	ContainerID string `json:"container-id"`
+	PodUID      string `json:"pod-uid"`
+	PidnsPID    uint32 `json:"pidns-pid"`
+	NetNS       uint64 `json:"netns"`
+	ActorPID    uint32 `json:"actor-pid"`
+	ActorComm   string `json:"actor-comm"`
+	Cleanup     string `json:"cleanup"`
 	// Spans and off-CPU spells; an MR's size.
 	Func      string       `json:"func"`
 	DurUS     *json.Number `json:"dur-us"`
@@ -185,6 +192,10 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}
 	if o.ActorPID == 0 && o.PID != nil {
 		ev.Actor = ev.Owner // the key is left out when the owner acted
+	}
+	if p := (rdma.Placement{Cgroup: o.Cgroup, Runtime: o.Runtime, ContainerID: o.ContainerID, PodUID: o.PodUID,
+		NSPid: o.PidnsPID, NetNS: o.NetNS}); o.PID != nil && p != (rdma.Placement{}) {
+		ev.Owner.Place = &p
 	}
 	switch o.Cleanup {
 	case "":

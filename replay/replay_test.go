@@ -163,7 +163,9 @@ func FuzzReader(f *testing.F) {
 // TestOwnerCgroupRoundTrips: a recording made with the owner's cgroup id
 // (`cgroup-id`, issue 10) reads back and renders the same.
 func TestOwnerCgroupRoundTrips(t *testing.T) {
-	line := `{"time":"2026-11-23T18:00:00.5Z","event":"create","res":"qp","ifname":"rxe0","id":0,"lqpn":17,"type":"RC","state":"RESET","pid":301,"comm":"leakqp","cgroup-id":4242}` + "\n"
+	line := `{"time":"2026-11-23T18:00:00.5Z","event":"create","res":"qp","ifname":"rxe0","id":0,"lqpn":17,"type":"RC","state":"RESET","pid":301,"comm":"leakqp","cgroup-id":4242,` +
+		`"cgroup":"/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope","runtime":"docker",` +
+		`"container-id":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","pidns-pid":7,"netns":4026532301}` + "\n"
 	r := NewReader(strings.NewReader(line), "x.ndjson")
 	var ev rdma.Event
 	if err := r.Next(&ev); err != nil {
@@ -171,6 +173,9 @@ func TestOwnerCgroupRoundTrips(t *testing.T) {
 	}
 	if ev.OwnerCgroup != 4242 {
 		t.Errorf("OwnerCgroup = %d, want 4242", ev.OwnerCgroup)
+	}
+	if p := ev.Owner.Place; p == nil || p.Runtime != "docker" || p.NSPid != 7 || ev.Actor.Place != nil {
+		t.Errorf("Owner.Place = %+v, Actor.Place = %+v: want docker's, pidns pid 7, and none for the actor", p, ev.Actor.Place)
 	}
 	var out bytes.Buffer
 	nd := formats.NewNDJSONWriter(&out)
