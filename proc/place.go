@@ -56,10 +56,10 @@ func NewPlaceCache(procRoot, cgroupRoot string) *PlaceCache {
 
 // Place says where process pid runs; cgroupID, when not 0, is the cgroup
 // it ran in when an event happened (from BPF) and names the cgroup even
-// after the process has gone. nil when nothing is known: a kernel owner,
-// a process gone, no /proc.
+// after the process has gone. nil when nothing is known (a kernel owner,
+// a process gone, no /proc) or c is nil.
 func (c *PlaceCache) Place(pid uint32, cgroupID uint64) *rdma.Placement {
-	if pid == 0 && cgroupID == 0 {
+	if c == nil || pid == 0 && cgroupID == 0 {
 		return nil
 	}
 	key := placeKey{pid, cgroupID}

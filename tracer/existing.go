@@ -1,13 +1,18 @@
 package tracer
 
 import (
+	"sync"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-var comms proc.CommCache
+var (
+	comms      proc.CommCache
+	placesOnce sync.Once
+	places     *proc.PlaceCache
+)
 
 // ExistingEvent describes a resource from a netlink snapshot as an "exists"
 // event: it was there before tracing started, so its creation was not seen.
@@ -38,6 +43,8 @@ func ExistingEvent(r *rdma.Resource, now time.Time) rdma.Event {
 			e.Owner.PID = tgid
 		}
 		e.Flags |= rdma.EvHasOwner | rdma.EvUser
+		placesOnce.Do(func() { places = proc.NewPlaceCache("", "") })
+		e.Owner.Place = places.Place(e.Owner.PID, 0)
 	}
 	e.Owner.KernName = r.Owner.KernName
 	return e

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -81,8 +82,13 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 				if c.Bad != nil {
 					c.Bad(err)
 				}
-			} else if err := c.Event(&t.ev); err != nil {
-				return err
+			} else {
+				if t.ev.Has(rdma.EvHasOwner) {
+					t.ev.Owner.Place = t.places.Place(t.ev.Owner.PID, t.ev.OwnerCgroup)
+				}
+				if err := c.Event(&t.ev); err != nil {
+					return err
+				}
 			}
 			// A clock read every 64 events keeps ticks on time under a
 			// flood at a negligible cost per event.
@@ -126,6 +132,7 @@ var longAgo = time.Unix(1, 0)
 func (r *ring) open(events *ebpf.Map) (err error) {
 	r.clock = NewClock()
 	r.dec = NewDecoder(r.clock)
+	r.places = proc.NewPlaceCache("", "")
 	if r.reader, err = ringbuf.NewReader(events); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
+	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -66,6 +67,7 @@ type ring struct {
 	reader *ringbuf.Reader
 	clock  Clock
 	dec    *Decoder
+	places *proc.PlaceCache // where each event's owner runs
 	rec    ringbuf.Record
 	ev     rdma.Event
 
