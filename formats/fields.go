@@ -111,7 +111,10 @@ func (o Object) strIf(ok bool, k, v string) Object {
 // `container-id`, `pod-uid`, `pidns-pid` (its pid in its own pid
 // namespace, when that is not ours) and `netns` (the namespace's inode),
 // each when known.
-func (o Object) place(p *rdma.Placement) Object {
+func (o Object) place(p *rdma.Placement) Object { return AppendPlace(o, p) }
+
+// AppendPlace is place for other renderers.
+func AppendPlace(o Object, p *rdma.Placement) Object {
 	if p == nil {
 		return o
 	}

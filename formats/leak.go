@@ -37,7 +37,7 @@ func FindingFields(f *rdma.Finding) Object {
 	case rdma.LeakWaiting:
 		o = o.str("ifname", e.DevName).append(Field{Key: "blocked", Kind: Secs, Num: ms(f.Blocked)})
 		if e.Has(rdma.EvHasOwner) {
-			o = o.num("pid", uint64(e.Owner.PID)).str("comm", e.Owner.Comm).num("resources", uint64(f.Resources))
+			o = o.num("pid", uint64(e.Owner.PID)).str("comm", e.Owner.Comm).place(e.Owner.Place).num("resources", uint64(f.Resources))
 			o = o.list("files", append([]string{}, f.Files...))
 		}
 		return o

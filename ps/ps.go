@@ -18,6 +18,9 @@ type Row struct {
 	Counts  []int
 	Devices []string // sorted
 	Files   []string // its open /dev/infiniband files, sorted
+	// Place is where the process runs (cgroup, container, namespaces);
+	// nil when unknown.
+	Place *rdma.Placement
 }
 
 // Procs answers what /proc knows of a process (proc.CommCache does).

@@ -57,3 +57,32 @@ func TestRowsGolden(t *testing.T) {
 		t.Error("a raw ESC reached the output")
 	}
 }
+
+// A process in a container gets a CONTAINER column in the table and the
+// place keys in JSON; a host process next to it has an empty cell.
+func TestRowsInAContainerGolden(t *testing.T) {
+	rows := Rows([]rdma.Resource{res(rdma.ResCTX, "rxe0", 812, ""), res(rdma.ResMR, "rxe0", 900, "")}, fakeProcs{}, "")
+	for i := range rows {
+		if rows[i].PID == 900 {
+			rows[i].Place = &rdma.Placement{
+				Cgroup:      "/machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope/container",
+				Runtime:     "podman",
+				ContainerID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NSPid: 2, NetNS: 4026532400,
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := Table(rows).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	nd := formats.NewNDJSONWriter(&out)
+	for i := range rows {
+		if err := nd.Write(Object(&rows[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("..", "testdata", "ps", "container.golden"), out.Bytes())
+}

@@ -17,6 +17,7 @@ func Object(r *Row) formats.Object {
 	} else {
 		o = append(o, formats.Field{Key: "pid", Kind: formats.Num, Num: uint64(r.PID)},
 			formats.Field{Key: "comm", Kind: formats.Str, Str: r.Comm})
+		o = formats.AppendPlace(o, r.Place)
 	}
 	for i, t := range rdma.ResourceTypes {
 		if r.Counts[i] >= 0 { // -1: the kernel cannot tell
@@ -44,7 +45,15 @@ func Table(rows []Row) *formats.Table {
 	for _, t := range rdma.ResourceTypes {
 		head = append(head, strings.ToUpper(t.String()))
 	}
-	t := formats.NewTable(append(head, "DEVICES", "FILES")...)
+	head = append(head, "DEVICES", "FILES")
+	containers := false
+	for i := range rows {
+		containers = containers || formats.ContainerName(rows[i].Place) != ""
+	}
+	if containers {
+		head = append(head, "CONTAINER")
+	}
+	t := formats.NewTable(head...)
 	for i := range rows {
 		r := &rows[i]
 		pid, comm := strconv.FormatUint(uint64(r.PID), 10), r.Comm
@@ -59,7 +68,11 @@ func Table(rows []Row) *formats.Table {
 				cells = append(cells, strconv.Itoa(n))
 			}
 		}
-		t.Append(append(cells, strings.Join(r.Devices, ","), strings.Join(r.Files, ","))...)
+		cells = append(cells, strings.Join(r.Devices, ","), strings.Join(r.Files, ","))
+		if containers {
+			cells = append(cells, formats.ContainerName(r.Place))
+		}
+		t.Append(cells...)
 	}
 	return t
 }

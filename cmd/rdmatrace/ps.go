@@ -85,6 +85,12 @@ func runPs(c *cli.Context) error {
 		}
 	}
 	rows := ps.Rows(all, &comms, "", unknown...)
+	places := proc.NewPlaceCache("", "")
+	for i := range rows {
+		if rows[i].Module == "" {
+			rows[i].Place = places.Place(rows[i].PID, 0)
+		}
+	}
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
 		objs[i] = ps.Object(&rows[i])
