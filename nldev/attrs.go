@@ -14,6 +14,8 @@ const (
 const (
 	cmdGet        = 1
 	cmdPortGet    = 5
+	cmdSysGet     = 6
+	cmdSysSet     = 7
 	cmdResGet     = 9
 	cmdResQPGet   = 10
 	cmdResCMIDGet = 11
@@ -82,6 +84,7 @@ const (
 	attrResMRN              = 62
 	attrResCMIDN            = 63
 	attrResCTXN             = 64
+	attrSysNetNSMode        = 66 // u8: 0 exclusive, 1 shared
 	attrDevProtocol         = 67
 	attrDevDIM              = 84
 	attrResCTX              = 86
@@ -91,4 +94,7 @@ const (
 	attrResSRQN             = 90
 	attrMinRange            = 91
 	attrMaxRange            = 92
+	attrSysCopyOnFork       = 93  // u8
+	attrSysPrivilegedQKey   = 96  // u8
+	attrSysMonitorMode      = 103 // u8 (6.12+: the MONITOR multicast group exists)
 )

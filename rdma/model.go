@@ -200,3 +200,14 @@ func (r *Resource) ID() uint32 {
 	}
 	return 0
 }
+
+// System is the RDMA subsystem's settings (`rdma system show`).
+type System struct {
+	// NetNSMode is "shared" (every device visible in every network
+	// namespace) or "exclusive" (a device only in its own); "" when the
+	// kernel did not say.
+	NetNSMode      string
+	CopyOnFork     *bool // fork() keeps registered memory usable in the child
+	PrivilegedQKey *bool // only CAP_NET_RAW may use the privileged Q_Key
+	Monitor        *bool // the kernel sends device events (Linux 6.12+)
+}

@@ -22,8 +22,13 @@ func goldenCLI(t *testing.T, name, got string) {
 // EXAMPLES and EXIT STATUS in each, no value placeholder made of a
 // backquoted `rdma -d`.
 func TestHelpGoldens(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"help"}, {"dev", "--help"}, {"link", "--help"}, {"res", "--help"},
-		{"trace", "--help"}, {"leaks", "--help"}, {"parse", "--help"}, {"completion", "--help"}, {"ps", "--help"}} {
+	all := [][]string{{"--help"}, {"help"}}
+	for _, cmd := range commands { // every command: a new one gets its golden
+		if !cmd.Hidden {
+			all = append(all, []string{cmd.Name, "--help"})
+		}
+	}
+	for _, args := range all {
 		stdout, stderr, code := rdmatrace(t, args...)
 		name := "help-" + args[0]
 		switch args[0] {

@@ -39,6 +39,7 @@ func outputFlags(extra ...string) []cli.Flag {
 		&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable,
 			Usage: "output format: " + strings.Join(append([]string{outTable, outText, outJSON, outNDJSON}, extra...), ", ")},
+		netnsFlag,
 		&cli.StringFlag{Name: "nl-record", Hidden: true, Usage: "write the kernel's raw netlink replies to DIR (test fixtures)"},
 	}
 }
@@ -158,26 +159,22 @@ func devCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
 		Action: func(c *cli.Context) error {
-			arg, format, cl, err := openShow(c)
+			arg, format, err := showArgs(c)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
-			devs, derr := cl.Devices()
-			if devs, err = selectDevices(devs, arg); err != nil {
-				return exitWith(1, err)
-			}
-			objs := make([]formats.Object, len(devs))
-			for i := range devs {
-				objs[i] = formats.DeviceObject(&devs[i], c.Bool("details"))
-			}
-			err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
-				func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], c.Bool("details")) },
-				func() *formats.Table { return formats.DeviceTable(devs) })
-			if err != nil {
-				return err
-			}
-			return partial(derr)
+			details := c.Bool("details")
+			return snapshot(c, format, func(cl *nldev.Client) listing {
+				devs, derr := cl.Devices()
+				devs, missing := selectDevices(devs, arg)
+				objs := make([]formats.Object, len(devs))
+				for i := range devs {
+					objs[i] = formats.DeviceObject(&devs[i], details)
+				}
+				return listing{objs: objs, err: derr, missing: missing,
+					text:  func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], details) },
+					table: func() *formats.Table { return formats.DeviceTable(devs) }}
+			})
 		},
 	}
 }
@@ -210,21 +207,15 @@ func dropShow(args []string) []string {
 	return args
 }
 
-// openShow reads `dev`'s and `link`'s arguments (`[show] [NAME]`) and
-// output flags, and dials netlink.
-func openShow(c *cli.Context) (name, format string, cl *nldev.Client, err error) {
+// showArgs reads `dev`'s and `link`'s arguments (`[show] [NAME]`) and
+// output flags.
+func showArgs(c *cli.Context) (name, format string, err error) {
 	args := dropShow(c.Args().Slice())
 	if len(args) > 1 {
-		return "", "", nil, usage(c, "unexpected argument %q", args[1])
+		return "", "", usage(c, "unexpected argument %q", args[1])
 	}
-	name = first(args)
-	if format, err = outputFormat(c); err != nil {
-		return "", "", nil, err
-	}
-	if cl, err = dial(c); err != nil {
-		return "", "", nil, err
-	}
-	return name, format, cl, nil
+	format, err = outputFormat(c)
+	return first(args), format, err
 }
 
 func linkCommand() *cli.Command {
@@ -239,42 +230,41 @@ func linkCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
-			arg, format, cl, err := openShow(c)
+			arg, format, err := showArgs(c)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
+			details := c.Bool("details")
 			devName, portName, _ := strings.Cut(arg, "/")
-			devs, derr := cl.Devices()
-			if devs, err = selectDevices(devs, devName); err != nil {
-				return exitWith(1, err)
-			}
-			ports, perr := cl.Ports(devs)
-			if portName != "" {
-				var keep []rdma.Port
-				var have []string
-				for _, p := range ports {
-					if fmt.Sprint(p.Port) == portName {
-						keep = append(keep, p)
+			return snapshot(c, format, func(cl *nldev.Client) listing {
+				devs, derr := cl.Devices()
+				devs, missing := selectDevices(devs, devName)
+				if missing != nil {
+					return listing{missing: missing}
+				}
+				ports, perr := cl.Ports(devs)
+				if portName != "" {
+					var keep []rdma.Port
+					var have []string
+					for _, p := range ports {
+						if fmt.Sprint(p.Port) == portName {
+							keep = append(keep, p)
+						}
+						have = append(have, fmt.Sprint(p.Port))
 					}
-					have = append(have, fmt.Sprint(p.Port))
+					if len(keep) == 0 && perr == nil {
+						return listing{missing: fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", "))}
+					}
+					ports = keep
 				}
-				if len(keep) == 0 && perr == nil {
-					return exitWith(1, fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", ")))
+				objs := make([]formats.Object, len(ports))
+				for i := range ports {
+					objs[i] = formats.PortObject(&ports[i])
 				}
-				ports = keep
-			}
-			objs := make([]formats.Object, len(ports))
-			for i := range ports {
-				objs[i] = formats.PortObject(&ports[i])
-			}
-			err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
-				func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], c.Bool("details")) },
-				func() *formats.Table { return formats.PortTable(ports) })
-			if err != nil {
-				return err
-			}
-			return partial(errors.Join(derr, perr))
+				return listing{objs: objs, err: errors.Join(derr, perr),
+					text:  func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], details) },
+					table: func() *formats.Table { return formats.PortTable(ports) }}
+			})
 		},
 	}
 }
@@ -335,13 +325,39 @@ func runRes(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
-	cl, err := dial(c)
-	if err != nil {
-		return err
+	if format == outLegacy {
+		if c.String("netns") != "" {
+			return usage(c, "-o legacy shows one namespace: leave out --netns")
+		}
+		cl, err := dial(c)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		devs, derr := cl.Devices()
+		kept, rerr := resources(cl, t, devs, f)
+		if err := writeLegacy(os.Stdout, cl, devs, kept); err != nil {
+			return err
+		}
+		return partial(errors.Join(derr, rerr))
 	}
-	defer cl.Close()
-	devs, derr := cl.Devices()
-	rs, rerr := cl.Resources(t, devs)
+	return snapshot(c, format, func(cl *nldev.Client) listing {
+		devs, derr := cl.Devices()
+		rs, rerr := resources(cl, t, devs, f)
+		objs := make([]formats.Object, len(rs))
+		for i := range rs {
+			objs[i] = formats.ResourceObject(&rs[i])
+		}
+		return listing{objs: objs, err: errors.Join(derr, rerr),
+			text:  func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
+			table: func() *formats.Table { return formats.ResourceTable(t, rs) }}
+	})
+}
+
+// resources lists the resources of type t that f keeps, each owner named
+// and placed.
+func resources(cl *nldev.Client, t rdma.ResType, devs []rdma.Device, f *filter.Filter) ([]rdma.Resource, error) {
+	rs, err := cl.Resources(t, devs)
 	var comms proc.CommCache
 	places := proc.NewPlaceCache("", "")
 	kept := rs[:0]
@@ -357,15 +373,7 @@ func runRes(c *cli.Context) error {
 			kept = append(kept, *r)
 		}
 	}
-	if format == outLegacy {
-		err = writeLegacy(os.Stdout, cl, devs, kept)
-	} else {
-		err = writeResources(os.Stdout, format, c.Bool("pretty"), t, kept)
-	}
-	if err != nil {
-		return err
-	}
-	return partial(errors.Join(derr, rerr))
+	return kept, err
 }
 
 // sysClassInfiniband is where the kernel lists RDMA devices by name.
@@ -382,44 +390,27 @@ func isDevice(name string) bool {
 	return err == nil
 }
 
-func writeResources(w io.Writer, format string, pretty bool, t rdma.ResType, rs []rdma.Resource) error {
-	objs := make([]formats.Object, len(rs))
-	for i := range rs {
-		objs[i] = formats.ResourceObject(&rs[i])
-	}
-	return writeObjects(w, format, pretty, objs,
-		func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
-		func() *formats.Table { return formats.ResourceTable(t, rs) })
-}
-
 // runSummary shows the per-device counts, of dev only when not "".
 func runSummary(c *cli.Context, format, dev string) error {
-	cl, err := dial(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	sums, serr := cl.Summaries()
-	if dev != "" {
-		var keep []rdma.Summary
-		for _, s := range sums {
-			if s.DevName == dev {
-				keep = append(keep, s)
+	return snapshot(c, format, func(cl *nldev.Client) listing {
+		sums, serr := cl.Summaries()
+		if dev != "" {
+			var keep []rdma.Summary
+			for _, s := range sums {
+				if s.DevName == dev {
+					keep = append(keep, s)
+				}
 			}
+			sums = keep
 		}
-		sums = keep
-	}
-	objs := make([]formats.Object, len(sums))
-	for i := range sums {
-		objs[i] = formats.SummaryObject(&sums[i])
-	}
-	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs,
-		func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
-		func() *formats.Table { return formats.SummaryTable(sums) })
-	if err != nil {
-		return err
-	}
-	return partial(serr)
+		objs := make([]formats.Object, len(sums))
+		for i := range sums {
+			objs[i] = formats.SummaryObject(&sums[i])
+		}
+		return listing{objs: objs, err: serr,
+			text:  func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
+			table: func() *formats.Table { return formats.SummaryTable(sums) }}
+	})
 }
 
 func first(args []string) string {

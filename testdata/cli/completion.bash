@@ -20,13 +20,13 @@ _rdmatrace() {
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev leaks link parse ps res trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev leaks link parse ps res system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
         ;;
     dev)
-        flags="--json -j --pretty -p --output -o --details -d --help -h"
+        flags="--json -j --pretty -p --output -o --netns --details -d --help -h"
         words="show"
         formats="table text json ndjson"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
@@ -36,7 +36,7 @@ _rdmatrace() {
         words=""
         ;;
     link)
-        flags="--json -j --pretty -p --output -o --details -d --help -h"
+        flags="--json -j --pretty -p --output -o --netns --details -d --help -h"
         words="show"
         formats="table text json ndjson"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
@@ -52,7 +52,7 @@ _rdmatrace() {
         formats="table json ndjson"
         ;;
     res | resource)
-        flags="--json -j --pretty -p --output -o --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
+        flags="--json -j --pretty -p --output -o --netns --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
         words="show pd cq qp cm_id mr ctx srq"
         formats="table text json ndjson legacy"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
@@ -75,6 +75,11 @@ _rdmatrace() {
         qp) words="comm dev link lqpn path-mig-state pdn pid rq-psn rqpn sq-psn state type" ;;
         srq) words="comm cqn dev lqpn pdn pid srqn type" ;;
         esac
+        ;;
+    system)
+        flags="--json -j --pretty -p --output -o --help -h"
+        words=""
+        formats="text json"
         ;;
     trace)
         flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --verbose -v --no-snapshot --follow-pid --help -h"

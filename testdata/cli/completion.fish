@@ -10,6 +10,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
 complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
+complete -c rdmatrace -n __fish_use_subcommand -a system
 complete -c rdmatrace -n __fish_use_subcommand -a trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from completion' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from completion' -s h
@@ -20,6 +21,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -l pretty
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -l netns
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s d
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -l help
@@ -60,6 +62,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from link' -l pretty
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from link' -l netns
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -s d
 complete -c rdmatrace -n '__fish_seen_subcommand_from link' -l help
@@ -104,6 +107,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l pretty
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l netns
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s f
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l details
@@ -132,6 +136,15 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_s
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from srq; and __rdmatrace_prev type' -a 'BASIC XRC TM'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s o -l output -x -a 'table text json ndjson legacy'
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l pretty
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s o -l output -x -a 'text json'
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l output
