@@ -53,6 +53,12 @@ func snapshot(c *cli.Context, format string, gather func(*nldev.Client) listing)
 	if err != nil {
 		return exitWith(1, err)
 	}
+	if spec == "all" && sharedMode(c) {
+		// Every namespace sees every device and resource: one listing,
+		// not the same rows once per namespace.
+		fmt.Fprintln(os.Stderr, "rdmatrace: the RDMA netns mode is shared: every network namespace sees the same devices; listed once")
+		nss = nss[:1]
+	}
 	var (
 		names   []string
 		ls      []listing
@@ -79,6 +85,18 @@ func snapshot(c *cli.Context, format string, gather func(*nldev.Client) listing)
 		return err
 	}
 	return partial(errors.Join(errs...))
+}
+
+// sharedMode says whether the kernel's netns mode is shared (false when
+// it cannot be read: then each namespace is asked).
+func sharedMode(c *cli.Context) bool {
+	cl, err := dial(c)
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	sys, err := cl.System()
+	return err == nil && sys.NetNSMode == "shared"
 }
 
 // gatherIn runs gather on a socket made in ns.

@@ -1,14 +1,17 @@
 // leakqp: creates a PD, a CQ and an RC QP and exits without destroying
 // them (with "clean", it destroys them first). It prints the QP number, so
-// a test can look for it in rdmatrace's leak report.
+// a test can look for it in rdmatrace's leak report. With "hold", it keeps
+// them until it is killed (a holder to place in a container).
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
 	const char *devname = argc > 1 ? argv[1] : "rxe0";
 	int clean = argc > 2 && !strcmp(argv[2], "clean");
+	int hold = argc > 2 && !strcmp(argv[2], "hold");
 	struct ibv_device **devs = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
 	for (int i = 0; devs && devs[i]; i++)
@@ -31,6 +34,8 @@ int main(int argc, char **argv)
 	}
 	printf("lqpn %u\n", qp->qp_num);
 	fflush(stdout);
+	if (hold)
+		pause();
 	if (clean) {
 		ibv_destroy_qp(qp);
 		ibv_destroy_cq(cq);
