@@ -236,3 +236,111 @@ func TestExclusiveNetnsMode(t *testing.T) {
 	}
 	t.Logf("the kernel keeps %s out of blue: %s", device, strings.TrimSpace(string(stderr)))
 }
+
+// doctorRun runs doctor and returns each check's status and its exit code.
+func doctorRun(t *testing.T, args ...string) (map[string]string, int) {
+	t.Helper()
+	out, stderr, err := runStatus(*rdmatraceBin, append([]string{"doctor", "-j"}, args...)...)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("doctor %v: %v", args, err)
+	}
+	var fs []map[string]any
+	if err := json.Unmarshal(out, &fs); err != nil {
+		t.Fatalf("doctor %v -j: %v\n%s%s", args, err, out, stderr)
+	}
+	got := map[string]string{}
+	for _, f := range fs {
+		got[str(f["check"])] = str(f["status"])
+		if f["status"] == "fail" {
+			t.Logf("doctor %v: %s: %s; fix: %s", args, f["check"], f["detail"], f["fix"])
+		}
+	}
+	return got, code
+}
+
+// wantOnlyFailure checks that exactly one check failed (none with "").
+func wantOnlyFailure(t *testing.T, what string, got map[string]string, code int, check string) {
+	t.Helper()
+	for k, v := range got {
+		if (v == "fail") != (k == check) {
+			t.Errorf("%s: %s is %s (want only %q to fail): %v", what, k, v, check, got)
+		}
+	}
+	if want := map[bool]int{true: 1, false: 0}[check != ""]; code != want {
+		t.Errorf("%s: exit status %d, want %d", what, code, want)
+	}
+}
+
+// TestDoctorNamesEachCauseMadeOnPurpose: doctor passes for a healthy
+// process, then each cause of "RDMA does not work here" is made once and
+// doctor must name that one: the device file mode, a memlock limit of 64
+// KiB, a namespace without a RoCE address, a port down.
+func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
+	needDevice(t)
+	got, code := doctorRun(t)
+	wantOnlyFailure(t, "doctor of itself", got, code, "")
+
+	start := func(attr *syscall.SysProcAttr, argv ...string) *exec.Cmd {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.SysProcAttr = attr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		time.Sleep(300 * time.Millisecond) // the shell has set its limit and exec'd
+		return cmd
+	}
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	sleeper := start(nobody, "sleep", "60")
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	got, code = doctorRun(t, "--pid", pid)
+	wantOnlyFailure(t, "a process of nobody", got, code, "")
+
+	uverbs, _ := filepath.Glob("/dev/infiniband/uverbs*")
+	if len(uverbs) == 0 {
+		t.Fatal("no /dev/infiniband/uverbs*")
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(uverbs[0], &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(uverbs[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, code = doctorRun(t, "--pid", pid)
+	_ = os.Chmod(uverbs[0], os.FileMode(st.Mode&0o777))
+	wantOnlyFailure(t, uverbs[0]+" mode 0600", got, code, "device-files")
+
+	limited := start(nil, "sh", "-c", "ulimit -l 64; exec sleep 60")
+	got, code = doctorRun(t, "--pid", strconv.Itoa(limited.Process.Pid))
+	wantOnlyFailure(t, "ulimit -l 64", got, code, "memlock")
+
+	isolated := start(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}, "sleep", "60")
+	got, code = doctorRun(t, "--pid", strconv.Itoa(isolated.Process.Pid))
+	wantOnlyFailure(t, "a network namespace without the RoCE address", got, code, "gid")
+
+	netdev := "veth0"
+	run(t, "ip", "link", "set", netdev, "down")
+	waitFor(t, 20*time.Second, device+" DOWN", func() bool {
+		b, _ := os.ReadFile("/sys/class/infiniband/" + device + "/ports/1/state")
+		return !strings.Contains(string(b), "ACTIVE")
+	})
+	got, code = doctorRun(t)
+	run(t, "ip", "link", "set", netdev, "up")
+	waitFor(t, 20*time.Second, device+" ACTIVE again", func() bool {
+		b, _ := os.ReadFile("/sys/class/infiniband/" + device + "/ports/1/state")
+		return strings.Contains(string(b), "ACTIVE")
+	})
+	// rxe_lo may be ACTIVE too when a test made it: then ports passes.
+	if _, err := os.Stat("/sys/class/infiniband/rxe_lo"); err == nil {
+		t.Logf("rxe_lo exists: the port check had an ACTIVE port: %v", got)
+	} else {
+		if got["gid"] == "fail" {
+			got["gid"] = "ok" // a netdev going down may take its GIDs along
+		}
+		wantOnlyFailure(t, netdev+" down", got, code, "ports")
+	}
+}

@@ -1,6 +1,6 @@
 // Package netns finds network namespaces by name, path or all of them, as
-// `ip netns` and lsns do: the named ones under /run/netns and every
-// distinct /proc/PID/ns/net.
+// `ip netns` and lsns do (the named ones under /run/netns and every
+// distinct /proc/PID/ns/net), and lists a namespace's addresses.
 package netns
 
 import (

@@ -76,3 +76,23 @@ func TestFindByNameAndPath(t *testing.T) {
 		t.Error("Find of nothing was accepted")
 	}
 }
+
+// Our own namespace has at least the loopback address.
+func TestAddrsOfOurNamespace(t *testing.T) {
+	addrs, err := Addrs("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if a.IsLoopback() {
+			return
+		}
+	}
+	t.Errorf("no loopback address among %v", addrs)
+}
+
+func TestDecodeAddrRefusesShortMessages(t *testing.T) {
+	if _, ok := decodeAddr([]byte{2, 24}); ok {
+		t.Error("a message shorter than ifaddrmsg gave an address")
+	}
+}

@@ -5,6 +5,7 @@ complete -c rdmatrace -f
 complete -c rdmatrace -n __fish_use_subcommand -s V -l version -d 'print the version'
 complete -c rdmatrace -n __fish_use_subcommand -a completion
 complete -c rdmatrace -n __fish_use_subcommand -a dev
+complete -c rdmatrace -n __fish_use_subcommand -a doctor
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
@@ -29,6 +30,17 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -a 'show'
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s o -l output -x -a 'table text json ndjson'
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l container
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l after
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-pid

@@ -22,7 +22,7 @@ _rdmatrace() {
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev leaks link parse ps res system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor leaks link parse ps res system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -32,6 +32,11 @@ _rdmatrace() {
         words="show"
         formats="table text json ndjson"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
+        ;;
+    doctor)
+        flags="--pid -p --container --after --json -j --output -o --help -h"
+        words=""
+        formats="text json ndjson"
         ;;
     leaks)
         flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --user --output --help -h"

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/doctor"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/launch"
+)
+
+func init() {
+	commands = append(commands, doctorCommand())
+}
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "check whether a process or container can use RDMA where it runs, and say how to fix what cannot",
+		ArgsUsage: "[--pid PID | --container ID | -- CMD [ARG...]]\n\n" +
+			"   Checks, for the process (rdmatrace itself when none is named): RDMA modules loaded;\n" +
+			"   devices visible in its network namespace; a port ACTIVE; /dev/infiniband/rdma_cm and\n" +
+			"   uverbsN present where it sees files and read-write for its uid or groups; device\n" +
+			"   cgroup programs on its cgroup; RLIMIT_MEMLOCK against what its MRs hold; a RoCE GID\n" +
+			"   for an address of its namespace. With -- CMD, CMD is started and checked once it has\n" +
+			"   run for --after (or, when it ended sooner, its context, which is ours).",
+		Description: "EXAMPLES:\n" +
+			"   rdmatrace doctor --pid 1234\n" +
+			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
+			"   rdmatrace doctor -j -- ib_write_lat -d rxe0\n\n" +
+			"EXIT STATUS:\n" + exitStatus("a check failed, or the process could not be read", ""),
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "pid", Aliases: []string{"p"}, Usage: "the process to check"},
+			&cli.StringFlag{Name: "container", Usage: "check a process of the container whose id starts with `ID` (its first, by pid)"},
+			&cli.DurationFlag{Name: "after", Value: 2 * time.Second, Usage: "with -- CMD: check it once it has run this long"},
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array: check, status, detail, fix (same as -o json)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText, Usage: "output format: text, json, ndjson"},
+		},
+		Action: runDoctor,
+	}
+}
+
+func runDoctor(c *cli.Context) error {
+	argv := c.Args().Slice()
+	targets := 0
+	for _, set := range []bool{c.IsSet("pid"), c.IsSet("container"), len(argv) > 0} {
+		if set {
+			targets++
+		}
+	}
+	if targets > 1 {
+		return usage(c, "name one of --pid, --container and -- CMD")
+	}
+	format := c.String("output")
+	if c.Bool("json") {
+		format = outJSON
+	}
+	if format != outText && format != outJSON && format != outNDJSON {
+		return usage(c, "unknown output format %q: valid formats are text, json, ndjson", format)
+	}
+	pid, note := os.Getpid(), ""
+	var prog *launch.Program
+	switch {
+	case c.IsSet("pid"):
+		pid = c.Int("pid")
+	case c.IsSet("container"):
+		id := c.String("container")
+		if len(id) < 4 {
+			return usage(c, "--container wants at least 4 characters of the id")
+		}
+		p, err := doctor.ContainerPID(id)
+		if err != nil {
+			return exitWith(1, err)
+		}
+		pid = p
+	case len(argv) > 0:
+		var err error
+		prog, err = launch.Start(launch.Options{Argv: argv, NoCgroup: true, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+		if err != nil {
+			return exitWith(1, fmt.Errorf("start %s: %w", argv[0], err))
+		}
+		done := make(chan error, 1)
+		go func() { done <- prog.Wait() }()
+		select {
+		case err := <-done:
+			note = fmt.Sprintf("%s ended (%s) before %v: its context, which is ours, was checked", argv[0], exitText(err), c.Duration("after"))
+			prog = nil
+		case <-time.After(c.Duration("after")):
+			pid = prog.Cmd.Process.Pid
+			defer func() { <-done }()
+		}
+	}
+	t, err := doctor.ReadTarget("/proc", pid)
+	if err != nil {
+		return exitWith(1, err)
+	}
+	fs := doctor.Check(t, doctor.Gather(t))
+	objs := make([]formats.Object, 0, len(fs))
+	failed := false
+	for _, f := range fs {
+		failed = failed || f.Status == doctor.Fail
+		objs = append(objs, findingObject(f))
+	}
+	if format == outText {
+		fmt.Printf("%s[%d]:\n", formats.Sanitize(t.Comm), t.PID)
+		if note != "" {
+			fmt.Println("  " + formats.Sanitize(note))
+		}
+		for _, f := range fs {
+			fmt.Printf("  %-4s %-14s%s\n", f.Status, f.Check, formats.Sanitize(f.Detail))
+			if f.Fix != "" && f.Status != doctor.Pass {
+				fmt.Printf("       %-14sfix: %s\n", "", formats.Sanitize(f.Fix))
+			}
+		}
+	} else if err := writeObjects(os.Stdout, format, false, objs, nil, nil); err != nil {
+		return err
+	}
+	if failed {
+		return exitWith(1, nil)
+	}
+	return nil
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+func findingObject(f doctor.Finding) formats.Object {
+	o := formats.Object{
+		{Key: "check", Kind: formats.Str, Str: f.Check},
+		{Key: "status", Kind: formats.Str, Str: strings.ToLower(f.Status.String())},
+		{Key: "detail", Kind: formats.Str, Str: f.Detail},
+	}
+	if f.Fix != "" && f.Status != doctor.Pass {
+		o = append(o, formats.Field{Key: "fix", Kind: formats.Str, Str: f.Fix})
+	}
+	return o
+}
