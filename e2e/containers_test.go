@@ -114,6 +114,19 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 		t.Errorf("res qp's table does not name the container docker:%s:\n%s", dockerID[:12], table)
 	}
 
+	// From a pid namespace of its own, rdmatrace sees none of the
+	// holder's objects (the kernel hides them) and says why.
+	inNS := exec.Command(*rdmatraceBin, "res", "qp", "lqpn", lqpn, "-j")
+	inNS.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	var nsOut, nsErr strings.Builder
+	inNS.Stdout, inNS.Stderr = &nsOut, &nsErr
+	if err := inNS.Run(); err != nil {
+		t.Errorf("res in a pid namespace: %v\n%s", err, nsErr.String())
+	}
+	if strings.TrimSpace(nsOut.String()) != "[]" || !strings.Contains(nsErr.String(), "pid namespace of its own") {
+		t.Errorf("res in a pid namespace printed %q and said %q; want [] and why", nsOut.String(), nsErr.String())
+	}
+
 	time.Sleep(time.Second) // the create event reaches the trace's output
 	created := false
 	for _, e := range tr.stop() {
@@ -314,7 +327,8 @@ func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
 	_ = os.Chmod(uverbs[0], os.FileMode(st.Mode&0o777))
 	wantOnlyFailure(t, uverbs[0]+" mode 0600", got, code, "device-files")
 
-	limited := start(nil, "sh", "-c", "ulimit -l 64; exec sleep 60")
+	// As nobody: root's CAP_IPC_LOCK lifts the limit (doctor says so).
+	limited := start(nobody, "sh", "-c", "ulimit -l 64; exec sleep 60")
 	got, code = doctorRun(t, "--pid", strconv.Itoa(limited.Process.Pid))
 	wantOnlyFailure(t, "ulimit -l 64", got, code, "memlock")
 

@@ -11,6 +11,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/netns"
 	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/proc"
 )
 
 // netnsFlag is --netns for the snapshot commands.
@@ -44,6 +45,7 @@ func snapshot(c *cli.Context, format string, gather func(*nldev.Client) listing)
 			return exitWith(1, l.missing)
 		}
 		warnHidden(cl, os.Stderr)
+		proc.WarnPIDNamespace(os.Stderr)
 		if err := writeObjects(os.Stdout, format, c.Bool("pretty"), l.objs, l.text, l.table); err != nil {
 			return err
 		}

@@ -84,6 +84,7 @@ func runPs(c *cli.Context) error {
 			}
 		}
 	}
+	proc.WarnPIDNamespace(os.Stderr)
 	rows := ps.Rows(all, &comms, "", unknown...)
 	places := proc.NewPlaceCache("", "")
 	for i := range rows {
