@@ -10,7 +10,7 @@ import (
 // EventKeys are the filter keys of traced events (trace and leaks), each
 // also a --filter-KEY flag. pid, comm and dev mean what they mean for
 // `rdmatrace res`; res is the resource type, event the kind of event.
-var EventKeys = []string{"comm", "dev", "event", "pid", "res"}
+var EventKeys = []string{"cgroup", "comm", "container", "dev", "event", "pid", "pod", "res"}
 
 // Events selects traced events by owner, device, type and kind.
 type Events struct {
@@ -19,6 +19,8 @@ type Events struct {
 	devs  map[string]bool
 	res   map[rdma.ResType]bool
 	kinds map[rdma.EventKind]bool
+	// places are the place keys' wanted values, by key.
+	places map[string][]string
 	// KernelOnly and UserOnly keep the objects of kernel modules, or of
 	// processes.
 	KernelOnly, UserOnly bool
@@ -29,7 +31,8 @@ type Events struct {
 // lists and ranges, names take comma lists. A key given twice takes the
 // union of its values.
 func ParseEvents(words []string) (*Events, error) {
-	f := &Events{comms: map[string]bool{}, devs: map[string]bool{}, res: map[rdma.ResType]bool{}, kinds: map[rdma.EventKind]bool{}}
+	f := &Events{comms: map[string]bool{}, devs: map[string]bool{}, res: map[rdma.ResType]bool{}, kinds: map[rdma.EventKind]bool{},
+		places: map[string][]string{}}
 	if len(words)%2 == 1 {
 		t, err := rdma.ParseResType(words[0])
 		if err != nil {
@@ -79,6 +82,8 @@ func ParseEvents(words []string) (*Events, error) {
 					f.kinds[k] = true
 				}
 			}
+		case "cgroup", "container", "pod":
+			f.places[name] = append(f.places[name], parts...)
 		default:
 			return nil, fmt.Errorf("unknown event filter %q: valid filters are %s", words[i], strings.Join(EventKeys, ", "))
 		}
@@ -104,6 +109,12 @@ func (f *Events) Match(e *rdma.Event) bool {
 	if len(f.kinds) > 0 && !f.kinds[e.Kind] {
 		return false
 	}
+	for name, wants := range f.places {
+		v, ok := placeValue(name, e.Owner.Place)
+		if !ok || !anyWithin(name, v, wants) {
+			return false
+		}
+	}
 	if f.KernelOnly && e.Owner.KernName == "" {
 		return false
 	}
@@ -116,6 +127,15 @@ func (f *Events) Match(e *rdma.Event) bool {
 func inRanges(rs []numRange, v uint64) bool {
 	for _, r := range rs {
 		if v >= r.lo && v <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+func anyWithin(name, v string, wants []string) bool {
+	for _, w := range wants {
+		if placeWithin(name, v, w) {
 			return true
 		}
 	}

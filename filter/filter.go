@@ -46,6 +46,9 @@ type key struct {
 	valid  func(s string) error
 	isLink bool
 	addr   bool // compare as IP addresses, not text
+	// within, when set, says whether a value is selected by a wanted one
+	// (a prefix, a subtree) instead of equality.
+	within func(v, want string) bool
 }
 
 func has(r *rdma.Resource, f rdma.Field) bool { return r.Has&f != 0 }
@@ -118,6 +121,15 @@ var keysByType = map[rdma.ResType][]*key{
 		numKey("srqn", rdma.HasSRQN, func(r *rdma.Resource) uint64 { return uint64(r.SRQN) }),
 		enumKey("type", rdma.HasSRQType, func(r *rdma.Resource) string { return r.SRQType.String() }, validator(rdma.ParseSRQType)),
 		keyPDN, keyCQN, keyLQPN},
+}
+
+func init() {
+	// Where the owner runs: every type has an owner.
+	for t := range keysByType {
+		for _, name := range PlaceKeys {
+			keysByType[t] = append(keysByType[t], placeKey(name))
+		}
+	}
 }
 
 func validAddr(s string) error {
@@ -308,6 +320,12 @@ func (t *term) match(r *rdma.Resource) bool {
 		for _, s := range t.strs {
 			if t.key.addr {
 				if a, err := parseAddr(s); err == nil && a == v {
+					return true
+				}
+				continue
+			}
+			if t.key.within != nil {
+				if t.key.within(v, s) {
 					return true
 				}
 				continue

@@ -11,11 +11,14 @@ import (
 
 // filterUsage says what each --filter-KEY takes.
 var filterUsage = map[string]string{
-	"pid":   "only objects owned by these PIDs (comma list, ranges: 1234,2000-2100)",
-	"comm":  "only objects whose owner has one of these names (comma list; kernel module names too)",
-	"dev":   "only these devices (comma list)",
-	"res":   "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)",
-	"event": "only these events (create, destroy, modify, cm_event_handler, ..., or cm)",
+	"pid":       "only objects owned by these PIDs (comma list, ranges: 1234,2000-2100)",
+	"comm":      "only objects whose owner has one of these names (comma list; kernel module names too)",
+	"dev":       "only these devices (comma list)",
+	"res":       "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)",
+	"event":     "only these events (create, destroy, modify, cm_event_handler, ..., or cm)",
+	"cgroup":    "only objects whose owner is in these cgroup v2 paths or below them (comma list: /kubepods.slice)",
+	"container": "only objects whose owner is in these containers (comma list of ids or their first characters)",
+	"pod":       "only objects whose owner is in these Kubernetes pods (comma list of pod UIDs)",
 }
 
 // filterFlags are the --filter-KEY flags for keys (and --pid, -p with

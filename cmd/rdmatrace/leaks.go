@@ -37,7 +37,7 @@ const tickInterval = 250 * time.Millisecond
 
 // leaksFilterKeys are leaks' filter keys: not event, which would hide the
 // destroys that end a resource's life.
-var leaksFilterKeys = []string{"pid", "comm", "dev", "res"}
+var leaksFilterKeys = []string{"pid", "comm", "dev", "res", "cgroup", "container", "pod"}
 
 func leaksCommand() *cli.Command {
 	return &cli.Command{

@@ -30,7 +30,7 @@ legacy dumps arrive in: one device file, cat of several, grep -H/-r output,
 head/tail output, with CRLF, tabs or a truncated last line. The kind of each
 input is told by its content.
 
-` + filterHelp(resFilterFlagKeys...) + `   With -f, every filter of rdmatrace res cm_id (and qp, for rdma res qp input).
+` + filterHelp(parseFilterFlagKeys...) + `   With -f, every filter of rdmatrace res cm_id (and qp, for rdma res qp input).
 
 EXAMPLES:
    rdmatrace parse /sys/kernel/debug/rdma_cm/*      # a live legacy dump
@@ -46,7 +46,7 @@ EXIT STATUS:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or ndjson (both one object a line), legacy"},
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records matching `EXPR`, with the filters of `rdmatrace res cm_id` (e.g. 'state LISTEN ps TCP src-port 7174')"},
 			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); every output shows all a record has already"},
-		}, filterFlags(false, resFilterFlagKeys...)...),
+		}, filterFlags(false, parseFilterFlagKeys...)...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return exitWith(2, err) },
 		Action:       runParse,
 	}
@@ -78,7 +78,7 @@ func runParse(c *cli.Context) error {
 	default:
 		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, ndjson, legacy", out))
 	}
-	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...))
+	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -261,3 +261,7 @@ func (s *legacySink) close() error {
 	}
 	return s.w.Flush()
 }
+
+// parseFilterFlagKeys are res's --filter-KEY flags that a saved dump can
+// answer: it records no cgroup, container or pod.
+var parseFilterFlagKeys = []string{"pid", "comm", "dev"}

@@ -63,6 +63,7 @@ func runPs(c *cli.Context) error {
 	defer cl.Close()
 	devs, derr := cl.Devices()
 	var comms proc.CommCache
+	places := proc.NewPlaceCache("", "")
 	var all []rdma.Resource
 	errs := []error{derr}
 	var unknown []rdma.ResType
@@ -78,6 +79,7 @@ func runPs(c *cli.Context) error {
 		for i := range rs {
 			if !rs[i].Owner.Kernel() {
 				rs[i].Owner.Comm = comms.Comm(rs[i].Owner.PID)
+				rs[i].Owner.Place = places.Place(rs[i].Owner.PID, 0)
 			}
 			if f.Match(&rs[i]) {
 				all = append(all, rs[i])
@@ -86,7 +88,6 @@ func runPs(c *cli.Context) error {
 	}
 	proc.WarnPIDNamespace(os.Stderr)
 	rows := ps.Rows(all, &comms, "", unknown...)
-	places := proc.NewPlaceCache("", "")
 	for i := range rows {
 		if rows[i].Module == "" {
 			rows[i].Place = places.Place(rows[i].PID, 0)

@@ -269,9 +269,9 @@ func linkCommand() *cli.Command {
 	}
 }
 
-// resFilterFlagKeys are the --filter-KEY flags of res (and parse): the
-// keys every resource type has; the others are iproute2 words only.
-var resFilterFlagKeys = []string{"pid", "comm", "dev"}
+// resFilterFlagKeys are the --filter-KEY flags of res and ps: the keys
+// every resource type has; the others are iproute2 words only.
+var resFilterFlagKeys = []string{"pid", "comm", "dev", "cgroup", "container", "pod"}
 
 func resCommand() *cli.Command {
 	return &cli.Command{
@@ -365,11 +365,9 @@ func resources(cl *nldev.Client, t rdma.ResType, devs []rdma.Device, f *filter.F
 		r := &rs[i]
 		if !r.Owner.Kernel() {
 			r.Owner.Comm = comms.Comm(r.Owner.PID)
+			r.Owner.Place = places.Place(r.Owner.PID, 0) // before Match: cgroup, container and pod filter on it
 		}
 		if f.Match(r) {
-			if !r.Owner.Kernel() {
-				r.Owner.Place = places.Place(r.Owner.PID, 0)
-			}
 			kept = append(kept, *r)
 		}
 	}

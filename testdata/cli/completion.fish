@@ -47,6 +47,9 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-comm
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-dev
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-res
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-cgroup
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-container
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-pod
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l kernel-only
@@ -107,6 +110,9 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s o
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-comm
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-dev
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-cgroup
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-container
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-pod
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s d
@@ -127,17 +133,20 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s d
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-comm
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-dev
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-cgroup
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-container
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l filter-pod
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -a 'show pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cm_id' -a 'cm-idn comm dev dev-type dst-addr dst-port link lqpn pid ps qp-type src-addr src-port state'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cq' -a 'comm cqn ctxn dev pid poll-ctx users'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from ctx' -a 'comm ctxn dev pid'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from mr' -a 'comm dev lkey mrlen mrn pdn pid rkey'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from pd' -a 'comm ctxn dev pdn pid users'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from qp' -a 'comm dev link lqpn path-mig-state pdn pid rq-psn rqpn sq-psn state type'
-complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from srq' -a 'comm cqn dev lqpn pdn pid srqn type'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cm_id' -a 'cgroup cm-idn comm container dev dev-type dst-addr dst-port link lqpn pid pod ps qp-type src-addr src-port state'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cq' -a 'cgroup comm container cqn ctxn dev pid pod poll-ctx users'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container ctxn dev pid pod'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev lkey mrlen mrn pdn pid pod rkey'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from pd' -a 'cgroup comm container ctxn dev pdn pid pod users'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type'
+complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from srq' -a 'cgroup comm container cqn dev lqpn pdn pid pod srqn type'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev ps' -a 'TCP UDP IB IPoIB'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev qp-type' -a 'SMI GSI RC UC UD RAW_IPV6 RAW_ETHERTYPE RAW_PACKET XRC_INI XRC_TGT DRIVER'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev state' -a 'IDLE ADDR_QUERY ADDR_RESOLVED ROUTE_QUERY ROUTE_RESOLVED CONNECT DISCONNECT ADDR_BOUND LISTEN DEVICE_REMOVAL DESTROYING'
@@ -184,14 +193,14 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-snapshot
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s h
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -a 'pd cq qp cm_id mr ctx srq comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from cm_id' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from cq' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from ctx' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from mr' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from pd' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from qp' -a 'comm dev event pid res'
-complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from srq' -a 'comm dev event pid res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from cm_id' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from cq' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from pd' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_subcommand_from srq' -a 'cgroup comm container dev event pid pod res'
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'

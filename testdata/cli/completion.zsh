@@ -39,7 +39,7 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --user --output --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --user --output --help -h"
         words=""
         ;;
     link)
@@ -54,12 +54,12 @@ _rdmatrace() {
         formats="table json ndjson legacy"
         ;;
     ps)
-        flags="--json -j --pretty -p --output -o --filter-pid --filter-comm --filter-dev --pid --details -d --help -h"
+        flags="--json -j --pretty -p --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid --details -d --help -h"
         words=""
         formats="table json ndjson"
         ;;
     res | resource)
-        flags="--json -j --pretty -p --output -o --netns --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
+        flags="--json -j --pretty -p --output -o --netns --filter -f --details -d --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid --help -h"
         words="show pd cq qp cm_id mr ctx srq"
         formats="table text json ndjson legacy"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
@@ -74,13 +74,13 @@ _rdmatrace() {
         srq:type) COMPREPLY=($(compgen -W "BASIC XRC TM" -- "$cur")); return ;;
         esac
         case $typ in
-        cm_id) words="cm-idn comm dev dev-type dst-addr dst-port link lqpn pid ps qp-type src-addr src-port state" ;;
-        cq) words="comm cqn ctxn dev pid poll-ctx users" ;;
-        ctx) words="comm ctxn dev pid" ;;
-        mr) words="comm dev lkey mrlen mrn pdn pid rkey" ;;
-        pd) words="comm ctxn dev pdn pid users" ;;
-        qp) words="comm dev link lqpn path-mig-state pdn pid rq-psn rqpn sq-psn state type" ;;
-        srq) words="comm cqn dev lqpn pdn pid srqn type" ;;
+        cm_id) words="cgroup cm-idn comm container dev dev-type dst-addr dst-port link lqpn pid pod ps qp-type src-addr src-port state" ;;
+        cq) words="cgroup comm container cqn ctxn dev pid pod poll-ctx users" ;;
+        ctx) words="cgroup comm container ctxn dev pid pod" ;;
+        mr) words="cgroup comm container dev lkey mrlen mrn pdn pid pod rkey" ;;
+        pd) words="cgroup comm container ctxn dev pdn pid pod users" ;;
+        qp) words="cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type" ;;
+        srq) words="cgroup comm container cqn dev lqpn pdn pid pod srqn type" ;;
         esac
         ;;
     system)
@@ -90,16 +90,16 @@ _rdmatrace() {
         ;;
     trace)
         flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --verbose -v --no-snapshot --follow-pid --help -h"
-        words="pd cq qp cm_id mr ctx srq comm dev event pid res"
+        words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         formats="text json ndjson"
         case $typ in
-        cm_id) words="comm dev event pid res" ;;
-        cq) words="comm dev event pid res" ;;
-        ctx) words="comm dev event pid res" ;;
-        mr) words="comm dev event pid res" ;;
-        pd) words="comm dev event pid res" ;;
-        qp) words="comm dev event pid res" ;;
-        srq) words="comm dev event pid res" ;;
+        cm_id) words="cgroup comm container dev event pid pod res" ;;
+        cq) words="cgroup comm container dev event pid pod res" ;;
+        ctx) words="cgroup comm container dev event pid pod res" ;;
+        mr) words="cgroup comm container dev event pid pod res" ;;
+        pd) words="cgroup comm container dev event pid pod res" ;;
+        qp) words="cgroup comm container dev event pid pod res" ;;
+        srq) words="cgroup comm container dev event pid pod res" ;;
         esac
         ;;
     esac
