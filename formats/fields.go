@@ -21,6 +21,7 @@ const (
 	Secs                // a duration: milliseconds in Num, a JSON number of seconds ("1.5"), "1.5s" in text
 	Time                // a time: Unix nanoseconds in Num, RFC 3339 with nanoseconds in UTC (formatted on output: no allocation)
 	Micros              // a duration: nanoseconds in Num, a JSON number of microseconds ("12.345"), "12.345us" in text
+	NumList             // a JSON array of numbers, List holding them in decimal (a counter's QPs)
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -49,7 +50,7 @@ func (f *Field) Text() string {
 		return timeOf(f.Num).Format(time.RFC3339Nano)
 	case Micros:
 		return string(appendSecs(nil, f.Num)) + "us"
-	case StrList:
+	case StrList, NumList:
 		s := ""
 		for i, v := range f.List {
 			if i > 0 {

@@ -47,6 +47,15 @@ func AppendJSON(b []byte, o Object) []byte {
 				b = AppendJSONString(b, s)
 			}
 			b = append(b, ']')
+		case NumList: // made from numbers by this package: written as they are
+			b = append(b, '[')
+			for j, s := range f.List {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, s...)
+			}
+			b = append(b, ']')
 		default:
 			b = AppendJSONString(b, f.Str)
 		}

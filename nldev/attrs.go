@@ -22,6 +22,7 @@ const (
 	cmdResCQGet   = 12
 	cmdResMRGet   = 13
 	cmdResPDGet   = 14
+	cmdStatGet    = 17
 	cmdResCTXGet  = 22
 	cmdResSRQGet  = 23
 )
@@ -86,6 +87,16 @@ const (
 	attrResCTXN             = 64
 	attrSysNetNSMode        = 66 // u8: 0 exclusive, 1 shared
 	attrDevProtocol         = 67
+	attrStatMode            = 74 // u32: enum rdma_nl_counter_mode
+	attrStatRes             = 75 // u32: the resource's attribute (attrResQP)
+	attrStatAutoModeMask    = 76 // u32: enum rdma_nl_counter_mask
+	attrStatCounter         = 77 // nested
+	attrStatCounterEntry    = 78 // nested
+	attrStatCounterID       = 79 // u32
+	attrStatHWCounters      = 80 // nested
+	attrStatHWCounterEntry  = 81 // nested
+	attrStatHWCounterName   = 82 // string
+	attrStatHWCounterValue  = 83 // u64
 	attrDevDIM              = 84
 	attrResCTX              = 86
 	attrResCTXEntry         = 87

@@ -211,3 +211,42 @@ type System struct {
 	PrivilegedQKey *bool // only CAP_NET_RAW may use the privileged Q_Key
 	Monitor        *bool // the kernel sends device events (Linux 6.12+)
 }
+
+// Counter is one named statistic counter.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// PortStats is a port's counters (`rdma statistic show`): the device's
+// hardware counters and the kernel's own.
+type PortStats struct {
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	Counters []Counter
+}
+
+// QPCounterMode is how a port binds QPs to counters (`rdma statistic qp
+// mode`): Auto with the criteria of Mask, or not (manual binding).
+type QPCounterMode struct {
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	Auto     bool
+	ByType   bool // auto: one counter per QP type
+	ByPID    bool // auto: one counter per process
+}
+
+// QPCounter is a counter bound to QPs (`rdma statistic qp show`).
+type QPCounter struct {
+	DevIndex uint32
+	DevName  string
+	Port     uint32
+	ID       uint32 // cntn
+	QPType   QPType
+	HasType  bool
+	Owner    Owner
+	Counters []Counter
+	LQPNs    []uint32
+}

@@ -11,6 +11,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
 complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
+complete -c rdmatrace -n __fish_use_subcommand -a stat
 complete -c rdmatrace -n __fish_use_subcommand -a system
 complete -c rdmatrace -n __fish_use_subcommand -a trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from completion' -l help
@@ -157,6 +158,16 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_s
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from srq; and __rdmatrace_prev type' -a 'BASIC XRC TM'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s o -l output -x -a 'table text json ndjson legacy'
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l pretty
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l netns
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s o -l output -x -a 'table text json ndjson'
 complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from system' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from system' -l pretty

@@ -22,7 +22,7 @@ _rdmatrace() {
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor leaks link parse ps res system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor leaks link parse ps res stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -82,6 +82,11 @@ _rdmatrace() {
         qp) words="cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type" ;;
         srq) words="cgroup comm container cqn dev lqpn pdn pid pod srqn type" ;;
         esac
+        ;;
+    stat | statistic)
+        flags="--json -j --pretty -p --output -o --netns --help -h"
+        words=""
+        formats="table text json ndjson"
         ;;
     system)
         flags="--json -j --pretty -p --output -o --help -h"
