@@ -58,9 +58,9 @@ func render(fs []Finding) string {
 func TestEachCheckFailsOnPurposeGolden(t *testing.T) {
 	var out bytes.Buffer
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(*Target, *View)
-		check string
+		check  string
 	}{
 		{"healthy", func(*Target, *View) {}, ""},
 		{"modules", func(_ *Target, v *View) { v.Modules["rdma_ucm"] = false }, "modules"},

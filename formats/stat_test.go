@@ -9,10 +9,10 @@ import (
 )
 
 func TestStatGolden(t *testing.T) {
-	ports := []rdma.PortStats{{DevIndex: 1, DevName: "rxe0", Port: 1, Counters: []rdma.Counter{{"sent_pkts", 124}, {"rcvd_pkts", 120}, {"duplicate_request", 0}}}}
+	ports := []rdma.PortStats{{DevIndex: 1, DevName: "rxe0", Port: 1, Counters: []rdma.Counter{{Name: "sent_pkts", Value: 124}, {Name: "rcvd_pkts", Value: 120}, {Name: "duplicate_request", Value: 0}}}}
 	modes := []rdma.QPCounterMode{{DevName: "rxe0", Port: 1}, {DevName: "mlx5_0", Port: 1, Auto: true, ByType: true, ByPID: true}}
 	qcs := []rdma.QPCounter{{DevName: "rxe0", Port: 1, ID: 4, QPType: rdma.QPTypeRC, HasType: true, Owner: rdma.Owner{PID: 812, Comm: "rping"},
-		Counters: []rdma.Counter{{"sent_pkts", 5}}, LQPNs: []uint32{17, 18}}}
+		Counters: []rdma.Counter{{Name: "sent_pkts", Value: 5}}, LQPNs: []uint32{17, 18}}}
 	var out bytes.Buffer
 	nd := NewNDJSONWriter(&out)
 	for i := range ports {
