@@ -127,9 +127,9 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 		t.Errorf("res qp's table does not name the container docker:%s:\n%s", dockerID[:12], table)
 	}
 
-	// From a pid namespace of its own, rdmatrace sees none of the
-	// holder's objects (6.12) or sees them without an owner (6.1): the
-	// kernel hides them. It must say why.
+	// From a pid namespace of its own, rdmatrace sees the holder's objects
+	// without an owner (6.1 and 6.12): the kernel hides who holds them.
+	// It must say why.
 	inNS := exec.Command(*rdmatraceBin, "res", "qp", "lqpn", lqpn, "-j")
 	inNS.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	var nsOut, nsErr strings.Builder

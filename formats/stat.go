@@ -47,13 +47,14 @@ func QPCounterModeObject(m *rdma.QPCounterMode) Object {
 		}
 		mode += " on"
 	}
-	return Object{}.str("ifname", m.DevName).num("port", uint64(m.Port)).str("mode", mode)
+	// print_link: ifindex, ifname, port.
+	return Object{}.num("ifindex", uint64(m.DevIndex)).str("ifname", m.DevName).num("port", uint64(m.Port)).str("mode", mode)
 }
 
 // QPCounterObject is `rdma -j statistic qp show`'s: the counter, its QP
 // type and owner, its counters by name, and its QPs.
 func QPCounterObject(c *rdma.QPCounter) Object {
-	o := Object{}.str("ifname", c.DevName).num("port", uint64(c.Port)).num("cntn", uint64(c.ID))
+	o := Object{}.num("ifindex", uint64(c.DevIndex)).str("ifname", c.DevName).num("port", uint64(c.Port)).num("cntn", uint64(c.ID))
 	if c.HasType {
 		o = o.str("qp-type", c.QPType.String())
 	}

@@ -11,9 +11,9 @@ import (
 const initialPIDNS = 0xEFFFFFFC
 
 // OwnPIDNamespace says whether the process runs in a pid namespace other
-// than the host's: then the kernel hides from it the owners of objects of
-// processes it cannot see (Linux 6.1) or the objects themselves (6.12),
-// and gives pids as seen from there.
+// than the host's: then the kernel lists the objects of processes it
+// cannot see without their owners, and gives pids as seen from there
+// (rdma_is_visible_in_pid_ns; seen on 6.1 and 6.12).
 func OwnPIDNamespace(root string) bool {
 	if root == "" {
 		root = "/proc"
@@ -26,7 +26,7 @@ func OwnPIDNamespace(root string) bool {
 }
 
 // PIDNamespaceNote is what the snapshot commands say when OwnPIDNamespace.
-const PIDNamespaceNote = "rdmatrace runs in a pid namespace of its own: the kernel hides the objects of processes outside it (or, on older kernels, their owners) and gives pids as seen there; run it in the host's (hostPID: true, or nsenter -t 1 -p) to see every owner"
+const PIDNamespaceNote = "rdmatrace runs in a pid namespace of its own: the kernel hides who owns the objects of processes outside it and gives pids as seen there; run it in the host's (hostPID: true, or nsenter -t 1 -p) to see every owner"
 
 // WarnPIDNamespace writes PIDNamespaceNote to w when it applies.
 func WarnPIDNamespace(w *os.File) {

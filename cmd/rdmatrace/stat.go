@@ -105,8 +105,9 @@ func runStat(c *cli.Context) error {
 		}
 		text := func(tw *formats.TextWriter, i int) error {
 			o := objs[i]
-			lead := "link " + o[0].Str + "/" + strconv.FormatUint(o[1].Num, 10)
-			return tw.Object(lead, o, "ifname", "port")
+			name, _ := o.Get("ifname")
+			port, _ := o.Get("port")
+			return tw.Object("link "+name.Str+"/"+port.Text(), o, "ifindex", "ifname", "port")
 		}
 		if table == nil {
 			table = func() *formats.Table { return objectTable(objs) }
