@@ -111,3 +111,28 @@ func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 		t.Fatalf("Place after the cgroup appeared = %+v, want Slurm's 42.3", p)
 	}
 }
+
+// BenchmarkPlaceCached is what every traced event with an owner pays: a
+// cached answer (the tracer's Run looks each event's owner up).
+func BenchmarkPlaceCached(b *testing.B) {
+	c := NewPlaceCache("", "")
+	pid := uint32(os.Getpid())
+	c.Place(pid, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.Place(pid, 0) == nil {
+			b.Fatal("no place for ourselves")
+		}
+	}
+}
+
+// BenchmarkPlaceFirst is a process's first event: /proc read and parsed.
+func BenchmarkPlaceFirst(b *testing.B) {
+	pid := uint32(os.Getpid())
+	b.ReportAllocs()
+	for b.Loop() {
+		if NewPlaceCache("", "").Place(pid, 0) == nil {
+			b.Fatal("no place for ourselves")
+		}
+	}
+}
