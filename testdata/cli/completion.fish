@@ -6,6 +6,7 @@ complete -c rdmatrace -n __fish_use_subcommand -s V -l version -d 'print the ver
 complete -c rdmatrace -n __fish_use_subcommand -a completion
 complete -c rdmatrace -n __fish_use_subcommand -a dev
 complete -c rdmatrace -n __fish_use_subcommand -a doctor
+complete -c rdmatrace -n __fish_use_subcommand -a exporter
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
@@ -42,6 +43,16 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s o
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s o -l output -x -a 'text json ndjson'
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l listen
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l top
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l no-trace
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ring-size
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l fallback
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ready-file
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l verbose
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -s v
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l filter-pid

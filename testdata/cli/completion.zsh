@@ -22,7 +22,7 @@ _rdmatrace() {
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor leaks link parse ps res stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ps res stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -37,6 +37,10 @@ _rdmatrace() {
         flags="--pid -p --container --after --json -j --output -o --help -h"
         words=""
         formats="text json ndjson"
+        ;;
+    exporter)
+        flags="--listen --top --no-trace --ring-size --fallback --ready-file --verbose -v --help -h"
+        words=""
         ;;
     leaks)
         flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --user --output --help -h"

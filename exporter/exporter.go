@@ -1,0 +1,248 @@
+// Package exporter serves RDMA metrics to Prometheus: what exists now
+// (read from netlink at each scrape, so a gauge is never stale) and what
+// happened (counted from the tracer's events). It is a collector for the
+// official client library, not an aggregator: Prometheus stores, sums and
+// alerts.
+package exporter
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// Snapshot is what a scrape reads from the kernel.
+type Snapshot struct {
+	Devices   []rdma.Device
+	Ports     []rdma.Port
+	Resources []rdma.Resource // every type; owners named (Comm) and placed
+	Stats     []rdma.PortStats
+	// Errors are the parts that could not be read; each is counted in
+	// rdmatrace_scrape_errors_total, the rest is still served.
+	Errors []error
+}
+
+// Source reads a Snapshot (nldev in the binary, fixed data in tests).
+type Source func() Snapshot
+
+// Exporter is a prometheus.Collector of the snapshot metrics plus the
+// event counters that Event feeds.
+type Exporter struct {
+	source Source
+	topN   int
+
+	mu           sync.Mutex
+	born         map[uint64]time.Time // a CM_ID's or QP's creation, by kernel address
+	creates      *prometheus.CounterVec
+	destroys     *prometheus.CounterVec
+	transitions  *prometheus.CounterVec
+	cmEvents     *prometheus.CounterVec
+	setup        prometheus.Histogram
+	qpLife       prometheus.Histogram
+	scrapeErrors prometheus.Counter
+
+	resources, byOwner, qps, portActive, portCounter *prometheus.Desc
+}
+
+// maxBorn bounds the creation times kept for the histograms: objects
+// whose destroy was never seen (a missed event) must not grow it forever.
+const maxBorn = 1 << 16
+
+// New makes an exporter that reads source at each scrape and keeps, per
+// device and type, the topN owners with most objects (the rest summed as
+// owner="other"): the worst case is devices × 7 types × (topN+1) series
+// for rdma_resources_by_owner.
+func New(source Source, topN int) *Exporter {
+	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}}
+	x.creates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_creates_total",
+		Help: "RDMA objects created, by device and type (from the tracer)."}, []string{"device", "type"})
+	x.destroys = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_destroys_total",
+		Help: "RDMA objects destroyed, by device and type (from the tracer)."}, []string{"device", "type"})
+	x.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_qp_transitions_total",
+		Help: "QP state changes, by device and the state entered (ERR: a QP failed)."}, []string{"device", "state"})
+	x.cmEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_cm_events_total",
+		Help: "rdma_cm events delivered, by event and status name (REJECTED, UNREACHABLE, ADDR_ERROR ...)."}, []string{"event", "status"})
+	x.setup = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_cm_connection_setup_seconds",
+		Help:    "From a CM_ID's creation to its ESTABLISHED event.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
+	x.qpLife = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_qp_lifetime_seconds",
+		Help:    "From a QP's creation to its destruction.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 14)})
+	x.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "rdmatrace_scrape_errors_total",
+		Help: "Parts of the RDMA state that a scrape could not read (the rest was served)."})
+	x.resources = prometheus.NewDesc("rdma_resources", "Live RDMA objects, by device and type (from netlink at the scrape).",
+		[]string{"device", "type"}, nil)
+	x.byOwner = prometheus.NewDesc("rdma_resources_by_owner",
+		"Live RDMA objects by owner: the top owners per device and type by count, the rest as owner=\"other\".",
+		[]string{"device", "type", "owner", "container"}, nil)
+	x.qps = prometheus.NewDesc("rdma_qps", "Live QPs by device and state.", []string{"device", "state"}, nil)
+	x.portActive = prometheus.NewDesc("rdma_port_active", "1 when the port is ACTIVE.", []string{"device", "port"}, nil)
+	x.portCounter = prometheus.NewDesc("rdma_port_stat_total", "A port's counters, by the name `rdma statistic show` gives them.",
+		[]string{"device", "port", "stat"}, nil)
+	return x
+}
+
+// Register adds the exporter's metrics to reg.
+func (x *Exporter) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Describe is for prometheus.Collector.
+func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter} {
+		ch <- d
+	}
+}
+
+// Collect reads the kernel's state now.
+func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
+	s := x.source()
+	x.scrapeErrors.Add(float64(len(s.Errors)))
+	type devType struct{ dev, typ string }
+	counts := map[devType]int{}
+	type owner struct{ name, container string }
+	owners := map[devType]map[owner]int{}
+	qps := map[[2]string]int{}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		k := devType{r.DevName, r.Type.String()}
+		counts[k]++
+		o := owner{name: ownerName(&r.Owner)}
+		if p := r.Owner.Place; p != nil {
+			o.container = p.ContainerID
+		}
+		if owners[k] == nil {
+			owners[k] = map[owner]int{}
+		}
+		owners[k][o]++
+		if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
+			qps[[2]string{r.DevName, r.QPState.String()}]++
+		}
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(x.resources, prometheus.GaugeValue, float64(n), k.dev, k.typ)
+		type ranked struct {
+			o owner
+			n int
+		}
+		var rs []ranked
+		for o, n := range owners[k] {
+			rs = append(rs, ranked{o, n})
+		}
+		slices.SortFunc(rs, func(a, b ranked) int {
+			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.o.name, b.o.name), cmp.Compare(a.o.container, b.o.container))
+		})
+		other := 0
+		for i, r := range rs {
+			if i >= x.topN {
+				other += r.n
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(x.byOwner, prometheus.GaugeValue, float64(r.n), k.dev, k.typ, r.o.name, r.o.container)
+		}
+		if other > 0 {
+			ch <- prometheus.MustNewConstMetric(x.byOwner, prometheus.GaugeValue, float64(other), k.dev, k.typ, "other", "")
+		}
+	}
+	for k, n := range qps {
+		ch <- prometheus.MustNewConstMetric(x.qps, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for _, p := range s.Ports {
+		v := 0.0
+		if p.State.String() == "ACTIVE" {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(x.portActive, prometheus.GaugeValue, v, p.DevName, strconv.FormatUint(uint64(p.Port), 10))
+	}
+	for _, st := range s.Stats {
+		port := strconv.FormatUint(uint64(st.Port), 10)
+		for _, c := range st.Counters {
+			ch <- prometheus.MustNewConstMetric(x.portCounter, prometheus.CounterValue, float64(c.Value), st.DevName, port, c.Name)
+		}
+	}
+}
+
+// ownerName is how an owner is labelled: its comm, or [module] for the
+// kernel's, as the tables print them.
+func ownerName(o *rdma.Owner) string {
+	if o.KernName != "" {
+		return "[" + o.KernName + "]"
+	}
+	if o.Comm == "" {
+		return "pid " + strconv.FormatUint(uint64(o.PID), 10)
+	}
+	return o.Comm
+}
+
+// Event counts one traced event.
+func (x *Exporter) Event(e *rdma.Event) {
+	if !e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasCM) {
+		return
+	}
+	dev, typ := e.DevName, e.Res.String()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch e.Kind {
+	case rdma.EvCreate:
+		x.creates.WithLabelValues(dev, typ).Inc()
+		if e.Obj != 0 && (e.Res == rdma.ResQP || e.Res == rdma.ResCMID) {
+			if len(x.born) >= maxBorn {
+				clear(x.born)
+			}
+			x.born[e.Obj] = e.Time
+		}
+	case rdma.EvDestroy:
+		x.destroys.WithLabelValues(dev, typ).Inc()
+		if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+			if e.Res == rdma.ResQP {
+				x.qpLife.Observe(e.Time.Sub(t).Seconds())
+			}
+			delete(x.born, e.Obj)
+		}
+	case rdma.EvModify:
+		if e.Res == rdma.ResQP && e.Has(rdma.EvHasState) {
+			x.transitions.WithLabelValues(dev, e.StateName(false)).Inc()
+		}
+	}
+	if e.Kind == rdma.EvCMEventHandler && e.Has(rdma.EvHasCM) { // delivered; cm_event_done is the same event
+		status := rdma.CMStatusName(e.CMEvent, e.Status)
+		if status == "" {
+			status = strconv.Itoa(int(e.Status)) // 0: success
+		}
+		x.cmEvents.WithLabelValues(e.CMEvent.String(), status).Inc()
+		if e.CMEvent.String() == "ESTABLISHED" {
+			if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+				x.setup.Observe(e.Time.Sub(t).Seconds())
+			}
+		}
+	}
+}
+
+// RegisterTracer adds the tracer's health: hooks attached and skipped,
+// events the kernel could not queue.
+func RegisterTracer(reg prometheus.Registerer, attached, skipped int, drops func() uint64) error {
+	hooks := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rdmatrace_hooks",
+		Help: "The tracer's hooks, by whether they are attached."}, []string{"state"})
+	hooks.WithLabelValues("attached").Set(float64(attached))
+	hooks.WithLabelValues("skipped").Set(float64(skipped))
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_events_dropped_total",
+		Help: "Events the kernel could not queue for the tracer (the ring buffer was full)."},
+		func() float64 { return float64(drops()) })
+	for _, c := range []prometheus.Collector{hooks, dropped} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package exporter
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+// snapshot is rxe0 with a kernel GSI QP, two rping processes (one in a
+// container) and five ib_write_bw QPs, so that with topN 2 the rest is
+// summed as "other".
+func snapshot() Snapshot {
+	qp := func(comm string, pid uint32, st rdma.QPState, place *rdma.Placement) rdma.Resource {
+		return rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: st, Has: rdma.HasState | rdma.HasPID,
+			Owner: rdma.Owner{PID: pid, Comm: comm, Place: place}}
+	}
+	pod := &rdma.Placement{ContainerID: "4f3c2b1a0e9d", Runtime: "containerd"}
+	s := Snapshot{
+		Devices: []rdma.Device{{Index: 1, Name: "rxe0"}},
+		Ports:   []rdma.Port{{DevName: "rxe0", Port: 1, State: rdma.PortState(4)}},
+		Stats:   []rdma.PortStats{{DevName: "rxe0", Port: 1, Counters: []rdma.Counter{{Name: "sent_pkts", Value: 124}, {Name: "rcvd_pkts", Value: 120}}}},
+	}
+	s.Resources = append(s.Resources,
+		rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: rdma.QPStateRTS, Has: rdma.HasState, Owner: rdma.Owner{KernName: "ib_core"}},
+		qp("rping", 100, rdma.QPStateRTS, nil), qp("rping", 200, rdma.QPStateRTS, pod),
+		rdma.Resource{Type: rdma.ResPD, DevName: "rxe0", Owner: rdma.Owner{PID: 100, Comm: "rping"}})
+	for i := 0; i < 5; i++ {
+		s.Resources = append(s.Resources, qp("ib_write_bw", 300, rdma.QPStateRTR, nil))
+	}
+	return s
+}
+
+func TestScrapeGoldenAndLint(t *testing.T) {
+	x := New(func() Snapshot { return snapshot() }, 2)
+	reg := prometheus.NewPedanticRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	ev := func(kind rdma.EventKind, res rdma.ResType, obj uint64, at time.Duration) *rdma.Event {
+		return &rdma.Event{Kind: kind, Res: res, DevName: "rxe0", Obj: obj, Time: t0.Add(at), Flags: rdma.EvHasRes | rdma.EvHasDev}
+	}
+	x.Event(ev(rdma.EvCreate, rdma.ResCMID, 0xa, 0))
+	x.Event(ev(rdma.EvCreate, rdma.ResQP, 0xb, 2*time.Millisecond))
+	m := ev(rdma.EvModify, rdma.ResQP, 0xb, 3*time.Millisecond)
+	m.State, m.Flags = uint8(rdma.QPStateErr), m.Flags|rdma.EvHasState
+	x.Event(m)
+	est := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xa, 12*time.Millisecond)
+	est.CMEvent, est.Flags = rdma.CMEvent(9), est.Flags|rdma.EvHasCM // ESTABLISHED
+	x.Event(est)
+	rej := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xc, 13*time.Millisecond)
+	rej.CMEvent, rej.Status, rej.Flags = rdma.CMEvent(8), 28, rej.Flags|rdma.EvHasCM // REJECTED, consumer defined
+	x.Event(rej)
+	done := *rej
+	done.Kind = rdma.EvCMEventDone
+	x.Event(&done) // the same event again: not counted twice
+	x.Event(ev(rdma.EvDestroy, rdma.ResQP, 0xb, 1500*time.Millisecond))
+
+	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" {
+		t.Fatalf("CM event numbers: %s, %s", est.CMEvent, rej.CMEvent)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden.Check(t, "../testdata/exporter/scrape.prom", out.Bytes())
+	for _, want := range []string{
+		`rdma_resources_by_owner{container="",device="rxe0",owner="other",type="qp"} 2`,
+		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
+		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
