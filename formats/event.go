@@ -2,8 +2,11 @@ package formats
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
@@ -156,8 +159,46 @@ func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte
 // AppendEventLine is EventLine appended to b, for the hot path: it
 // allocates nothing but an address's text.
 func AppendEventLine(b []byte, e *rdma.Event) []byte {
-	b = e.Time.Local().AppendFormat(b, "15:04:05.000000")
-	b = append(b, ' ')
+	return appendEventLine(b, e, StampAbsolute, time.Time{})
+}
+
+// Stamp is how the human view times an event (--timestamp).
+type Stamp uint8
+
+const (
+	StampAbsolute Stamp = iota // the time of day, local: 14:03:07.123456
+	StampRelative              // seconds since the first event:   2.001234
+	StampDate                  // the date too: 2026-11-24 14:03:07.123456
+	StampNone                  // no time
+)
+
+// ParseStamp reads a --timestamp value.
+func ParseStamp(s string) (Stamp, error) {
+	for i, name := range stampNames {
+		if s == name {
+			return Stamp(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown timestamp %q: valid are %s", s, strings.Join(stampNames[:], ", "))
+}
+
+var stampNames = [...]string{"absolute", "relative", "date", "none"}
+
+func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []byte {
+	switch stamp {
+	case StampAbsolute:
+		b = append(e.Time.Local().AppendFormat(b, "15:04:05.000000"), ' ')
+	case StampDate:
+		b = append(e.Time.Local().AppendFormat(b, "2006-01-02 15:04:05.000000"), ' ')
+	case StampRelative:
+		// Right-aligned, as wide as the time of day up to 99999 s.
+		var tmp [32]byte
+		v := strconv.AppendFloat(tmp[:0], e.Time.Sub(first).Seconds(), 'f', 6, 64)
+		for i := len(v); i < 15; i++ {
+			b = append(b, ' ')
+		}
+		b = append(append(b, v...), ' ')
+	}
 	col := len(b)
 	b = padTo(append(b, e.Kind.String()...), col, 17)
 	col = len(b)
@@ -277,6 +318,9 @@ type EventWriter struct {
 	json bool
 	obj  Object
 	buf  []byte
+	// Stamp is how the human view times events; JSON always has "time".
+	Stamp Stamp
+	first time.Time // the first event's time, for StampRelative
 }
 
 // NewEventWriter writes to w, NDJSON when json is set; call Flush at the end.
@@ -290,7 +334,10 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 		ew.obj = AppendEventObject(ew.obj[:0], e)
 		ew.buf = AppendJSON(ew.buf[:0], ew.obj)
 	} else {
-		ew.buf = AppendEventLine(ew.buf[:0], e)
+		if ew.first.IsZero() {
+			ew.first = e.Time
+		}
+		ew.buf = appendEventLine(ew.buf[:0], e, ew.Stamp, ew.first)
 	}
 	ew.buf = append(ew.buf, '\n')
 	_, err := ew.w.Write(ew.buf)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -111,3 +112,32 @@ func TestEventWriterDoesNotAllocate(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// --timestamp: each way of timing a line, relative to the first event.
+func TestEventStampsGolden(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 14, 3, 7, 123456000, time.Local)
+	evs := []rdma.Event{
+		{Time: t0, Kind: rdma.EvCreate, Res: rdma.ResPD, ID: 3, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev},
+		{Time: t0.Add(2001234 * time.Microsecond), Kind: rdma.EvDestroy, Res: rdma.ResPD, ID: 3, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev},
+	}
+	var out bytes.Buffer
+	for _, name := range []string{"absolute", "relative", "date", "none"} {
+		st, err := ParseStamp(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("--- " + name + "\n")
+		ew := NewEventWriter(&out, false)
+		ew.Stamp = st
+		for i := range evs {
+			if err := ew.Write(&evs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ew.Flush()
+	}
+	golden.Check(t, "../testdata/formats/stamps.txt", out.Bytes())
+	if _, err := ParseStamp("epoch"); err == nil || !strings.Contains(err.Error(), "absolute, relative, date, none") {
+		t.Errorf("ParseStamp(epoch) = %v, want the valid names", err)
+	}
+}

@@ -91,7 +91,9 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 	}
 	out := append([]string{}, args[0], args[ci])
 	out = append(out, flags...)
-	if len(rest) > 0 && rest[0] != "--" {
+	if len(rest) > 0 {
+		// The flag parser takes this one; a "--" of the user's stays, to
+		// part trace's filter words from its CMD.
 		out = append(out, "--")
 	}
 	return append(out, rest...)

@@ -26,7 +26,7 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		{"rdmatrace --help trace", "rdmatrace --help trace"},
 		{"rdmatrace -j nosuch x", "rdmatrace nosuch -j x"},
 		{"rdmatrace trace -p 12 qp comm rping", "rdmatrace trace -p 12 -- qp comm rping"},
-		{"rdmatrace leaks -j -- ./a -j", "rdmatrace leaks -j -- ./a -j"},
+		{"rdmatrace leaks -j -- ./a -j", "rdmatrace leaks -j -- -- ./a -j"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {

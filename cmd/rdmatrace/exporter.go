@@ -83,7 +83,9 @@ func runExporter(c *cli.Context) error {
 		if err := exporter.RegisterTracer(reg, attached, len(t.Reports)-attached, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
 			return err
 		}
-		go func() { done <- t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error { x.Event(e); return nil }}) }()
+		go func() {
+			done <- t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error { x.Event(e); return nil }})
+		}()
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {

@@ -79,7 +79,7 @@ func TestBashCompletionCompletes(t *testing.T) {
 	}
 	for line, want := range map[string]string{
 		"rdmatrace tr":                        "trace",
-		"rdmatrace trace --filter-p":          "--filter-pid",
+		"rdmatrace trace --filter-pi":         "--filter-pid",
 		"rdmatrace res ":                      "show pd cq qp cm_id mr ctx srq rxe0 siw0",
 		"rdmatrace res show qp ":              "cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type",
 		"rdmatrace res cm_id dev ":            "rxe0 siw0",

@@ -50,9 +50,12 @@ func sourceName(path string) string {
 
 // open opens a log or recording ("-": stdin), decompressed whatever the
 // compression; errors name the file, escaped.
-func (p *postMortem) open(path string) (io.Reader, func(), error) {
+func (p *postMortem) open(path string) (io.Reader, func(), error) { return openInput(path, p.stdin) }
+
+// openInput is postMortem.open for any command (trace -r).
+func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	name := formats.Sanitize(sourceName(path))
-	in, closeFile := p.stdin, func() {}
+	in, closeFile := stdin, func() {}
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

@@ -4,19 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rotate"
+	"github.com/rdmatrace/rdmatrace/launch"
 	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/replay"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -38,10 +46,17 @@ func traceCommand() *cli.Command {
 			"   rdmatrace trace qp pid 1234 comm rping       # iproute2's words\n" +
 			"   rdmatrace trace -p 1234 --filter-res qp      # bpftrace's -p, ptcpdump's --filter-*\n" +
 			"   rdmatrace trace cm_id event cm -j            # rdma_cm events as NDJSON\n" +
-			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n\n" +
+			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n" +
+			"   rdmatrace trace -w rec.ndjson -C 100 -W 5     # record, rotated past 100 MB, 5 files kept\n" +
+			"   rdmatrace trace -r rec.ndjson qp --timestamp relative   # read it back, filtered\n" +
+			"   rdmatrace trace -- rping -s -a 10.0.0.1       # only what rping and its children hold\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or the kernel cannot trace RDMA (the line says why)", "",
 			"130  a second Ctrl-C (128 + the signal): exited at once"),
-		ArgsUsage: "[TYPE] [FILTER VALUE]...",
+		ArgsUsage: "[TYPE] [FILTER VALUE]... [-- CMD [ARG...]]\n\n" +
+			"   With -- CMD: runs CMD (as the user who ran sudo, in a cgroup of its own) and shows\n" +
+			"   only the objects it and its children hold; ends when it exits, with its exit status.\n" +
+			"   -w FILE writes the recording (trace -j's lines) instead of printing (--print: both);\n" +
+			"   -r FILE reads one back through the same filters and views, without BPF or root.",
 		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is)"),
 			filterFlags(true, traceFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
@@ -54,6 +69,13 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
+			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
+			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording back from `FILE` (- for stdin; compressed ones too) instead of tracing"},
+			&cli.StringFlag{Name: "write", Aliases: []string{"w"}, Usage: "write the recording (NDJSON) to `FILE` (- for stdout) instead of printing events"},
+			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
+			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
+			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Usage: "with -C: keep `N` files, the oldest dropped"},
+			&cli.StringFlag{Name: "user", Usage: "with -- CMD: run CMD as `USER` (name or uid; default: the user who ran sudo, or doas, else rdmatrace's own)"},
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
@@ -63,13 +85,130 @@ func traceCommand() *cli.Command {
 }
 
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
-var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event"}
+var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
-// eventSink writes events as NDJSON or human lines.
-type eventSink struct{ ew *formats.EventWriter }
+// eventSink writes events to the screen (NDJSON or human lines) and to a
+// recording (-w), either of which may be absent.
+type eventSink struct{ print, record *formats.EventWriter }
 
-func (s *eventSink) write(e *rdma.Event) error { return s.ew.Write(e) }
-func (s *eventSink) flush() error              { return s.ew.Flush() }
+func (s *eventSink) write(e *rdma.Event) error {
+	if s.print != nil {
+		if err := s.print.Write(e); err != nil {
+			return err
+		}
+	}
+	if s.record != nil {
+		if err := s.record.Write(e); err != nil {
+			return fmt.Errorf("-w: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *eventSink) flush() error {
+	var errs []error
+	if s.print != nil {
+		errs = append(errs, s.print.Flush())
+	}
+	if s.record != nil {
+		if err := s.record.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("-w: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// splitCommand parts trace's arguments at the first "--": filter words
+// before it, the program to run after it.
+func splitCommand(args []string) (words, argv []string) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:]
+		}
+	}
+	return args, nil
+}
+
+// newEventSink makes trace's sink from -j/-o, --timestamp, -w, -C, -W
+// and --print; closeRec closes the recording.
+func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eventSink, closeRec func() error, err error) {
+	sink, closeRec = &eventSink{}, func() error { return nil }
+	w := c.String("write")
+	switch {
+	case c.Int("file-size") < 0 || c.Int("file-count") < 0:
+		return nil, nil, usage(c, "-C and -W take a positive number")
+	case w == "" && (c.IsSet("file-size") || c.IsSet("file-count") || c.Bool("print")):
+		return nil, nil, usage(c, "-C, -W and --print go with -w FILE")
+	case c.IsSet("file-count") && !c.IsSet("file-size"):
+		return nil, nil, usage(c, "-W N keeps N files of -C MB: give -C too")
+	case w == "-" && (c.Bool("print") || c.IsSet("file-size")):
+		return nil, nil, usage(c, "-w - writes the recording to stdout: no --print or -C there")
+	}
+	if w == "" || c.Bool("print") {
+		sink.print = formats.NewEventWriter(os.Stdout, format == outJSON)
+		sink.print.Stamp = stamp
+	}
+	switch w {
+	case "":
+	case "-":
+		sink.record = formats.NewEventWriter(os.Stdout, true)
+	default:
+		rw, err := rotate.Create(w, int64(c.Int("file-size"))*1_000_000, c.Int("file-count"))
+		if err != nil {
+			return nil, nil, exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
+		}
+		sink.record, closeRec = formats.NewEventWriter(rw, true), rw.Close
+	}
+	return sink, closeRec, nil
+}
+
+// readRecording is trace -r: a recording through the same filters and
+// views as a live trace. A bad line is reported (file, line, what was
+// expected) and the rest still read; then the exit status is 1.
+func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSink) error {
+	in, done, err := openInput(path, os.Stdin)
+	if err != nil {
+		return exitWith(1, err)
+	}
+	defer done()
+	r := replay.NewReader(in, sourceName(path))
+	var ev rdma.Event
+	bad := 0
+	limit, shown := uint64(c.Int("count")), uint64(0)
+	for {
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			bad++
+			_ = sink.flush()
+			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
+			continue
+		}
+		if err != nil {
+			_ = sink.flush()
+			return exitWith(1, fmt.Errorf("read %s: %v", formats.Sanitize(sourceName(path)), err))
+		}
+		if !f.Match(&ev) {
+			continue
+		}
+		if err := sink.write(&ev); err != nil {
+			return err
+		}
+		if shown++; shown == limit {
+			break
+		}
+	}
+	if err := sink.flush(); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return exitWith(1, fmt.Errorf("%s: %d lines were not events (each named above)", formats.Sanitize(sourceName(path)), bad))
+	}
+	return nil
+}
 
 func runTrace(c *cli.Context) error {
 	format, err := streamFormat(c)
@@ -82,9 +221,25 @@ func runTrace(c *cli.Context) error {
 	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
 		return err
 	}
-	f, err := parseEvents(c, positional(c), traceFilterKeys...)
+	stamp, err := formats.ParseStamp(c.String("timestamp"))
+	if err != nil {
+		return usage(c, "--timestamp: %w", err)
+	}
+	words, argv := splitCommand(c.Args().Slice())
+	f, err := parseEvents(c, words, traceFilterKeys...)
 	if err != nil {
 		return usage(c, "%w", err)
+	}
+	sink, closeRec, err := newEventSink(c, format, stamp)
+	if err != nil {
+		return err
+	}
+	defer closeRec()
+	if path := c.String("read"); path != "" {
+		if len(argv) > 0 || c.String("write") != "" {
+			return usage(c, "-r reads a recording: no -w, no -- CMD")
+		}
+		return readRecording(c, path, f, sink)
 	}
 	t, err := openTracer(c)
 	if err != nil {
@@ -103,11 +258,11 @@ func runTrace(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	sink := &eventSink{ew: formats.NewEventWriter(os.Stdout, format == outJSON)}
 	var seen, shown uint64
 	limit := uint64(c.Int("count"))
 
-	if !c.Bool("no-snapshot") {
+	// With a program, what exists already is not its: no snapshot.
+	if !c.Bool("no-snapshot") && len(argv) == 0 {
 		if err := snapshotEvents(t.Clock(), func(e *rdma.Event) {
 			if f.Match(e) {
 				_ = sink.write(e)
@@ -133,7 +288,14 @@ func runTrace(c *cli.Context) error {
 	// before the ready file tells a script it may send them.
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	defer onInterrupt(func(os.Signal) { stop() })()
+	var prog atomic.Pointer[launch.Program]
+	defer onInterrupt(func(sig os.Signal) {
+		if p := prog.Load(); p != nil {
+			p.Forward(sig) // the program decides; its exit ends the trace
+		} else {
+			stop()
+		}
+	})()
 	if p := c.String("ready-file"); p != "" {
 		// The second line is the clock that turns the events' wall times
 		// back into CLOCK_MONOTONIC (wall ns - monotonic ns), for programs
@@ -143,8 +305,31 @@ func runTrace(c *cli.Context) error {
 			return err
 		}
 	}
+	var cmd *launch.Program
+	var cmdErr error
+	waited := make(chan struct{})
+	owns := func(*rdma.Event) bool { return true }
+	if len(argv) > 0 {
+		if cmd, err = startProgram(c, argv); err != nil {
+			return err
+		}
+		defer endProgram(cmd)
+		prog.Store(cmd)
+		owns = programOwns(cmd)
+		go func() {
+			cmdErr = cmd.Wait()
+			// Its exit cleanup ran before the wait returned: read what is
+			// queued, then stop.
+			time.AfterFunc(200*time.Millisecond, stop)
+			close(waited)
+		}()
+	}
 	if d := c.Duration("duration"); d > 0 {
-		defer time.AfterFunc(d, stop).Stop()
+		end := stop
+		if cmd != nil {
+			end = func() { cmd.Stop(stopGrace) }
+		}
+		defer time.AfterFunc(d, end).Stop()
 	}
 
 	// Losses (drops, skipped or missed runs) are reported as soon as
@@ -154,7 +339,7 @@ func runTrace(c *cli.Context) error {
 	err = t.Run(ctx, tracer.Consumer{
 		Event: func(ev *rdma.Event) error {
 			seen++
-			if !f.Match(ev) {
+			if !f.Match(ev) || !owns(ev) {
 				return nil
 			}
 			if err := sink.write(ev); err != nil {
@@ -180,7 +365,35 @@ func runTrace(c *cli.Context) error {
 	checkDrops()
 	drops, _ := t.Drops()
 	summary(t, seen, shown, drops)
+	if err == nil && cmd != nil {
+		<-waited
+		if cmdErr != nil {
+			if code := launch.ExitCode(cmdErr); code >= 0 {
+				return exitWith(code, nil)
+			}
+			return cmdErr
+		}
+	}
 	return err
+}
+
+// programOwns says whether an event's object is the program's or its
+// children's: its owner was in the program's cgroup when it happened, or,
+// without a cgroup, descends from the program now (from /proc).
+func programOwns(p *launch.Program) func(*rdma.Event) bool {
+	root := uint32(p.Cmd.Process.Pid)
+	if cg := programCgroup(p); cg != 0 {
+		return func(e *rdma.Event) bool { return e.Has(rdma.EvHasOwner) && e.OwnerCgroup == cg }
+	}
+	var procs proc.CommCache
+	return func(e *rdma.Event) bool {
+		for q, depth := e.Owner.PID, 0; e.Has(rdma.EvHasOwner) && q > 1 && depth < 32; q, depth = procs.ParentPID(q), depth+1 {
+			if q == root {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // errCountReached ends a trace at --count events.

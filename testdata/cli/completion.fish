@@ -197,6 +197,9 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-comm
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-dev
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-res
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-event
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-cgroup
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-container
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l filter-pod
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l kernel-only
@@ -212,6 +215,17 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l fallback
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-snapshot
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l timestamp
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l read
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s r
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l write
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s w
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l print
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l file-size
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s C
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l file-count
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s W
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s h

@@ -1,0 +1,83 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestTraceOfAProgramRecordsAndReadsBack: `trace -w F --print -j --
+// leakqp` follows only leakqp while another holder runs beside it, ends
+// when leakqp exits, with its exit status; F then reads back with -r into
+// the same lines that were printed.
+func TestTraceOfAProgramRecordsAndReadsBack(t *testing.T) {
+	needDevice(t)
+	needModuleBTF(t)
+	leakqp := filepath.Join(*workloads, "leakqp")
+	other := exec.Command(leakqp, device, "hold")
+	otherOut, _ := other.StdoutPipe()
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	if _, err := bufio.NewReader(otherOut).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := filepath.Join(t.TempDir(), "rec.ndjson")
+	out, stderr, err := runStatus(*rdmatraceBin, "trace", "-w", rec, "--print", "-j", "--", leakqp, device)
+	if err != nil {
+		t.Fatalf("trace -- leakqp: %v\n%s", err, stderr)
+	}
+	var printed, lqpn []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if n, ok := strings.CutPrefix(l, "lqpn "); ok {
+			lqpn = append(lqpn, n) // leakqp's own stdout
+		} else if strings.HasPrefix(l, "{") {
+			printed = append(printed, l)
+		}
+	}
+	if len(lqpn) != 1 {
+		t.Fatalf("leakqp printed %q", lqpn)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if strings.Join(recorded, "\n") != strings.Join(printed, "\n") {
+		t.Errorf("the recording differs from what --print showed:\nrecorded %d lines\nprinted %d lines", len(recorded), len(printed))
+	}
+	createdQP := false
+	for _, l := range recorded {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e["comm"] != "leakqp" || str(e["pid"]) == strconv.Itoa(other.Process.Pid) {
+			t.Errorf("an event not of the program: %s", l)
+		}
+		if e["event"] == "create" && e["res"] == "qp" && str(e["lqpn"]) == lqpn[0] {
+			createdQP = true
+		}
+	}
+	if !createdQP {
+		t.Errorf("no create of leakqp's QP %s in %d events", lqpn[0], len(recorded))
+	}
+	back := run(t, *rdmatraceBin, "trace", "-r", rec, "-j")
+	if strings.TrimSpace(string(back)) != strings.Join(recorded, "\n") {
+		t.Errorf("trace -r -j does not give the recorded lines back:\n%s", back)
+	}
+	human := run(t, *rdmatraceBin, "trace", "-r", rec, "qp", "--timestamp", "relative")
+	if !strings.Contains(string(human), "lqpn "+lqpn[0]) {
+		t.Errorf("trace -r qp: no lqpn %s:\n%s", lqpn[0], human)
+	}
+	t.Logf("trace -- leakqp: %d events recorded; %s", len(recorded), strings.TrimSpace(string(stderr)))
+}
