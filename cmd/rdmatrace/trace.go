@@ -21,6 +21,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rotate"
 	"github.com/rdmatrace/rdmatrace/launch"
+	"github.com/rdmatrace/rdmatrace/netns"
 	"github.com/rdmatrace/rdmatrace/nldev"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -517,27 +518,46 @@ func summary(t *tracer.Tracer, seen, shown, drops uint64) {
 	missedSummary(t)
 }
 
-// snapshotEvents lists the resources that exist now as "exists" events.
+// snapshotEvents lists the resources that exist now as "exists" events:
+// ours, and in exclusive netns mode those of the devices in every other
+// network namespace too (the tracer sees their events; netlink shows them
+// only from there).
 func snapshotEvents(clock tracer.Clock, emit func(*rdma.Event)) error {
+	proc.WarnPIDNamespace(os.Stderr)
 	cl, err := nldev.Dial()
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	devs, err := cl.Devices()
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
-	var errs []error
-	for _, typ := range rdma.ResourceTypes {
-		rs, err := cl.Resources(typ, devs)
+	list := func(cl *nldev.Client) []error {
+		devs, err := cl.Devices()
 		if err != nil {
-			errs = append(errs, err)
+			return []error{err}
 		}
-		for i := range rs {
-			e := tracer.ExistingEvent(&rs[i], now)
-			emit(&e)
+		var errs []error
+		for _, typ := range rdma.ResourceTypes {
+			rs, err := cl.Resources(typ, devs)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for i := range rs {
+				e := tracer.ExistingEvent(&rs[i], now)
+				emit(&e)
+			}
+		}
+		return errs
+	}
+	errs := list(cl)
+	if sys, err := cl.System(); err == nil && sys.NetNSMode == "exclusive" {
+		all, _ := netns.DefaultRoots.All()
+		for _, ns := range all[min(1, len(all)):] { // all[0] is ours
+			if _, err := gatherIn(ns, func(cl *nldev.Client) listing {
+				errs = append(errs, list(cl)...)
+				return listing{}
+			}); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
