@@ -96,3 +96,12 @@ func TestDecodeAddrRefusesShortMessages(t *testing.T) {
 		t.Error("a message shorter than ifaddrmsg gave an address")
 	}
 }
+
+func FuzzDecodeAddr(f *testing.F) {
+	f.Add([]byte{2, 24, 0, 0, 1, 0, 0, 0, 8, 0, 2, 0, 10, 99, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if a, ok := decodeAddr(b); ok && !a.IsValid() {
+			t.Fatalf("an invalid address reported as one: %v", a)
+		}
+	})
+}

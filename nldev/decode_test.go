@@ -244,6 +244,17 @@ func FuzzDecodeResources(f *testing.F) {
 			return nil
 		})
 	}))
+	f.Add(uint8(0), encode(f, func(ae *netlink.AttributeEncoder) {
+		ae.String(attrDevName, "rxe0")
+		ae.Nested(attrStatHWCounters, func(n *netlink.AttributeEncoder) error {
+			n.Nested(attrStatHWCounterEntry, func(e *netlink.AttributeEncoder) error {
+				e.String(attrStatHWCounterName, "sent_pkts")
+				e.Uint64(attrStatHWCounterValue, 1)
+				return nil
+			})
+			return nil
+		})
+	}))
 	f.Fuzz(func(t *testing.T, typ uint8, data []byte) {
 		t0 := rdma.ResType(typ % 8)
 		if _, ok := resTables[t0]; !ok {
@@ -258,6 +269,11 @@ func FuzzDecodeResources(f *testing.F) {
 		_, _ = DecodeDevice(data)
 		_, _ = DecodePort(data)
 		_, _ = DecodeSummary(data)
+		// The replies of system and stat: the same attribute bytes.
+		_, _ = DecodeSystem(data)
+		_, _ = DecodePortStats(data)
+		_, _ = DecodeQPCounterMode(data)
+		_, _ = DecodeQPCounters(data)
 	})
 }
 

@@ -23,6 +23,25 @@ func (fakeProcs) RDMAFiles(pid uint32, _ string) []string {
 	return nil
 }
 
+// render is the table, then each row as NDJSON.
+func render(t *testing.T, rows []Row) *bytes.Buffer {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Table(rows).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	nd := formats.NewNDJSONWriter(&out)
+	for i := range rows {
+		if err := nd.Write(Object(&rows[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
 func res(t rdma.ResType, dev string, pid uint32, module string) rdma.Resource {
 	return rdma.Resource{Type: t, DevName: dev, Owner: rdma.Owner{PID: pid, TID: pid, KernName: module}}
 }
@@ -38,19 +57,7 @@ func TestRowsGolden(t *testing.T) {
 		res(rdma.ResMR, "rxe0", 900, ""), res(rdma.ResCMID, "", 0, "rdma_cm"),
 	}
 	rows := Rows(rs, fakeProcs{}, "", rdma.ResSRQ) // as on Linux 5.10
-	var out bytes.Buffer
-	if err := Table(rows).Render(&out); err != nil {
-		t.Fatal(err)
-	}
-	nd := formats.NewNDJSONWriter(&out)
-	for i := range rows {
-		if err := nd.Write(Object(&rows[i])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nd.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	out := render(t, rows)
 	path := filepath.Join("..", "testdata", "ps", "rows.golden")
 	golden.Check(t, path, out.Bytes())
 	if bytes.Contains(out.Bytes(), []byte{0x1b}) {
@@ -71,18 +78,6 @@ func TestRowsInAContainerGolden(t *testing.T) {
 			}
 		}
 	}
-	var out bytes.Buffer
-	if err := Table(rows).Render(&out); err != nil {
-		t.Fatal(err)
-	}
-	nd := formats.NewNDJSONWriter(&out)
-	for i := range rows {
-		if err := nd.Write(Object(&rows[i])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nd.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	out := render(t, rows)
 	golden.Check(t, filepath.Join("..", "testdata", "ps", "container.golden"), out.Bytes())
 }

@@ -198,6 +198,33 @@ func selectDevices(devs []rdma.Device, name string) ([]rdma.Device, error) {
 	return nil, fmt.Errorf("unknown device %q: the devices are %s", name, strings.Join(names, ", "))
 }
 
+// selectPorts lists the ports of device devName (all when ""), of
+// portName only when that is not "". err is a decode problem; missing
+// says the device or port is not there.
+func selectPorts(cl *nldev.Client, devName, portName string) (ports []rdma.Port, err, missing error) {
+	devs, derr := cl.Devices()
+	devs, missing = selectDevices(devs, devName)
+	if missing != nil {
+		return nil, derr, missing
+	}
+	ports, perr := cl.Ports(devs)
+	if portName != "" {
+		var keep []rdma.Port
+		var have []string
+		for _, p := range ports {
+			if fmt.Sprint(p.Port) == portName {
+				keep = append(keep, p)
+			}
+			have = append(have, fmt.Sprint(p.Port))
+		}
+		if len(keep) == 0 && perr == nil {
+			return nil, derr, fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", "))
+		}
+		ports = keep
+	}
+	return ports, errors.Join(derr, perr), nil
+}
+
 // dropShow drops iproute2's verb before the object: show, or any
 // abbreviation of it (s, sh, sho), or list.
 func dropShow(args []string) []string {
@@ -237,31 +264,15 @@ func linkCommand() *cli.Command {
 			details := c.Bool("details")
 			devName, portName, _ := strings.Cut(arg, "/")
 			return snapshot(c, format, func(cl *nldev.Client) listing {
-				devs, derr := cl.Devices()
-				devs, missing := selectDevices(devs, devName)
+				ports, err, missing := selectPorts(cl, devName, portName)
 				if missing != nil {
 					return listing{missing: missing}
-				}
-				ports, perr := cl.Ports(devs)
-				if portName != "" {
-					var keep []rdma.Port
-					var have []string
-					for _, p := range ports {
-						if fmt.Sprint(p.Port) == portName {
-							keep = append(keep, p)
-						}
-						have = append(have, fmt.Sprint(p.Port))
-					}
-					if len(keep) == 0 && perr == nil {
-						return listing{missing: fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", "))}
-					}
-					ports = keep
 				}
 				objs := make([]formats.Object, len(ports))
 				for i := range ports {
 					objs[i] = formats.PortObject(&ports[i])
 				}
-				return listing{objs: objs, err: errors.Join(derr, perr),
+				return listing{objs: objs, err: err,
 					text:  func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], details) },
 					table: func() *formats.Table { return formats.PortTable(ports) }}
 			})

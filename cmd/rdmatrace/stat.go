@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -61,23 +59,9 @@ func runStat(c *cli.Context) error {
 	}
 	devName, portName, _ := strings.Cut(link, "/")
 	return snapshot(c, format, func(cl *nldev.Client) listing {
-		devs, derr := cl.Devices()
-		devs, missing := selectDevices(devs, devName)
+		ports, lerr, missing := selectPorts(cl, devName, portName)
 		if missing != nil {
 			return listing{missing: missing}
-		}
-		ports, perr := cl.Ports(devs)
-		if portName != "" {
-			var keep []rdma.Port
-			for _, p := range ports {
-				if strconv.FormatUint(uint64(p.Port), 10) == portName {
-					keep = append(keep, p)
-				}
-			}
-			if len(keep) == 0 && perr == nil {
-				return listing{missing: fmt.Errorf("device %s has no port %q", formats.Sanitize(devName), portName)}
-			}
-			ports = keep
 		}
 		var objs []formats.Object
 		var serr error
@@ -112,7 +96,7 @@ func runStat(c *cli.Context) error {
 		if table == nil {
 			table = func() *formats.Table { return objectTable(objs) }
 		}
-		return listing{objs: objs, err: errors.Join(derr, perr, serr), text: text, table: table}
+		return listing{objs: objs, err: errors.Join(lerr, serr), text: text, table: table}
 	})
 }
 
