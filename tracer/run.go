@@ -120,8 +120,9 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 	}
 }
 
-// activePoll is how often a reader looks while events flow: how late an
-// event after the first of a burst may be read.
+// activePoll is how often a reader looks while events flow, unless
+// Options.Poll says otherwise: how late an event after the first of a
+// burst may be read.
 const activePoll = 20 * time.Millisecond
 
 // longAgo is a deadline that has passed (the zero time means none): the
@@ -187,7 +188,7 @@ func (r *ring) wait(deadline time.Time) error {
 		// fills a quarter.
 		r.gotData = false
 		r.polling.Store(1)
-		until := now.Add(activePoll)
+		until := now.Add(r.poll)
 		if !deadline.IsZero() && deadline.Before(until) {
 			until = deadline
 		}

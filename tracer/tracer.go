@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -29,6 +30,9 @@ type Options struct {
 	Fallback bool
 	// Preemption overrides the detected preemption model (tests).
 	Preemption *Preemption
+	// Poll is how often the reader looks while events flow (0: 20 ms):
+	// longer wakes it less, at the cost of showing events later.
+	Poll time.Duration
 	// Follow are the processes (tgids) whose threads' off-CPU spells and
 	// ucma_get_event calls are traced; with any, the spans of every
 	// process are too. None: none of those hooks is attached.
@@ -68,6 +72,7 @@ type ring struct {
 	clock  Clock
 	dec    *Decoder
 	places *proc.PlaceCache // where each event's owner runs
+	poll   time.Duration    // how often to look while events flow
 	rec    ringbuf.Record
 	ev     rdma.Event
 
@@ -168,6 +173,10 @@ func Open(opts Options) (*Tracer, error) {
 			continue
 		}
 		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
+	}
+	t.ring.poll = opts.Poll
+	if t.ring.poll <= 0 {
+		t.ring.poll = activePoll
 	}
 	if err := t.ring.open(t.maps["events"]); err != nil {
 		t.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -140,6 +141,9 @@ func checkTracerFlags(c *cli.Context) error {
 	}
 	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
 		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
+	}
+	if p := c.Duration("poll"); p < 0 || p > time.Minute {
+		return usage(c, "--poll %v: expected a duration up to a minute, such as 250ms", p)
 	}
 	return nil
 }

@@ -68,6 +68,7 @@ func traceCommand() *cli.Command {
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			&cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "while events flow, read them every `DURATION` (a quarter-full ring wakes the reader sooner): longer costs less CPU and shows events later"},
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
@@ -427,7 +428,7 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		}
 		follow = append(follow, uint32(p))
 	}
-	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow})
+	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow, Poll: c.Duration("poll")})
 	if err != nil {
 		return nil, err
 	}

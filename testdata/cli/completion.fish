@@ -212,6 +212,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s c
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l ready-file
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l fallback
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l poll
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-snapshot
