@@ -46,8 +46,18 @@ type Exporter struct {
 	setup        prometheus.Histogram
 	qpLife       prometheus.Histogram
 	scrapeErrors prometheus.Counter
+	atExit       *prometheus.CounterVec
+	// unregs are the device unregistrations under way: when each began
+	// and by whom.
+	unregs map[string]unregistration
+	now    func() time.Time
 
-	resources, byOwner, qps, portActive, portCounter *prometheus.Desc
+	resources, byOwner, qps, portActive, portCounter, blocked *prometheus.Desc
+}
+
+type unregistration struct {
+	since time.Time
+	by    string
 }
 
 // maxBorn bounds the creation times kept for the histograms: objects
@@ -59,7 +69,11 @@ const maxBorn = 1 << 16
 // owner="other"): the worst case is devices × 7 types × (topN+1) series
 // for rdma_resources_by_owner.
 func New(source Source, topN int) *Exporter {
-	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}}
+	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now}
+	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
+		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
+	x.blocked = prometheus.NewDesc("rdma_device_unregister_blocked_seconds",
+		"How long a device's unregistration has been waiting for its users (0 series when none is).", []string{"device", "by"}, nil)
 	x.creates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_creates_total",
 		Help: "RDMA objects created, by device and type (from the tracer)."}, []string{"device", "type"})
 	x.destroys = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_destroys_total",
@@ -90,7 +104,7 @@ func New(source Source, topN int) *Exporter {
 
 // Register adds the exporter's metrics to reg.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors} {
+	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -100,7 +114,7 @@ func (x *Exporter) Register(reg prometheus.Registerer) error {
 
 // Describe is for prometheus.Collector.
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter} {
+	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked} {
 		ch <- d
 	}
 }
@@ -109,6 +123,11 @@ func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
 func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	s := x.source()
 	x.scrapeErrors.Add(float64(len(s.Errors)))
+	x.mu.Lock()
+	for dev, u := range x.unregs {
+		ch <- prometheus.MustNewConstMetric(x.blocked, prometheus.GaugeValue, x.now().Sub(u.since).Seconds(), dev, u.by)
+	}
+	x.mu.Unlock()
 	type devType struct{ dev, typ string }
 	counts := map[devType]int{}
 	type owner struct{ name, container string }
@@ -187,12 +206,20 @@ func ownerName(o *rdma.Owner) string {
 
 // Event counts one traced event.
 func (x *Exporter) Event(e *rdma.Event) {
-	if !e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasCM) {
-		return
-	}
 	dev, typ := e.DevName, e.Res.String()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	switch e.Kind {
+	case rdma.EvDevUnregister:
+		x.unregs[dev] = unregistration{since: e.Time, by: e.Actor.Comm}
+		return
+	case rdma.EvDevUnregistered:
+		delete(x.unregs, dev)
+		return
+	}
+	if !e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasCM) {
+		return
+	}
 	switch e.Kind {
 	case rdma.EvCreate:
 		x.creates.WithLabelValues(dev, typ).Inc()
@@ -204,6 +231,9 @@ func (x *Exporter) Event(e *rdma.Event) {
 		}
 	case rdma.EvDestroy:
 		x.destroys.WithLabelValues(dev, typ).Inc()
+		if e.Cleanup() != "" && e.Owner.KernName == "" {
+			x.atExit.WithLabelValues(dev, typ).Inc()
+		}
 		if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
 			if e.Res == rdma.ResQP {
 				x.qpLife.Observe(e.Time.Sub(t).Seconds())

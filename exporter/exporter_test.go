@@ -63,6 +63,12 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	done.Kind = rdma.EvCMEventDone
 	x.Event(&done) // the same event again: not counted twice
 	x.Event(ev(rdma.EvDestroy, rdma.ResQP, 0xb, 1500*time.Millisecond))
+	left := ev(rdma.EvDestroy, rdma.ResMR, 0xd, 1600*time.Millisecond)
+	left.Flags |= rdma.EvActorExiting // freed by the kernel at its owner's exit
+	x.Event(left)
+	un := &rdma.Event{Kind: rdma.EvDevUnregister, DevName: "rxe1", Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
+	x.Event(un)
+	x.now = func() time.Time { return t0.Add(42 * time.Second) }
 
 	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" {
 		t.Fatalf("CM event numbers: %s, %s", est.CMEvent, rej.CMEvent)
@@ -90,9 +96,15 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		`rdma_resources_by_owner{container="",device="rxe0",owner="other",type="qp"} 2`,
 		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
 		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
+		`rdma_device_unregister_blocked_seconds{by="rdma",device="rxe1"} 42`,
+		`rdma_resources_freed_at_exit_total{device="rxe0",type="mr"} 1`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("scrape lacks %s", want)
 		}
+	}
+	x.Event(&rdma.Event{Kind: rdma.EvDevUnregistered, DevName: "rxe1", Time: t0.Add(43 * time.Second), Flags: rdma.EvHasDev})
+	if n := testutil.CollectAndCount(x, "rdma_device_unregister_blocked_seconds"); n != 0 {
+		t.Errorf("%d blocked-unregister series after the device was unregistered, want 0", n)
 	}
 }
