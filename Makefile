@@ -19,7 +19,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build check unit fuzz e2e test capture generate bench demo clean man install
+.PHONY: all build check unit fuzz e2e test capture generate bench demo clean man install image
 
 all: build
 
@@ -130,6 +130,11 @@ bench: build $(WORKLOADS)
 	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
 	  guest/run -k $$k -t 1200 -o out/bench-trace-$$k -- guest/bench-trace.sh $(BIN) out/churn; \
 	done
+
+# The container image of deploy/container (buildah, as Debian packages it;
+# vfs storage and chroot isolation work without a daemon or privileges).
+image: build
+	buildah --storage-driver vfs bud --isolation chroot -f deploy/container/Containerfile -t rdmatrace:$(VERSION) .
 
 demo: build
 	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)
