@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-utils ibverbs-providers
 	rdmacm-utils perftest iproute2 util-linux procps bpftool
+	prometheus # the exporter's guest test scrapes with a real server
 	gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (verbs/) are C
 
 missing=()
@@ -24,5 +25,15 @@ echo "guest: installing ${missing[*]:-package lists}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >&2
 if [ ${#missing[@]} -gt 0 ]; then
+	# The packages are tools for the guest: start none of their services
+	# here (prometheus would otherwise run beside the timing tests).
+	# policy-rc.d is Debian's way to say so to invoke-rc.d; ours only
+	# while we install.
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
