@@ -214,6 +214,56 @@ static __always_inline struct event *reserve(__u32 kind)
 	return e;
 }
 
+/* Filters pushed from user space (trace -p, --filter-cgroup, --filter-
+ * container, --filter-pod, -- CMD): an event whose owner is in none of the
+ * sets is discarded here, before it can wake the reader, and counted.
+ * Events without an owner pass: user space decides for them. */
+#define FILTER_PIDS (1 << 0)
+#define FILTER_CGROUPS (1 << 1)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32); /* FILTER_* */
+} filter_on SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* a tgid or tid */
+	__type(value, __u8);
+} filter_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* a cgroup v2 id */
+	__type(value, __u8);
+} filter_cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} filtered SEC(".maps");
+
+static __always_inline int filtered_out(struct event *e)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&filter_on, &zero);
+	if (!on || !*on || !(e->flags & F_HAS_OWNER))
+		return 0;
+	/* Keys on the stack: older verifiers take no ring buffer memory as a key. */
+	__u32 pid = e->owner_pid, tid = e->owner_tid;
+	__u64 cg = e->owner_cgroup;
+	if ((*on & FILTER_PIDS) && !bpf_map_lookup_elem(&filter_pids, &pid) && !bpf_map_lookup_elem(&filter_pids, &tid))
+		return 1;
+	if ((*on & FILTER_CGROUPS) && !bpf_map_lookup_elem(&filter_cgroups, &cg))
+		return 1;
+	return 0;
+}
+
 /* Waking the reader costs more than the event (a thread switch and the Go
  * scheduler, per event when events come one by one). While the reader says
  * it polls, it is not woken, unless the ring is a quarter full; otherwise
@@ -226,6 +276,13 @@ static __always_inline struct event *reserve(__u32 kind)
 static __always_inline void submit(struct event *e)
 {
 	__u32 zero = 0;
+	if (filtered_out(e)) {
+		__u64 *n = bpf_map_lookup_elem(&filtered, &zero);
+		if (n)
+			(*n)++;
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		return;
+	}
 	struct reader_state *r = bpf_map_lookup_elem(&reader, &zero);
 	if (r) {
 		__sync_fetch_and_add(&r->fence, 1); /* lock xadd: a full barrier */

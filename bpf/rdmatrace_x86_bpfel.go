@@ -96,6 +96,10 @@ const (
 	RdmatraceMapDrops                                                = "drops"
 	RdmatraceMapEntryArgs                                            = "entry_args"
 	RdmatraceMapEvents                                               = "events"
+	RdmatraceMapFilterCgroups                                        = "filter_cgroups"
+	RdmatraceMapFilterOn                                             = "filter_on"
+	RdmatraceMapFilterPids                                           = "filter_pids"
+	RdmatraceMapFiltered                                             = "filtered"
 	RdmatraceMapFollow                                               = "follow"
 	RdmatraceMapModifyArgs                                           = "modify_args"
 	RdmatraceMapOffcpuStarts                                         = "offcpu_starts"
@@ -410,17 +414,21 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
-	Closing      *ebpf.MapSpec `ebpf:"closing"`
-	Drops        *ebpf.MapSpec `ebpf:"drops"`
-	EntryArgs    *ebpf.MapSpec `ebpf:"entry_args"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	Follow       *ebpf.MapSpec `ebpf:"follow"`
-	ModifyArgs   *ebpf.MapSpec `ebpf:"modify_args"`
-	OffcpuStarts *ebpf.MapSpec `ebpf:"offcpu_starts"`
-	QpStates     *ebpf.MapSpec `ebpf:"qp_states"`
-	Reader       *ebpf.MapSpec `ebpf:"reader"`
-	SideDrops    *ebpf.MapSpec `ebpf:"side_drops"`
-	SpanStarts   *ebpf.MapSpec `ebpf:"span_starts"`
+	Closing       *ebpf.MapSpec `ebpf:"closing"`
+	Drops         *ebpf.MapSpec `ebpf:"drops"`
+	EntryArgs     *ebpf.MapSpec `ebpf:"entry_args"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FilterCgroups *ebpf.MapSpec `ebpf:"filter_cgroups"`
+	FilterOn      *ebpf.MapSpec `ebpf:"filter_on"`
+	FilterPids    *ebpf.MapSpec `ebpf:"filter_pids"`
+	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
+	Follow        *ebpf.MapSpec `ebpf:"follow"`
+	ModifyArgs    *ebpf.MapSpec `ebpf:"modify_args"`
+	OffcpuStarts  *ebpf.MapSpec `ebpf:"offcpu_starts"`
+	QpStates      *ebpf.MapSpec `ebpf:"qp_states"`
+	Reader        *ebpf.MapSpec `ebpf:"reader"`
+	SideDrops     *ebpf.MapSpec `ebpf:"side_drops"`
+	SpanStarts    *ebpf.MapSpec `ebpf:"span_starts"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -450,17 +458,21 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
-	Closing      *ebpf.Map `ebpf:"closing"`
-	Drops        *ebpf.Map `ebpf:"drops"`
-	EntryArgs    *ebpf.Map `ebpf:"entry_args"`
-	Events       *ebpf.Map `ebpf:"events"`
-	Follow       *ebpf.Map `ebpf:"follow"`
-	ModifyArgs   *ebpf.Map `ebpf:"modify_args"`
-	OffcpuStarts *ebpf.Map `ebpf:"offcpu_starts"`
-	QpStates     *ebpf.Map `ebpf:"qp_states"`
-	Reader       *ebpf.Map `ebpf:"reader"`
-	SideDrops    *ebpf.Map `ebpf:"side_drops"`
-	SpanStarts   *ebpf.Map `ebpf:"span_starts"`
+	Closing       *ebpf.Map `ebpf:"closing"`
+	Drops         *ebpf.Map `ebpf:"drops"`
+	EntryArgs     *ebpf.Map `ebpf:"entry_args"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FilterCgroups *ebpf.Map `ebpf:"filter_cgroups"`
+	FilterOn      *ebpf.Map `ebpf:"filter_on"`
+	FilterPids    *ebpf.Map `ebpf:"filter_pids"`
+	Filtered      *ebpf.Map `ebpf:"filtered"`
+	Follow        *ebpf.Map `ebpf:"follow"`
+	ModifyArgs    *ebpf.Map `ebpf:"modify_args"`
+	OffcpuStarts  *ebpf.Map `ebpf:"offcpu_starts"`
+	QpStates      *ebpf.Map `ebpf:"qp_states"`
+	Reader        *ebpf.Map `ebpf:"reader"`
+	SideDrops     *ebpf.Map `ebpf:"side_drops"`
+	SpanStarts    *ebpf.Map `ebpf:"span_starts"`
 }
 
 func (m *RdmatraceMaps) Close() error {
@@ -469,6 +481,10 @@ func (m *RdmatraceMaps) Close() error {
 		m.Drops,
 		m.EntryArgs,
 		m.Events,
+		m.FilterCgroups,
+		m.FilterOn,
+		m.FilterPids,
+		m.Filtered,
 		m.Follow,
 		m.ModifyArgs,
 		m.OffcpuStarts,

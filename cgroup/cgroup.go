@@ -116,6 +116,19 @@ func (r *Resolver) Path(id uint64) (string, bool) {
 	return p, ok
 }
 
+// Rescan walks the hierarchy now and returns every cgroup it knows, by
+// id (a removed one keeps its last path).
+func (r *Resolver) Rescan() map[uint64]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.walk()
+	out := make(map[uint64]string, len(r.paths))
+	for id, p := range r.paths {
+		out[id] = p
+	}
+	return out
+}
+
 // Walks is how often the hierarchy was walked (for tests and -v).
 func (r *Resolver) Walks() int {
 	r.mu.Lock()

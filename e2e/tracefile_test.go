@@ -81,3 +81,27 @@ func TestTraceOfAProgramRecordsAndReadsBack(t *testing.T) {
 	}
 	t.Logf("trace -- leakqp: %d events recorded; %s", len(recorded), strings.TrimSpace(string(stderr)))
 }
+
+// TestKernelDiscardsWhatTheFiltersExclude: with -p naming another
+// process, the churn's events never reach user space: the kernel counts
+// them as discarded, and none is shown; --no-kernel-filter shows the same
+// (nothing) but discards nothing in the kernel.
+func TestKernelDiscardsWhatTheFiltersExclude(t *testing.T) {
+	needDevice(t)
+	needModuleBTF(t)
+	churn := filepath.Join(*workloads, "churn")
+	for _, extra := range [][]string{nil, {"--no-kernel-filter"}} {
+		tr := startTrace(t, append([]string{"--no-snapshot", "-p", "1"}, extra...)...)
+		run(t, churn, device, "300")
+		evs := tr.stop()
+		if len(evs) != 0 {
+			t.Errorf("%v: %d events shown with -p 1, want none: %v", extra, len(evs), evs[0])
+		}
+		said := tr.stderr.String()
+		discarded := strings.Contains(said, "the kernel discarded")
+		if discarded == (extra != nil) || (extra == nil && strings.Contains(said, "discarded 0 events")) {
+			t.Errorf("%v: stderr %q", extra, said)
+		}
+		t.Logf("%v: %s", extra, strings.TrimSpace(said))
+	}
+}

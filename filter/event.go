@@ -109,11 +109,8 @@ func (f *Events) Match(e *rdma.Event) bool {
 	if len(f.kinds) > 0 && !f.kinds[e.Kind] {
 		return false
 	}
-	for name, wants := range f.places {
-		v, ok := placeValue(name, e.Owner.Place)
-		if !ok || !anyWithin(name, v, wants) {
-			return false
-		}
+	if !f.MatchPlace(e.Owner.Place) {
+		return false
 	}
 	if f.KernelOnly && e.Owner.KernName == "" {
 		return false
@@ -140,4 +137,40 @@ func anyWithin(name, v string, wants []string) bool {
 		}
 	}
 	return false
+}
+
+// PIDs is the pid filter as a set, when there is one of at most max
+// pids (ranges expanded): what the kernel can check itself.
+func (f *Events) PIDs(max int) ([]uint32, bool) {
+	if len(f.pids) == 0 {
+		return nil, false
+	}
+	var out []uint32
+	for _, r := range f.pids {
+		if r.hi-r.lo >= uint64(max) || r.hi > 1<<32-1 {
+			return nil, false
+		}
+		for p := r.lo; p <= r.hi; p++ {
+			out = append(out, uint32(p))
+		}
+		if len(out) > max {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// HasPlace says whether a cgroup, container or pod filter is given.
+func (f *Events) HasPlace() bool { return len(f.places) > 0 }
+
+// MatchPlace says whether a process placed at p passes the cgroup,
+// container and pod filters (all of them, as Match does).
+func (f *Events) MatchPlace(p *rdma.Placement) bool {
+	for name, wants := range f.places {
+		v, ok := placeValue(name, p)
+		if !ok || !anyWithin(name, v, wants) {
+			return false
+		}
+	}
+	return true
 }

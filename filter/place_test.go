@@ -53,3 +53,27 @@ func TestPlaceKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestPushedDownForms(t *testing.T) {
+	f, err := ParseEvents([]string{"pid", "10,20-22", "container", "4f3c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := f.PIDs(16); !ok || len(p) != 4 || p[0] != 10 || p[3] != 22 {
+		t.Errorf("PIDs = %v, %v; want 10 20 21 22", p, ok)
+	}
+	if _, ok := f.PIDs(3); ok {
+		t.Error("4 pids fit a set of 3")
+	}
+	if !f.HasPlace() || !f.MatchPlace(inPod) || f.MatchPlace(onHost) || f.MatchPlace(nil) {
+		t.Error("MatchPlace does not follow the container filter")
+	}
+	wide, _ := ParseEvents([]string{"pid", "1-4294967295"})
+	if _, ok := wide.PIDs(4096); ok {
+		t.Error("every pid was pushed down as a set")
+	}
+	none, _ := ParseEvents(nil)
+	if _, ok := none.PIDs(16); ok || none.HasPlace() {
+		t.Error("no filter reads as one")
+	}
+}

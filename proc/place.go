@@ -123,6 +123,13 @@ func (c *PlaceCache) look(pid uint32, cgroupID uint64) placed {
 	return placed{place: &p, unresolved: unresolved}
 }
 
+// PlacementOf is what a cgroup path alone says: the container and pod.
+func PlacementOf(cgroupPath string) rdma.Placement {
+	p := rdma.Placement{Cgroup: cgroupPath}
+	identify(&p)
+	return p
+}
+
 // identify names the container and pod of p's cgroup path.
 func identify(p *rdma.Placement) {
 	if p.Cgroup == "" {

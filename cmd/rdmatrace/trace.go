@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rdmatrace/rdmatrace/cgroup"
 	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
@@ -77,6 +78,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
 			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Usage: "with -C: keep `N` files, the oldest dropped"},
+			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
 			&cli.StringFlag{Name: "user", Usage: "with -- CMD: run CMD as `USER` (name or uid; default: the user who ran sudo, or doas, else rdmatrace's own)"},
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
@@ -326,6 +328,12 @@ func runTrace(c *cli.Context) error {
 			close(waited)
 		}()
 	}
+	refreshFilter, kernelFilter := func() {}, false
+	if !c.Bool("no-kernel-filter") {
+		if refreshFilter, kernelFilter, err = pushFilters(t, f, cmd); err != nil {
+			return err
+		}
+	}
 	if d := c.Duration("duration"); d > 0 {
 		end := stop
 		if cmd != nil {
@@ -337,7 +345,7 @@ func runTrace(c *cli.Context) error {
 	// Losses (drops, skipped or missed runs) are reported as soon as
 	// they are seen.
 	lw := &lossWatch{dropHint: "raise --ring-size or filter", before: func() { _ = sink.flush() }}
-	checkDrops := func() { lw.check(t) }
+	checkDrops := func() { lw.check(t); refreshFilter() }
 	err = t.Run(ctx, tracer.Consumer{
 		Event: func(ev *rdma.Event) error {
 			seen++
@@ -367,6 +375,10 @@ func runTrace(c *cli.Context) error {
 	checkDrops()
 	drops, _ := t.Drops()
 	summary(t, seen, shown, drops)
+	if kernelFilter {
+		n, _ := t.Filtered()
+		fmt.Fprintf(os.Stderr, "rdmatrace: the kernel discarded %d events the filters exclude\n", n)
+	}
 	if err == nil && cmd != nil {
 		<-waited
 		if cmdErr != nil {
@@ -377,6 +389,60 @@ func runTrace(c *cli.Context) error {
 		}
 	}
 	return err
+}
+
+// pushFilters hands the tracer the filters the kernel can check: a set of
+// pids, the program's cgroup, the cgroups the cgroup, container and pod
+// filters select (found again at each refresh: containers start). What
+// they exclude then never reaches user space; user space still applies
+// every filter.
+func pushFilters(t *tracer.Tracer, f *filter.Events, prog *launch.Program) (refresh func(), on bool, err error) {
+	refresh = func() {}
+	if pids, ok := f.PIDs(4096); ok {
+		if err := t.OnlyPIDs(pids); err != nil {
+			return nil, false, err
+		}
+		on = true
+	}
+	switch {
+	case prog != nil && programCgroup(prog) != 0:
+		// The program's cgroup holds it and its children; a place filter
+		// as well is left to user space.
+		if err := t.OnlyCgroups([]uint64{programCgroup(prog)}); err != nil {
+			return nil, false, err
+		}
+		on = true
+	case f.HasPlace():
+		root, err := cgroup.Mount()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rdmatrace: the cgroup, container and pod filters act in user space: %v\n", err)
+			return refresh, on, nil
+		}
+		r := cgroup.NewResolver(root)
+		selected := func() []uint64 {
+			var ids []uint64
+			for id, path := range r.Rescan() {
+				if p := proc.PlacementOf(path); f.MatchPlace(&p) {
+					ids = append(ids, id)
+				}
+			}
+			return ids
+		}
+		if err := t.OnlyCgroups(selected()); err != nil {
+			// More cgroups than the map holds: user space filters alone.
+			fmt.Fprintf(os.Stderr, "rdmatrace: the cgroup, container and pod filters act in user space: %v\n", err)
+			return refresh, on, nil
+		}
+		warned := false
+		refresh = func() {
+			if err := t.OnlyCgroups(selected()); err != nil && !warned {
+				warned = true
+				fmt.Fprintf(os.Stderr, "rdmatrace: the kernel's cgroup filter is no longer updated (%v): events of new cgroups may be missed; --no-kernel-filter avoids it\n", err)
+			}
+		}
+		on = true
+	}
+	return refresh, on, nil
 }
 
 // programOwns says whether an event's object is the program's or its

@@ -226,6 +226,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l file-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s C
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l file-count
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s W
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-kernel-filter
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
