@@ -23,6 +23,9 @@ type Snapshot struct {
 	Ports     []rdma.Port
 	Resources []rdma.Resource // every type; owners named (Comm) and placed
 	Stats     []rdma.PortStats
+	// Unknown are the types the kernel cannot dump (ctx and srq before
+	// Linux 5.x): no series for them, not a count of 0.
+	Unknown []rdma.ResType
 	// Errors are the parts that could not be read; each is counted in
 	// rdmatrace_scrape_errors_total, the rest is still served.
 	Errors []error
@@ -147,6 +150,16 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		owners[k][o]++
 		if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
 			qps[[2]string{r.DevName, r.QPState.String()}]++
+		}
+	}
+	// Every device has every type's series, 0 when it has none: a count
+	// of 0 is not the same as not knowing.
+	for _, d := range s.Devices {
+		for _, t := range rdma.ResourceTypes {
+			k := devType{d.Name, t.String()}
+			if _, ok := counts[k]; !ok && !slices.Contains(s.Unknown, t) {
+				ch <- prometheus.MustNewConstMetric(x.resources, prometheus.GaugeValue, 0, k.dev, k.typ)
+			}
 		}
 	}
 	for k, n := range counts {

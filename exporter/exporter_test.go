@@ -108,3 +108,34 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		t.Errorf("%d blocked-unregister series after the device was unregistered, want 0", n)
 	}
 }
+
+// A type the kernel cannot dump has no series; the others are 0 when empty.
+func TestUnknownTypesHaveNoSeries(t *testing.T) {
+	s := snapshot()
+	s.Unknown = []rdma.ResType{rdma.ResCTX, rdma.ResSRQ} // Linux 5.10
+	x := New(func() Snapshot { return s }, 2)
+	reg := prometheus.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "rdma_resources" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "type" {
+					types[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if types["ctx"] || types["srq"] || !types["mr"] || !types["cq"] {
+		t.Errorf("rdma_resources types %v: want no ctx or srq, and mr and cq at 0", types)
+	}
+}

@@ -138,7 +138,9 @@ func netlinkSnapshot() exporter.Snapshot {
 	places := proc.NewPlaceCache("", "")
 	for _, t := range rdma.ResourceTypes {
 		rs, err := cl.Resources(t, s.Devices)
-		if !errors.Is(err, errors.ErrUnsupported) {
+		if errors.Is(err, errors.ErrUnsupported) {
+			s.Unknown = append(s.Unknown, t)
+		} else {
 			add(err)
 		}
 		for i := range rs {
