@@ -44,7 +44,13 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	}
 	defer dir.Close()
 
-	tr := startTrace(t)
+	// The trace part needs module BTF (not on 5.10); res and ps do not.
+	var tr *tracing
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err == nil {
+		tr = startTrace(t)
+	} else {
+		t.Logf("kernel %s has no module BTF: res and ps only", release(t))
+	}
 	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
 	holder.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWNET,
@@ -151,6 +157,9 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	}
 	t.Logf("res from a pid namespace of its own: %d rows (%s)", len(nsRows), strings.TrimSpace(nsOut.String()))
 
+	if tr == nil {
+		return
+	}
 	time.Sleep(time.Second) // the create event reaches the trace's output
 	created := false
 	for _, e := range tr.stop() {
