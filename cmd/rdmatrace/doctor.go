@@ -45,7 +45,10 @@ func doctorCommand() *cli.Command {
 }
 
 func runDoctor(c *cli.Context) error {
-	argv := c.Args().Slice()
+	_, argv := splitCommand(c.Args().Slice())
+	if words, _ := splitCommand(c.Args().Slice()); len(words) > 0 {
+		return usage(c, "unexpected %q: the program goes after --", words[0])
+	}
 	targets := 0
 	for _, set := range []bool{c.IsSet("pid"), c.IsSet("container"), len(argv) > 0} {
 		if set {

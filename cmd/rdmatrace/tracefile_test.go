@@ -57,3 +57,14 @@ func TestTraceRecordingFlagsUsage(t *testing.T) {
 		}
 	}
 }
+
+// doctor -- CMD runs CMD, not "--": a word before -- is a usage error.
+func TestDoctorRunsTheCommandAfterTheSeparator(t *testing.T) {
+	stdout, stderr, code := rdmatrace(t, "doctor", "-j", "--after", "5s", "--", "sh", "-c", "echo ran-$((40+2))")
+	if !strings.Contains(stdout, "ran-42") || !strings.Contains(stdout, `"check":"modules"`) {
+		t.Errorf("doctor -- sh: exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+	if _, stderr, code := rdmatrace(t, "doctor", "ib_write_lat"); code != 2 || !strings.Contains(stderr, "after --") {
+		t.Errorf("doctor ib_write_lat: exit %d, %q", code, stderr)
+	}
+}
