@@ -73,14 +73,4 @@ func (t *Tracer) setFilter(bit uint32) error {
 
 // Filtered is how many events the kernel discarded for OnlyPIDs and
 // OnlyCgroups.
-func (t *Tracer) Filtered() (uint64, error) {
-	var perCPU []uint64
-	if err := t.maps["filtered"].Lookup(uint32(0), &perCPU); err != nil {
-		return 0, err
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
-	}
-	return n, nil
-}
+func (t *Tracer) Filtered() (uint64, error) { return t.perCPUSum("filtered") }

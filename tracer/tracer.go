@@ -294,9 +294,12 @@ func (t *Tracer) Attached() int {
 }
 
 // Drops is how many events the kernel could not put in the ring buffer.
-func (t *Tracer) Drops() (uint64, error) {
+func (t *Tracer) Drops() (uint64, error) { return t.perCPUSum("drops") }
+
+// perCPUSum adds up a one-entry per-CPU counter map.
+func (t *Tracer) perCPUSum(name string) (uint64, error) {
 	var perCPU []uint64
-	if err := t.maps["drops"].Lookup(uint32(0), &perCPU); err != nil {
+	if err := t.maps[name].Lookup(uint32(0), &perCPU); err != nil {
 		return 0, err
 	}
 	var n uint64
