@@ -167,7 +167,7 @@ static __always_inline void side_drop(void)
 	__u32 zero = 0;
 	__u64 *n = bpf_map_lookup_elem(&side_drops, &zero);
 	if (n)
-		(*n)++;
+		__sync_fetch_and_add(n, 1); /* atomic: a preemptible program can be interrupted on its CPU by another */
 }
 
 /* Threads inside the release of a uverbs or rdma_cm file: what they free
@@ -194,7 +194,7 @@ static __always_inline struct event *reserve(__u32 kind)
 		__u32 zero = 0;
 		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
 		if (n)
-			(*n)++;
+			__sync_fetch_and_add(n, 1);
 		return 0;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -279,7 +279,7 @@ static __always_inline void submit(struct event *e)
 	if (filtered_out(e)) {
 		__u64 *n = bpf_map_lookup_elem(&filtered, &zero);
 		if (n)
-			(*n)++;
+			__sync_fetch_and_add(n, 1);
 		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
 		return;
 	}
