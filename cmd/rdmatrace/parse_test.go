@@ -122,12 +122,16 @@ func TestStdinEchoesThroughLegacyOutput(t *testing.T) {
 }
 
 // noRawControls fails t when out holds a control byte other than a line
-// end, or a character that reorders or hides text (formats.Unsafe).
+// end, a character that reorders or hides text (formats.Unsafe), or a byte
+// that is not UTF-8.
 func noRawControls(t *testing.T, what, out string) {
 	t.Helper()
+	if !utf8.ValidString(out) {
+		t.Errorf("%s: output is not UTF-8: %q", what, out)
+	}
 	for _, line := range strings.Split(out, "\n") {
 		for _, r := range line {
-			if r == utf8.RuneError || formats.Unsafe(r) {
+			if formats.Unsafe(r) {
 				t.Errorf("%s: %U in %q", what, r, line)
 			}
 		}
