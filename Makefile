@@ -19,7 +19,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build check unit fuzz e2e test capture generate bench demo clean man install image
+.PHONY: all build arm64 check unit fuzz e2e test capture generate bench demo clean man install image
 
 all: build
 
@@ -41,6 +41,11 @@ build:
 	  echo "$(BIN) is dynamically linked: it must stay static (CGO_ENABLED=0)" >&2; exit 1; fi
 	guest/setup-host.sh
 	CGO_ENABLED=1 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs -o $(BENCH_BIN) ./cmd/rdmabench
+
+# rdmatrace for arm64 hosts (BlueField DPUs, Grace): the same static
+# binary with the arm64 BPF object, which bpf2go builds next to amd64's.
+arm64:
+	GOARCH=arm64 $(GOBUILD) -o $(BIN)-arm64 ./cmd/rdmatrace
 
 # rdmatrace(8), from the same command definitions as --help, by a build
 # with urfave/cli's doc generator (the installed binary has none).
@@ -64,14 +69,16 @@ install: man
 
 # The gates before any test: gofmt, vet (the e2e tests too), and the
 # committed BPF output being what make generate gives
-# (bpf/check-generate.sh, from the committed BTF: no guest). vet compiles
-# verbs/, which needs gcc and rdma-core's headers (guest/setup-host.sh).
-check: bpf-tools
+# (bpf/check-generate.sh, from the committed BTF: no guest); rdmatrace
+# builds for arm64 too (BlueField, Grace). vet compiles verbs/, which needs
+# gcc and rdma-core's headers (guest/setup-host.sh).
+check: bpf-tools arm64
 	guest/setup-host.sh
 	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$unformatted" ]; then \
 	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./cmd/rdmatrace ./tracer ./bpf/...
 	bpf/check-generate.sh
 
 unit: check

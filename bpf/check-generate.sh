@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that `make generate` reproduces the committed BPF output, without
-# booting a guest: vmlinux.h from the committed BTF (testdata/btf/6.1, what
-# gen-vmlinux.sh saved with it), and the bpf2go output (every
-# bpf/*_bpfel.go and .o) from rdmatrace.bpf.c by go generate. The tree is
+# booting a guest: vmlinux_x86.h and vmlinux_arm64.h from the committed
+# BTF (testdata/btf/6.1 and 6.1-arm64, what gen-vmlinux.sh saved with
+# them), and the bpf2go output (every bpf/*_bpfel.go and .o, both
+# architectures) from rdmatrace.bpf.c by go generate. The tree is
 # left as it was; a difference fails with the files named.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,13 +24,16 @@ restore() {
 trap restore EXIT
 
 fail=0
-gunzip -c testdata/btf/6.1/vmlinux.btf.gz >"$tmp/vmlinux"
-gunzip -c testdata/btf/6.1/rdma_cm.btf.gz >"$tmp/rdma_cm"
-bpftool -B "$tmp/vmlinux" btf dump file "$tmp/rdma_cm" format c >"$tmp/vmlinux.h"
-if ! cmp -s "$tmp/vmlinux.h" bpf/vmlinux.h; then
-	echo "check-generate: bpf/vmlinux.h differs from the dump of testdata/btf/6.1 (run make generate and commit both)" >&2
-	fail=1
-fi
+for arch in x86:6.1 arm64:6.1-arm64; do
+	dir=testdata/btf/${arch#*:} h=bpf/vmlinux_${arch%%:*}.h
+	gunzip -c "$dir/vmlinux.btf.gz" >"$tmp/vmlinux"
+	gunzip -c "$dir/rdma_cm.btf.gz" >"$tmp/rdma_cm"
+	bpftool -B "$tmp/vmlinux" btf dump file "$tmp/rdma_cm" format c >"$tmp/vmlinux.h"
+	if ! cmp -s "$tmp/vmlinux.h" "$h"; then
+		echo "check-generate: $h differs from the dump of $dir (run make generate and commit both)" >&2
+		fail=1
+	fi
+done
 
 rm -f $(generated)
 (cd bpf && go generate ./) >&2
@@ -46,6 +50,6 @@ for f in $new; do
 	fi
 done
 if [ $fail = 0 ]; then
-	echo "check-generate: vmlinux.h and $(echo $new) are what make generate gives" >&2
+	echo "check-generate: vmlinux_x86.h, vmlinux_arm64.h and $(echo $new) are what make generate gives" >&2
 fi
 exit $fail

@@ -1,7 +1,9 @@
 // Package bpf holds rdmatrace's CO-RE eBPF programs (rdmatrace.bpf.c), the
-// vmlinux.h they are compiled against — Debian 6.1's kernel BTF together
-// with the RDMA module types, made by gen-vmlinux.sh — and the committed
-// bpf2go output, so that building rdmatrace needs no clang.
+// kernel types they are compiled against — vmlinux_x86.h and
+// vmlinux_arm64.h, Debian 6.1's kernel BTF together with the RDMA module
+// types, made by gen-vmlinux.sh — and the committed bpf2go output for amd64
+// and arm64, so that building rdmatrace needs no clang. bpf2go also
+// generates the C side's enums (-type), which the decoder uses.
 package bpf
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target amd64 -type event Rdmatrace rdmatrace.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target amd64,arm64 -type event -type event_kind -type event_flag -type cm_tp -type span_func Rdmatrace rdmatrace.bpf.c

@@ -17,7 +17,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define DEV_NAME_LEN 64 /* IB_DEVICE_NAME_MAX */
 #define KERN_NAME_LEN 32
 #define ADDR_LEN 28 /* sizeof(struct sockaddr_in6), as the tracepoints copy */
-#define IB_QP_STATE_MASK 1 /* IB_QP_STATE in enum ib_qp_attr_mask */
 #define STATE_UNKNOWN 0xff
 
 enum event_kind {
@@ -56,17 +55,19 @@ enum cm_tp {
 };
 
 /* Flags in event.flags. */
-#define F_USER (1 << 0)      /* a user-space object */
-#define F_HAS_DEV (1 << 1)   /* dev_index/dev_name are set */
-#define F_HAS_OWNER (1 << 2) /* owner_* are set (res->task was not NULL) */
-#define F_HAS_STATE (1 << 3) /* new_state is set */
-#define F_HAS_QP (1 << 4)    /* qpn/qp_type are set */
-#define F_HAS_CM (1 << 5)    /* cm_event/status are set */
-#define F_HAS_ADDR (1 << 6)  /* src/dst/ps are set */
-#define F_EXITING (1 << 7)   /* the actor was exiting (PF_EXITING): cleanup at process exit */
-#define F_CLOSING (1 << 8)   /* inside ib_uverbs_close or ucma_close: cleanup of a closed file */
-#define F_HAS_SIZE (1 << 12) /* bench-trace: size is set */
-#define F_PREEMPTED (1 << 13) /* bench-trace: off-CPU while runnable (preempted), not asleep */
+enum event_flag {
+	F_USER = 1 << 0,       /* a user-space object */
+	F_HAS_DEV = 1 << 1,    /* dev_index/dev_name are set */
+	F_HAS_OWNER = 1 << 2,  /* owner_* are set (res->task was not NULL) */
+	F_HAS_STATE = 1 << 3,  /* new_state is set */
+	F_HAS_QP = 1 << 4,     /* qpn/qp_type are set */
+	F_HAS_CM = 1 << 5,     /* cm_event/status are set */
+	F_HAS_ADDR = 1 << 6,   /* src/dst/ps are set */
+	F_EXITING = 1 << 7,    /* the actor was exiting (PF_EXITING): cleanup at process exit */
+	F_CLOSING = 1 << 8,    /* inside ib_uverbs_close or ucma_close: cleanup of a closed file */
+	F_HAS_SIZE = 1 << 12,  /* bench-trace: size is set */
+	F_PREEMPTED = 1 << 13, /* bench-trace: off-CPU while runnable (preempted), not asleep */
+};
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h; a #define, so not in BTF */
 
@@ -109,8 +110,12 @@ struct event {
 	char next_comm[TASK_COMM_LEN];
 };
 
-/* Keep the type in the object so bpf2go -type can generate it. */
+/* Keep the types in the object so bpf2go -type generates them for Go: the
+ * record and the enums that give its fields their meaning. */
 const struct event *unused_event __attribute__((unused));
+const enum event_kind *unused_event_kind __attribute__((unused));
+const enum event_flag *unused_event_flag __attribute__((unused));
+const enum cm_tp *unused_cm_tp __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -425,33 +430,33 @@ static __always_inline void set_res(struct event *e, struct rdma_restrack_entry 
 {
 	set_owner(e, res);
 	switch (e->res_type) {
-	case 0: { /* PD */
+	case RDMA_RESTRACK_PD: {
 		struct ib_pd *pd = container(res, struct ib_pd, res);
 		e->obj = (__u64)pd;
 		set_dev(e, BPF_CORE_READ(pd, device));
 		break;
 	}
-	case 1: { /* CQ */
+	case RDMA_RESTRACK_CQ: {
 		struct ib_cq *cq = container(res, struct ib_cq, res);
 		e->obj = (__u64)cq;
 		set_dev(e, BPF_CORE_READ(cq, device));
 		break;
 	}
-	case 2: { /* QP */
+	case RDMA_RESTRACK_QP: {
 		struct ib_qp *qp = container(res, struct ib_qp, res);
 		e->obj = (__u64)qp;
 		set_dev(e, BPF_CORE_READ(qp, device));
 		set_qp(e, qp);
 		break;
 	}
-	case 3: { /* CM_ID */
+	case RDMA_RESTRACK_CM_ID: {
 		struct rdma_id_private *id = container(res, struct rdma_id_private, res);
 		__u32 rid = e->id;
 		set_cm(e, id);
 		e->id = rid;
 		break;
 	}
-	case 4: { /* MR */
+	case RDMA_RESTRACK_MR: {
 		struct ib_mr *mr = container(res, struct ib_mr, res);
 		e->obj = (__u64)mr;
 		set_dev(e, BPF_CORE_READ(mr, device));
@@ -459,13 +464,13 @@ static __always_inline void set_res(struct event *e, struct rdma_restrack_entry 
 		e->flags |= F_HAS_SIZE;
 		break;
 	}
-	case 5: { /* CTX */
+	case RDMA_RESTRACK_CTX: {
 		struct ib_ucontext *ctx = container(res, struct ib_ucontext, res);
 		e->obj = (__u64)ctx;
 		set_dev(e, BPF_CORE_READ(ctx, device));
 		break;
 	}
-	case 7: { /* SRQ */
+	case RDMA_RESTRACK_SRQ: {
 		struct ib_srq *srq = container(res, struct ib_srq, res);
 		e->obj = (__u64)srq;
 		set_dev(e, BPF_CORE_READ(srq, device));
@@ -488,7 +493,7 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 	if (!e)
 		return 0;
 	set_res(e, res);
-	if (e->res_type == 2) {
+	if (e->res_type == RDMA_RESTRACK_QP) {
 		__u64 key = e->obj;
 		if (kind == EV_RES_ADD) {
 			__u8 reset = 0;
@@ -505,7 +510,7 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 
 static __always_inline int emit_qp_state(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, int ret)
 {
-	if (ret != 0 || !(mask & IB_QP_STATE_MASK) || !qp || !attr)
+	if (ret != 0 || !(mask & IB_QP_STATE) || !qp || !attr)
 		return 0;
 	struct event *e = reserve(EV_QP_STATE);
 	if (!e)
@@ -555,7 +560,7 @@ static __always_inline int emit_dev(__u32 kind, struct ib_device *dev)
 	return 0;
 }
 
-/* ---- BTF variants ---- */
+/* ---- Hooks whose variants differ: BTF first ---- */
 
 SEC("fexit/rdma_restrack_add")
 int BPF_PROG(fexit_restrack_add, struct rdma_restrack_entry *res)
@@ -564,30 +569,6 @@ int BPF_PROG(fexit_restrack_add, struct rdma_restrack_entry *res)
 	if (!BPF_CORE_READ(res, valid))
 		return 0;
 	return emit_res(EV_RES_ADD, res);
-}
-
-SEC("fentry/rdma_restrack_del")
-int BPF_PROG(fentry_restrack_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_DEL, res);
-}
-
-SEC("fentry/rdma_restrack_begin_del")
-int BPF_PROG(fentry_restrack_begin_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_BEGIN_DEL, res);
-}
-
-SEC("fentry/rdma_restrack_commit_del")
-int BPF_PROG(fentry_restrack_commit_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_COMMIT_DEL, res);
-}
-
-SEC("fentry/rdma_restrack_abort_del")
-int BPF_PROG(fentry_restrack_abort_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_ABORT_DEL, res);
 }
 
 /* Both the user path (ib_modify_qp_with_udata) and the kernel path
@@ -634,68 +615,13 @@ int BPF_PROG(fexit_register_device, struct ib_device *dev, const char *name, voi
 	return ret ? 0 : emit_dev(EV_DEV_REGISTER, dev);
 }
 
-SEC("fentry/__ib_unregister_device")
-int BPF_PROG(fentry_unregister_device, struct ib_device *dev)
-{
-	return emit_dev(EV_DEV_UNREGISTER, dev);
-}
-
 SEC("fexit/__ib_unregister_device")
 int BPF_PROG(fexit_unregister_device, struct ib_device *dev)
 {
 	return emit_dev(EV_DEV_UNREGISTERED, dev);
 }
 
-/* The release of /dev/infiniband/uverbsN (ib_uverbs) and rdma_cm (rdma_ucm)
- * files, where the kernel frees what a process left behind. */
-SEC("fentry/ib_uverbs_close")
-int BPF_PROG(fentry_uverbs_close) { return close_enter(); }
-SEC("fexit/ib_uverbs_close")
-int BPF_PROG(fexit_uverbs_close) { return close_exit(); }
-SEC("fentry/ucma_close")
-int BPF_PROG(fentry_ucma_close) { return close_enter(); }
-SEC("fexit/ucma_close")
-int BPF_PROG(fexit_ucma_close) { return close_exit(); }
-
-#define CM_TP_BTF(name, tp)                                                  \
-	SEC("tp_btf/" #name)                                                 \
-	int BPF_PROG(tp_btf_##name, struct rdma_id_private *id)              \
-	{                                                                    \
-		return emit_cm(tp, id, 0, 0);                                \
-	}
-
-CM_TP_BTF(cm_send_req, CM_TP_SEND_REQ)
-CM_TP_BTF(cm_send_rep, CM_TP_SEND_REP)
-CM_TP_BTF(cm_send_rtu, CM_TP_SEND_RTU)
-CM_TP_BTF(cm_send_rej, CM_TP_SEND_REJ)
-CM_TP_BTF(cm_send_mra, CM_TP_SEND_MRA)
-CM_TP_BTF(cm_disconnect, CM_TP_DISCONNECT)
-CM_TP_BTF(cm_sent_dreq, CM_TP_SENT_DREQ)
-CM_TP_BTF(cm_sent_drep, CM_TP_SENT_DREP)
-CM_TP_BTF(cm_id_attach, CM_TP_ID_ATTACH)
-CM_TP_BTF(cm_id_destroy, CM_TP_ID_DESTROY)
-CM_TP_BTF(cm_qp_destroy, CM_TP_QP_DESTROY)
-CM_TP_BTF(cm_req_handler, CM_TP_REQ_HANDLER)
-
-SEC("tp_btf/cm_qp_create")
-int BPF_PROG(tp_btf_cm_qp_create, struct rdma_id_private *id, struct ib_pd *pd, void *init_attr, int rc)
-{
-	return emit_cm(CM_TP_QP_CREATE, id, 0, rc);
-}
-
-SEC("tp_btf/cm_event_handler")
-int BPF_PROG(tp_btf_cm_event_handler, struct rdma_id_private *id, struct rdma_cm_event *ev)
-{
-	return emit_cm(CM_TP_EVENT_HANDLER, id, ev, 0);
-}
-
-SEC("tp_btf/cm_event_done")
-int BPF_PROG(tp_btf_cm_event_done, struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
-{
-	return emit_cm(CM_TP_EVENT_DONE, id, ev, result);
-}
-
-/* ---- Fallback variants: kprobes and raw tracepoints ---- */
+/* ---- ... and their fallbacks: kprobes, saving what the return needs ---- */
 
 SEC("kprobe/rdma_restrack_add")
 int BPF_KPROBE(kprobe_restrack_add, struct rdma_restrack_entry *res)
@@ -717,30 +643,6 @@ int BPF_KRETPROBE(kretprobe_restrack_add)
 	if (!BPF_CORE_READ(r, valid))
 		return 0;
 	return emit_res(EV_RES_ADD, r);
-}
-
-SEC("kprobe/rdma_restrack_del")
-int BPF_KPROBE(kprobe_restrack_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_DEL, res);
-}
-
-SEC("kprobe/rdma_restrack_begin_del")
-int BPF_KPROBE(kprobe_restrack_begin_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_BEGIN_DEL, res);
-}
-
-SEC("kprobe/rdma_restrack_commit_del")
-int BPF_KPROBE(kprobe_restrack_commit_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_COMMIT_DEL, res);
-}
-
-SEC("kprobe/rdma_restrack_abort_del")
-int BPF_KPROBE(kprobe_restrack_abort_del, struct rdma_restrack_entry *res)
-{
-	return emit_res(EV_RES_ABORT_DEL, res);
 }
 
 struct modify_args {
@@ -777,58 +679,59 @@ int BPF_KRETPROBE(kretprobe_modify_qp, int ret)
 	return emit_qp_state((struct ib_qp *)copy.qp, (struct ib_qp_attr *)copy.attr, copy.mask, ret);
 }
 
-SEC("kprobe/ib_uverbs_close")
-int BPF_KPROBE(kprobe_uverbs_close) { return close_enter(); }
-SEC("kretprobe/ib_uverbs_close")
-int BPF_KRETPROBE(kretprobe_uverbs_close) { return close_exit(); }
-SEC("kprobe/ucma_close")
-int BPF_KPROBE(kprobe_ucma_close) { return close_enter(); }
-SEC("kretprobe/ucma_close")
-int BPF_KRETPROBE(kretprobe_ucma_close) { return close_exit(); }
+/* ---- Hooks whose two variants share one body ----
+ * One line per hook, as pwru does: the BTF program (fentry, tp_btf) and its
+ * fallback (kprobe, raw_tp) come from one macro, so that they cannot drift
+ * apart. expr is parenthesised where it has commas. */
+#define ENTRY_HOOK(fn, name, expr, ...)                                       \
+	SEC("fentry/" #fn)                                                   \
+	int BPF_PROG(fentry_##name, ##__VA_ARGS__) { return expr; }          \
+	SEC("kprobe/" #fn)                                                   \
+	int BPF_KPROBE(kprobe_##name, ##__VA_ARGS__) { return expr; }
+#define RETURN_HOOK(fn, name, expr)                                           \
+	SEC("fexit/" #fn)                                                    \
+	int BPF_PROG(fexit_##name) { return expr; }                          \
+	SEC("kretprobe/" #fn)                                                \
+	int BPF_KRETPROBE(kretprobe_##name) { return expr; }
+#define TP_HOOK(tp, expr, ...)                                                \
+	SEC("tp_btf/" #tp)                                                   \
+	int BPF_PROG(tp_btf_##tp, ##__VA_ARGS__) { return expr; }            \
+	SEC("raw_tp/" #tp)                                                   \
+	int BPF_PROG(raw_tp_##tp, ##__VA_ARGS__) { return expr; }
 
-SEC("kprobe/__ib_unregister_device")
-int BPF_KPROBE(kprobe_unregister_device, struct ib_device *dev)
-{
-	return emit_dev(EV_DEV_UNREGISTER, dev);
-}
+ENTRY_HOOK(rdma_restrack_del, restrack_del, (emit_res(EV_RES_DEL, res)), struct rdma_restrack_entry *res)
+ENTRY_HOOK(rdma_restrack_begin_del, restrack_begin_del, (emit_res(EV_RES_BEGIN_DEL, res)), struct rdma_restrack_entry *res)
+ENTRY_HOOK(rdma_restrack_commit_del, restrack_commit_del, (emit_res(EV_RES_COMMIT_DEL, res)), struct rdma_restrack_entry *res)
+ENTRY_HOOK(rdma_restrack_abort_del, restrack_abort_del, (emit_res(EV_RES_ABORT_DEL, res)), struct rdma_restrack_entry *res)
+ENTRY_HOOK(__ib_unregister_device, unregister_device, (emit_dev(EV_DEV_UNREGISTER, dev)), struct ib_device *dev)
 
-#define CM_TP_RAW(name, tp)                                                  \
-	SEC("raw_tp/" #name)                                                 \
-	int BPF_PROG(raw_tp_##name, struct rdma_id_private *id)              \
-	{                                                                    \
-		return emit_cm(tp, id, 0, 0);                                \
-	}
+/* The release of /dev/infiniband/uverbsN (ib_uverbs) and rdma_cm (rdma_ucm)
+ * files, where the kernel frees what a process left behind. */
+ENTRY_HOOK(ib_uverbs_close, uverbs_close, close_enter())
+RETURN_HOOK(ib_uverbs_close, uverbs_close, close_exit())
+ENTRY_HOOK(ucma_close, ucma_close, close_enter())
+RETURN_HOOK(ucma_close, ucma_close, close_exit())
 
-CM_TP_RAW(cm_send_req, CM_TP_SEND_REQ)
-CM_TP_RAW(cm_send_rep, CM_TP_SEND_REP)
-CM_TP_RAW(cm_send_rtu, CM_TP_SEND_RTU)
-CM_TP_RAW(cm_send_rej, CM_TP_SEND_REJ)
-CM_TP_RAW(cm_send_mra, CM_TP_SEND_MRA)
-CM_TP_RAW(cm_disconnect, CM_TP_DISCONNECT)
-CM_TP_RAW(cm_sent_dreq, CM_TP_SENT_DREQ)
-CM_TP_RAW(cm_sent_drep, CM_TP_SENT_DREP)
-CM_TP_RAW(cm_id_attach, CM_TP_ID_ATTACH)
-CM_TP_RAW(cm_id_destroy, CM_TP_ID_DESTROY)
-CM_TP_RAW(cm_qp_destroy, CM_TP_QP_DESTROY)
-CM_TP_RAW(cm_req_handler, CM_TP_REQ_HANDLER)
-
-SEC("raw_tp/cm_qp_create")
-int BPF_PROG(raw_tp_cm_qp_create, struct rdma_id_private *id, struct ib_pd *pd, void *init_attr, int rc)
-{
-	return emit_cm(CM_TP_QP_CREATE, id, 0, rc);
-}
-
-SEC("raw_tp/cm_event_handler")
-int BPF_PROG(raw_tp_cm_event_handler, struct rdma_id_private *id, struct rdma_cm_event *ev)
-{
-	return emit_cm(CM_TP_EVENT_HANDLER, id, ev, 0);
-}
-
-SEC("raw_tp/cm_event_done")
-int BPF_PROG(raw_tp_cm_event_done, struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
-{
-	return emit_cm(CM_TP_EVENT_DONE, id, ev, result);
-}
+/* The rdma_cma tracepoints. */
+#define CM_HOOK(tp, cm_tp) TP_HOOK(tp, (emit_cm(cm_tp, id, 0, 0)), struct rdma_id_private *id)
+CM_HOOK(cm_send_req, CM_TP_SEND_REQ)
+CM_HOOK(cm_send_rep, CM_TP_SEND_REP)
+CM_HOOK(cm_send_rtu, CM_TP_SEND_RTU)
+CM_HOOK(cm_send_rej, CM_TP_SEND_REJ)
+CM_HOOK(cm_send_mra, CM_TP_SEND_MRA)
+CM_HOOK(cm_disconnect, CM_TP_DISCONNECT)
+CM_HOOK(cm_sent_dreq, CM_TP_SENT_DREQ)
+CM_HOOK(cm_sent_drep, CM_TP_SENT_DREP)
+CM_HOOK(cm_id_attach, CM_TP_ID_ATTACH)
+CM_HOOK(cm_id_destroy, CM_TP_ID_DESTROY)
+CM_HOOK(cm_qp_destroy, CM_TP_QP_DESTROY)
+CM_HOOK(cm_req_handler, CM_TP_REQ_HANDLER)
+TP_HOOK(cm_qp_create, (emit_cm(CM_TP_QP_CREATE, id, 0, rc)),
+	struct rdma_id_private *id, struct ib_pd *pd, void *init_attr, int rc)
+TP_HOOK(cm_event_handler, (emit_cm(CM_TP_EVENT_HANDLER, id, ev, 0)),
+	struct rdma_id_private *id, struct rdma_cm_event *ev)
+TP_HOOK(cm_event_done, (emit_cm(CM_TP_EVENT_DONE, id, ev, result)),
+	struct rdma_id_private *id, struct rdma_cm_event *ev, int result)
 
 /* ---- Not attached by rdmatrace ---- */
 
@@ -878,6 +781,7 @@ enum span_func {
 	SPAN_IB_UVERBS_MODIFY_QP,
 	SPAN_IB_UVERBS_EX_MODIFY_QP,
 };
+const enum span_func *unused_span_func __attribute__((unused));
 
 /* Processes whose threads the scheduler hooks and the followed-only spans
  * watch; filled by user space (--follow-pid). */

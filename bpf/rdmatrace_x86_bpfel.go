@@ -13,6 +13,26 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type RdmatraceCmTp uint32
+
+const (
+	RdmatraceCmTpCM_TP_EVENT_HANDLER RdmatraceCmTp = 1
+	RdmatraceCmTpCM_TP_EVENT_DONE    RdmatraceCmTp = 2
+	RdmatraceCmTpCM_TP_REQ_HANDLER   RdmatraceCmTp = 3
+	RdmatraceCmTpCM_TP_SEND_REQ      RdmatraceCmTp = 4
+	RdmatraceCmTpCM_TP_SEND_REP      RdmatraceCmTp = 5
+	RdmatraceCmTpCM_TP_SEND_RTU      RdmatraceCmTp = 6
+	RdmatraceCmTpCM_TP_SEND_REJ      RdmatraceCmTp = 7
+	RdmatraceCmTpCM_TP_SEND_MRA      RdmatraceCmTp = 8
+	RdmatraceCmTpCM_TP_DISCONNECT    RdmatraceCmTp = 9
+	RdmatraceCmTpCM_TP_SENT_DREQ     RdmatraceCmTp = 10
+	RdmatraceCmTpCM_TP_SENT_DREP     RdmatraceCmTp = 11
+	RdmatraceCmTpCM_TP_ID_ATTACH     RdmatraceCmTp = 12
+	RdmatraceCmTpCM_TP_ID_DESTROY    RdmatraceCmTp = 13
+	RdmatraceCmTpCM_TP_QP_CREATE     RdmatraceCmTp = 14
+	RdmatraceCmTpCM_TP_QP_DESTROY    RdmatraceCmTp = 15
+)
+
 type RdmatraceEvent struct {
 	_           structs.HostLayout
 	Ts          uint64
@@ -52,6 +72,40 @@ type RdmatraceEvent struct {
 	NextComm    [16]int8
 }
 
+type RdmatraceEventFlag uint32
+
+const (
+	RdmatraceEventFlagF_USER      RdmatraceEventFlag = 1
+	RdmatraceEventFlagF_HAS_DEV   RdmatraceEventFlag = 2
+	RdmatraceEventFlagF_HAS_OWNER RdmatraceEventFlag = 4
+	RdmatraceEventFlagF_HAS_STATE RdmatraceEventFlag = 8
+	RdmatraceEventFlagF_HAS_QP    RdmatraceEventFlag = 16
+	RdmatraceEventFlagF_HAS_CM    RdmatraceEventFlag = 32
+	RdmatraceEventFlagF_HAS_ADDR  RdmatraceEventFlag = 64
+	RdmatraceEventFlagF_EXITING   RdmatraceEventFlag = 128
+	RdmatraceEventFlagF_CLOSING   RdmatraceEventFlag = 256
+	RdmatraceEventFlagF_HAS_SIZE  RdmatraceEventFlag = 4096
+	RdmatraceEventFlagF_PREEMPTED RdmatraceEventFlag = 8192
+)
+
+type RdmatraceEventKind uint32
+
+const (
+	RdmatraceEventKindEV_RES_ADD          RdmatraceEventKind = 1
+	RdmatraceEventKindEV_RES_DEL          RdmatraceEventKind = 2
+	RdmatraceEventKindEV_RES_BEGIN_DEL    RdmatraceEventKind = 3
+	RdmatraceEventKindEV_RES_COMMIT_DEL   RdmatraceEventKind = 4
+	RdmatraceEventKindEV_RES_ABORT_DEL    RdmatraceEventKind = 5
+	RdmatraceEventKindEV_QP_STATE         RdmatraceEventKind = 6
+	RdmatraceEventKindEV_CM_ID_CREATE     RdmatraceEventKind = 7
+	RdmatraceEventKindEV_CM               RdmatraceEventKind = 8
+	RdmatraceEventKindEV_DEV_REGISTER     RdmatraceEventKind = 9
+	RdmatraceEventKindEV_DEV_UNREGISTER   RdmatraceEventKind = 10
+	RdmatraceEventKindEV_DEV_UNREGISTERED RdmatraceEventKind = 11
+	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
+	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
+)
+
 type RdmatraceModifyArgs struct {
 	_    structs.HostLayout
 	Qp   uint64
@@ -74,6 +128,27 @@ type RdmatraceReaderState struct {
 	Polling uint64
 	Fence   uint64
 }
+
+type RdmatraceSpanFunc uint32
+
+const (
+	RdmatraceSpanFuncSPAN_RDMA_RESOLVE_ADDR      RdmatraceSpanFunc = 1
+	RdmatraceSpanFuncSPAN_RDMA_RESOLVE_ROUTE     RdmatraceSpanFunc = 2
+	RdmatraceSpanFuncSPAN_RDMA_CONNECT_LOCKED    RdmatraceSpanFunc = 3
+	RdmatraceSpanFuncSPAN_UCMA_GET_EVENT         RdmatraceSpanFunc = 4
+	RdmatraceSpanFuncSPAN_IB_UVERBS_REG_MR       RdmatraceSpanFunc = 5
+	RdmatraceSpanFuncSPAN_IB_UMEM_GET            RdmatraceSpanFunc = 6
+	RdmatraceSpanFuncSPAN_IB_DEREG_MR_USER       RdmatraceSpanFunc = 7
+	RdmatraceSpanFuncSPAN_IB_UVERBS_ALLOC_PD     RdmatraceSpanFunc = 8
+	RdmatraceSpanFuncSPAN_UVERBS_CQ_CREATE       RdmatraceSpanFunc = 9
+	RdmatraceSpanFuncSPAN_UVERBS_QP_CREATE       RdmatraceSpanFunc = 10
+	RdmatraceSpanFuncSPAN_IB_UVERBS_CREATE_CQ    RdmatraceSpanFunc = 11
+	RdmatraceSpanFuncSPAN_IB_UVERBS_EX_CREATE_CQ RdmatraceSpanFunc = 12
+	RdmatraceSpanFuncSPAN_IB_UVERBS_CREATE_QP    RdmatraceSpanFunc = 13
+	RdmatraceSpanFuncSPAN_IB_UVERBS_EX_CREATE_QP RdmatraceSpanFunc = 14
+	RdmatraceSpanFuncSPAN_IB_UVERBS_MODIFY_QP    RdmatraceSpanFunc = 15
+	RdmatraceSpanFuncSPAN_IB_UVERBS_EX_MODIFY_QP RdmatraceSpanFunc = 16
+)
 
 type RdmatraceSpanKey struct {
 	_    structs.HostLayout
@@ -235,7 +310,11 @@ const (
 	RdmatraceProgTpBtfCmSentDreq                                     = "tp_btf_cm_sent_dreq"
 	RdmatraceProgTpBtfSchedSwitch                                    = "tp_btf_sched_switch"
 	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
+	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
 	RdmatraceVarUnusedEvent                                          = "unused_event"
+	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
+	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
+	RdmatraceVarUnusedSpanFunc                                       = "unused_span_func"
 )
 
 // LoadRdmatrace returns the embedded CollectionSpec for Rdmatrace.
@@ -435,7 +514,11 @@ type RdmatraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceVariableSpecs struct {
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedCmTp      *ebpf.VariableSpec `ebpf:"unused_cm_tp"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEventFlag *ebpf.VariableSpec `ebpf:"unused_event_flag"`
+	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedSpanFunc  *ebpf.VariableSpec `ebpf:"unused_span_func"`
 }
 
 // RdmatraceObjects contains all objects after they have been loaded into the kernel.
@@ -499,7 +582,11 @@ func (m *RdmatraceMaps) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceVariables struct {
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
+	UnusedCmTp      *ebpf.Variable `ebpf:"unused_cm_tp"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEventFlag *ebpf.Variable `ebpf:"unused_event_flag"`
+	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedSpanFunc  *ebpf.Variable `ebpf:"unused_span_func"`
 }
 
 // RdmatracePrograms contains all programs after they have been loaded into the kernel.

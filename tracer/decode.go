@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -58,55 +59,76 @@ const (
 	oldRecordSize = offOwnerCg
 )
 
-// Kinds and flags of the C side.
+// The C side's enums, as bpf2go generates them from rdmatrace.bpf.c: the
+// object and this decoder cannot disagree on a number.
 const (
-	cResAdd = 1 + iota
-	cResDel
-	cResBeginDel
-	cResCommitDel
-	cResAbortDel
-	cQPState
-	cCMIDCreate
-	cCM
-	cDevRegister
-	cDevUnregister
-	cDevUnregistered
-	cSpan   = 20
-	cOffCPU = 21
-)
+	cResAdd          = bpf.RdmatraceEventKindEV_RES_ADD
+	cResDel          = bpf.RdmatraceEventKindEV_RES_DEL
+	cResBeginDel     = bpf.RdmatraceEventKindEV_RES_BEGIN_DEL
+	cResCommitDel    = bpf.RdmatraceEventKindEV_RES_COMMIT_DEL
+	cResAbortDel     = bpf.RdmatraceEventKindEV_RES_ABORT_DEL
+	cQPState         = bpf.RdmatraceEventKindEV_QP_STATE
+	cCMIDCreate      = bpf.RdmatraceEventKindEV_CM_ID_CREATE
+	cCM              = bpf.RdmatraceEventKindEV_CM
+	cDevRegister     = bpf.RdmatraceEventKindEV_DEV_REGISTER
+	cDevUnregister   = bpf.RdmatraceEventKindEV_DEV_UNREGISTER
+	cDevUnregistered = bpf.RdmatraceEventKindEV_DEV_UNREGISTERED
+	cSpan            = bpf.RdmatraceEventKindEV_SPAN
+	cOffCPU          = bpf.RdmatraceEventKindEV_OFF_CPU
 
-// Flags of the spans and off-CPU spells, apart from the rest.
-const (
-	cfHasSize   = 1 << 12
-	cfPreempted = 1 << 13
+	cfUser      = bpf.RdmatraceEventFlagF_USER
+	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
+	cfHasOwner  = bpf.RdmatraceEventFlagF_HAS_OWNER
+	cfHasState  = bpf.RdmatraceEventFlagF_HAS_STATE
+	cfHasQP     = bpf.RdmatraceEventFlagF_HAS_QP
+	cfHasCM     = bpf.RdmatraceEventFlagF_HAS_CM
+	cfHasAddr   = bpf.RdmatraceEventFlagF_HAS_ADDR
+	cfExiting   = bpf.RdmatraceEventFlagF_EXITING
+	cfClosing   = bpf.RdmatraceEventFlagF_CLOSING
+	cfHasSize   = bpf.RdmatraceEventFlagF_HAS_SIZE
+	cfPreempted = bpf.RdmatraceEventFlagF_PREEMPTED
 )
 
 // spanFuncs names the C side's enum span_func: the kernel functions timed.
-var spanFuncs = [...]string{"", "rdma_resolve_addr", "rdma_resolve_route", "rdma_connect_locked", "ucma_get_event",
-	"ib_uverbs_reg_mr", "ib_umem_get", "ib_dereg_mr_user", "ib_uverbs_alloc_pd",
-	"ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE", "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE",
-	"ib_uverbs_create_cq", "ib_uverbs_ex_create_cq", "ib_uverbs_create_qp", "ib_uverbs_ex_create_qp",
-	"ib_uverbs_modify_qp", "ib_uverbs_ex_modify_qp"}
-
-const (
-	cfUser = 1 << iota
-	cfHasDev
-	cfHasOwner
-	cfHasState
-	cfHasQP
-	cfHasCM
-	cfHasAddr
-	cfExiting
-	cfClosing
-)
+var spanFuncs = [...]string{
+	bpf.RdmatraceSpanFuncSPAN_RDMA_RESOLVE_ADDR:      "rdma_resolve_addr",
+	bpf.RdmatraceSpanFuncSPAN_RDMA_RESOLVE_ROUTE:     "rdma_resolve_route",
+	bpf.RdmatraceSpanFuncSPAN_RDMA_CONNECT_LOCKED:    "rdma_connect_locked",
+	bpf.RdmatraceSpanFuncSPAN_UCMA_GET_EVENT:         "ucma_get_event",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_REG_MR:       "ib_uverbs_reg_mr",
+	bpf.RdmatraceSpanFuncSPAN_IB_UMEM_GET:            "ib_umem_get",
+	bpf.RdmatraceSpanFuncSPAN_IB_DEREG_MR_USER:       "ib_dereg_mr_user",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_ALLOC_PD:     "ib_uverbs_alloc_pd",
+	bpf.RdmatraceSpanFuncSPAN_UVERBS_CQ_CREATE:       "ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE",
+	bpf.RdmatraceSpanFuncSPAN_UVERBS_QP_CREATE:       "ib_uverbs_handler_UVERBS_METHOD_QP_CREATE",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_CREATE_CQ:    "ib_uverbs_create_cq",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_EX_CREATE_CQ: "ib_uverbs_ex_create_cq",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_CREATE_QP:    "ib_uverbs_create_qp",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_EX_CREATE_QP: "ib_uverbs_ex_create_qp",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_MODIFY_QP:    "ib_uverbs_modify_qp",
+	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_EX_MODIFY_QP: "ib_uverbs_ex_modify_qp",
+}
 
 const stateUnknown = 0xff
 
-// cmKinds maps the C side's rdma_cma tracepoint number to the event kind.
-var cmKinds = [...]rdma.EventKind{0, rdma.EvCMEventHandler, rdma.EvCMEventDone, rdma.EvCMReqHandler,
-	rdma.EvCMSendReq, rdma.EvCMSendRep, rdma.EvCMSendRTU, rdma.EvCMSendRej, rdma.EvCMSendMRA,
-	rdma.EvCMDisconnect, rdma.EvCMSentDreq, rdma.EvCMSentDrep, rdma.EvCMIDAttach, rdma.EvCMIDDestroy,
-	rdma.EvCMQPCreate, rdma.EvCMQPDestroy}
+// cmKinds maps the C side's rdma_cma tracepoint (enum cm_tp) to the event kind.
+var cmKinds = [...]rdma.EventKind{
+	bpf.RdmatraceCmTpCM_TP_EVENT_HANDLER: rdma.EvCMEventHandler,
+	bpf.RdmatraceCmTpCM_TP_EVENT_DONE:    rdma.EvCMEventDone,
+	bpf.RdmatraceCmTpCM_TP_REQ_HANDLER:   rdma.EvCMReqHandler,
+	bpf.RdmatraceCmTpCM_TP_SEND_REQ:      rdma.EvCMSendReq,
+	bpf.RdmatraceCmTpCM_TP_SEND_REP:      rdma.EvCMSendRep,
+	bpf.RdmatraceCmTpCM_TP_SEND_RTU:      rdma.EvCMSendRTU,
+	bpf.RdmatraceCmTpCM_TP_SEND_REJ:      rdma.EvCMSendRej,
+	bpf.RdmatraceCmTpCM_TP_SEND_MRA:      rdma.EvCMSendMRA,
+	bpf.RdmatraceCmTpCM_TP_DISCONNECT:    rdma.EvCMDisconnect,
+	bpf.RdmatraceCmTpCM_TP_SENT_DREQ:     rdma.EvCMSentDreq,
+	bpf.RdmatraceCmTpCM_TP_SENT_DREP:     rdma.EvCMSentDrep,
+	bpf.RdmatraceCmTpCM_TP_ID_ATTACH:     rdma.EvCMIDAttach,
+	bpf.RdmatraceCmTpCM_TP_ID_DESTROY:    rdma.EvCMIDDestroy,
+	bpf.RdmatraceCmTpCM_TP_QP_CREATE:     rdma.EvCMQPCreate,
+	bpf.RdmatraceCmTpCM_TP_QP_DESTROY:    rdma.EvCMQPDestroy,
+}
 
 // Decoder turns ring buffer records into events. It keeps the strings it
 // has seen (device names, comms, module names), so decoding does not
@@ -154,7 +176,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	ev.Time = d.Clock.Wall(ev.Mono)
 	ev.Cgroup = le.Uint64(rec[offCgroup:])
 	ev.Obj = le.Uint64(rec[offObj:])
-	kind, flags := u32(offKind), u32(offFlags)
+	kind, flags := bpf.RdmatraceEventKind(u32(offKind)), bpf.RdmatraceEventFlag(u32(offFlags))
 	switch kind {
 	case cResAdd:
 		ev.Kind = rdma.EvCreate

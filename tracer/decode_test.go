@@ -142,7 +142,7 @@ func TestDecodeRejectsShortAndUnknownRecords(t *testing.T) {
 	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown kind 99") {
 		t.Errorf("unknown kind: %v", err)
 	}
-	rec[offKind] = cCM
+	rec[offKind] = byte(cCM)
 	rec[offCMTP] = 200
 	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown tracepoint 200") {
 		t.Errorf("unknown tracepoint: %v", err)
@@ -168,8 +168,8 @@ func FuzzDecode(f *testing.F) {
 func TestDecodeOwnerCgroup(t *testing.T) {
 	d := NewDecoder(Clock{})
 	rec := make([]byte, recordSize)
-	rec[offKind] = cResAdd
-	rec[offFlags] = cfHasOwner | cfUser
+	rec[offKind] = byte(cResAdd)
+	rec[offFlags] = byte(cfHasOwner | cfUser)
 	binary.LittleEndian.PutUint32(rec[offOwnerPID:], 300)
 	binary.LittleEndian.PutUint32(rec[offOwnerTID:], 300)
 	binary.LittleEndian.PutUint64(rec[offOwnerCg:], 4242)
@@ -189,12 +189,12 @@ func TestDecodeOwnerCgroup(t *testing.T) {
 }
 
 // spanRecord is a span (ib_umem_get, 1 MiB) or an off-CPU spell record.
-func spanRecord(kind uint32) []byte {
+func spanRecord(kind bpf.RdmatraceEventKind) []byte {
 	rec := make([]byte, recordSize)
 	le := binary.LittleEndian
 	le.PutUint64(rec[offTS:], 1000)
-	le.PutUint32(rec[offKind:], kind)
-	le.PutUint32(rec[offFlags:], cfHasSize|cfPreempted|cfHasOwner)
+	le.PutUint32(rec[offKind:], uint32(kind))
+	le.PutUint32(rec[offFlags:], uint32(cfHasSize|cfPreempted|cfHasOwner))
 	le.PutUint32(rec[offActorPID:], 7)
 	copy(rec[offActComm:], "noise")
 	copy(rec[offOwnComm:], "rdmabench")
@@ -209,7 +209,7 @@ func spanRecord(kind uint32) []byte {
 func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 	d := NewDecoder(Clock{})
 	var ev rdma.Event
-	for _, kind := range []uint32{cSpan, cOffCPU} {
+	for _, kind := range []bpf.RdmatraceEventKind{cSpan, cOffCPU} {
 		rec := spanRecord(kind)
 		if err := d.Decode(rec, &ev); err != nil {
 			t.Fatal(err)

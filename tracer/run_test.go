@@ -38,7 +38,7 @@ func flood(t *testing.T, ringBytes uint32) *Tracer {
 		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
 	}
 	insns = append(insns,
-		asm.StoreImm(asm.R10, -recordSize+offKind, cDevRegister, asm.Word),
+		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
 		asm.LoadMapPtr(asm.R1, events.FD()),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -recordSize),

@@ -23,6 +23,15 @@ kernel_series() {
 			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bullseye-updates main" \
 			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bullseye-security main"
 		;;
+	6.1-arm64)
+		# Only for bpf/gen-vmlinux.sh: the arm64 build of bookworm's
+		# kernel, whose BTF makes bpf/vmlinux_arm64.h. Never booted.
+		meta=linux-image-arm64 apt_arch=arm64
+		private_apt bookworm-arm64 \
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" \
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm-updates main" \
+			"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main"
+		;;
 	sid)
 		meta=linux-image-amd64
 		private_apt sid \
@@ -50,7 +59,7 @@ private_apt() {
 		-o "Dir::State::Lists=$d/lists" -o "Dir::State::status=$d/status"
 		-o "Dir::Cache=$d" -o "Dir::Cache::archives=$d/archives"
 		-o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
-		-o Acquire::Languages=none -o APT::Architectures::=amd64
+		-o Acquire::Languages=none -o "APT::Architectures::=${apt_arch:-amd64}" -o "APT::Architecture=${apt_arch:-amd64}"
 	)
 	(
 		flock 8
