@@ -53,6 +53,29 @@ type Target struct {
 	// Root is where its files are seen (/proc/PID/root), NetNS a file of
 	// its network namespace (/proc/PID/ns/net), Cgroup its cgroup v2 path.
 	Root, NetNS, Cgroup string
+	// Port is the rdma_cm TCP port it uses or will use (rping -p,
+	// perftest -p); 0: not checked.
+	Port uint16
+}
+
+// PortHolder is something that holds the target's port: an rdma_cm ID in
+// the TCP port space, or a TCP socket of its network namespace.
+type PortHolder struct {
+	Stack string // "rdma_cm" or "tcp"
+	PID   uint32 // the process (0: none, as for a kernel socket)
+	Comm  string // the process's name, or [module] for a kernel user
+	Where string // rdma_cm: the device and address; tcp: the address
+	State string // LISTEN, CONNECT, ESTAB, ...
+}
+
+func (h PortHolder) owner() string {
+	switch {
+	case h.PID != 0:
+		return fmt.Sprintf("%s[%d]", h.Comm, h.PID)
+	case h.Comm != "":
+		return h.Comm
+	}
+	return "no process (a kernel socket)"
 }
 
 // ReadTarget reads process pid from /proc under procRoot.
@@ -130,13 +153,66 @@ type View struct {
 	// (-1: unknown).
 	DeviceProgs int
 	Modules     map[string]bool // loaded modules of interest
+	// PortHolders hold the target's Port; IWarp names the visible iWARP
+	// devices, which share the host's TCP port space (RoCE and IB do not).
+	PortHolders []PortHolder
+	IWarp       []string
 }
 
 // Check makes every check.
 func Check(t Target, v View) []Finding {
-	return []Finding{
+	fs := []Finding{
 		modules(v), devices(v), ports(v), deviceFiles(t, v), deviceCgroup(t, v), memlock(t, v), gids(t, v),
 	}
+	if t.Port != 0 {
+		fs = append(fs, cmPort(t, v))
+	}
+	return fs
+}
+
+// cmPort: rdma_listen and rdma_bind_addr fail with EADDRINUSE when the
+// port is taken in rdma_cm's TCP port space, and, on iWARP, in the host's
+// TCP port space too (siw and iWARP NICs listen with kernel TCP sockets).
+func cmPort(t Target, v View) Finding {
+	port := strconv.FormatUint(uint64(t.Port), 10)
+	var own, others, tcp []string
+	cmHeld := false
+	for _, h := range v.PortHolders {
+		cmHeld = cmHeld || h.Stack == "rdma_cm"
+	}
+	for _, h := range v.PortHolders {
+		what := fmt.Sprintf("%s (%s %s)", h.owner(), h.State, h.Where)
+		switch {
+		case h.Stack == "tcp" && h.PID == 0 && cmHeld:
+			// An iWARP ID's own kernel socket: the rdma_cm holder says whose.
+		case h.Stack == "tcp":
+			tcp = append(tcp, what)
+		case h.PID != 0 && int(h.PID) == t.PID:
+			own = append(own, h.State+" "+h.Where)
+		default:
+			others = append(others, what)
+		}
+	}
+	iwarp := strings.Join(v.IWarp, ", ")
+	switch {
+	case len(others) > 0:
+		return Finding{"cm-port", Fail, "port " + port + " of rdma_cm's TCP port space is held by " + strings.Join(others, ", ") + ": rdma_listen or rdma_bind_addr on it fails with EADDRINUSE",
+			"give it another port (rping -p, perftest -p), or stop what holds it"}
+	case len(tcp) > 0 && iwarp != "":
+		return Finding{"cm-port", Fail, "TCP port " + port + " is held by " + strings.Join(tcp, ", ") + " in its network namespace, and iWARP (" + iwarp + ") shares the host's TCP port space: rdma_listen on it fails with EADDRINUSE",
+			"give it another port, or stop the TCP user of port " + port}
+	}
+	detail := "port " + port + " is free in rdma_cm's TCP port space"
+	if len(own) > 0 {
+		detail = "port " + port + " of rdma_cm's TCP port space is its own (" + strings.Join(own, ", ") + ")"
+	}
+	switch {
+	case iwarp != "":
+		detail += " and in the host's TCP port space, which iWARP (" + iwarp + ") shares"
+	case len(tcp) > 0:
+		detail += "; TCP port " + port + " is held by " + strings.Join(tcp, ", ") + ", which does not matter: RoCE and IB keep rdma_cm's ports apart from the host's"
+	}
+	return Finding{Check: "cm-port", Detail: detail}
 }
 
 func modules(v View) Finding {

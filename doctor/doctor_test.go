@@ -74,6 +74,24 @@ func TestEachCheckFailsOnPurposeGolden(t *testing.T) {
 		}, "device-files"},
 		{"ulimit -l 64", func(tg *Target, v *View) { tg.Memlock, v.MRBytes = 64<<10, 0 }, "memlock"},
 		{"no GID for its address", func(_ *Target, v *View) { v.Addrs = v.Addrs[:1] }, "gid"},
+		{"--port 7174, free", func(tg *Target, _ *View) { tg.Port = 7174 }, ""},
+		{"--port 7174, its own listener", func(tg *Target, v *View) {
+			tg.Port = 7174
+			v.PortHolders = []PortHolder{{Stack: "rdma_cm", PID: 4242, Comm: "ib_write_lat", State: "LISTEN", Where: "rxe0 10.99.0.1:7174"}}
+		}, ""},
+		{"--port 7174, held by another rdma_cm listener", func(tg *Target, v *View) {
+			tg.Port = 7174
+			v.PortHolders = []PortHolder{{Stack: "rdma_cm", PID: 77, Comm: "rping", State: "LISTEN", Where: "rxe0 0.0.0.0:7174"}}
+		}, "cm-port"},
+		{"--port 7174, TCP holds it, RoCE", func(tg *Target, v *View) {
+			tg.Port = 7174
+			v.PortHolders = []PortHolder{{Stack: "tcp", PID: 88, Comm: "nginx", State: "LISTEN", Where: "0.0.0.0:7174"}}
+		}, ""},
+		{"--port 7174, TCP holds it, iWARP", func(tg *Target, v *View) {
+			tg.Port = 7174
+			v.IWarp = []string{"siw0"}
+			v.PortHolders = []PortHolder{{Stack: "tcp", PID: 88, Comm: "nginx", State: "LISTEN", Where: "0.0.0.0:7174"}}
+		}, "cm-port"},
 	} {
 		tg, v := healthy(t)
 		tc.break_(&tg, &v)

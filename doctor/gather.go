@@ -16,6 +16,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/nldev"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/sockdiag"
 )
 
 // ContainerPID finds the first process (by pid) of the container whose id
@@ -57,9 +58,22 @@ func Gather(t Target) View {
 			if sys, err := cl.System(); err == nil {
 				v.Mode = sys.NetNSMode
 			}
+			if t.Port != 0 {
+				ids, _ := cl.Resources(rdma.ResCMID, v.Devices)
+				v.PortHolders = cmHolders(ids, t.Port)
+			}
 			cl.Close()
 		}
+		if t.Port != 0 {
+			socks, _ := sockdiag.Dump(int(f.Fd()))
+			v.PortHolders = append(v.PortHolders, tcpHolders(socks, t.Port)...)
+		}
 		f.Close()
+	}
+	for _, d := range v.Devices {
+		if d.NodeType.String() == "rnic" || d.Protocol == "iw" {
+			v.IWarp = append(v.IWarp, d.Name)
+		}
 	}
 	v.Addrs, _ = netns.Addrs(t.NetNS)
 	v.MRBytes = mrBytes(t.PID)
@@ -89,6 +103,58 @@ func Gather(t Target) View {
 		v.DeviceProgs = deviceProgs(filepath.Join(mount, t.Cgroup))
 	}
 	return v
+}
+
+// cmHolders are the rdma_cm IDs bound to port in the TCP port space, each
+// process once per state and device; threads are folded into processes.
+func cmHolders(ids []rdma.Resource, port uint16) []PortHolder {
+	var comms proc.CommCache
+	seen := map[PortHolder]bool{}
+	var out []PortHolder
+	for _, r := range ids {
+		if r.PS != rdma.PSTCP || r.Src.Port() != port {
+			continue
+		}
+		h := PortHolder{Stack: "rdma_cm", Comm: r.Owner.Comm, State: r.CMState.String(), Where: r.DevName + " " + r.Src.String()}
+		if r.Owner.PID != 0 {
+			h.PID = comms.TGID(r.Owner.PID)
+			if h.PID == 0 {
+				h.PID = r.Owner.PID
+			}
+		} else if r.Owner.KernName != "" {
+			h.Comm = "[" + r.Owner.KernName + "]"
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// tcpHolders are the TCP sockets on local port port, with the process
+// holding each (none for a kernel socket: iWARP's are).
+func tcpHolders(socks []sockdiag.Socket, port uint16) []PortHolder {
+	inodes := map[uint64]bool{}
+	for _, s := range socks {
+		if s.Proto == "tcp" && s.Src.Port() == port && s.Inode != 0 {
+			inodes[s.Inode] = true
+		}
+	}
+	var comms proc.CommCache
+	owners := comms.SocketOwners(inodes)
+	var out []PortHolder
+	for _, s := range socks {
+		if s.Proto != "tcp" || s.Src.Port() != port {
+			continue
+		}
+		h := PortHolder{Stack: "tcp", State: s.State.String(), Where: s.Src.String()}
+		if pid, ok := owners[s.Inode]; ok {
+			h.PID, h.Comm = pid, comms.Comm(pid)
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // gidAddr reads a GID file ("0000:0000:0000:0000:0000:ffff:0a63:0001") as

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,7 +324,8 @@ func wantOnlyFailure(t *testing.T, what string, got map[string]string, code int,
 // TestDoctorNamesEachCauseMadeOnPurpose: doctor passes for a healthy
 // process, then each cause of "RDMA does not work here" is made once and
 // doctor must name that one: the device file mode, a memlock limit of 64
-// KiB, a namespace without a RoCE address, a port down.
+// KiB, a namespace without a RoCE address, an rdma_cm port another process
+// listens on, a port down.
 func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
 	needDevice(t)
 	got, code := doctorRun(t)
@@ -368,6 +370,28 @@ func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
 	isolated := start(&syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}, "sleep", "60")
 	got, code = doctorRun(t, "--pid", strconv.Itoa(isolated.Process.Pid))
 	wantOnlyFailure(t, "a network namespace without the RoCE address", got, code, "gid")
+
+	// --port: a port an rping server listens on is taken for anyone else,
+	// not for rping itself; a TCP listener on a port does not matter to
+	// RoCE, whose rdma_cm ports are apart from the host's.
+	ports += 10
+	held := strconv.Itoa(ports)
+	server := start(nil, "rping", "-s", "-a", addr, "-p", held)
+	waitListening(t, held)
+	got, code = doctorRun(t, "--port", held)
+	wantOnlyFailure(t, "--port "+held+" held by rping", got, code, "cm-port")
+	got, code = doctorRun(t, "--pid", strconv.Itoa(server.Process.Pid), "--port", held)
+	wantOnlyFailure(t, "rping's own --port "+held, got, code, "")
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(ports+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, code = doctorRun(t, "--port", strconv.Itoa(ports+1))
+	ln.Close()
+	wantOnlyFailure(t, "--port held by a TCP listener, on RoCE", got, code, "")
+	if got["cm-port"] != "ok" {
+		t.Errorf("doctor --port: no cm-port check in %v", got)
+	}
 
 	netdev := "veth0"
 	run(t, "ip", "link", "set", netdev, "down")

@@ -35,6 +35,9 @@ type workload struct {
 	t     *testing.T
 	procs []*exec.Cmd
 	logs  []*bytes.Buffer
+	// place, when set, puts each program where it runs (namespaces,
+	// cgroup) before it starts.
+	place func(*syscall.SysProcAttr)
 }
 
 func (w *workload) start(name string, args ...string) *exec.Cmd {
@@ -43,6 +46,9 @@ func (w *workload) start(name string, args ...string) *exec.Cmd {
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if w.place != nil {
+		w.place(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
 		w.t.Fatalf("start %s: %v", name, err)
 	}

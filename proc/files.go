@@ -90,3 +90,45 @@ func (c *CommCache) TGID(tid uint32) uint32 {
 	}
 	return 0
 }
+
+// SocketOwners finds the processes that hold the sockets with these
+// inodes open (a /proc/PID/fd link "socket:[INODE]"): inode -> the lowest
+// such pid. A socket no process holds (a kernel socket, as iWARP's are,
+// or one in TIME-WAIT) is not in the result. It reads every process's
+// files: call it with the inodes that matter only.
+func (c *CommCache) SocketOwners(inodes map[uint64]bool) map[uint64]uint32 {
+	out := map[uint64]uint32{}
+	if len(inodes) == 0 {
+		return out
+	}
+	ents, err := os.ReadDir(c.root())
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(c.root(), e.Name(), "fd")
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(dir, fd.Name()))
+			rest, ok := strings.CutPrefix(target, "socket:[")
+			if err != nil || !ok {
+				continue
+			}
+			ino, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64)
+			if err != nil || !inodes[ino] {
+				continue
+			}
+			if old, seen := out[ino]; !seen || uint32(pid) < old {
+				out[ino] = uint32(pid)
+			}
+		}
+	}
+	return out
+}

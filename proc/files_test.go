@@ -1,8 +1,10 @@
 package proc
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -37,5 +39,26 @@ func TestRDMAFilesOfAProcessOnItsOwnSystem(t *testing.T) {
 	c := &CommCache{}
 	if got := c.RDMAFiles(uint32(os.Getpid()), ""); len(got) != 0 {
 		t.Errorf("RDMAFiles of the test = %v", got)
+	}
+}
+
+func TestSocketOwnersFindsOurListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rc, err := ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := rc.Control(func(fd uintptr) { err = syscall.Fstat(int(fd), &st) }); err != nil {
+		t.Fatal(err)
+	}
+	var c CommCache
+	got := c.SocketOwners(map[uint64]bool{st.Ino: true, 1: true})
+	if got[st.Ino] != uint32(os.Getpid()) || len(got) != 1 {
+		t.Errorf("SocketOwners = %v, want inode %d -> our pid %d only", got, st.Ino, os.Getpid())
 	}
 }

@@ -26,16 +26,19 @@ func doctorCommand() *cli.Command {
 			"   devices visible in its network namespace; a port ACTIVE; /dev/infiniband/rdma_cm and\n" +
 			"   uverbsN present where it sees files and read-write for its uid or groups; device\n" +
 			"   cgroup programs on its cgroup; RLIMIT_MEMLOCK against what its MRs hold; a RoCE GID\n" +
-			"   for an address of its namespace. With -- CMD, CMD is started and checked once it has\n" +
-			"   run for --after (or, when it ended sooner, its context, which is ours).",
+			"   for an address of its namespace; with --port, that port is free for rdma_cm (and, on\n" +
+			"   iWARP, in the host's TCP port space). With -- CMD, CMD is started and checked once it\n" +
+			"   has run for --after (or, when it ended sooner, its context, which is ours).",
 		Description: "EXAMPLES:\n" +
 			"   rdmatrace doctor --pid 1234\n" +
 			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
+			"   rdmatrace doctor --port 7174          # why does rdma_listen say Address already in use?\n" +
 			"   rdmatrace doctor -j -- ib_write_lat -d rxe0\n\n" +
 			"EXIT STATUS:\n" + exitStatus("a check failed, or the process could not be read", ""),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "pid", Aliases: []string{"p"}, Usage: "the process to check"},
 			&cli.StringFlag{Name: "container", Usage: "check a process of the container whose id starts with `ID` (its first, by pid)"},
+			&cli.UintFlag{Name: "port", Usage: "also check the rdma_cm TCP `PORT` it uses or will use (rping -p, perftest -p): held by another process's rdma_cm ID, or, on iWARP, by a TCP socket of its network namespace"},
 			&cli.DurationFlag{Name: "after", Value: 2 * time.Second, Usage: "with -- CMD: check it once it has run this long"},
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array: check, status, detail, fix (same as -o json)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText, Usage: "output format: text, json, ndjson"},
@@ -101,6 +104,10 @@ func runDoctor(c *cli.Context) error {
 	if err != nil {
 		return exitWith(1, err)
 	}
+	if p := c.Uint("port"); p > 65535 || c.IsSet("port") && p == 0 {
+		return usage(c, "--port %d: a port is 1 to 65535", p)
+	}
+	t.Port = uint16(c.Uint("port"))
 	fs := doctor.Check(t, doctor.Gather(t))
 	objs := make([]formats.Object, 0, len(fs))
 	failed := false

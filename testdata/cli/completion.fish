@@ -35,6 +35,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from dev' -s o -l output -x -a 
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l container
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l port
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l after
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s j
