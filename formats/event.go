@@ -156,6 +156,12 @@ func appendDur(b []byte, ns uint64) []byte {
 //	14:03:07.123456 create        qp     rxe0/1   lqpn 17 RC RESET          rping[812]
 func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte, 0, 128), e)) }
 
+// EventText is the human line without its time and its columns' padding,
+// for sinks that carry the time apart (an OTLP log record).
+func EventText(e *rdma.Event) string {
+	return strings.Join(strings.Fields(string(appendEventLine(make([]byte, 0, 128), e, StampNone, time.Time{}))), " ")
+}
+
 // AppendEventLine is EventLine appended to b, for the hot path: it
 // allocates nothing but an address's text.
 func AppendEventLine(b []byte, e *rdma.Event) []byte {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/exporter"
 	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/otlp"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -42,7 +43,8 @@ func exporterCommand() *cli.Command {
 			"EXAMPLES:\n" +
 			"   rdmatrace exporter\n" +
 			"   rdmatrace exporter --listen :9879 --top 20\n" +
-			"   rdmatrace exporter --no-trace          # netlink only: no BPF, no root for the tracer\n\n" +
+			"   rdmatrace exporter --no-trace          # netlink only: no BPF, no root for the tracer\n" +
+			"   rdmatrace exporter --otlp http://127.0.0.1:4318   # events as OTLP logs too\n\n" +
 			"EXIT STATUS:\n" + exitStatus("the address cannot be listened on, or the tracer cannot start (without --no-trace)", ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "serve /metrics on `ADDR`"},
@@ -51,6 +53,7 @@ func exporterCommand() *cli.Command {
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once serving"},
+			otlpFlag,
 			verboseFlag,
 		},
 		Action: runExporter,
@@ -72,7 +75,7 @@ func runExporter(c *cli.Context) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer onInterrupt(func(os.Signal) { stop() })()
-	done := make(chan error, 1)
+	done := make(chan error, 2) // the tracer and the server each send once
 	if !c.Bool("no-trace") {
 		t, err := openTracer(c)
 		if err != nil {
@@ -83,8 +86,27 @@ func runExporter(c *cli.Context) error {
 		if err := exporter.RegisterTracer(reg, attached, len(t.Reports)-attached, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
 			return err
 		}
+		var logs *otlp.Sink
+		traced := make(chan struct{})
+		if ep := c.String("otlp"); ep != "" {
+			o, closeOTLP, err := openOTLP(c, ep)
+			if err != nil {
+				return err
+			}
+			logs = o
+			// The last events first: stop the tracer, let Run return.
+			defer func() { stop(); <-traced; closeOTLP() }()
+		}
 		go func() {
-			done <- t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error { x.Event(e); return nil }})
+			err := t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error {
+				x.Event(e)
+				if logs != nil {
+					logs.Write(e)
+				}
+				return nil
+			}})
+			close(traced)
+			done <- err
 		}()
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))

@@ -24,6 +24,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/launch"
 	"github.com/rdmatrace/rdmatrace/netns"
 	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/otlp"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/replay"
@@ -51,7 +52,8 @@ func traceCommand() *cli.Command {
 			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n" +
 			"   rdmatrace trace -w rec.ndjson -C 100 -W 5     # record, rotated past 100 MB, 5 files kept\n" +
 			"   rdmatrace trace -r rec.ndjson qp --timestamp relative   # read it back, filtered\n" +
-			"   rdmatrace trace -- rping -s -a 10.0.0.1       # only what rping and its children hold\n\n" +
+			"   rdmatrace trace -- rping -s -a 10.0.0.1       # only what rping and its children hold\n" +
+			"   rdmatrace trace --otlp http://127.0.0.1:4318 > /dev/null   # to an OpenTelemetry collector\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or the kernel cannot trace RDMA (the line says why)", "",
 			"130  a second Ctrl-C (128 + the signal): exited at once"),
 		ArgsUsage: "[TYPE] [FILTER VALUE]... [-- CMD [ARG...]]\n\n" +
@@ -81,6 +83,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
 			&cli.StringFlag{Name: "user", Usage: "with -- CMD: run CMD as `USER` (name or uid; default: the user who ran sudo, or doas, else rdmatrace's own)"},
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
+			otlpFlag,
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
 		),
@@ -91,11 +94,18 @@ func traceCommand() *cli.Command {
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
-// eventSink writes events to the screen (NDJSON or human lines) and to a
-// recording (-w), either of which may be absent.
-type eventSink struct{ print, record *formats.EventWriter }
+// eventSink writes events to the screen (NDJSON or human lines), to a
+// recording (-w) and to an OpenTelemetry collector (--otlp), any of which
+// may be absent.
+type eventSink struct {
+	print, record *formats.EventWriter
+	otlp          *otlp.Sink
+}
 
 func (s *eventSink) write(e *rdma.Event) error {
+	if s.otlp != nil {
+		s.otlp.Write(e)
+	}
 	if s.print != nil {
 		if err := s.print.Write(e); err != nil {
 			return err
@@ -163,7 +173,32 @@ func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eve
 		}
 		sink.record, closeRec = formats.NewEventWriter(rw, true), rw.Close
 	}
+	if ep := c.String("otlp"); ep != "" {
+		o, closeOTLP, err := openOTLP(c, ep)
+		if err != nil {
+			return nil, nil, err
+		}
+		closeFile := closeRec
+		sink.otlp, closeRec = o, func() error { closeOTLP(); return closeFile() }
+	}
 	return sink, closeRec, nil
+}
+
+// otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
+var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an OTLP log record to the collector at `URL` (OTLP/HTTP, e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_* variables apply)"}
+
+// openOTLP starts the --otlp sink; its closer sends what is queued (10 s
+// at most) and says on stderr what became of every event.
+func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
+	o, err := otlp.New(context.Background(), endpoint, otlp.Options{})
+	if err != nil {
+		return nil, nil, usage(c, "%w", err)
+	}
+	return o, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(o.Close(ctx).Summary(endpoint)))
+	}, nil
 }
 
 // readRecording is trace -r: a recording through the same filters and

@@ -37,7 +37,7 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --ready-file --verbose -v --help -h"
+        flags="--listen --top --no-trace --ring-size --fallback --ready-file --otlp --verbose -v --help -h"
         words=""
         ;;
     leaks)
@@ -96,7 +96,7 @@ _rdmatrace() {
         formats="text json"
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --poll --verbose -v --no-snapshot --timestamp --read -r --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --poll --verbose -v --no-snapshot --timestamp --read -r --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         formats="text json ndjson"
         case $typ in

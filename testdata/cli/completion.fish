@@ -50,6 +50,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l no-trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l fallback
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ready-file
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l otlp
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l help
@@ -230,6 +231,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s W
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-kernel-filter
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l otlp
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'

@@ -1,0 +1,88 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestTraceSendsEventsToAnOTLPReceiver: trace --otlp while the churn runs:
+// a local OTLP/HTTP receiver (decoding as a collector does) gets one log
+// record per event trace -j printed, with the same event, type and owner,
+// and trace says all were sent.
+func TestTraceSendsEventsToAnOTLPReceiver(t *testing.T) {
+	needDevice(t)
+	needModuleBTF(t)
+	var mu sync.Mutex
+	var got []*logspb.LogRecord
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req collogs.ExportLogsServiceRequest
+		if r.URL.Path != "/v1/logs" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "want POST /v1/logs with an ExportLogsServiceRequest", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				got = append(got, sl.LogRecords...)
+			}
+		}
+		mu.Unlock()
+		out, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	tr := startTrace(t, "--no-snapshot", "--otlp", "http://"+ln.Addr().String())
+	run(t, filepath.Join(*workloads, "churn"), device, "20")
+	evs := tr.stop()
+	said := tr.stderr.String()
+	if !strings.Contains(said, "otlp: ") || strings.Contains(said, "refused") {
+		t.Errorf("trace --otlp said %q; want every event sent", said)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(evs) == 0 || len(got) != len(evs) {
+		t.Fatalf("trace -j printed %d events, the receiver got %d records", len(evs), len(got))
+	}
+	attr := func(r *logspb.LogRecord, key string) string {
+		for _, kv := range r.Attributes {
+			if kv.Key == key {
+				if s := kv.Value.GetStringValue(); s != "" {
+					return s
+				}
+				return str(kv.Value.GetIntValue())
+			}
+		}
+		return ""
+	}
+	for i, e := range evs {
+		r := got[i]
+		for _, k := range []string{"event", "res", "comm", "pid"} {
+			if want := e[k]; want != nil && attr(r, k) != str(want) {
+				t.Errorf("record %d: %s = %q, trace -j says %v (%v)", i, k, attr(r, k), want, e)
+			}
+		}
+		if r.EventName != "rdma."+str(e["event"]) {
+			t.Errorf("record %d: event name %q, want rdma.%v", i, r.EventName, e["event"])
+		}
+	}
+	t.Logf("%d events, %d records; %s", len(evs), len(got), strings.TrimSpace(said))
+}
