@@ -121,6 +121,9 @@ func cmHolders(ids []rdma.Resource, port uint16) []PortHolder {
 			if h.PID == 0 {
 				h.PID = r.Owner.PID
 			}
+			if h.Comm == "" { // netlink gives user owners by pid only
+				h.Comm = comms.Comm(h.PID)
+			}
 		} else if r.Owner.KernName != "" {
 			h.Comm = "[" + r.Owner.KernName + "]"
 		}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -380,6 +381,9 @@ func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
 	waitListening(t, held)
 	got, code = doctorRun(t, "--port", held)
 	wantOnlyFailure(t, "--port "+held+" held by rping", got, code, "cm-port")
+	if out, _, _ := runStatus(*rdmatraceBin, "doctor", "--port", held); !strings.Contains(string(out), fmt.Sprintf("rping[%d]", server.Process.Pid)) {
+		t.Errorf("doctor --port %s does not name rping[%d]:\n%s", held, server.Process.Pid, out)
+	}
 	got, code = doctorRun(t, "--pid", strconv.Itoa(server.Process.Pid), "--port", held)
 	wantOnlyFailure(t, "rping's own --port "+held, got, code, "")
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(ports+1))

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -65,7 +66,15 @@ func TestPrometheusScrapesTheExporter(t *testing.T) {
 
 	const server = "127.0.0.1:19090"
 	cfg := filepath.Join(dir, "prometheus.yml")
-	os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: rdmatrace\n    static_configs:\n      - targets: ['"+target+"']\n"), 0o644)
+	rules, err := filepath.Abs("deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rules); err != nil {
+		t.Fatalf("the alerting rules: %v", err)
+	}
+	os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - "+rules+
+		"\nscrape_configs:\n  - job_name: rdmatrace\n    static_configs:\n      - targets: ['"+target+"']\n"), 0o644)
 	prom := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+server, "--log.level=warn")
 	var promErr strings.Builder
@@ -126,5 +135,116 @@ func TestPrometheusScrapesTheExporter(t *testing.T) {
 	}
 	if v, ok := promQuery(t, server, `up{job="rdmatrace"}`); !ok || v != 1 {
 		t.Errorf("up = %v (%v)", v, ok)
+	}
+	connectionsAreCounted(t, server)
+	blockedUnregisterFires(t, server)
+}
+
+// waitQuery waits until query gives want (a minute at most).
+func waitQuery(t *testing.T, server, query string, want func(float64, bool) bool) (float64, bool) {
+	t.Helper()
+	var v float64
+	var ok bool
+	deadline := time.Now().Add(60 * time.Second)
+	for !want(v, ok) {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+		v, ok = promQuery(t, server, query)
+	}
+	return v, ok
+}
+
+// connectionsAreCounted: K rping connections to a persistent server add
+// 2K to the setup histogram's count (the client's ID and the server's
+// connection ID each reach ESTABLISHED), as to ESTABLISHED events.
+func connectionsAreCounted(t *testing.T, server string) {
+	t.Helper()
+	const hist = `sum(rdma_cm_connection_setup_seconds_count)`
+	const est = `sum(rdma_cm_events_total{event="ESTABLISHED"}) or vector(0)`
+	h0, _ := promQuery(t, server, hist)
+	e0, _ := promQuery(t, server, est)
+	ports += 10
+	port := fmt.Sprint(ports)
+	w := &workload{t: t}
+	defer w.stop()
+	w.start("rping", "-s", "-P", "-a", addr, "-p", port)
+	waitListening(t, port)
+	made := 0
+	for i := 0; i < 3; i++ {
+		if out, err := exec.Command("rping", "-c", "-a", addr, "-p", port, "-C", "1").CombinedOutput(); err != nil {
+			t.Logf("rping client %d: %v\n%s", i, err, out) // under emulation a setup may fail: not counted
+			continue
+		}
+		made++
+	}
+	if made == 0 {
+		t.Fatal("no rping connection was made")
+	}
+	want := h0 + float64(2*made)
+	h, ok := waitQuery(t, server, hist, func(v float64, ok bool) bool { return ok && v >= want })
+	e, _ := promQuery(t, server, est)
+	if h != want || e-e0 != float64(2*made) {
+		t.Errorf("after %d rping connections: setup histogram count %v -> %v (%v), ESTABLISHED events +%v; want +%d each", made, h0, h, ok, e-e0, 2*made)
+	}
+	t.Logf("%d connections: setup histogram count +%v", made, h-h0)
+}
+
+// blockedUnregisterFires: a QP holder on rxe9, stopped, blocks `rdma link
+// delete rxe9`: Prometheus sees the blocked-unregistration metric with the
+// holder, and after 30 s the alert RDMADeviceUnregisterBlocked fires (the
+// rules of deploy/prometheus/alerts.yaml, evaluated by Prometheus).
+func blockedUnregisterFires(t *testing.T, server string) {
+	t.Helper()
+	const dev = "rxe9"
+	run(t, "rdma", "link", "add", dev, "type", "rxe", "netdev", "veth1")
+	holder := exec.Command(filepath.Join(*workloads, "leakqp"), dev, "hold")
+	out, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_ = holder.Process.Signal(syscall.SIGSTOP)
+	del := exec.Command("rdma", "link", "delete", dev)
+	var delOut bytes.Buffer
+	del.Stdout, del.Stderr = &delOut, &delOut
+	if err := del.Start(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	deleted := make(chan error, 1)
+	go func() { deleted <- del.Wait() }()
+	defer func() {
+		_ = holder.Process.Kill()
+		select {
+		case err := <-deleted:
+			if err != nil {
+				t.Errorf("rdma link delete %s: %v\n%s", dev, err, delOut.String())
+			}
+		case <-time.After(90 * time.Second):
+			t.Errorf("rdma link delete %s still blocked 90 s after its holder was killed", dev)
+		}
+	}()
+
+	holders := `rdma_device_unregister_holders{device="` + dev + `",owner="leakqp"}`
+	if v, ok := waitQuery(t, server, holders, func(v float64, ok bool) bool { return ok && v > 0 }); !ok || v < 4 {
+		t.Errorf("%s = %v (%v): want leakqp's objects on %s (its PD, CQ, QP, MR at least)", holders, v, ok, dev)
+	}
+	alert := `ALERTS{alertname="RDMADeviceUnregisterBlocked",alertstate="firing",device="` + dev + `"}`
+	v, ok := waitQuery(t, server, alert, func(v float64, ok bool) bool { return ok && v == 1 })
+	if !ok || v != 1 {
+		t.Errorf("%s = %v (%v) %v after rdma link delete began; want it firing past 30 s", alert, v, ok, time.Since(began).Round(time.Second))
+	} else {
+		t.Logf("RDMADeviceUnregisterBlocked fired %v after rdma link delete %s began", time.Since(began).Round(time.Second), dev)
+	}
+	select {
+	case err := <-deleted:
+		t.Errorf("rdma link delete %s ended (%v) while its holder was stopped: %s", dev, err, delOut.String())
+		deleted <- err
+	default:
 	}
 }

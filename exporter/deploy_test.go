@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,5 +54,19 @@ func TestDeployFilesUseServedMetrics(t *testing.T) {
 		if used == 0 {
 			t.Errorf("%s uses no metric of the exporter", f)
 		}
+	}
+}
+
+// TestAlertRulesPassPromtool: Prometheus' own checker accepts the rules
+// (Debian's prometheus package ships promtool; guest/setup-host.sh, which
+// make check runs, installs it).
+func TestAlertRulesPassPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("no promtool: guest/setup-host.sh installs Debian's prometheus, which has it")
+	}
+	out, err := exec.Command(promtool, "check", "rules", "../deploy/prometheus/alerts.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS: 4 rules found") {
+		t.Errorf("promtool check rules: %v\n%s", err, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/restable"
 )
 
 // Snapshot is what a scrape reads from the kernel.
@@ -50,18 +51,30 @@ type Exporter struct {
 	qpLife       prometheus.Histogram
 	scrapeErrors prometheus.Counter
 	atExit       *prometheus.CounterVec
-	// unregs are the device unregistrations under way: when each began
-	// and by whom.
-	unregs map[string]unregistration
-	now    func() time.Time
+	// unregs are the device unregistrations under way: when each began,
+	// by whom, and who held the device's objects then (from live, the
+	// table the tracer's events and the start snapshot keep).
+	unregs    map[string]unregistration
+	live      *restable.Table
+	untracked prometheus.CounterFunc
+	now       func() time.Time
 
-	resources, byOwner, qps, portActive, portCounter, blocked *prometheus.Desc
+	resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
 }
 
 type unregistration struct {
-	since time.Time
-	by    string
+	since   time.Time
+	by      string
+	holders map[holder]int // what the device's users held when it began
 }
+
+// holder is an owner as the by-owner series label it.
+type holder struct{ name, container string }
+
+// maxLive bounds the live table that names an unregistration's holders:
+// at about 400 bytes an entry, 26 MB at worst; past it, objects are
+// counted untracked (rdmatrace_live_untracked_total) and not named.
+const maxLive = 1 << 16
 
 // maxBorn bounds the creation times kept for the histograms: objects
 // whose destroy was never seen (a missed event) must not grow it forever.
@@ -72,7 +85,14 @@ const maxBorn = 1 << 16
 // owner="other"): the worst case is devices × 7 types × (topN+1) series
 // for rdma_resources_by_owner.
 func New(source Source, topN int) *Exporter {
-	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now}
+	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now,
+		live: restable.New(maxLive)}
+	x.untracked = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_live_untracked_total",
+		Help: "Objects created while the live table (which names the holders of a blocked unregistration) was full."},
+		func() float64 { x.mu.Lock(); defer x.mu.Unlock(); return float64(x.live.Untracked()) })
+	x.holders = prometheus.NewDesc("rdma_device_unregister_holders",
+		"While a device's unregistration is blocked: the objects each owner held on it when it began (the top owners, the rest as owner=\"other\").",
+		[]string{"device", "owner", "container"}, nil)
 	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
 		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
 	x.blocked = prometheus.NewDesc("rdma_device_unregister_blocked_seconds",
@@ -107,7 +127,7 @@ func New(source Source, topN int) *Exporter {
 
 // Register adds the exporter's metrics to reg.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit} {
+	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -117,7 +137,7 @@ func (x *Exporter) Register(reg prometheus.Registerer) error {
 
 // Describe is for prometheus.Collector.
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked} {
+	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
 		ch <- d
 	}
 }
@@ -129,11 +149,14 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	x.mu.Lock()
 	for dev, u := range x.unregs {
 		ch <- prometheus.MustNewConstMetric(x.blocked, prometheus.GaugeValue, x.now().Sub(u.since).Seconds(), dev, u.by)
+		for _, r := range x.top(u.holders) {
+			ch <- prometheus.MustNewConstMetric(x.holders, prometheus.GaugeValue, float64(r.n), dev, r.o.name, r.o.container)
+		}
 	}
 	x.mu.Unlock()
 	type devType struct{ dev, typ string }
 	counts := map[devType]int{}
-	type owner struct{ name, container string }
+	type owner = holder
 	owners := map[devType]map[owner]int{}
 	qps := map[[2]string]int{}
 	for i := range s.Resources {
@@ -164,27 +187,8 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(x.resources, prometheus.GaugeValue, float64(n), k.dev, k.typ)
-		type ranked struct {
-			o owner
-			n int
-		}
-		var rs []ranked
-		for o, n := range owners[k] {
-			rs = append(rs, ranked{o, n})
-		}
-		slices.SortFunc(rs, func(a, b ranked) int {
-			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.o.name, b.o.name), cmp.Compare(a.o.container, b.o.container))
-		})
-		other := 0
-		for i, r := range rs {
-			if i >= x.topN {
-				other += r.n
-				continue
-			}
+		for _, r := range x.top(owners[k]) {
 			ch <- prometheus.MustNewConstMetric(x.byOwner, prometheus.GaugeValue, float64(r.n), k.dev, k.typ, r.o.name, r.o.container)
-		}
-		if other > 0 {
-			ch <- prometheus.MustNewConstMetric(x.byOwner, prometheus.GaugeValue, float64(other), k.dev, k.typ, "other", "")
 		}
 	}
 	for k, n := range qps {
@@ -205,6 +209,30 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+type ranked struct {
+	o holder
+	n int
+}
+
+// top ranks owners by count: the topN first, the rest summed as "other".
+func (x *Exporter) top(owners map[holder]int) []ranked {
+	var rs []ranked
+	for o, n := range owners {
+		rs = append(rs, ranked{o, n})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.o.name, b.o.name), cmp.Compare(a.o.container, b.o.container))
+	})
+	if len(rs) <= x.topN {
+		return rs
+	}
+	other := 0
+	for _, r := range rs[x.topN:] {
+		other += r.n
+	}
+	return append(rs[:x.topN], ranked{holder{name: "other"}, other})
+}
+
 // ownerName is how an owner is labelled: its comm, or [module] for the
 // kernel's, as the tables print them.
 func ownerName(o *rdma.Owner) string {
@@ -222,13 +250,25 @@ func (x *Exporter) Event(e *rdma.Event) {
 	dev, typ := e.DevName, e.Res.String()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.live.Apply(e)
 	switch e.Kind {
 	case rdma.EvDevUnregister:
-		x.unregs[dev] = unregistration{since: e.Time, by: e.Actor.Comm}
+		held := map[holder]int{}
+		for _, en := range x.live.Select(func(en *restable.Entry) bool { return en.Dev == e.DevIndex }) {
+			h := holder{name: ownerName(&en.Res.Owner)}
+			if p := en.Res.Owner.Place; p != nil {
+				h.container = p.ContainerID
+			}
+			held[h]++
+		}
+		x.unregs[dev] = unregistration{since: e.Time, by: e.Actor.Comm, holders: held}
 		return
 	case rdma.EvDevUnregistered:
 		delete(x.unregs, dev)
+		x.live.RemoveDevice(e.DevIndex)
 		return
+	case rdma.EvExists:
+		return // the start snapshot: for the live table only
 	}
 	if !e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasCM) {
 		return

@@ -66,7 +66,18 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	left := ev(rdma.EvDestroy, rdma.ResMR, 0xd, 1600*time.Millisecond)
 	left.Flags |= rdma.EvActorExiting // freed by the kernel at its owner's exit
 	x.Event(left)
-	un := &rdma.Event{Kind: rdma.EvDevUnregister, DevName: "rxe1", Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
+	// What rxe1's users hold when its unregistration begins: a PD that
+	// existed at start and a QP of a process in a container, a kernel CQ.
+	leakqp := rdma.Owner{PID: 300, TID: 300, Comm: "leakqp", Place: &rdma.Placement{ContainerID: "c0ffee"}}
+	on1 := func(kind rdma.EventKind, res rdma.ResType, id uint32, o rdma.Owner) *rdma.Event {
+		e := &rdma.Event{Kind: kind, Res: res, DevName: "rxe1", DevIndex: 2, ID: id, LQPN: id, Time: t0, Owner: o,
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasQP | rdma.EvHasOwner}
+		return e
+	}
+	x.Event(on1(rdma.EvExists, rdma.ResPD, 1, leakqp))
+	x.Event(on1(rdma.EvCreate, rdma.ResQP, 17, leakqp))
+	x.Event(on1(rdma.EvCreate, rdma.ResCQ, 1, rdma.Owner{KernName: "ib_core"}))
+	un := &rdma.Event{Kind: rdma.EvDevUnregister, DevName: "rxe1", DevIndex: 2, Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
 	x.Event(un)
 	x.now = func() time.Time { return t0.Add(42 * time.Second) }
 
@@ -97,6 +108,8 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
 		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
 		`rdma_device_unregister_blocked_seconds{by="rdma",device="rxe1"} 42`,
+		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,
+		`rdma_device_unregister_holders{container="",device="rxe1",owner="[ib_core]"} 1`,
 		`rdma_resources_freed_at_exit_total{device="rxe0",type="mr"} 1`,
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -104,7 +117,7 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		}
 	}
 	x.Event(&rdma.Event{Kind: rdma.EvDevUnregistered, DevName: "rxe1", Time: t0.Add(43 * time.Second), Flags: rdma.EvHasDev})
-	if n := testutil.CollectAndCount(x, "rdma_device_unregister_blocked_seconds"); n != 0 {
+	if n := testutil.CollectAndCount(x, "rdma_device_unregister_blocked_seconds", "rdma_device_unregister_holders"); n != 0 {
 		t.Errorf("%d blocked-unregister series after the device was unregistered, want 0", n)
 	}
 }

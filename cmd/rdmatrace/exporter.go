@@ -39,7 +39,9 @@ func exporterCommand() *cli.Command {
 			"rdma_port_active, rdma_port_stat_total{stat}. From the tracer (unless --no-trace):\n" +
 			"rdma_resource_creates_total, rdma_resource_destroys_total, rdma_qp_transitions_total{state},\n" +
 			"rdma_cm_events_total{event,status}, rdma_cm_connection_setup_seconds,\n" +
-			"rdma_qp_lifetime_seconds, rdmatrace_hooks{state}, rdmatrace_events_dropped_total.\n\n" +
+			"rdma_qp_lifetime_seconds, rdma_device_unregister_blocked_seconds{device,by} and\n" +
+			"rdma_device_unregister_holders{device,owner,container} while a device cannot unregister,\n" +
+			"rdmatrace_hooks{state}, rdmatrace_events_dropped_total.\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace exporter\n" +
 			"   rdmatrace exporter --listen :9879 --top 20\n" +
@@ -97,9 +99,22 @@ func runExporter(c *cli.Context) error {
 			// The last events first: stop the tracer, let Run return.
 			defer func() { stop(); <-traced; closeOTLP() }()
 		}
+		// The objects that exist now, for the live table that names the
+		// holders of a blocked unregistration; owners placed in their
+		// containers as they come.
+		places := proc.NewPlaceCache("", "")
+		feed := func(e *rdma.Event) {
+			if e.Has(rdma.EvHasOwner) && (e.Kind == rdma.EvCreate || e.Kind == rdma.EvExists) {
+				e.Owner.Place = places.Place(e.Owner.PID, e.OwnerCgroup)
+			}
+			x.Event(e)
+		}
+		if err := snapshotEvents(t.Clock(), feed); err != nil {
+			fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+		}
 		go func() {
 			err := t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error {
-				x.Event(e)
+				feed(e)
 				if logs != nil {
 					logs.Write(e)
 				}

@@ -1,10 +1,12 @@
 // churn: create and destroy RDMA resources as fast as possible, to measure
 // what the tracer delivers. Each round allocates a PD, a CQ and an MR and
-// frees them again; it prints how many restrack events that makes.
+// frees them again; it prints how many restrack events that makes. With
+// "hold" after the round count it keeps what it allocates, until killed.
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -20,6 +22,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	static char buf[4096];
+	/* churn DEV N hold: allocate N PD+CQ+MR triples, say so, keep them
+	 * until killed (the exporter's scrape at many live objects). */
+	if (argc > 3 && !strcmp(argv[3], "hold")) {
+		for (long r = 0; r < rounds; r++) {
+			struct ibv_pd *pd = ibv_alloc_pd(ctx);
+			struct ibv_cq *cq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+			if (!pd || !cq || !ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) {
+				fprintf(stderr, "churn: hold %ld: allocation failed\n", r);
+				return 1;
+			}
+		}
+		printf("holding %ld objects\n", rounds * 3);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	for (long r = 0; r < rounds; r++) {
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
