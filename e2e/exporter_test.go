@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -73,17 +72,7 @@ func TestExporterCountsWhatNetlinkAndTheTracerSee(t *testing.T) {
 	b, _ := os.ReadFile(ready)
 	addr := strings.TrimSpace(string(b))
 
-	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("leakqp hold: %v", err)
-	}
+	holder, _ := startHolder(t, device)
 	time.Sleep(500 * time.Millisecond) // its events reach the exporter
 	m := scrape(t, addr)
 

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -387,4 +388,26 @@ func TestStartPairRetriesAFailedPair(t *testing.T) {
 	if !w.connected(p) {
 		t.Error("the second attempt is not connected")
 	}
+}
+
+// startHolder starts leakqp holding a QP (and its PD, CQ and MR) on dev,
+// and returns it once it holds them, with the QP's lqpn. The test's end
+// kills it.
+func startHolder(t *testing.T, dev string) (*exec.Cmd, string) {
+	t.Helper()
+	holder := exec.Command(filepath.Join(*workloads, "leakqp"), dev, "hold")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	lqpn, ok := strings.CutPrefix(strings.TrimSpace(line), "lqpn ")
+	if err != nil || !ok {
+		t.Fatalf("leakqp %s hold printed %q (%v), want its lqpn", dev, line, err)
+	}
+	return holder, lqpn
 }

@@ -106,7 +106,7 @@ func New(source Source, topN int) *Exporter {
 	x.cmEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_cm_events_total",
 		Help: "rdma_cm events delivered, by event and status name (REJECTED, UNREACHABLE, ADDR_ERROR ...)."}, []string{"event", "status"})
 	x.setup = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_cm_connection_setup_seconds",
-		Help:    "From a CM_ID's creation to its ESTABLISHED event.",
+		Help:    "Connection setup, each side of a connection once: from a CM_ID's tracking (its bind to a device, or a connection request) to ESTABLISHED, or CONNECT_RESPONSE for an active side whose QP user space owns.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
 	x.qpLife = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_qp_lifetime_seconds",
 		Help:    "From a QP's creation to its destruction.",
@@ -304,9 +304,13 @@ func (x *Exporter) Event(e *rdma.Event) {
 			status = strconv.Itoa(int(e.Status)) // 0: success
 		}
 		x.cmEvents.WithLabelValues(e.CMEvent.String(), status).Inc()
-		if e.CMEvent.String() == "ESTABLISHED" {
+		// The end of a side's setup: ESTABLISHED; for an active side whose
+		// QP is user space's, CONNECT_RESPONSE (librdmacm moves the QP and
+		// makes ESTABLISHED itself: the kernel never delivers it).
+		if ev := e.CMEvent.String(); ev == "ESTABLISHED" || ev == "CONNECT_RESPONSE" && e.Status == 0 {
 			if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
 				x.setup.Observe(e.Time.Sub(t).Seconds())
+				delete(x.born, e.Obj) // each side once
 			}
 		}
 	}

@@ -56,6 +56,13 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	est := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xa, 12*time.Millisecond)
 	est.CMEvent, est.Flags = rdma.CMEvent(9), est.Flags|rdma.EvHasCM // ESTABLISHED
 	x.Event(est)
+	// An active side whose QP user space owns: CONNECT_RESPONSE ends its
+	// setup in the kernel, and counts once.
+	x.Event(ev(rdma.EvCreate, rdma.ResCMID, 0xe, 0))
+	resp := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xe, 20*time.Millisecond)
+	resp.CMEvent, resp.Flags = rdma.CMEvent(5), resp.Flags|rdma.EvHasCM // CONNECT_RESPONSE
+	x.Event(resp)
+	x.Event(resp)
 	rej := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xc, 13*time.Millisecond)
 	rej.CMEvent, rej.Status, rej.Flags = rdma.CMEvent(8), 28, rej.Flags|rdma.EvHasCM // REJECTED, consumer defined
 	x.Event(rej)
@@ -81,8 +88,8 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	x.Event(un)
 	x.now = func() time.Time { return t0.Add(42 * time.Second) }
 
-	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" {
-		t.Fatalf("CM event numbers: %s, %s", est.CMEvent, rej.CMEvent)
+	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" || resp.CMEvent.String() != "CONNECT_RESPONSE" {
+		t.Fatalf("CM event numbers: %s, %s, %s", est.CMEvent, rej.CMEvent, resp.CMEvent)
 	}
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -106,6 +113,7 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	for _, want := range []string{
 		`rdma_resources_by_owner{container="",device="rxe0",owner="other",type="qp"} 2`,
 		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
+		`rdma_cm_connection_setup_seconds_count 2`,
 		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
 		`rdma_device_unregister_blocked_seconds{by="rdma",device="rxe1"} 42`,
 		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,

@@ -64,13 +64,12 @@ func events() []rdma.Event {
 	}
 }
 
-// TestEventsReachALocalReceiver: each event is one record with its time,
-// its human line as body, its JSON keys as attributes, WARN for a QP to
-// ERR and a failed rdma_cm event.
-func TestEventsReachALocalReceiver(t *testing.T) {
-	rc := &receiver{}
+// sendEvents writes events() to a Sink sending to rc, served locally
+// until the test ends; the caller closes the Sink.
+func sendEvents(t *testing.T, rc *receiver) (*Sink, []rdma.Event) {
+	t.Helper()
 	srv := httptest.NewServer(rc)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	s, err := New(context.Background(), srv.URL, Options{NoRetry: true, Interval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +78,15 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 	for i := range evs {
 		s.Write(&evs[i])
 	}
+	return s, evs
+}
+
+// TestEventsReachALocalReceiver: each event is one record with its time,
+// its human line as body, its JSON keys as attributes, WARN for a QP to
+// ERR and a failed rdma_cm event.
+func TestEventsReachALocalReceiver(t *testing.T) {
+	rc := &receiver{}
+	s, evs := sendEvents(t, rc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st := s.Close(ctx)
@@ -113,21 +121,12 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 // TestRefusedEventsAreCounted: a collector that refuses everything: the
 // events are counted as refused, and the summary says so.
 func TestRefusedEventsAreCounted(t *testing.T) {
-	srv := httptest.NewServer(&receiver{status: http.StatusServiceUnavailable})
-	defer srv.Close()
-	s, err := New(context.Background(), srv.URL, Options{NoRetry: true, Interval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs := events()
-	for i := range evs {
-		s.Write(&evs[i])
-	}
+	s, _ := sendEvents(t, &receiver{status: http.StatusServiceUnavailable})
 	st := s.Close(context.Background())
 	if st.Sent != 0 || st.Failed+st.Dropped != 3 || st.LastError == nil {
 		t.Errorf("stats %+v, want 3 refused", st)
 	}
-	if sum := st.Summary(srv.URL); !strings.Contains(sum, "0 events sent") || !strings.Contains(sum, "3 refused") {
+	if sum := st.Summary(s.Endpoint()); !strings.Contains(sum, "0 events sent") || !strings.Contains(sum, "3 refused") {
 		t.Errorf("summary %q", sum)
 	}
 }
