@@ -157,6 +157,9 @@ type View struct {
 	// devices, which share the host's TCP port space (RoCE and IB do not).
 	PortHolders []PortHolder
 	IWarp       []string
+	// PortErrs are what kept the port's holders from being read (the
+	// rdma_cm IDs, the sockets): the check then cannot say the port is free.
+	PortErrs []error
 }
 
 // Check makes every check.
@@ -194,6 +197,10 @@ func cmPort(t Target, v View) Finding {
 		}
 	}
 	iwarp := strings.Join(v.IWarp, ", ")
+	var unread []string
+	for _, err := range v.PortErrs {
+		unread = append(unread, err.Error())
+	}
 	switch {
 	case len(others) > 0:
 		return Finding{"cm-port", Fail, "port " + port + " of rdma_cm's TCP port space is held by " + strings.Join(others, ", ") + ": rdma_listen or rdma_bind_addr on it fails with EADDRINUSE",
@@ -201,6 +208,10 @@ func cmPort(t Target, v View) Finding {
 	case len(tcp) > 0 && iwarp != "":
 		return Finding{"cm-port", Fail, "TCP port " + port + " is held by " + strings.Join(tcp, ", ") + " in its network namespace, and iWARP (" + iwarp + ") shares the host's TCP port space: rdma_listen on it fails with EADDRINUSE",
 			"give it another port, or stop the TCP user of port " + port}
+	}
+	if len(unread) > 0 {
+		return Finding{"cm-port", Warn, "cannot tell who holds port " + port + ": " + strings.Join(unread, "; "),
+			"as the error says: the rdma_cm IDs come from RDMA netlink (modprobe rdma_ucm), the sockets from the socket diagnostics (modprobe inet_diag tcp_diag)"}
 	}
 	detail := "port " + port + " is free in rdma_cm's TCP port space"
 	if len(own) > 0 {

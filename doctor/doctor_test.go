@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -86,6 +87,10 @@ func TestEachCheckFailsOnPurposeGolden(t *testing.T) {
 		{"--port 7174, TCP holds it, RoCE", func(tg *Target, v *View) {
 			tg.Port = 7174
 			v.PortHolders = []PortHolder{{Stack: "tcp", PID: 88, Comm: "nginx", State: "LISTEN", Where: "0.0.0.0:7174"}}
+		}, ""},
+		{"--port 7174, the sockets unreadable", func(tg *Target, v *View) {
+			tg.Port = 7174
+			v.PortErrs = []error{errors.New("open the socket diagnostics (NETLINK_SOCK_DIAG): protocol not supported")}
 		}, ""},
 		{"--port 7174, TCP holds it, iWARP", func(tg *Target, v *View) {
 			tg.Port = 7174

@@ -59,13 +59,19 @@ func Gather(t Target) View {
 				v.Mode = sys.NetNSMode
 			}
 			if t.Port != 0 {
-				ids, _ := cl.Resources(rdma.ResCMID, v.Devices)
+				ids, err := cl.Resources(rdma.ResCMID, v.Devices)
+				if err != nil {
+					v.PortErrs = append(v.PortErrs, err)
+				}
 				v.PortHolders = cmHolders(ids, t.Port)
 			}
 			cl.Close()
 		}
 		if t.Port != 0 {
-			socks, _ := sockdiag.Dump(int(f.Fd()))
+			socks, err := sockdiag.Dump(int(f.Fd()))
+			if err != nil {
+				v.PortErrs = append(v.PortErrs, err)
+			}
 			v.PortHolders = append(v.PortHolders, tcpHolders(socks, t.Port)...)
 		}
 		f.Close()
