@@ -66,6 +66,9 @@ func runExporter(c *cli.Context) error {
 	if c.Int("top") < 0 {
 		return usage(c, "--top %d: expected 0 or more", c.Int("top"))
 	}
+	if c.Bool("no-trace") && c.IsSet("otlp") {
+		return usage(c, "--otlp sends the tracer's events: not with --no-trace")
+	}
 	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
 		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
 	}
