@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,9 +103,27 @@ type outlierRec struct {
 // its taking the CPU) with its pid; those inside a spin must name the hog
 // as a task that ran instead (first or last); those outside must name
 // neither. Each program's start-up and exit count as its disturbance too.
+//
+// Whether the scheduler put the client beside a spin is the emulator's
+// luck (6.12 under TCG: one boot named 3 of 4 spins, the next 1 of 4): a
+// run that names too few intervals is made once more, and said so. An
+// outlier outside that names a cause fails at once.
 func TestOutliersNameTheNoise(t *testing.T) {
 	needDevice(t)
 	needModuleBTF(t)
+	misses := outliersNameTheNoise(t)
+	if len(misses) > 0 && !t.Failed() {
+		t.Logf("run 1: %s; running it again", strings.Join(misses, "; "))
+		misses = outliersNameTheNoise(t)
+	}
+	for _, m := range misses {
+		t.Error(m)
+	}
+}
+
+// outliersNameTheNoise is one run of TestOutliersNameTheNoise; it returns
+// the intervals it found too few outliers naming.
+func outliersNameTheNoise(t *testing.T) (misses []string) {
 	benchBin := filepath.Join(filepath.Dir(*rdmatraceBin), "rdmabench")
 	hog := filepath.Join(t.TempDir(), "hog") // its comm is "hog"
 	abs, _ := filepath.Abs(noiseBin)
@@ -246,10 +265,11 @@ func TestOutliersNameTheNoise(t *testing.T) {
 			}
 		}
 		if n == 0 || got*2 < n+1 {
-			t.Errorf("%d of %d %s intervals are named by an outlier that overlaps them, want most (%d of %d outliers inside them name it)",
-				got, n, what, counts[what][1], counts[what][0])
+			misses = append(misses, fmt.Sprintf("%d of %d %s intervals are named by an outlier that overlaps them, want most (%d of %d outliers inside them name it)",
+				got, n, what, counts[what][1], counts[what][0]))
 		}
 	}
+	return misses
 }
 
 // TestBenchTracerCost runs lat traced with nothing else disturbing it and
