@@ -430,10 +430,26 @@ func TestBenchBadInput(t *testing.T) {
 		p := port()
 		srv := w.start(*rdmabenchBin, "lat", "-d", device, "--server", "-p", p, "--timeout", "5s")
 		waitListening(t, p)
-		// Untraced, so that it connects at once: the server is killed on a timer.
+		// Untraced, so that it connects at once. The server is killed once
+		// both ends hold their RC QP in RTS: on a timer, sid's slower boot
+		// once killed it before the client had connected (REJECTED).
 		cli := bench("lat", "-d", device, "--client", addr, "-p", p, "-D", "60", "--timeout", "5s")
 		go func() {
-			time.Sleep(3 * time.Second)
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				var qps []map[string]any
+				out, _ := exec.Command("rdma", "-j", "res", "show", "qp").Output()
+				_ = json.Unmarshal(out, &qps)
+				rts := 0
+				for _, q := range qps {
+					if q["type"] == "RC" && q["state"] == "RTS" {
+						rts++
+					}
+				}
+				if rts >= 2 {
+					break
+				}
+			}
+			time.Sleep(time.Second)
 			_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
 		}()
 		badRun(t, "the peer stopped answering", cli)
