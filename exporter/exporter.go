@@ -71,6 +71,14 @@ type unregistration struct {
 // holder is an owner as the by-owner series label it.
 type holder struct{ name, container string }
 
+func holderOf(o *rdma.Owner) holder {
+	h := holder{name: ownerName(o)}
+	if o.Place != nil {
+		h.container = o.Place.ContainerID
+	}
+	return h
+}
+
 // maxLive bounds the live table that names an unregistration's holders:
 // at about 400 bytes an entry, 26 MB at worst; past it, objects are
 // counted untracked (rdmatrace_live_untracked_total) and not named.
@@ -156,21 +164,16 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	x.mu.Unlock()
 	type devType struct{ dev, typ string }
 	counts := map[devType]int{}
-	type owner = holder
-	owners := map[devType]map[owner]int{}
+	owners := map[devType]map[holder]int{}
 	qps := map[[2]string]int{}
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		k := devType{r.DevName, r.Type.String()}
 		counts[k]++
-		o := owner{name: ownerName(&r.Owner)}
-		if p := r.Owner.Place; p != nil {
-			o.container = p.ContainerID
-		}
 		if owners[k] == nil {
-			owners[k] = map[owner]int{}
+			owners[k] = map[holder]int{}
 		}
-		owners[k][o]++
+		owners[k][holderOf(&r.Owner)]++
 		if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
 			qps[[2]string{r.DevName, r.QPState.String()}]++
 		}
@@ -255,11 +258,7 @@ func (x *Exporter) Event(e *rdma.Event) {
 	case rdma.EvDevUnregister:
 		held := map[holder]int{}
 		for _, en := range x.live.Select(func(en *restable.Entry) bool { return en.Dev == e.DevIndex }) {
-			h := holder{name: ownerName(&en.Res.Owner)}
-			if p := en.Res.Owner.Place; p != nil {
-				h.container = p.ContainerID
-			}
-			held[h]++
+			held[holderOf(&en.Res.Owner)]++
 		}
 		x.unregs[dev] = unregistration{since: e.Time, by: e.Actor.Comm, holders: held}
 		return

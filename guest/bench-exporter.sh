@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs inside the guest: the exporter's cost. (1) Its scrape time with many
 # live objects: the churn workload holds HOLD PD+CQ+MR triples (3 x HOLD
-# objects) and /metrics is fetched RUNS times (time_total by curl, or by
-# bash's clock around a /dev/tcp read). (2) Its memory under a churn of
+# objects) and /metrics is fetched RUNS times by curl, timed with date's
+# nanoseconds around it; iproute2's same dumps are timed alike, for
+# scale. (2) Its memory under a churn of
 # ROUNDS rounds (8 events each): VmRSS before and after, and VmHWM.
 #   bench-exporter.sh BIN CHURN
 set -euo pipefail

@@ -37,7 +37,8 @@ type Sink struct {
 
 // Options tune a Sink; the zero value is what the CLI uses.
 type Options struct {
-	// Retry, when false, gives up on the first failed export (tests).
+	// NoRetry gives up on the first failed export (tests); the CLI
+	// retries as the SDK does by default.
 	NoRetry bool
 	// Interval is how long records may wait in the batch (default 1 s).
 	Interval time.Duration
