@@ -105,6 +105,7 @@ e2e: $(E2E_BIN)
 	@set -e; for k in $(KERNELS); do \
 	  echo "== e2e on Debian $$k"; \
 	  guest/kmod.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
+	  guest/siw.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 900 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	done
 

@@ -6,4 +6,4 @@
 // generates the C side's enums (-type), which the decoder uses.
 package bpf
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target amd64,arm64 -type event -type event_kind -type event_flag -type cm_tp -type span_func Rdmatrace rdmatrace.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -I/usr/include/x86_64-linux-gnu" -target amd64,arm64 -type event -type event_kind -type event_flag -type cm_tp -type span_func -type port_op Rdmatrace rdmatrace.bpf.c

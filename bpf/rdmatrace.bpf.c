@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "GPL";
@@ -31,8 +32,18 @@ enum event_kind {
 	EV_DEV_REGISTER = 9,
 	EV_DEV_UNREGISTER = 10,
 	EV_DEV_UNREGISTERED = 11,
+	EV_PORT_BUSY = 12,    /* a bind, rdma_listen or rdma_connect got EADDRINUSE; func is enum port_op */
+	EV_SMC_FALLBACK = 13, /* smc:smc_switch_to_fallback: an SMC socket fell back to TCP; status is the reason */
 	EV_SPAN = 20,    /* bench-trace: a kernel function returned; dur is its time */
 	EV_OFF_CPU = 21, /* bench-trace: a followed thread ran again after an off-CPU spell */
+};
+
+/* What got EADDRINUSE, in EV_PORT_BUSY's func. */
+enum port_op {
+	PORT_RDMA_LISTEN = 1,
+	PORT_RDMA_CONNECT,
+	PORT_INET_BIND,
+	PORT_INET6_BIND,
 };
 
 /* rdma_cma tracepoints, in EV_CM's cm_tp. */
@@ -116,6 +127,7 @@ const struct event *unused_event __attribute__((unused));
 const enum event_kind *unused_event_kind __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum cm_tp *unused_cm_tp __attribute__((unused));
+const enum port_op *unused_port_op __attribute__((unused));
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -752,6 +764,252 @@ int BPF_PROG(selftest_take_entry, __u64 key)
 	if (take_entry(&entry_args, key))
 		bpf_map_delete_elem(&entry_args, &key);
 	return 0;
+}
+
+/* ==== Port conflicts: EADDRINUSE where RDMA meets TCP ====
+ * iWARP's listens and connections are host TCP sockets, so rdma_listen and
+ * rdma_connect on an iWARP device fail with EADDRINUSE when a process's TCP
+ * socket holds the port, and a process's bind fails when iWARP holds it.
+ * Only that error is reported: these functions are called often, fail
+ * rarely. User space names the holder from a dump made when the event
+ * arrives. */
+
+#define EADDRINUSE 98
+#define IPPROTO_TCP_NUM 6
+
+static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long ret)
+{
+	if (ret != -EADDRINUSE || !id)
+		return 0;
+	struct event *e = reserve(EV_PORT_BUSY);
+	if (!e)
+		return 0;
+	set_cm(e, container(id, struct rdma_id_private, id));
+	e->func = op;
+	e->status = (__s32)ret;
+	submit(e);
+	return 0;
+}
+
+/* A process's TCP bind; siw's own kernel sockets (no file) are left to the
+ * rdma_listen or rdma_connect event that the same failure gives. */
+static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sockaddr *uaddr, int addr_len, long ret)
+{
+	if (ret != -EADDRINUSE || !sk)
+		return 0;
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP_NUM || !BPF_CORE_READ(sk, sk_socket, file))
+		return 0;
+	struct event *e = reserve(EV_PORT_BUSY);
+	if (!e)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	e->owner_pid = e->actor_pid;
+	e->owner_tid = e->actor_tid;
+	__builtin_memcpy(e->owner_comm, e->actor_comm, sizeof(e->owner_comm));
+	e->owner_cgroup = task_cgroup_id(task);
+	e->flags |= F_HAS_OWNER | F_HAS_ADDR;
+	e->ps = 0x0106; /* RDMA_PS_TCP: the port space a bind shares with iWARP */
+	__u32 n = addr_len;
+	if (n > ADDR_LEN)
+		n = ADDR_LEN;
+	bpf_probe_read_kernel(e->src, n & 0x1f, uaddr);
+	e->func = op;
+	e->status = (__s32)ret;
+	submit(e);
+	return 0;
+}
+
+SEC("fexit/rdma_listen")
+int BPF_PROG(fexit_rdma_listen, struct rdma_cm_id *id, int backlog, int ret)
+{
+	return emit_cm_busy(PORT_RDMA_LISTEN, id, ret);
+}
+
+/* rdma_connect_locked (5.11+: ucma calls it, rdma_connect wraps it), and
+ * the same program on rdma_connect for older kernels. */
+SEC("fexit/rdma_connect_locked")
+int BPF_PROG(fexit_rdma_connect, struct rdma_cm_id *id, void *param, int ret)
+{
+	return emit_cm_busy(PORT_RDMA_CONNECT, id, ret);
+}
+
+SEC("fexit/__inet_bind")
+int BPF_PROG(fexit_inet_bind, struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags, int ret)
+{
+	return emit_bind_busy(PORT_INET_BIND, sk, uaddr, addr_len, ret);
+}
+
+SEC("fexit/__inet6_bind")
+int BPF_PROG(fexit_inet6_bind, struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags, int ret)
+{
+	return emit_bind_busy(PORT_INET6_BIND, sk, uaddr, addr_len, ret);
+}
+
+/* The kprobe fallbacks keep the arguments for the return, by thread and
+ * function: siw's bind runs inside rdma_listen on the same thread. */
+struct port_key {
+	__u64 tid;
+	__u32 op;
+	__u32 pad;
+};
+
+struct port_args {
+	__u64 a, b;
+	__u32 len;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct port_key);
+	__type(value, struct port_args);
+} port_args SEC(".maps");
+
+static __always_inline int port_save(__u32 op, __u64 a, __u64 b, __u32 len)
+{
+	struct port_key k = {.tid = bpf_get_current_pid_tgid(), .op = op};
+	struct port_args v = {.a = a, .b = b, .len = len};
+	bpf_map_update_elem(&port_args, &k, &v, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int port_take(__u32 op, struct port_args *out)
+{
+	struct port_key k = {.tid = bpf_get_current_pid_tgid(), .op = op};
+	struct port_args *v = bpf_map_lookup_elem(&port_args, &k);
+	if (!v)
+		return 0;
+	*out = *v;
+	bpf_map_delete_elem(&port_args, &k);
+	return 1;
+}
+
+SEC("kprobe/rdma_listen")
+int BPF_KPROBE(kprobe_rdma_listen, struct rdma_cm_id *id) { return port_save(PORT_RDMA_LISTEN, (__u64)id, 0, 0); }
+SEC("kretprobe/rdma_listen")
+int BPF_KRETPROBE(kretprobe_rdma_listen, int ret)
+{
+	struct port_args a;
+	if (!port_take(PORT_RDMA_LISTEN, &a))
+		return 0;
+	return emit_cm_busy(PORT_RDMA_LISTEN, (struct rdma_cm_id *)a.a, ret);
+}
+
+SEC("kprobe/rdma_connect_locked")
+int BPF_KPROBE(kprobe_rdma_connect, struct rdma_cm_id *id) { return port_save(PORT_RDMA_CONNECT, (__u64)id, 0, 0); }
+SEC("kretprobe/rdma_connect_locked")
+int BPF_KRETPROBE(kretprobe_rdma_connect, int ret)
+{
+	struct port_args a;
+	if (!port_take(PORT_RDMA_CONNECT, &a))
+		return 0;
+	return emit_cm_busy(PORT_RDMA_CONNECT, (struct rdma_cm_id *)a.a, ret);
+}
+
+SEC("kprobe/__inet_bind")
+int BPF_KPROBE(kprobe_inet_bind, struct sock *sk, struct sockaddr *uaddr, int addr_len)
+{
+	return port_save(PORT_INET_BIND, (__u64)sk, (__u64)uaddr, addr_len);
+}
+SEC("kretprobe/__inet_bind")
+int BPF_KRETPROBE(kretprobe_inet_bind, int ret)
+{
+	struct port_args a;
+	if (!port_take(PORT_INET_BIND, &a))
+		return 0;
+	return emit_bind_busy(PORT_INET_BIND, (struct sock *)a.a, (struct sockaddr *)a.b, a.len, ret);
+}
+
+SEC("kprobe/__inet6_bind")
+int BPF_KPROBE(kprobe_inet6_bind, struct sock *sk, struct sockaddr *uaddr, int addr_len)
+{
+	return port_save(PORT_INET6_BIND, (__u64)sk, (__u64)uaddr, addr_len);
+}
+SEC("kretprobe/__inet6_bind")
+int BPF_KRETPROBE(kretprobe_inet6_bind, int ret)
+{
+	struct port_args a;
+	if (!port_take(PORT_INET6_BIND, &a))
+		return 0;
+	return emit_bind_busy(PORT_INET6_BIND, (struct sock *)a.a, (struct sockaddr *)a.b, a.len, ret);
+}
+
+/* ==== SMC: a socket that falls back to TCP ====
+ * smc:smc_switch_to_fallback(smc, fallback_rsn) has the SMC socket; its
+ * CLC socket (the TCP connection) gives the 4-tuple, and the SMC socket's
+ * inode lets user space name the process that holds it (the server side
+ * falls back in a kworker). struct smc_sock is the smc module's, found by
+ * name in its BTF when the program loads; its struct sock comes first. */
+
+struct smc_sock {
+	struct socket *clcsock;
+} __attribute__((preserve_access_index));
+
+#define AF_INET_NUM 2
+#define AF_INET6_NUM 10
+
+/* Write a socket's local and remote address as sockaddr_in or
+ * sockaddr_in6, as the rdma_cm addresses are. */
+static __always_inline void set_sk_addrs(struct event *e, struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 lport = bpf_htons(BPF_CORE_READ(sk, __sk_common.skc_num));
+	__u16 rport = BPF_CORE_READ(sk, __sk_common.skc_dport);
+	if (family == AF_INET_NUM) {
+		__be32 la = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__be32 ra = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__builtin_memcpy(e->src, &family, 2);
+		__builtin_memcpy(e->src + 2, &lport, 2);
+		__builtin_memcpy(e->src + 4, &la, 4);
+		__builtin_memcpy(e->dst, &family, 2);
+		__builtin_memcpy(e->dst + 2, &rport, 2);
+		__builtin_memcpy(e->dst + 4, &ra, 4);
+	} else if (family == AF_INET6_NUM) {
+		__builtin_memcpy(e->src, &family, 2);
+		__builtin_memcpy(e->src + 2, &lport, 2);
+		BPF_CORE_READ_INTO(e->src + 8, sk, __sk_common.skc_v6_rcv_saddr);
+		__builtin_memcpy(e->dst, &family, 2);
+		__builtin_memcpy(e->dst + 2, &rport, 2);
+		BPF_CORE_READ_INTO(e->dst + 8, sk, __sk_common.skc_v6_daddr);
+	} else {
+		return;
+	}
+	e->ps = 0x0106; /* RDMA_PS_TCP: it is a TCP connection */
+	e->flags |= F_HAS_ADDR;
+}
+
+static __always_inline int emit_smc_fallback(struct smc_sock *smc, int rsn)
+{
+	if (!smc)
+		return 0;
+	struct event *e = reserve(EV_SMC_FALLBACK);
+	if (!e)
+		return 0;
+	e->obj = (__u64)smc;
+	e->status = rsn;
+	struct socket *sock = BPF_CORE_READ((struct sock *)smc, sk_socket);
+	if (sock) {
+		struct socket_alloc *sa = container(sock, struct socket_alloc, socket);
+		e->id = BPF_CORE_READ(sa, vfs_inode.i_ino);
+	}
+	struct sock *clc = BPF_CORE_READ(smc, clcsock, sk);
+	if (clc)
+		set_sk_addrs(e, clc);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/smc_switch_to_fallback")
+int BPF_PROG(tp_btf_smc_switch_to_fallback, struct smc_sock *smc, int rsn)
+{
+	return emit_smc_fallback(smc, rsn);
+}
+
+SEC("raw_tp/smc_switch_to_fallback")
+int BPF_PROG(raw_tp_smc_switch_to_fallback, struct smc_sock *smc, int rsn)
+{
+	return emit_smc_fallback(smc, rsn);
 }
 
 /* ==== bench-trace: kernel-function spans and off-CPU spells ====

@@ -102,6 +102,8 @@ const (
 	RdmatraceEventKindEV_DEV_REGISTER     RdmatraceEventKind = 9
 	RdmatraceEventKindEV_DEV_UNREGISTER   RdmatraceEventKind = 10
 	RdmatraceEventKindEV_DEV_UNREGISTERED RdmatraceEventKind = 11
+	RdmatraceEventKindEV_PORT_BUSY        RdmatraceEventKind = 12
+	RdmatraceEventKindEV_SMC_FALLBACK     RdmatraceEventKind = 13
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
 )
@@ -122,6 +124,30 @@ type RdmatraceOffcpu struct {
 	Preempted uint32
 	NextComm  [16]int8
 }
+
+type RdmatracePortArgs struct {
+	_   structs.HostLayout
+	A   uint64
+	B   uint64
+	Len uint32
+	Pad uint32
+}
+
+type RdmatracePortKey struct {
+	_   structs.HostLayout
+	Tid uint64
+	Op  uint32
+	Pad uint32
+}
+
+type RdmatracePortOp uint32
+
+const (
+	RdmatracePortOpPORT_RDMA_LISTEN  RdmatracePortOp = 1
+	RdmatracePortOpPORT_RDMA_CONNECT RdmatracePortOp = 2
+	RdmatracePortOpPORT_INET_BIND    RdmatracePortOp = 3
+	RdmatracePortOpPORT_INET6BIND    RdmatracePortOp = 4
+)
 
 type RdmatraceReaderState struct {
 	_       structs.HostLayout
@@ -178,6 +204,7 @@ const (
 	RdmatraceMapFollow                                               = "follow"
 	RdmatraceMapModifyArgs                                           = "modify_args"
 	RdmatraceMapOffcpuStarts                                         = "offcpu_starts"
+	RdmatraceMapPortArgs                                             = "port_args"
 	RdmatraceMapQpStates                                             = "qp_states"
 	RdmatraceMapReader                                               = "reader"
 	RdmatraceMapSideDrops                                            = "side_drops"
@@ -207,7 +234,11 @@ const (
 	RdmatraceProgFentryUverbsClose                                   = "fentry_uverbs_close"
 	RdmatraceProgFexitCreateKernelId                                 = "fexit_create_kernel_id"
 	RdmatraceProgFexitCreateUserId                                   = "fexit_create_user_id"
+	RdmatraceProgFexitInet6Bind                                      = "fexit_inet6_bind"
+	RdmatraceProgFexitInetBind                                       = "fexit_inet_bind"
 	RdmatraceProgFexitModifyQp                                       = "fexit_modify_qp"
+	RdmatraceProgFexitRdmaConnect                                    = "fexit_rdma_connect"
+	RdmatraceProgFexitRdmaListen                                     = "fexit_rdma_listen"
 	RdmatraceProgFexitRegisterDevice                                 = "fexit_register_device"
 	RdmatraceProgFexitRestrackAdd                                    = "fexit_restrack_add"
 	RdmatraceProgFexitSpanIbDeregMrUser                              = "fexit_span_ib_dereg_mr_user"
@@ -229,7 +260,11 @@ const (
 	RdmatraceProgFexitUcmaClose                                      = "fexit_ucma_close"
 	RdmatraceProgFexitUnregisterDevice                               = "fexit_unregister_device"
 	RdmatraceProgFexitUverbsClose                                    = "fexit_uverbs_close"
+	RdmatraceProgKprobeInet6Bind                                     = "kprobe_inet6_bind"
+	RdmatraceProgKprobeInetBind                                      = "kprobe_inet_bind"
 	RdmatraceProgKprobeModifyQp                                      = "kprobe_modify_qp"
+	RdmatraceProgKprobeRdmaConnect                                   = "kprobe_rdma_connect"
+	RdmatraceProgKprobeRdmaListen                                    = "kprobe_rdma_listen"
 	RdmatraceProgKprobeRestrackAbortDel                              = "kprobe_restrack_abort_del"
 	RdmatraceProgKprobeRestrackAdd                                   = "kprobe_restrack_add"
 	RdmatraceProgKprobeRestrackBeginDel                              = "kprobe_restrack_begin_del"
@@ -254,7 +289,11 @@ const (
 	RdmatraceProgKprobeUcmaClose                                     = "kprobe_ucma_close"
 	RdmatraceProgKprobeUnregisterDevice                              = "kprobe_unregister_device"
 	RdmatraceProgKprobeUverbsClose                                   = "kprobe_uverbs_close"
+	RdmatraceProgKretprobeInet6Bind                                  = "kretprobe_inet6_bind"
+	RdmatraceProgKretprobeInetBind                                   = "kretprobe_inet_bind"
 	RdmatraceProgKretprobeModifyQp                                   = "kretprobe_modify_qp"
+	RdmatraceProgKretprobeRdmaConnect                                = "kretprobe_rdma_connect"
+	RdmatraceProgKretprobeRdmaListen                                 = "kretprobe_rdma_listen"
 	RdmatraceProgKretprobeRestrackAdd                                = "kretprobe_restrack_add"
 	RdmatraceProgKretprobeSpanIbDeregMrUser                          = "kretprobe_span_ib_dereg_mr_user"
 	RdmatraceProgKretprobeSpanIbUmemGet                              = "kretprobe_span_ib_umem_get"
@@ -291,6 +330,7 @@ const (
 	RdmatraceProgRawTpCmSentDreq                                     = "raw_tp_cm_sent_dreq"
 	RdmatraceProgRawTpSchedSwitch                                    = "raw_tp_sched_switch"
 	RdmatraceProgRawTpSchedWakeup                                    = "raw_tp_sched_wakeup"
+	RdmatraceProgRawTpSmcSwitchToFallback                            = "raw_tp_smc_switch_to_fallback"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
@@ -310,10 +350,12 @@ const (
 	RdmatraceProgTpBtfCmSentDreq                                     = "tp_btf_cm_sent_dreq"
 	RdmatraceProgTpBtfSchedSwitch                                    = "tp_btf_sched_switch"
 	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
+	RdmatraceProgTpBtfSmcSwitchToFallback                            = "tp_btf_smc_switch_to_fallback"
 	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
 	RdmatraceVarUnusedEvent                                          = "unused_event"
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
+	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
 	RdmatraceVarUnusedSpanFunc                                       = "unused_span_func"
 )
 
@@ -384,7 +426,11 @@ type RdmatraceProgramSpecs struct {
 	FentryUverbsClose                                   *ebpf.ProgramSpec `ebpf:"fentry_uverbs_close"`
 	FexitCreateKernelId                                 *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
+	FexitInet6Bind                                      *ebpf.ProgramSpec `ebpf:"fexit_inet6_bind"`
+	FexitInetBind                                       *ebpf.ProgramSpec `ebpf:"fexit_inet_bind"`
 	FexitModifyQp                                       *ebpf.ProgramSpec `ebpf:"fexit_modify_qp"`
+	FexitRdmaConnect                                    *ebpf.ProgramSpec `ebpf:"fexit_rdma_connect"`
+	FexitRdmaListen                                     *ebpf.ProgramSpec `ebpf:"fexit_rdma_listen"`
 	FexitRegisterDevice                                 *ebpf.ProgramSpec `ebpf:"fexit_register_device"`
 	FexitRestrackAdd                                    *ebpf.ProgramSpec `ebpf:"fexit_restrack_add"`
 	FexitSpanIbDeregMrUser                              *ebpf.ProgramSpec `ebpf:"fexit_span_ib_dereg_mr_user"`
@@ -406,7 +452,11 @@ type RdmatraceProgramSpecs struct {
 	FexitUcmaClose                                      *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
+	KprobeInet6Bind                                     *ebpf.ProgramSpec `ebpf:"kprobe_inet6_bind"`
+	KprobeInetBind                                      *ebpf.ProgramSpec `ebpf:"kprobe_inet_bind"`
 	KprobeModifyQp                                      *ebpf.ProgramSpec `ebpf:"kprobe_modify_qp"`
+	KprobeRdmaConnect                                   *ebpf.ProgramSpec `ebpf:"kprobe_rdma_connect"`
+	KprobeRdmaListen                                    *ebpf.ProgramSpec `ebpf:"kprobe_rdma_listen"`
 	KprobeRestrackAbortDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_abort_del"`
 	KprobeRestrackAdd                                   *ebpf.ProgramSpec `ebpf:"kprobe_restrack_add"`
 	KprobeRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
@@ -431,7 +481,11 @@ type RdmatraceProgramSpecs struct {
 	KprobeUcmaClose                                     *ebpf.ProgramSpec `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice                              *ebpf.ProgramSpec `ebpf:"kprobe_unregister_device"`
 	KprobeUverbsClose                                   *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_close"`
+	KretprobeInet6Bind                                  *ebpf.ProgramSpec `ebpf:"kretprobe_inet6_bind"`
+	KretprobeInetBind                                   *ebpf.ProgramSpec `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
+	KretprobeRdmaConnect                                *ebpf.ProgramSpec `ebpf:"kretprobe_rdma_connect"`
+	KretprobeRdmaListen                                 *ebpf.ProgramSpec `ebpf:"kretprobe_rdma_listen"`
 	KretprobeRestrackAdd                                *ebpf.ProgramSpec `ebpf:"kretprobe_restrack_add"`
 	KretprobeSpanIbDeregMrUser                          *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_dereg_mr_user"`
 	KretprobeSpanIbUmemGet                              *ebpf.ProgramSpec `ebpf:"kretprobe_span_ib_umem_get"`
@@ -468,6 +522,7 @@ type RdmatraceProgramSpecs struct {
 	RawTpCmSentDreq                                     *ebpf.ProgramSpec `ebpf:"raw_tp_cm_sent_dreq"`
 	RawTpSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_switch"`
 	RawTpSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_wakeup"`
+	RawTpSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"raw_tp_smc_switch_to_fallback"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
@@ -487,6 +542,7 @@ type RdmatraceProgramSpecs struct {
 	TpBtfCmSentDreq                                     *ebpf.ProgramSpec `ebpf:"tp_btf_cm_sent_dreq"`
 	TpBtfSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_wakeup"`
+	TpBtfSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"tp_btf_smc_switch_to_fallback"`
 }
 
 // RdmatraceMapSpecs contains maps before they are loaded into the kernel.
@@ -504,6 +560,7 @@ type RdmatraceMapSpecs struct {
 	Follow        *ebpf.MapSpec `ebpf:"follow"`
 	ModifyArgs    *ebpf.MapSpec `ebpf:"modify_args"`
 	OffcpuStarts  *ebpf.MapSpec `ebpf:"offcpu_starts"`
+	PortArgs      *ebpf.MapSpec `ebpf:"port_args"`
 	QpStates      *ebpf.MapSpec `ebpf:"qp_states"`
 	Reader        *ebpf.MapSpec `ebpf:"reader"`
 	SideDrops     *ebpf.MapSpec `ebpf:"side_drops"`
@@ -518,6 +575,7 @@ type RdmatraceVariableSpecs struct {
 	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
 	UnusedEventFlag *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedPortOp    *ebpf.VariableSpec `ebpf:"unused_port_op"`
 	UnusedSpanFunc  *ebpf.VariableSpec `ebpf:"unused_span_func"`
 }
 
@@ -552,6 +610,7 @@ type RdmatraceMaps struct {
 	Follow        *ebpf.Map `ebpf:"follow"`
 	ModifyArgs    *ebpf.Map `ebpf:"modify_args"`
 	OffcpuStarts  *ebpf.Map `ebpf:"offcpu_starts"`
+	PortArgs      *ebpf.Map `ebpf:"port_args"`
 	QpStates      *ebpf.Map `ebpf:"qp_states"`
 	Reader        *ebpf.Map `ebpf:"reader"`
 	SideDrops     *ebpf.Map `ebpf:"side_drops"`
@@ -571,6 +630,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.Follow,
 		m.ModifyArgs,
 		m.OffcpuStarts,
+		m.PortArgs,
 		m.QpStates,
 		m.Reader,
 		m.SideDrops,
@@ -586,6 +646,7 @@ type RdmatraceVariables struct {
 	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
 	UnusedEventFlag *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedPortOp    *ebpf.Variable `ebpf:"unused_port_op"`
 	UnusedSpanFunc  *ebpf.Variable `ebpf:"unused_span_func"`
 }
 
@@ -618,7 +679,11 @@ type RdmatracePrograms struct {
 	FentryUverbsClose                                   *ebpf.Program `ebpf:"fentry_uverbs_close"`
 	FexitCreateKernelId                                 *ebpf.Program `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.Program `ebpf:"fexit_create_user_id"`
+	FexitInet6Bind                                      *ebpf.Program `ebpf:"fexit_inet6_bind"`
+	FexitInetBind                                       *ebpf.Program `ebpf:"fexit_inet_bind"`
 	FexitModifyQp                                       *ebpf.Program `ebpf:"fexit_modify_qp"`
+	FexitRdmaConnect                                    *ebpf.Program `ebpf:"fexit_rdma_connect"`
+	FexitRdmaListen                                     *ebpf.Program `ebpf:"fexit_rdma_listen"`
 	FexitRegisterDevice                                 *ebpf.Program `ebpf:"fexit_register_device"`
 	FexitRestrackAdd                                    *ebpf.Program `ebpf:"fexit_restrack_add"`
 	FexitSpanIbDeregMrUser                              *ebpf.Program `ebpf:"fexit_span_ib_dereg_mr_user"`
@@ -640,7 +705,11 @@ type RdmatracePrograms struct {
 	FexitUcmaClose                                      *ebpf.Program `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.Program `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.Program `ebpf:"fexit_uverbs_close"`
+	KprobeInet6Bind                                     *ebpf.Program `ebpf:"kprobe_inet6_bind"`
+	KprobeInetBind                                      *ebpf.Program `ebpf:"kprobe_inet_bind"`
 	KprobeModifyQp                                      *ebpf.Program `ebpf:"kprobe_modify_qp"`
+	KprobeRdmaConnect                                   *ebpf.Program `ebpf:"kprobe_rdma_connect"`
+	KprobeRdmaListen                                    *ebpf.Program `ebpf:"kprobe_rdma_listen"`
 	KprobeRestrackAbortDel                              *ebpf.Program `ebpf:"kprobe_restrack_abort_del"`
 	KprobeRestrackAdd                                   *ebpf.Program `ebpf:"kprobe_restrack_add"`
 	KprobeRestrackBeginDel                              *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
@@ -665,7 +734,11 @@ type RdmatracePrograms struct {
 	KprobeUcmaClose                                     *ebpf.Program `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice                              *ebpf.Program `ebpf:"kprobe_unregister_device"`
 	KprobeUverbsClose                                   *ebpf.Program `ebpf:"kprobe_uverbs_close"`
+	KretprobeInet6Bind                                  *ebpf.Program `ebpf:"kretprobe_inet6_bind"`
+	KretprobeInetBind                                   *ebpf.Program `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.Program `ebpf:"kretprobe_modify_qp"`
+	KretprobeRdmaConnect                                *ebpf.Program `ebpf:"kretprobe_rdma_connect"`
+	KretprobeRdmaListen                                 *ebpf.Program `ebpf:"kretprobe_rdma_listen"`
 	KretprobeRestrackAdd                                *ebpf.Program `ebpf:"kretprobe_restrack_add"`
 	KretprobeSpanIbDeregMrUser                          *ebpf.Program `ebpf:"kretprobe_span_ib_dereg_mr_user"`
 	KretprobeSpanIbUmemGet                              *ebpf.Program `ebpf:"kretprobe_span_ib_umem_get"`
@@ -702,6 +775,7 @@ type RdmatracePrograms struct {
 	RawTpCmSentDreq                                     *ebpf.Program `ebpf:"raw_tp_cm_sent_dreq"`
 	RawTpSchedSwitch                                    *ebpf.Program `ebpf:"raw_tp_sched_switch"`
 	RawTpSchedWakeup                                    *ebpf.Program `ebpf:"raw_tp_sched_wakeup"`
+	RawTpSmcSwitchToFallback                            *ebpf.Program `ebpf:"raw_tp_smc_switch_to_fallback"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
@@ -721,6 +795,7 @@ type RdmatracePrograms struct {
 	TpBtfCmSentDreq                                     *ebpf.Program `ebpf:"tp_btf_cm_sent_dreq"`
 	TpBtfSchedSwitch                                    *ebpf.Program `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWakeup                                    *ebpf.Program `ebpf:"tp_btf_sched_wakeup"`
+	TpBtfSmcSwitchToFallback                            *ebpf.Program `ebpf:"tp_btf_smc_switch_to_fallback"`
 }
 
 func (p *RdmatracePrograms) Close() error {
@@ -750,7 +825,11 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryUverbsClose,
 		p.FexitCreateKernelId,
 		p.FexitCreateUserId,
+		p.FexitInet6Bind,
+		p.FexitInetBind,
 		p.FexitModifyQp,
+		p.FexitRdmaConnect,
+		p.FexitRdmaListen,
 		p.FexitRegisterDevice,
 		p.FexitRestrackAdd,
 		p.FexitSpanIbDeregMrUser,
@@ -772,7 +851,11 @@ func (p *RdmatracePrograms) Close() error {
 		p.FexitUcmaClose,
 		p.FexitUnregisterDevice,
 		p.FexitUverbsClose,
+		p.KprobeInet6Bind,
+		p.KprobeInetBind,
 		p.KprobeModifyQp,
+		p.KprobeRdmaConnect,
+		p.KprobeRdmaListen,
 		p.KprobeRestrackAbortDel,
 		p.KprobeRestrackAdd,
 		p.KprobeRestrackBeginDel,
@@ -797,7 +880,11 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeUcmaClose,
 		p.KprobeUnregisterDevice,
 		p.KprobeUverbsClose,
+		p.KretprobeInet6Bind,
+		p.KretprobeInetBind,
 		p.KretprobeModifyQp,
+		p.KretprobeRdmaConnect,
+		p.KretprobeRdmaListen,
 		p.KretprobeRestrackAdd,
 		p.KretprobeSpanIbDeregMrUser,
 		p.KretprobeSpanIbUmemGet,
@@ -834,6 +921,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpCmSentDreq,
 		p.RawTpSchedSwitch,
 		p.RawTpSchedWakeup,
+		p.RawTpSmcSwitchToFallback,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
@@ -853,6 +941,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.TpBtfCmSentDreq,
 		p.TpBtfSchedSwitch,
 		p.TpBtfSchedWakeup,
+		p.TpBtfSmcSwitchToFallback,
 	)
 }
 

@@ -99,6 +99,19 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Kind == rdma.EvSpan && e.Status != 0 {
 		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 	}
+	if e.Kind == rdma.EvPortBusy {
+		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.str("status-name", "EADDRINUSE")
+		if e.Holders != nil {
+			o = o.list("holders", e.Holders)
+		}
+	}
+	if e.Kind == rdma.EvSMCFallback {
+		o = o.num("fallback", uint64(uint32(e.Status))).str("fallback-reason", rdma.SMCReason(uint32(e.Status)))
+		if e.Inode != 0 {
+			o = o.num("inode", e.Inode)
+		}
+	}
 	if e.Kind == rdma.EvOffCPU {
 		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
@@ -118,6 +131,23 @@ func b2u(b bool) uint64 {
 // off-CPU spell to the column that starts at col.
 func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	switch e.Kind {
+	case rdma.EvSMCFallback:
+		b = append(append(word(b, col), "fallback "...), rdma.SMCReason(uint32(e.Status))...)
+	case rdma.EvPortBusy:
+		b = append(append(word(b, col), Sanitize(e.Func)...), " EADDRINUSE"...)
+		switch {
+		case e.Holders == nil:
+		case len(e.Holders) == 0:
+			b = append(b, ", held by no one any more"...)
+		default:
+			b = append(b, ", held by "...)
+			for i, h := range e.Holders {
+				if i > 0 {
+					b = append(b, "; "...)
+				}
+				b = append(b, Sanitize(h)...)
+			}
+		}
 	case rdma.EvSpan:
 		b = appendDur(append(append(word(b, col), Sanitize(e.Func)...), ' '), e.Dur)
 		if e.Status != 0 {

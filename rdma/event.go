@@ -39,6 +39,8 @@ const (
 	EvExists                    // the resource existed when tracing started (netlink snapshot)
 	EvSpan                      // a kernel function behind a verb or an rdma_cm step ran: Func, Dur (Mono is its start)
 	EvOffCPU                    // a followed thread was off CPU: Mono is when it left, Dur how long, Next who ran instead
+	EvPortBusy                  // Func (rdma_listen, rdma_connect, bind) got EADDRINUSE on Src; Holders who held it
+	EvSMCFallback               // an SMC socket (Inode) fell back to TCP on Src>Dst; Status is the reason (SMC_CLC_DECL_*)
 	numEventKinds
 )
 
@@ -46,7 +48,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_id_create", "cm_event_handler", "cm_event_done", "cm_req_handler", "cm_send_req", "cm_send_rep",
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
-	"dev_unregistered", "exists", "span", "off-cpu"}
+	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -143,6 +145,13 @@ type Event struct {
 	Size uint64 // bytes (EvHasSize)
 	Wait uint64 // EvOffCPU: ns from its wakeup to running again (0: unknown)
 	Next Owner  // EvOffCPU: the first task that ran in its place (tid and comm; tid 0 is the idle task)
+
+	// Holders are who held the port of an EvPortBusy when it was
+	// reported ("rping[172] iwarp LISTEN 10.99.1.1:7400"); nil when not
+	// looked up (a recording, a port freed since).
+	Holders []string
+	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
+	Inode uint64
 }
 
 // End is when the event's span or spell ended (Mono for instant events).

@@ -74,6 +74,14 @@ type object struct {
 	Preempted bool         `json:"preempted"`
 	NextPID   *uint32      `json:"next-pid"`
 	NextComm  string       `json:"next-comm"`
+	// Port conflicts and SMC fallbacks.
+	Holders  []string `json:"holders"`
+	Fallback *uint32  `json:"fallback"`
+	Inode    uint64   `json:"inode"`
+	// Names trace -j derives from a number (status, fallback): read, not
+	// needed; rendering derives them again.
+	StatusName     string `json:"status-name"`
+	FallbackReason string `json:"fallback-reason"`
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
@@ -240,6 +248,13 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 	}
 	if ev.Kind == rdma.EvSpan && o.PID != nil {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
+	}
+	ev.Holders, ev.Inode = o.Holders, o.Inode
+	if ev.Kind == rdma.EvSMCFallback {
+		if o.Fallback == nil {
+			return &fieldError{"fallback: the SMC fallback reason of an smc-fallback", "none"}
+		}
+		ev.Status = int32(*o.Fallback)
 	}
 	return nil
 }

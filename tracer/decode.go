@@ -75,6 +75,8 @@ const (
 	cDevUnregistered = bpf.RdmatraceEventKindEV_DEV_UNREGISTERED
 	cSpan            = bpf.RdmatraceEventKindEV_SPAN
 	cOffCPU          = bpf.RdmatraceEventKindEV_OFF_CPU
+	cPortBusy        = bpf.RdmatraceEventKindEV_PORT_BUSY
+	cSMCFallback     = bpf.RdmatraceEventKindEV_SMC_FALLBACK
 
 	cfUser      = bpf.RdmatraceEventFlagF_USER
 	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
@@ -107,6 +109,18 @@ var spanFuncs = [...]string{
 	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_EX_CREATE_QP: "ib_uverbs_ex_create_qp",
 	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_MODIFY_QP:    "ib_uverbs_modify_qp",
 	bpf.RdmatraceSpanFuncSPAN_IB_UVERBS_EX_MODIFY_QP: "ib_uverbs_ex_modify_qp",
+}
+
+// portOps names the C side's enum port_op: what got EADDRINUSE (func of
+// a port-busy event), and whether an rdma_cm ID did.
+var portOps = [...]struct {
+	name string
+	cm   bool
+}{
+	bpf.RdmatracePortOpPORT_RDMA_LISTEN:  {"rdma_listen", true},
+	bpf.RdmatracePortOpPORT_RDMA_CONNECT: {"rdma_connect", true},
+	bpf.RdmatracePortOpPORT_INET_BIND:    {"bind", false},
+	bpf.RdmatracePortOpPORT_INET6BIND:    {"bind", false},
 }
 
 const stateUnknown = 0xff
@@ -211,6 +225,22 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 			return fmt.Errorf("span record with unknown function %d", fn)
 		}
 		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[fn]
+	case cPortBusy:
+		if !full {
+			return fmt.Errorf("port-busy record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		op := u32(offFunc)
+		if op == 0 || int(op) >= len(portOps) {
+			return fmt.Errorf("port-busy record with unknown operation %d", op)
+		}
+		ev.Kind, ev.Func = rdma.EvPortBusy, portOps[op].name
+		if portOps[op].cm {
+			ev.Res, ev.ID = rdma.ResCMID, u32(offID)
+			ev.Flags |= rdma.EvHasRes
+		}
+	case cSMCFallback:
+		ev.Kind = rdma.EvSMCFallback
+		ev.Inode = uint64(u32(offID))
 	case cOffCPU:
 		if !full {
 			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)

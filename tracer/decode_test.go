@@ -153,6 +153,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(make([]byte, recordSize))
 	f.Add(spanRecord(cSpan))
 	f.Add(spanRecord(cOffCPU))
+	f.Add(portRecord(1))
+	f.Add(portRecord(3))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event
@@ -227,5 +229,70 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 	}
 	if err := d.Decode(spanRecord(cSpan)[:offDur], &ev); err == nil {
 		t.Error("a span record cut at the old size decoded")
+	}
+}
+
+// portRecord is an rdma_listen that got EADDRINUSE on siw0 (op 1) or a
+// process's bind (op 3), with the address as sockaddr_in.
+func portRecord(op uint32) []byte {
+	rec := make([]byte, recordSize)
+	le := binary.LittleEndian
+	le.PutUint32(rec[offKind:], uint32(cPortBusy))
+	flags := uint32(cfHasOwner | cfHasAddr)
+	if op == 1 {
+		flags |= uint32(cfHasDev)
+		copy(rec[offDevName:], "siw0")
+		le.PutUint32(rec[offID:], 5)
+	}
+	le.PutUint32(rec[offFlags:], flags)
+	le.PutUint32(rec[offOwnerPID:], 221)
+	le.PutUint32(rec[offOwnerTID:], 221)
+	copy(rec[offOwnComm:], "rping")
+	le.PutUint32(rec[offStatus:], uint32(0xffffff9e)) // -98
+	le.PutUint32(rec[offPS:], 0x106)
+	rec[offSrc] = 2 // AF_INET, 10.99.1.1:7410
+	binary.BigEndian.PutUint16(rec[offSrc+2:], 7410)
+	copy(rec[offSrc+4:], []byte{10, 99, 1, 1})
+	le.PutUint32(rec[offFunc:], op)
+	return rec
+}
+
+// A port-busy record decodes to its function, address, status and, for
+// rdma_cm, the cm_id; -j and the line say EADDRINUSE and the holders the
+// CLI found. An SMC fallback decodes to its reason and the socket's inode.
+func TestDecodePortBusyAndSMCFallback(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	if err := d.Decode(portRecord(1), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Res != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
+		ev.Src.String() != "10.99.1.1:7410" || ev.DevName != "siw0" {
+		t.Errorf("rdma_listen port-busy decoded as %+v", ev)
+	}
+	ev.Holders = []string{"python3[300] tcp LISTEN 0.0.0.0:7410"}
+	j := string(formats.AppendJSON(nil, formats.EventObject(&ev)))
+	if !strings.Contains(j, `"func":"rdma_listen"`) || !strings.Contains(j, `"status":-98,"status-name":"EADDRINUSE","holders":["python3[300] tcp LISTEN 0.0.0.0:7410"]`) {
+		t.Errorf("-j: %s", j)
+	}
+	if l := formats.EventLine(&ev); !strings.Contains(l, "rdma_listen EADDRINUSE, held by python3[300] tcp LISTEN 0.0.0.0:7410") {
+		t.Errorf("line: %s", l)
+	}
+	if err := d.Decode(portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 {
+		t.Errorf("bind port-busy: %v, %+v", err, ev)
+	}
+	if err := d.Decode(portRecord(9), &ev); err == nil || !strings.Contains(err.Error(), "unknown operation 9") {
+		t.Errorf("unknown operation: %v", err)
+	}
+	rec := portRecord(1)
+	binary.LittleEndian.PutUint32(rec[offKind:], uint32(cSMCFallback))
+	binary.LittleEndian.PutUint32(rec[offStatus:], 0x03030000)
+	binary.LittleEndian.PutUint32(rec[offID:], 12936)
+	if err := d.Decode(rec, &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 12936 {
+		t.Fatalf("smc-fallback: %v, %+v", err, ev)
+	}
+	j = string(formats.AppendJSON(nil, formats.EventObject(&ev)))
+	if !strings.Contains(j, `"fallback":50528256,"fallback-reason":"0x03030000 (no SMC device found (R or D))","inode":12936`) {
+		t.Errorf("smc-fallback -j: %s", j)
 	}
 }

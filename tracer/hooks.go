@@ -44,6 +44,10 @@ type Hook struct {
 	// through the whole release, where maxactive runs out) nor on device
 	// unregistration (rare, one at a time).
 	kprobeIfPreemptible bool
+	// module: the kernel module whose code the hook is in, when the hook
+	// is not about RDMA's own modules; without it loaded, the hook is
+	// skipped and says so (loading it is not rdmatrace's business).
+	module string
 	// followed: the hook serves a followed program (rdmabench) and is
 	// attached only when Options.Follow names one; `rdmatrace trace`
 	// without --follow-pid keeps its events and its cost as before.
@@ -75,9 +79,36 @@ func tpHook(system, tp string, renamed ...string) Hook {
 	return h
 }
 
+// portHook reports EADDRINUSE from fn: an fexit program (short names
+// it), or a kprobe and kretprobe; older is the same function's name on
+// kernels without fn, tried after it.
+func portHook(fn, short string, older ...string) Hook {
+	h := Hook{Name: fn}
+	for _, target := range append([]string{fn}, older...) {
+		name := "fexit"
+		if target != fn {
+			name = "fexit " + target
+		}
+		h.variants = append(h.variants, variant{name: name, progs: []prog{{name: "fexit_" + short, kind: tracing, target: target}}})
+	}
+	for _, target := range append([]string{fn}, older...) {
+		name := "kprobe+kretprobe"
+		if target != fn {
+			name = "kprobe+kretprobe " + target
+		}
+		h.variants = append(h.variants, variant{name: name, progs: []prog{
+			{name: "kprobe_" + short, kind: kprobe, target: target},
+			{name: "kretprobe_" + short, kind: kretprobe, target: target}}})
+	}
+	return h
+}
+
 // spanHook times calls of a kernel function (fentry to fexit); attached
 // only when following.
 func spanHook(fn string) Hook { return followedHook(closeHook(fn, "span_"+fn)) }
+
+// moduleHook is h, skipped when module is not loaded.
+func moduleHook(module string, h Hook) Hook { h.module = module; return h }
 
 // followedHook is h attached only when following a process.
 func followedHook(h Hook) Hook { h.followed = true; return h }
@@ -129,6 +160,15 @@ var Hooks = []Hook{
 	// class, same argument); Debian sid's 7.2 has only the new name.
 	cmHook("cm_send_mra", "cm_prepare_mra"), cmHook("cm_disconnect"), cmHook("cm_sent_dreq"), cmHook("cm_sent_drep"),
 	cmHook("cm_id_attach"), cmHook("cm_id_destroy"), cmHook("cm_qp_create"), cmHook("cm_qp_destroy"),
+
+	// Port conflicts: EADDRINUSE from rdma_listen, rdma_connect and a
+	// process's TCP bind (iWARP shares the host's TCP ports).
+	portHook("rdma_listen", "rdma_listen"),
+	portHook("rdma_connect_locked", "rdma_connect", "rdma_connect"), // 5.10 has rdma_connect only
+	portHook("__inet_bind", "inet_bind"), portHook("__inet6_bind", "inet6_bind"),
+
+	// SMC sockets that fall back to TCP, with the reason (smc loaded).
+	moduleHook("smc", tpHook("smc", "smc_switch_to_fallback")),
 
 	// Spans (with --follow-pid only): how long the kernel took for each
 	// rdma_cm step and verb. Registrations and creations of every process

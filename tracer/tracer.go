@@ -47,6 +47,8 @@ type Report struct {
 	// Preferred says why the variant was tried before the hook's usual
 	// first choice (kprobes on a preemptible kernel), when it was.
 	Preferred string
+	// Skipped: not tried, as the module the hook is in is not loaded.
+	Skipped bool
 }
 
 // Tracer holds the loaded programs and links. Run reads its events.
@@ -171,6 +173,13 @@ func Open(opts Options) (*Tracer, error) {
 	for _, h := range Hooks {
 		if h.followed && len(opts.Follow) == 0 {
 			continue
+		}
+		if h.module != "" {
+			if _, err := os.Stat("/sys/module/" + h.module); err != nil {
+				t.Reports = append(t.Reports, Report{Hook: h.Name, Skipped: true,
+					Reason: "module " + h.module + " not loaded (start rdmatrace after it loads to see its events)"})
+				continue
+			}
 		}
 		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
 	}

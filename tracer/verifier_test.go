@@ -40,8 +40,8 @@ func loadGzBTF(t *testing.T, path string, base *btf.Spec) *btf.Spec {
 
 // TestFallbackProgramsPassTheHostVerifier loads the kprobe and raw_tp
 // programs into this machine's kernel, which has no RDMA: their CO-RE
-// relocations are resolved against Debian 6.1's BTF (vmlinux and rdma_cm,
-// kept in testdata/btf), and the kernel's verifier checks them. The
+// relocations are resolved against Debian 6.1's BTF (vmlinux, rdma_cm and
+// smc, kept in testdata/btf), and the kernel's verifier checks them. The
 // fentry/fexit/tp_btf programs need their RDMA target functions in the
 // running kernel to load at all; the guest tests load and attach them.
 func TestFallbackProgramsPassTheHostVerifier(t *testing.T) {
@@ -74,13 +74,14 @@ func verifyFallbacks(t *testing.T, spec *ebpf.CollectionSpec, btfDir string) {
 	}
 	base := loadGzBTF(t, btfDir+"/vmlinux.btf.gz", nil)
 	types := loadGzBTF(t, btfDir+"/rdma_cm.btf.gz", base)
+	smc := loadGzBTF(t, btfDir+"/smc.btf.gz", base)
 	loaded := 0
 	for name, ps := range spec.Programs {
 		if ps.Type != ebpf.Kprobe && ps.Type != ebpf.RawTracepoint {
 			continue
 		}
 		sub := &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{name: ps}, Variables: spec.Variables, Types: spec.Types}
-		coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base, ExtraRelocationTargets: []*btf.Spec{types}}})
+		coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base, ExtraRelocationTargets: []*btf.Spec{types, smc}}})
 		if err != nil {
 			var ve *ebpf.VerifierError
 			if errors.As(err, &ve) {

@@ -87,8 +87,13 @@ func runExporter(c *cli.Context) error {
 			return err
 		}
 		defer t.Close()
-		attached := t.Attached()
-		if err := exporter.RegisterTracer(reg, attached, len(t.Reports)-attached, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
+		attached, failed := t.Attached(), 0
+		for _, r := range t.Reports {
+			if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
+				failed++
+			}
+		}
+		if err := exporter.RegisterTracer(reg, attached, failed, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
 			return err
 		}
 		var logs *otlp.Sink

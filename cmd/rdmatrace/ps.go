@@ -28,11 +28,7 @@ func psCommand() *cli.Command {
 			"   rdmatrace ps --filter-dev mlx5_0 -j\n" +
 			"   rdmatrace -j -p ps --pid 1234\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
-		Flags: append(append([]cli.Flag{
-			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array (same as -o json)"},
-			&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable, Usage: "output format: table, json, ndjson"},
-		}, filterFlags(false, resFilterFlagKeys...)...),
+		Flags: append(append(listFlags(), filterFlags(false, resFilterFlagKeys...)...),
 			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); ps shows all it has already"}),
 		Action: runPs,
 	}
@@ -102,4 +98,14 @@ func runPs(c *cli.Context) error {
 		return err
 	}
 	return partial(errors.Join(errs...))
+}
+
+// listFlags are the output flags of the commands that list a table: -j,
+// -p and -o table|json|ndjson.
+func listFlags(more ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array (same as -o json)"},
+		&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable, Usage: "output format: table, json, ndjson"},
+	}, more...)
 }

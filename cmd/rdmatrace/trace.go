@@ -100,9 +100,16 @@ var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "
 type eventSink struct {
 	print, record *formats.EventWriter
 	otlp          *otlp.Sink
+	live          bool
 }
 
 func (s *eventSink) write(e *rdma.Event) error {
+	if s.live && e.Kind == rdma.EvPortBusy && e.Holders == nil {
+		e.Holders = portHolders(e)
+	}
+	if s.live && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
+		smcOwner(e)
+	}
 	if s.otlp != nil {
 		s.otlp.Write(e)
 	}
@@ -280,6 +287,7 @@ func runTrace(c *cli.Context) error {
 		}
 		return readRecording(c, path, f, sink)
 	}
+	sink.live = true // a port-busy event's holders are looked up as it arrives
 	t, err := openTracer(c)
 	if err != nil {
 		return err
@@ -534,7 +542,7 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		return nil, err
 	}
 	attached := t.Attached()
-	var skipped []string
+	var skipped, absent []string
 	noTracefs := false
 	if k := t.Kprobes; !k.First && k.Why != "" && (c.Bool("verbose") || t.Preemption.Preemptible()) {
 		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", k.Why)
@@ -545,8 +553,14 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s; %s)\n", r.Hook, r.Variant, r.Preferred)
 		case r.Variant != "" && c.Bool("verbose"):
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
+		case r.Skipped && c.Bool("verbose"):
+			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s skipped: %s\n", r.Hook, r.Reason)
 		case r.Variant == "" && c.Bool("verbose"):
 			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
+		}
+		if r.Skipped {
+			absent = append(absent, r.Hook)
+			continue
 		}
 		if r.Variant == "" {
 			skipped = append(skipped, r.Hook)
@@ -565,10 +579,16 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 		return nil, fmt.Errorf("no hook could be attached%s", why)
 	}
 	choice := kprobeChoice(t)
+	// Hooks in a module that is not loaded (smc) are not counted: there is
+	// nothing of theirs to trace, and they are named at the end.
+	if len(absent) > 0 {
+		choice += "; not traced, module not loaded: " + strings.Join(absent, ", ")
+	}
+	total := len(t.Reports) - len(absent)
 	if len(skipped) > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s; skipped: %s%s\n", attached, len(t.Reports), choice, strings.Join(skipped, ", "), why)
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s; skipped: %s%s\n", attached, total, choice, strings.Join(skipped, ", "), why)
 	} else {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s\n", attached, len(t.Reports), choice)
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s\n", attached, total, choice)
 	}
 	return t, nil
 }

@@ -15,12 +15,12 @@ _rdmatrace() {
     dev | --filter-dev) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
-    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu cm" -- "$cur")); return ;;
+    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback cm" -- "$cur")); return ;;
     --log | --recording | --output | --ready-file) [[ $prev != --output || $cmd == leaks ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     esac
     local flags= words= formats=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ps res stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ports ps res smc stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -55,6 +55,11 @@ _rdmatrace() {
         words=""
         formats="table json ndjson legacy"
         ;;
+    ports)
+        flags="--json -j --pretty -p --output -o --port --addr --pid --dev --conflicts --help -h"
+        words=""
+        formats="table json ndjson"
+        ;;
     ps)
         flags="--json -j --pretty -p --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid --details -d --help -h"
         words=""
@@ -84,6 +89,11 @@ _rdmatrace() {
         qp) words="cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type" ;;
         srq) words="cgroup comm container cqn dev lqpn pdn pid pod srqn type" ;;
         esac
+        ;;
+    smc)
+        flags="--json -j --pretty -p --output -o --help -h"
+        words=""
+        formats="table json ndjson"
         ;;
     stat | statistic)
         flags="--json -j --pretty -p --output -o --netns --help -h"

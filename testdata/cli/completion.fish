@@ -10,8 +10,10 @@ complete -c rdmatrace -n __fish_use_subcommand -a exporter
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
+complete -c rdmatrace -n __fish_use_subcommand -a ports
 complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
+complete -c rdmatrace -n __fish_use_subcommand -a smc
 complete -c rdmatrace -n __fish_use_subcommand -a stat
 complete -c rdmatrace -n __fish_use_subcommand -a system
 complete -c rdmatrace -n __fish_use_subcommand -a trace
@@ -115,6 +117,20 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s o -l output -x -a 'table json ndjson legacy'
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -F
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l pretty
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l port
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l addr
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l dev
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l conflicts
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s o -l output -x -a 'table json ndjson'
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pretty
@@ -171,6 +187,15 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_s
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource; and __fish_seen_subcommand_from srq; and __rdmatrace_prev type' -a 'BASIC XRC TM'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n '__fish_seen_subcommand_from res resource' -s o -l output -x -a 'table text json ndjson legacy'
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -l json
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -s j
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -l pretty
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -s p
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -l help
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -s h
+complete -c rdmatrace -n '__fish_seen_subcommand_from smc' -s o -l output -x -a 'table json ndjson'
 complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from stat statistic' -l pretty
@@ -245,4 +270,4 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_sub
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu cm'
+complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback cm'

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/ports"
+	"github.com/rdmatrace/rdmatrace/proc"
+	"github.com/rdmatrace/rdmatrace/rdma"
+)
+
+func init() { commands = append(commands, portsCommand()) }
+
+func portsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ports",
+		Usage:     "list every TCP and UDP port in use with its process, next to rdma_cm's ports: iWARP's kernel sockets named by the process whose rdma_cm ID they carry (an ss that sees RDMA)",
+		ArgsUsage: " ",
+		Description: "Sockets come from the socket diagnostics (NETLINK_SOCK_DIAG), rdma_cm IDs from RDMA\n" +
+			"netlink, processes from /proc/PID/fd. An iWARP device's listens and connections are\n" +
+			"host TCP sockets that no process holds (ss shows them with no owner): a socket whose\n" +
+			"4-tuple is a TCP-port-space rdma_cm ID's on an iWARP device is shown as stack iwarp with\n" +
+			"that ID's process. rdma_cm IDs on RoCE and InfiniBand take ports of rdma_cm's own port\n" +
+			"spaces, not the host's: they are stack rdma_cm, marked \"not a host port\".\n\n" +
+			"--conflicts lists each port that an rdma_cm ID and a process's TCP socket both hold\n" +
+			"now: on iWARP the second to bind gets EADDRINUSE; on RoCE it is shown as no conflict.\n" +
+			"Conflicts as they happen (the EADDRINUSE itself) are in `rdmatrace trace`.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace ports\n" +
+			"   rdmatrace ports --port 7174 -j\n" +
+			"   rdmatrace ports --conflicts\n\n" +
+			"EXIT STATUS:\n" + exitStatus("an error: sockets or rdma_cm IDs could not be read (what could be is shown)", ""),
+		Flags: listFlags(
+			&cli.UintFlag{Name: "port", Usage: "only rows whose local or remote `PORT` is this"},
+			&cli.StringFlag{Name: "addr", Usage: "only rows whose local or remote address is `IP`"},
+			&cli.UintFlag{Name: "pid", Usage: "only the rows of process `PID`"},
+			&cli.StringFlag{Name: "dev", Usage: "only rdma_cm rows on RDMA device `NAME`"},
+			&cli.BoolFlag{Name: "conflicts", Usage: "list ports that rdma_cm and a process's TCP socket both hold"},
+		),
+		Action: runPorts,
+	}
+}
+
+func runPorts(c *cli.Context) error {
+	if err := maxArgs(c, 0); err != nil {
+		return err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if format == outText {
+		return usage(c, "-o text: ports has table, json and ndjson")
+	}
+	var addr netip.Addr
+	if a := c.String("addr"); a != "" {
+		if addr, err = netip.ParseAddr(a); err != nil {
+			return usage(c, "--addr %q: want an IPv4 or IPv6 address", a)
+		}
+	}
+	if c.Uint("port") > 65535 {
+		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
+	}
+	in, gerr := ports.Gather()
+	var comms proc.CommCache
+	rows := ports.Join(in, &comms)
+	keep := rows[:0]
+	for _, r := range rows {
+		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
+			continue
+		}
+		if addr.IsValid() && r.Src.Addr() != addr.Unmap() && r.Dst.Addr() != addr.Unmap() {
+			continue
+		}
+		if pid := uint32(c.Uint("pid")); pid != 0 && r.PID != pid {
+			continue
+		}
+		if d := c.String("dev"); d != "" && r.Dev != d {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	rows = keep
+	proc.WarnPIDNamespace(os.Stderr)
+	if c.Bool("conflicts") {
+		cs := ports.Conflicts(rows)
+		objs := make([]formats.Object, len(cs))
+		for i := range cs {
+			objs[i] = ports.ConflictObject(&cs[i])
+		}
+		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.ConflictTable(cs) })
+	} else {
+		objs := make([]formats.Object, len(rows))
+		for i := range rows {
+			objs[i] = ports.Object(&rows[i])
+		}
+		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.Table(rows) })
+	}
+	if err != nil {
+		return err
+	}
+	if errors.Is(gerr, ports.ErrNoRDMA) {
+		// Sockets alone are a true answer on a host without RDMA: say what is missing, exit 0.
+		fmt.Fprintf(os.Stderr, "rdmatrace: ports: %s\n", formats.Sanitize(ports.ErrNoRDMA.Error()))
+		var rest []error
+		for _, e := range unwrapJoin(gerr) {
+			if !errors.Is(e, ports.ErrNoRDMA) {
+				rest = append(rest, e)
+			}
+		}
+		gerr = errors.Join(rest...)
+	}
+	return partial(gerr)
+}
+
+// unwrapJoin lists the errors of an errors.Join (or err alone).
+func unwrapJoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+// portHolders names who holds the port that e's bind, rdma_listen or
+// rdma_connect could not have, as it is now (a moment after the failure):
+// "python3[300] tcp LISTEN 0.0.0.0:7400". The failing rdma_cm ID itself
+// (bound, in rdma_cm's space) is left out. Empty, not nil, when no one
+// holds it any more.
+func portHolders(e *rdma.Event) []string {
+	out := []string{}
+	if !e.Src.IsValid() || e.Src.Port() == 0 {
+		return out
+	}
+	in, _ := ports.Gather()
+	port := e.Src.Port()
+	socks := in.Sockets[:0]
+	for _, s := range in.Sockets {
+		if s.Src.Port() == port {
+			socks = append(socks, s)
+		}
+	}
+	ids := in.CMIDs[:0]
+	for _, r := range in.CMIDs {
+		if r.Src.Port() == port && !(e.Has(rdma.EvHasRes) && r.DevName == e.DevName && r.CMIDN == e.ID) {
+			ids = append(ids, r)
+		}
+	}
+	in.Sockets, in.CMIDs = socks, ids
+	var comms proc.CommCache
+	for _, h := range ports.Holders(ports.Join(in, &comms), "tcp", e.Src) {
+		who := ports.Owner(&h)
+		if who == "" {
+			who = "?"
+		}
+		out = append(out, who+" "+h.Stack+" "+h.State+" "+h.Src.String())
+	}
+	return out
+}

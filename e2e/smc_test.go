@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const afSMC = 43
+
+// smcPair connects an AF_SMC client to an AF_SMC server of the test's
+// own on rxe0's address, with no pnet table and no UEID: SMC-Rv1 needs a
+// RoCE v1 GID, which rxe does not have, and SMC-Rv2 a UEID, so both ends
+// fall back to TCP. It returns the client's local port.
+func smcPair(t *testing.T, port int) int {
+	t.Helper()
+	srv, err := syscall.Socket(afSMC, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Skipf("kernel %s: socket(AF_SMC): %v", release(t), err)
+	}
+	t.Cleanup(func() { syscall.Close(srv) })
+	sa := &syscall.SockaddrInet4{Port: port, Addr: [4]byte{10, 99, 0, 1}}
+	if err := syscall.Bind(srv, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(srv, 4); err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		nfd, _, err := syscall.Accept(srv)
+		if err == nil {
+			t.Cleanup(func() { syscall.Close(nfd) })
+		}
+		accepted <- err
+	}()
+	cl, err := syscall.Socket(afSMC, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(cl) })
+	if err := syscall.Connect(cl, sa); err != nil {
+		t.Fatalf("connect over SMC: %v", err)
+	}
+	select {
+	case err := <-accepted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the SMC server accepted nothing in 30 s")
+	}
+	local, err := syscall.Getsockname(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local.(*syscall.SockaddrInet4).Port
+}
+
+// TestSMCNamesFallbackAndReason: an SMC connection on rxe0 that falls back
+// to TCP. smc lists the listener and both ends with the test's pid, the
+// client's fallback reason (no SMC device) and the server's (the peer
+// declined, with the peer's diagnosis); ports names their CLC sockets,
+// which ss shows with no process, as the test's SMC sockets.
+func TestSMCNamesFallbackAndReason(t *testing.T) {
+	needDevice(t)
+	// Loaded before the trace starts: its tracepoint hook is skipped
+	// when smc is not there.
+	if _, stderr, err := runStatus("modprobe", "-a", "smc", "smc_diag"); err != nil {
+		if strings.Contains(string(stderr), "not found") {
+			t.Skipf("kernel %s has no SMC (built without CONFIG_SMC): %s", release(t), strings.TrimSpace(string(stderr)))
+		}
+		t.Fatalf("modprobe smc smc_diag: %v\n%s", err, stderr)
+	}
+	var tr *tracing
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err == nil {
+		tr = startTrace(t)
+	}
+	const port = 7500
+	cport := smcPair(t, port)
+	out, stderr, err := runStatus(*rdmatraceBin, "smc", "-j")
+	if err != nil {
+		t.Fatalf("rdmatrace smc -j: %v\n%s", err, stderr)
+	}
+	keep(t, "smc/smc.json", out)
+	keep(t, "smc/smc.txt", run(t, *rdmatraceBin, "smc"))
+	var socks []map[string]any
+	if err := json.Unmarshal(out, &socks); err != nil {
+		t.Fatalf("smc -j: %v\n%s", err, out)
+	}
+	me := fmt.Sprint(os.Getpid())
+	client, server := fmt.Sprintf("10.99.0.1:%d", cport), fmt.Sprintf("10.99.0.1:%d", port)
+	found := map[string]bool{}
+	for _, s := range socks {
+		if str(s["pid"]) != me {
+			continue
+		}
+		switch {
+		case s["state"] == "LISTEN" && s["src-addr"] == server:
+			found["listener"] = true
+		case s["src-addr"] == client && s["dst-addr"] == server:
+			found["client"] = true
+			if s["mode"] != "TCP" || !strings.HasPrefix(str(s["fallback-reason"]), "0x03030000") {
+				t.Errorf("client %v: want mode TCP (fallback), reason 0x03030000 (no SMC device)", s)
+			}
+		case s["src-addr"] == server && s["dst-addr"] == client:
+			found["server"] = true
+			if s["mode"] != "TCP" || !strings.HasPrefix(str(s["fallback-reason"]), "0x05000000") || !strings.HasPrefix(str(s["peer-diagnosis"]), "0x03030000") {
+				t.Errorf("server %v: want mode TCP, reason 0x05000000 (peer declined), peer diagnosis 0x03030000", s)
+			}
+		}
+	}
+	if len(found) != 3 {
+		t.Errorf("smc -j shows %v of the test's listener, client and server:\n%s", found, out)
+	}
+	if tr != nil {
+		checkSMCFallbackEvents(t, tr, client, server)
+	} else {
+		t.Logf("kernel %s: no module BTF, the smc-fallback trace is not checked", release(t))
+	}
+	// The CLC sockets: ownerless in ss, the test's in ports.
+	keep(t, "smc/ss.txt", run(t, "ss", "-tanp"))
+	smcRows := 0
+	for _, r := range portsJSON(t, "--port", fmt.Sprint(port)) {
+		if r.Stack == "smc" {
+			smcRows++
+			if fmt.Sprint(r.PID) != me {
+				t.Errorf("ports row %+v: want the test's pid %s", r, me)
+			}
+		}
+	}
+	if smcRows != 3 {
+		t.Errorf("ports names %d CLC sockets on %d as SMC's, want the listener and both ends", smcRows, port)
+	}
+}
+
+// checkSMCFallbackEvents: each side's fall back is one smc-fallback event
+// with its CLC 4-tuple and reason; the client's names the test's process
+// (it fell back in its connect), the server's falls back in a kworker
+// before it is accepted.
+func checkSMCFallbackEvents(t *testing.T, tr *tracing, client, server string) {
+	t.Helper()
+	time.Sleep(500 * time.Millisecond)
+	evs := tr.stop()
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e["event"] != "smc-fallback" {
+			continue
+		}
+		switch {
+		case e["src-addr"] == client && e["dst-addr"] == server:
+			seen["client"] = true
+			if !strings.HasPrefix(str(e["fallback-reason"]), "0x03030000") || str(e["pid"]) != fmt.Sprint(os.Getpid()) && str(e["tgid"]) != fmt.Sprint(os.Getpid()) {
+				t.Errorf("client's smc-fallback %v: want reason 0x03030000 and the test's pid", e)
+			}
+		case e["src-addr"] == server && e["dst-addr"] == client:
+			seen["server"] = true
+			if !strings.HasPrefix(str(e["fallback-reason"]), "0x05000000") {
+				t.Errorf("server's smc-fallback %v: want reason 0x05000000 (peer declined)", e)
+			}
+		}
+	}
+	if !seen["client"] || !seen["server"] {
+		t.Errorf("smc-fallback events seen for %v, want client and server; stderr:\n%s", seen, tr.stderr.String())
+	}
+}
