@@ -199,7 +199,14 @@ func TestSpansRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReader(bytes.NewReader(data), path)
+	if got := rerender(t, NewReader(bytes.NewReader(data), path)); got != string(data) {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, data)
+	}
+}
+
+// rerender reads every event of r and renders it again as trace -j does.
+func rerender(t *testing.T, r *Reader) string {
+	t.Helper()
 	var out bytes.Buffer
 	nd := formats.NewNDJSONWriter(&out)
 	var ev rdma.Event
@@ -211,12 +218,14 @@ func TestSpansRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nd.Write(formats.EventObject(&ev))
+		if err := nd.Write(formats.EventObject(&ev)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	nd.Flush()
-	if out.String() != string(data) {
-		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", out.String(), data)
+	if err := nd.Flush(); err != nil {
+		t.Fatal(err)
 	}
+	return out.String()
 }
 
 func TestBadSpanFieldsAreOneLineErrors(t *testing.T) {
@@ -260,25 +269,11 @@ func TestPortBusyAndSMCFallbackRoundTrip(t *testing.T) {
 	lines := `{"time":"2026-11-26T08:43:45.28249711Z","event":"port-busy","func":"rdma_listen","res":"cm_id","ifname":"siw0","port":1,"id":5,"state":"ADDR_BOUND","ps":"TCP","src-addr":"10.99.1.1:7410","dst-addr":"0.0.0.0:0","pid":221,"comm":"rping","cgroup-id":1,"cgroup":"/","status":-98,"status-name":"EADDRINUSE","holders":["e2e.test[129] tcp LISTEN 10.99.1.1:7410"]}
 {"time":"2026-11-26T08:52:30.61610977Z","event":"smc-fallback","ps":"TCP","src-addr":"10.99.0.1:44406","dst-addr":"10.99.0.1:7500","pid":129,"comm":"e2e.test","actor-pid":132,"actor-comm":"e2e.test","fallback":50528256,"fallback-reason":"0x03030000 (no SMC device found (R or D))","inode":12936}
 `
-	r := NewReader(strings.NewReader(lines), "x.ndjson")
-	var out bytes.Buffer
-	nd := formats.NewNDJSONWriter(&out)
+	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
+	}
 	var ev rdma.Event
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		nd.Write(formats.EventObject(&ev))
-	}
-	nd.Flush()
-	if out.String() != lines {
-		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", out.String(), lines)
-	}
-	r = NewReader(strings.NewReader(`{"time":"2026-11-26T08:52:30Z","event":"smc-fallback"}`+"\n"), "y.ndjson")
+	r := NewReader(strings.NewReader(`{"time":"2026-11-26T08:52:30Z","event":"smc-fallback"}`+"\n"), "y.ndjson")
 	if err := r.Next(&ev); err == nil || !strings.Contains(err.Error(), "fallback: the SMC fallback reason") {
 		t.Errorf("smc-fallback without a reason: %v", err)
 	}

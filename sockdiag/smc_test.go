@@ -138,8 +138,14 @@ func FuzzDecodeSMC(f *testing.F) {
 	f.Add(smcMsg(afSMC|0x80, 2, 0, "[2001:db8::1]:1", "[::1]:2", 79, fallbackAttr(0, 0), lgrAttr("rxe0\x1b[2J", 1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeSMC(b)
-		if err != nil && len(b) >= smcMsgLen && s.Inode != binary.NativeEndian.Uint64(b[56:]) {
+		// A bad attribute keeps the socket's fixed part; a bad family or
+		// a short message is the whole message's error.
+		known := len(b) >= smcMsgLen && (b[0] == afSMC || b[0] == syscall.AF_INET || b[0] == syscall.AF_INET6)
+		if err != nil && known && s.Inode != binary.NativeEndian.Uint64(b[56:]) {
 			t.Errorf("the fixed part was lost with %v", err)
+		}
+		if err == nil && !known {
+			t.Errorf("a message of %d bytes, family %d, decoded", len(b), b[0])
 		}
 	})
 }
