@@ -191,23 +191,46 @@ func TestBenchLatMatchesPerftest(t *testing.T) {
 	const size, iters = 2, 1000
 	for _, c := range []struct{ op, tool string }{{"write", "ib_write_lat"}, {"send", "ib_send_lat"}} {
 		t.Run(c.op, func(t *testing.T) {
-			paired, ours, theirs := pairedRatio(t, 5,
-				func() float64 { return rdmabenchTypical(t, c.op, size, iters) },
-				func() float64 { return perftestTypical(t, c.tool, size, iters) })
-			// Each tool's best run: a busy host only adds to a run's
-			// median (a CI run saw runs of one tool from 34 to 65 µs,
-			// which made a paired ratio 0.77), so the fastest run of each
-			// is the one least disturbed.
-			// But one lucky run of one tool moves the best runs' ratio
-			// (6.1 on a loaded host: ib_send_lat 13.7 µs once, 17-20
-			// otherwise: 1.45), where the ratio of the runs' medians
-			// holds; a measurement off by more than the band moves both.
-			ratio := slices.Min(finite(ours)) / slices.Min(finite(theirs))
-			medians := median(finite(ours)) / median(finite(theirs))
-			t.Logf("%s, %d bytes, %d iterations, soft-RoCE under qemu (emulation, not hardware): t_typical µs, rdmabench %v, %s %v: best runs' ratio %.3f, runs' medians' ratio %.3f, median of paired ratios %.3f",
-				c.op, size, iters, ours, c.tool, theirs, ratio, medians, paired)
+			var ours, theirs, paired []float64
 			in := func(r float64) bool { return r >= 0.8 && r <= 1.25 }
+			var ratio, medians float64
+			// A second round of 5 pairs when the first is outside the
+			// band on every measure, judged on all 10: sid under TCG
+			// once gave ib_send_lat runs of 108 to 248 µs in one round.
+			for round := 1; round <= 2; round++ {
+				p, o, th := pairedRatio(t, 5,
+					func() float64 { return rdmabenchTypical(t, c.op, size, iters) },
+					func() float64 { return perftestTypical(t, c.tool, size, iters) })
+				ours, theirs, paired = append(ours, o...), append(theirs, th...), append(paired, p)
+				// Each tool's best run: a busy host only adds to a run's
+				// median (a CI run saw runs of one tool from 34 to 65 µs,
+				// which made a paired ratio 0.77), so the fastest run of
+				// each is the one least disturbed.
+				// But one lucky run of one tool moves the best runs' ratio
+				// (6.1 on a loaded host: ib_send_lat 13.7 µs once, 17-20
+				// otherwise: 1.45), where the ratio of the runs' medians
+				// holds; a measurement off by more than the band moves both.
+				ratio = slices.Min(finite(ours)) / slices.Min(finite(theirs))
+				medians = median(finite(ours)) / median(finite(theirs))
+				t.Logf("%s, %d bytes, %d iterations, soft-RoCE under qemu (emulation, not hardware), round %d: t_typical µs, rdmabench %v, %s %v: best runs' ratio %.3f, runs' medians' ratio %.3f, median of paired ratios %v",
+					c.op, size, iters, round, ours, c.tool, theirs, ratio, medians, paired)
+				if in(ratio) || in(medians) {
+					break
+				}
+			}
 			if !in(ratio) && !in(medians) {
+				// The band is held on 6.1 and 6.12, the kernels issue 11
+				// asks it of. Elsewhere perftest's own runs may spread
+				// wider than the band (sid, preemptible, under TCG: 104 to
+				// 223 µs in one round), and then no ratio can be judged
+				// against it: said, and the test skips that check only.
+				spread := slices.Max(finite(theirs)) / slices.Min(finite(theirs))
+				rel := release(t)
+				if !strings.HasPrefix(rel, "6.1.") && !strings.HasPrefix(rel, "6.12.") && spread > 1.5 {
+					nothingLeft(t)
+					t.Skipf("kernel %s: %s's own runs spread x%.2f, wider than the 0.8-1.25 band: rdmabench/%s = %.3f (best runs), %.3f (medians) not judged",
+						rel, c.tool, spread, c.tool, ratio, medians)
+				}
 				t.Errorf("rdmabench/%s = %.3f (best runs), %.3f (medians), both outside 0.8-1.25", c.tool, ratio, medians)
 			}
 			nothingLeft(t)
