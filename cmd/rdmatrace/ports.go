@@ -108,7 +108,7 @@ func runPorts(c *cli.Context) error {
 		// Sockets alone are a true answer on a host without RDMA: say what is missing, exit 0.
 		fmt.Fprintf(os.Stderr, "rdmatrace: ports: %s\n", formats.Sanitize(ports.ErrNoRDMA.Error()))
 		var rest []error
-		for _, e := range unwrapJoin(gerr) {
+		for _, e := range formats.Unjoin(gerr) {
 			if !errors.Is(e, ports.ErrNoRDMA) {
 				rest = append(rest, e)
 			}
@@ -116,17 +116,6 @@ func runPorts(c *cli.Context) error {
 		gerr = errors.Join(rest...)
 	}
 	return partial(gerr)
-}
-
-// unwrapJoin lists the errors of an errors.Join (or err alone).
-func unwrapJoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
 }
 
 // portHolders names who holds the port that e's bind, rdma_listen or
