@@ -105,10 +105,11 @@ type outlierRec struct {
 // as a task that ran instead (first or last); those outside must name
 // neither. Each program's start-up and exit count as its disturbance too.
 //
-// Whether the scheduler put the client beside a spin is the emulator's
-// luck (6.12 under TCG: one boot named 3 of 4 spins, the next 1 of 4): a
-// run that names too few intervals is made once more, and said so. An
-// outlier outside that names a cause fails at once.
+// The hog is SCHED_FIFO: as an ordinary task it shared the CPU as the
+// scheduler saw fit, and in 6.12 under TCG runs often not at all (the
+// timeline of a failing run: the series ran through all three spins, and
+// no sample was slow). A run that names too few intervals is made once
+// more, and said so. An outlier outside that names a cause fails at once.
 func TestOutliersNameTheNoise(t *testing.T) {
 	needDevice(t)
 	needModuleBTF(t)
@@ -134,10 +135,12 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 	var stdout, stderr bytes.Buffer
 	bench := exec.Command(benchBin, "lat", "-j", "-D", "12", "--rdmatrace", *rdmatraceBin)
 	bench.Stdout, bench.Stderr = &stdout, &stderr
+	benchStart := monoNow()
 	if err := bench.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitForRTS(t)
+	connected := monoNow()
 	time.Sleep(time.Second) // the tracer follows the timed threads by now
 	noise := exec.Command(noiseBin, "rxe0", "64", "3", "600")
 	// Each program's whole life is a disturbance too (exec, loading,
@@ -160,6 +163,8 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 	if err := bench.Wait(); err != nil {
 		t.Fatalf("rdmabench lat: %v\n%s", err, stderr.String())
 	}
+	benchEnd := monoNow()
+	rel := func(ns int64) string { return fmt.Sprintf("+%.2fs", float64(ns-benchStart)/1e9) }
 	// The lives first: an outlier in a registration or a spin is counted
 	// there (the last interval that matches wins).
 	iv := append([]interval{noiseLife, hogLife}, append(readIntervals(t, "reg", nout), readIntervals(t, "hog", hout)...)...)
@@ -193,6 +198,7 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 	}
 	counts := map[string][2]int{} // what -> outliers inside, named
 	caught := map[int]bool{}      // intervals with an outlier that names their cause
+	inside := map[int][]string{}  // the outliers that overlap each interval
 	outside, wrong := 0, 0
 	for _, o := range outliers {
 		lat := int64(o.LatUS * 1e3)
@@ -210,6 +216,9 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 				}
 			}
 			return false
+		}
+		if at >= 0 {
+			inside[at] = append(inside[at], fmt.Sprintf("%.0fus %q", o.LatUS, o.Causes))
 		}
 		switch in {
 		case "reg":
@@ -243,6 +252,10 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 			}
 		}
 	}
+	if n := len(outliers); n > 0 {
+		t.Logf("timeline: rdmabench started, its traced series connected %s, noise %s-%s, hog %s-%s, outliers %s-%s, rdmabench exited %s",
+			rel(connected), rel(noiseLife.start), rel(noiseLife.end), rel(hogLife.start), rel(hogLife.end), rel(outliers[0].TS), rel(outliers[n-1].TS), rel(benchEnd))
+	}
 	t.Logf("%d outliers: %d inside registrations (%d name the noise program, pid %d), %d inside spins (%d name the hog), %d outside (%d name either)",
 		len(outliers), counts["reg"][0], counts["reg"][1], noisePID, counts["hog"][0], counts["hog"][1], outside, wrong)
 	// Outliers come at a background rate too (6.1's 13 µs loop: 150-200 a
@@ -265,7 +278,8 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 			if caught[i] {
 				got++
 			} else {
-				t.Logf("no outlier overlapping the %s of %.1f ms at %d names it", what, float64(v.end-v.start)/1e6, v.start)
+				t.Logf("no outlier overlapping the %s of %.1f ms at %d names it; the %d that overlap it: %s",
+					what, float64(v.end-v.start)/1e6, v.start, len(inside[i]), strings.Join(inside[i], ", "))
 			}
 		}
 		if n == 0 || got*2 < n+1 {

@@ -111,11 +111,22 @@ func (e endpoint) close() {
 // the other.
 func newAbort() *C.int { return (*C.int)(C.calloc(1, C.sizeof_int)) }
 
-// pin locks the goroutine to its thread and the thread to cpu (-1: no pin).
-func pin(cpu int) {
+// pin locks the goroutine to its thread and the thread to cpu (-1: no
+// pin). The returned unpin gives the thread its CPUs back before unlocking
+// it: a thread left pinned would go back to Go's pool and run whatever
+// goroutine comes next (the tracer's reader, the GC) on that one CPU.
+func pin(cpu int) (unpin func()) {
 	runtime.LockOSThread()
-	if cpu >= 0 {
-		C.rb_pin(C.int(cpu))
+	var was unix.CPUSet
+	if cpu < 0 || unix.SchedGetaffinity(0, &was) != nil {
+		return runtime.UnlockOSThread
+	}
+	C.rb_pin(C.int(cpu))
+	return func() {
+		if unix.SchedSetaffinity(0, &was) != nil {
+			return // still pinned: the goroutine's exit ends the thread
+		}
+		runtime.UnlockOSThread()
 	}
 }
 
@@ -166,8 +177,7 @@ func Lat(cfg LatConfig) (LatResult, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		defer runtime.UnlockOSThread()
-		pin(cpuAt(cfg.CPUs, 0))
+		defer pin(cpuAt(cfg.CPUs, 0))()
 		if C.rb_server_accept(srv.p, dev) != 0 || C.rb_lat(srv.p, 0, nil, 0) != 0 {
 			serr = srv.err("server")
 			*abort = 1
@@ -175,8 +185,7 @@ func Lat(cfg LatConfig) (LatResult, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		defer runtime.UnlockOSThread()
-		pin(cpuAt(cfg.CPUs, 1))
+		defer pin(cpuAt(cfg.CPUs, 1))()
 		res, cerr = runClient(cli, cfg, addr, dev)
 		if cerr != nil {
 			*abort = 1
@@ -231,8 +240,7 @@ func LatServer(cfg LatConfig) (Thread, error) {
 	addr, dev := cstr(cfg.Addr), cstr(cfg.Dev)
 	defer C.free(unsafe.Pointer(addr))
 	defer C.free(unsafe.Pointer(dev))
-	pin(cpuAt(cfg.CPUs, 0))
-	defer runtime.UnlockOSThread()
+	defer pin(cpuAt(cfg.CPUs, 0))()
 	if C.rb_server_listen(srv.p, addr, C.int(cfg.Port)) != 0 {
 		return Thread{}, srv.err("listen")
 	}
@@ -258,8 +266,7 @@ func LatClient(cfg LatConfig) (LatResult, error) {
 	addr, dev := cstr(cfg.Addr), cstr(cfg.Dev)
 	defer C.free(unsafe.Pointer(addr))
 	defer C.free(unsafe.Pointer(dev))
-	pin(cpuAt(cfg.CPUs, 0))
-	defer runtime.UnlockOSThread()
+	defer pin(cpuAt(cfg.CPUs, 0))()
 	res, err := runClient(cli, cfg, addr, dev)
 	res.Client.CPU = cpuAt(cfg.CPUs, 0)
 	return res, err
