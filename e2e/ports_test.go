@@ -264,6 +264,18 @@ func TestPortConflictsOnIWarp(t *testing.T) {
 		if !found {
 			t.Errorf("ports --conflicts does not list port 7420: %s", out)
 		}
+		// Filters pick conflicts by either side: rping's pid finds the
+		// pair whose other holder is the test.
+		out, stderr, err = runStatus(*rdmatraceBin, "ports", "--conflicts", "--pid", fmt.Sprint(server.Process.Pid), "-j")
+		if err != nil {
+			t.Fatalf("ports --conflicts --pid: %v\n%s", err, stderr)
+		}
+		if err := json.Unmarshal(out, &cs); err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || str(cs[0]["port"]) != "7420" || str(cs[0]["host-pid"]) != fmt.Sprint(os.Getpid()) {
+			t.Errorf("ports --conflicts --pid %d: %s, want the one pair on 7420 with the test as the host holder", server.Process.Pid, out)
+		}
 	})
 }
 
@@ -345,4 +357,46 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaksNamesThePortItsProgramCouldNotHave: `leaks -- rping -s` on a
+// port the test's TCP listener holds on siw0. rping's rdma_listen gets
+// EADDRINUSE and rping exits; the report says so, with the test as the
+// holder, and the exit status stays rping's (a busy port is no leak).
+func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
+	needSiw(t)
+	needModuleBTF(t) // rdma_listen's hook reads the cm_id through module BTF
+	ln, err := net.Listen("tcp", siwAddr+":7430")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fs, code, stdout, stderr := leaksOut(t, nil, true, "--", "rping", "-s", "-a", siwAddr, "-p", "7430", "-C", "1")
+	if code == 0 || code == 3 {
+		t.Errorf("exit status %d, want rping's own failure (not 0, not 3)\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	holder := fmt.Sprintf("[%d] tcp LISTEN %s:7430", os.Getpid(), siwAddr)
+	n := 0
+	for _, f := range fs {
+		if f["report"] != "port-busy" {
+			t.Errorf("a finding other than port-busy: %v", f)
+			continue
+		}
+		n++
+		hs, _ := f["holders"].([]any)
+		if f["func"] != "rdma_listen" || f["comm"] != "rping" || f["ifname"] != "siw0" || len(hs) != 1 || !strings.HasSuffix(fmt.Sprint(hs[0]), holder) {
+			t.Errorf("port-busy finding %v: want rping's rdma_listen on siw0, held by the test (%s)", f, holder)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d port-busy findings, want 1: %v\nstderr: %s", n, fs, stderr)
+	}
+	// The human report, kept for the README.
+	report := filepath.Join(t.TempDir(), "report.txt")
+	_ = exec.Command(*rdmatraceBin, "leaks", "--output", report, "--", "rping", "-s", "-a", siwAddr, "-p", "7430", "-C", "1").Run()
+	text, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(text), "port busy: rping[") {
+		t.Errorf("leaks' human report (%v): %q, want a port busy line", err, text)
+	}
+	keep(t, "leaks/port-busy.txt", text)
 }

@@ -48,6 +48,9 @@ func FindingFields(f *rdma.Finding) Object {
 		}
 		return o.num("freed", uint64(f.Freed)).num("freed-at-exit", uint64(f.FreedAtExit)).
 			num("freed-by-unregister", uint64(f.FreedByUnregister)).num("left", uint64(f.Left))
+	case rdma.LeakPortBusy:
+		// The event's own keys (func, src-addr, status, holders...).
+		return append(o, AppendEventObject(nil, e)[1:]...)
 	}
 	for _, fl := range AppendEventObject(nil, e)[2:] { // without time and event
 		if fl.Key == "actor-pid" || fl.Key == "actor-comm" || (fl.Key == "cleanup" && f.Report != rdma.LeakExitCleanup) ||
@@ -129,6 +132,9 @@ func byTask(f *rdma.Finding) string {
 
 func statusLine(f *rdma.Finding) string {
 	dev := Sanitize(f.Res.DevName)
+	if f.Report == rdma.LeakPortBusy {
+		return portBusyLine(&f.Res)
+	}
 	if f.Report == rdma.LeakWaiting {
 		s := fmt.Sprintf("%s: unregister%s blocked for %s, ", dev, byTask(f), f.Blocked.Round(time.Second))
 		if !f.Res.Has(rdma.EvHasOwner) {
@@ -204,4 +210,26 @@ func (lw *LeakWriter) Flush() error {
 		lw.err = t.Render(lw.w)
 	}
 	return lw.err
+}
+
+// portBusyLine is a port-busy finding in words: "port busy: rping[312]
+// rdma_listen 10.99.1.1:7400 got EADDRINUSE; held by app[300] tcp LISTEN
+// 10.99.1.1:7400".
+func portBusyLine(e *rdma.Event) string {
+	s := "port busy: " + owner(e) + " " + Sanitize(e.Func)
+	if e.Has(rdma.EvHasDev) && e.DevName != "" {
+		s += " on " + Sanitize(e.DevName)
+	}
+	s += " " + e.Src.String() + " got EADDRINUSE"
+	switch {
+	case e.Holders == nil:
+		return s + " (who held the port was not looked up)"
+	case len(e.Holders) == 0:
+		return s + "; held by no one any more"
+	}
+	held := make([]string, len(e.Holders))
+	for i, h := range e.Holders {
+		held[i] = Sanitize(h)
+	}
+	return s + "; held by " + strings.Join(held, "; ")
 }

@@ -72,6 +72,13 @@ func (w *Watcher) Handle(e *rdma.Event) {
 	case rdma.EvDevUnregistered:
 		w.endUnregister(e)
 		return
+	case rdma.EvPortBusy:
+		// Not a resource: a port someone else held. With a program,
+		// only its own failures are its report's.
+		if w.program == nil || w.program.owns(w, e) {
+			w.emit(&rdma.Finding{Report: rdma.LeakPortBusy, Time: e.Time, Res: *e})
+		}
+		return
 	}
 	op, ent := w.Table.Apply(e)
 	switch op {

@@ -2,6 +2,7 @@ package leaks
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -309,5 +310,40 @@ func TestProgramCgroupDecidesAlone(t *testing.T) {
 	w.ProgramExited(at(2))
 	if w.Leaked() != 1 || len(found) != 1 || found[0].Res.ID != 3 {
 		t.Errorf("want only PD 3 (in the program's cgroup) alive; leaked %d, findings %+v", w.Leaked(), found)
+	}
+}
+
+// TestPortBusy: the program's failed rdma_listen and bind are reported
+// with who held each port (a status line: no leak, no table); a stranger's
+// failure is not the program's report.
+func TestPortBusy(t *testing.T) {
+	busy := func(s float64, pid uint32, comm, fn, src string, holders []string) rdma.Event {
+		e := rdma.Event{Kind: rdma.EvPortBusy, Func: fn, Time: at(s), Mono: uint64(s * 1e9), Status: -98,
+			Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP, Holders: holders, Flags: rdma.EvHasOwner | rdma.EvUser | rdma.EvHasAddr}
+		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
+		e.Actor = e.Owner
+		return e
+	}
+	listen := busy(1, 300, "rping", "rdma_listen", "10.99.1.1:7400", []string{"app[200] tcp LISTEN 10.99.1.1:7400"})
+	listen.Res, listen.ID, listen.DevName, listen.DevIndex = rdma.ResCMID, 2, "siw0", 2
+	listen.Flags |= rdma.EvHasRes | rdma.EvHasDev
+	evs := []rdma.Event{
+		listen,
+		busy(1.2, 300, "rping", "rdma_connect", "10.99.1.1:7405", nil), // holders not looked up (a replay)
+		busy(1.5, 400, "stranger", "bind", "0.0.0.0:7401", []string{"rping[301] iwarp LISTEN 10.99.1.1:7401"}),
+		busy(2, 301, "rping\x1b[2J", "bind", "10.99.1.1:7402", []string{}), // a child; a hostile comm
+	}
+	procRoot, sysRoot := fakeProc(t, nil, map[uint32]uint32{301: 300, 400: 1})
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs, w.SysRoot = &proc.CommCache{Root: procRoot}, sysRoot
+	w.Program(300, 0)
+	run(t, w, evs, nil, &found)
+	w.ProgramExited(at(3))
+	j, h := render(t, found)
+	golden.Check(t, "../testdata/leaks/port-busy.ndjson", j)
+	golden.Check(t, "../testdata/leaks/port-busy.txt", h)
+	if w.Leaked() != 0 || len(found) != 3 {
+		t.Errorf("leaked %d, findings %d: want 0 leaked and the program's three port-busy findings", w.Leaked(), len(found))
 	}
 }

@@ -25,11 +25,15 @@ const (
 	LeakExitCleanup
 	// LeakAlive: a traced program created it and it outlived the program.
 	LeakAlive
+	// LeakPortBusy: a bind, rdma_listen or rdma_connect got EADDRINUSE
+	// (Res is the port-busy event, with who held the port): the other
+	// thing a program can be kept from having.
+	LeakPortBusy
 	numLeakReports
 )
 
 var leakReportNames = [numLeakReports]string{"", "unregister", "waiting", "unregistered", "left", "end",
-	"exit-cleanup", "alive"}
+	"exit-cleanup", "alive", "port-busy"}
 
 func (r LeakReport) String() string {
 	if r > 0 && r < numLeakReports {
@@ -41,7 +45,7 @@ func (r LeakReport) String() string {
 // IsLeak tells whether a report of this kind names a leaked resource (as
 // opposed to a status line).
 func (r LeakReport) IsLeak() bool {
-	return r != LeakWaiting && r != LeakUnregistered
+	return r != LeakWaiting && r != LeakUnregistered && r != LeakPortBusy
 }
 
 // Finding is one line of a leak report: a resource (in Res, with the

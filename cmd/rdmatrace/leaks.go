@@ -56,7 +56,9 @@ func leaksCommand() *cli.Command {
 			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
 			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
 			"    --duration stops it (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
-			"    from CMD's own output.\n" +
+			"    from CMD's own output;\n" +
+			"  - a port CMD (or, without CMD, anyone) could not have: each bind, rdma_listen or\n" +
+			"    rdma_connect that got EADDRINUSE, with who held the port.\n" +
 			"Post-mortem, with --log: the kernel's own leak and hang reports (the named restrack report\n" +
 			"of kernels up to 6.9 and MLNX_OFED, the bare restrack.c WARNING of newer ones, rxe's pool\n" +
 			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
@@ -303,6 +305,9 @@ func runLeaks(c *cli.Context) error {
 	err = t.Run(ctx, tracer.Consumer{
 		Event: func(ev *rdma.Event) error {
 			seen++
+			if ev.Kind == rdma.EvPortBusy && ev.Holders == nil {
+				ev.Holders = portHolders(ev) // now, before the holder lets go
+			}
 			reorder.Push(ev, w.Handle)
 			return nil
 		},

@@ -69,32 +69,42 @@ func runPorts(c *cli.Context) error {
 	in, gerr := ports.Gather()
 	var comms proc.CommCache
 	rows := ports.Join(in, &comms)
-	keep := rows[:0]
-	for _, r := range rows {
+	match := func(r *ports.Row) bool {
 		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
-			continue
+			return false
 		}
 		if addr.IsValid() && r.Src.Addr() != addr.Unmap() && r.Dst.Addr() != addr.Unmap() {
-			continue
+			return false
 		}
 		if pid := uint32(c.Uint("pid")); pid != 0 && r.PID != pid {
-			continue
+			return false
 		}
-		if d := c.String("dev"); d != "" && r.Dev != d {
-			continue
-		}
-		keep = append(keep, r)
+		d := c.String("dev")
+		return d == "" || r.Dev == d
 	}
-	rows = keep
 	proc.WarnPIDNamespace(os.Stderr)
 	if c.Bool("conflicts") {
-		cs := ports.Conflicts(rows)
+		// Found among all rows, then filtered: --pid names one side of
+		// a conflict, and the other side is what the user is after.
+		var cs []ports.Conflict
+		for _, x := range ports.Conflicts(rows) {
+			if match(&x.RDMA) || match(&x.Host) {
+				cs = append(cs, x)
+			}
+		}
 		objs := make([]formats.Object, len(cs))
 		for i := range cs {
 			objs[i] = ports.ConflictObject(&cs[i])
 		}
 		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.ConflictTable(cs) })
 	} else {
+		keep := rows[:0]
+		for i := range rows {
+			if match(&rows[i]) {
+				keep = append(keep, rows[i])
+			}
+		}
+		rows = keep
 		objs := make([]formats.Object, len(rows))
 		for i := range rows {
 			objs[i] = ports.Object(&rows[i])
