@@ -20,41 +20,14 @@ const afSMC = 43
 // fall back to TCP. It returns the client's local port.
 func smcPair(t *testing.T, port int) int {
 	t.Helper()
-	srv, err := syscall.Socket(afSMC, syscall.SOCK_STREAM, 0)
-	if err != nil {
+	if fd, err := syscall.Socket(afSMC, syscall.SOCK_STREAM, 0); err != nil {
 		t.Skipf("kernel %s: socket(AF_SMC): %v", release(t), err)
+	} else {
+		syscall.Close(fd)
 	}
-	t.Cleanup(func() { syscall.Close(srv) })
-	sa := &syscall.SockaddrInet4{Port: port, Addr: [4]byte{10, 99, 0, 1}}
-	if err := syscall.Bind(srv, sa); err != nil {
+	cl, done := smcConnect(t, port)
+	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	if err := syscall.Listen(srv, 4); err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan error, 1)
-	go func() {
-		nfd, _, err := syscall.Accept(srv)
-		if err == nil {
-			t.Cleanup(func() { syscall.Close(nfd) })
-		}
-		accepted <- err
-	}()
-	cl, err := syscall.Socket(afSMC, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(cl) })
-	if err := syscall.Connect(cl, sa); err != nil {
-		t.Fatalf("connect over SMC: %v", err)
-	}
-	select {
-	case err := <-accepted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the SMC server accepted nothing in 30 s")
 	}
 	local, err := syscall.Getsockname(cl)
 	if err != nil {
@@ -72,12 +45,7 @@ func TestSMCNamesFallbackAndReason(t *testing.T) {
 	needDevice(t)
 	// Loaded before the trace starts: its tracepoint hook is skipped
 	// when smc is not there.
-	if _, stderr, err := runStatus("modprobe", "-a", "smc", "smc_diag"); err != nil {
-		if strings.Contains(string(stderr), "not found") {
-			t.Skipf("kernel %s has no SMC (built without CONFIG_SMC): %s", release(t), strings.TrimSpace(string(stderr)))
-		}
-		t.Fatalf("modprobe smc smc_diag: %v\n%s", err, stderr)
-	}
+	loadSMC(t)
 	var tr *tracing
 	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err == nil {
 		tr = startTrace(t)

@@ -8,6 +8,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/smcnl"
 	"github.com/rdmatrace/rdmatrace/sockdiag"
 )
 
@@ -42,5 +43,60 @@ func TestSMCGolden(t *testing.T) {
 	}
 	if len(rows[2].QPs) != 2 || len(rows[0].QPs) != 0 {
 		t.Errorf("QPs joined: %d and %d, want the 2 [smc] QPs on rxe0/1 for the SMC-R socket only", len(rows[2].QPs), len(rows[0].QPs))
+	}
+}
+
+// TestLinkGroupGolden: the 6.12 SMC-Rv2 link group of the notes (client
+// side, link activating) with its client socket, the two [smc] QPs of
+// rxe0/1, a second link group with no links, and a hostile PNET ID.
+func TestLinkGroupGolden(t *testing.T) {
+	gid := "0000:0000:0000:0000:0000:ffff:0a63:0001"
+	socks := []sockdiag.SMCSocket{
+		{Src: ap("10.99.0.1:51001"), Dst: ap("10.99.0.1:7501"), State: 2, Mode: 0, Inode: 50, HasFallback: true, Token: 2,
+			Link: &sockdiag.SMCLink{ID: 1, Dev: "rxe0", Port: 1, GID: gid, PeerGID: gid, Role: "client"}},
+		{Src: ap("10.99.0.1:7501"), Dst: ap("10.99.0.1:51001"), State: 2, Mode: 0, Inode: 51, HasFallback: true,
+			Link: &sockdiag.SMCLink{ID: 1, Dev: "rxe0", Port: 1, GID: gid, PeerGID: gid, Role: "server"}},
+	}
+	qps := []rdma.Resource{
+		{Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPState: 3, Owner: rdma.Owner{KernName: "smc"}},
+		{Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 19, Owner: rdma.Owner{PID: 172}},
+	}
+	groups := []smcnl.LinkGroup{
+		{ID: 512, Role: "client", Type: "single", PNetID: "RXEPNET", Conns: 1, NetCookie: 1,
+			V2:    &smcnl.V2{Version: 2, Release: 1, OS: 3, NegotiatedEID: "SEEDLAB-TEST", PeerHost: "guest"},
+			Links: []smcnl.Link{{ID: 1, Dev: "rxe0", Port: 1, GID: gid, PeerGID: gid, Conns: 1, NetDev: 3, UID: "dead0201", PeerUID: "beef0201", State: "activating"}}},
+		{ID: 768, Role: "server", Type: "none", PNetID: "EVIL\x1b[2J"},
+	}
+	smcRows := JoinSMC(socks, qps, fakeProcs{owners: map[uint64]uint32{50: 301}})
+	rows := JoinLinkGroups(groups, smcRows, qps)
+	AttachLinkGroups(smcRows, groups)
+	var out bytes.Buffer
+	if err := SMCTable(smcRows).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for i := range smcRows {
+		out.Write(formats.AppendJSON(nil, SMCObject(&smcRows[i])))
+		out.WriteString("\n")
+	}
+	if err := LinkGroupTable(rows).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		out.Write(formats.AppendJSON(nil, LinkGroupObject(&rows[i])))
+		out.WriteString("\n")
+	}
+	devs := []smcnl.Device{{Name: "rxe0", Links: 1, Critical: true,
+		Ports: []smcnl.DevicePort{{Port: 1, PNetID: "RXEPNET", PNetByUser: true, NetDev: 3, Active: true, Valid: true, Links: 1}}}}
+	if err := DeviceTable(devs, func(i uint32) string { return map[uint32]string{3: "veth0"}[i] }).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	out.Write(formats.AppendJSON(nil, DeviceObject(&devs[0], &devs[0].Ports[0])))
+	out.WriteString("\n")
+	golden.Check(t, filepath.Join("..", "testdata", "ports", "linkgroup.golden"), out.Bytes())
+	if len(rows) != 2 || len(rows[0].Sockets) != 1 || rows[0].Sockets[0].Inode != 50 {
+		t.Errorf("rows %+v: want the client socket (not the server's) on the client link group's link", rows)
+	}
+	if smcRows[0].LinkGroup == nil || *smcRows[0].LinkGroup != 512 || smcRows[1].LinkGroup != nil {
+		t.Errorf("link groups of the sockets: %v, %v; want 512 for the client's, none for the server's (no server link group)", smcRows[0].LinkGroup, smcRows[1].LinkGroup)
 	}
 }

@@ -67,9 +67,15 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 	if cmd == nil {
 		return args
 	}
+	// A subcommand (smc linkgroup) takes the flags: both words first.
+	words, tail := []string{args[ci]}, append(append([]string{}, args[1:ci]...), args[ci+1:]...)
+	if sub, si := subcommand(cmd, args, ci); sub != nil {
+		words = append(words, args[si])
+		tail = append(append(append([]string{}, args[1:ci]...), args[ci+1:si]...), args[si+1:]...)
+		cmd = sub
+	}
 	takesValue := valueFlags(cmd)
 	var flags, rest []string
-	tail := append(append([]string{}, args[1:ci]...), args[ci+1:]...)
 	for i := 0; i < len(tail); i++ {
 		a := tail[i]
 		if a == "--" {
@@ -90,7 +96,7 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			flags = append(flags, tail[i])
 		}
 	}
-	out := append([]string{}, args[0], args[ci])
+	out := append([]string{args[0]}, words...)
 	out = append(out, flags...)
 	if len(rest) > 0 {
 		// The flag parser takes this one; a "--" of the user's stays, to
@@ -98,6 +104,34 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		out = append(out, "--")
 	}
 	return append(out, rest...)
+}
+
+// subcommand finds the first word after cmd's (args[ci]) and returns the
+// subcommand of cmd it names, with its index; nil when it names none.
+func subcommand(cmd *cli.Command, args []string, ci int) (*cli.Command, int) {
+	if len(cmd.Subcommands) == 0 {
+		return nil, 0
+	}
+	takesValue := valueFlags(cmd)
+	for i := ci + 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "-") {
+			if n := strings.TrimLeft(a, "-"); !strings.Contains(n, "=") && takesValue[n] {
+				i++
+			}
+			continue
+		}
+		for _, sub := range cmd.Subcommands {
+			if sub.HasName(a) {
+				return sub, i
+			}
+		}
+		break
+	}
+	return nil, 0
 }
 
 // valueFlags says, for each of cmd's flag names, whether it takes a value.

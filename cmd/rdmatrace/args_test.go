@@ -27,6 +27,11 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		{"rdmatrace -j nosuch x", "rdmatrace nosuch -j x"},
 		{"rdmatrace trace -p 12 qp comm rping", "rdmatrace trace -p 12 -- qp comm rping"},
 		{"rdmatrace leaks -j -- ./a -j", "rdmatrace leaks -j -- -- ./a -j"},
+		// A subcommand's flags stay its own, wherever they were typed.
+		{"rdmatrace smc device -j", "rdmatrace smc device -j"},
+		{"rdmatrace -j smc lgr -p", "rdmatrace smc lgr -j -p"},
+		{"rdmatrace smc -o json linkgroup", "rdmatrace smc linkgroup -o json"},
+		{"rdmatrace smc -j", "rdmatrace smc -j"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {

@@ -47,15 +47,9 @@ func portsCommand() *cli.Command {
 }
 
 func runPorts(c *cli.Context) error {
-	if err := maxArgs(c, 0); err != nil {
-		return err
-	}
-	format, err := outputFormat(c)
+	format, err := listFormat(c, "ports")
 	if err != nil {
 		return err
-	}
-	if format == outText {
-		return usage(c, "-o text: ports has table, json and ndjson")
 	}
 	var addr netip.Addr
 	if a := c.String("addr"); a != "" {

@@ -35,15 +35,9 @@ func psCommand() *cli.Command {
 }
 
 func runPs(c *cli.Context) error {
-	if err := maxArgs(c, 0); err != nil {
-		return err
-	}
-	format, err := outputFormat(c)
+	format, err := listFormat(c, "ps")
 	if err != nil {
 		return err
-	}
-	if format == outText {
-		return usage(c, "-o text: ps has table, json and ndjson")
 	}
 	words := filterWords(c, nil, resFilterFlagKeys...)
 	filters := map[rdma.ResType]*filter.Filter{}
@@ -102,6 +96,22 @@ func runPs(c *cli.Context) error {
 
 // listFlags are the output flags of the commands that list a table: -j,
 // -p and -o table|json|ndjson.
+// listFormat checks a list command's arguments (none) and returns its
+// output format: table, json or ndjson (what says "-o text" is wrong).
+func listFormat(c *cli.Context, what string) (string, error) {
+	if err := maxArgs(c, 0); err != nil {
+		return "", err
+	}
+	format, err := outputFormat(c)
+	if err != nil {
+		return "", err
+	}
+	if format == outText {
+		return "", usage(c, "-o text: %s has table, json and ndjson", what)
+	}
+	return format, nil
+}
+
 func listFlags(more ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array (same as -o json)"},
