@@ -58,9 +58,8 @@ func smcCommand() *cli.Command {
 				Aliases:   []string{"dev"},
 				Usage:     "list the RDMA device ports SMC-R can use, with their PNET ID, netdev, state and links",
 				ArgsUsage: " ",
-				Description: "From SMC_GEN_NETLINK's device dump (what `smcr device` shows). An RDMA device SMC\n" +
-					"does not list is one smc did not take (it was added before smc loaded and is not\n" +
-					"RoCE or InfiniBand, or smc is not loaded).\n\n" +
+				Description: "From SMC_GEN_NETLINK's device dump (what `smcr device` shows). smc takes only\n" +
+					"InfiniBand and RoCE devices (node type CA): iWARP devices such as siw are not listed.\n\n" +
 					"EXIT STATUS:\n" + exitStatus("an error: no SMC generic netlink (smc not loaded, or Linux before 5.11)", ""),
 				Flags:  listFlags(),
 				Action: runSMCDevices,
