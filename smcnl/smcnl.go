@@ -44,23 +44,32 @@ func Dial() (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open generic netlink: %w", err)
 	}
-	ae := netlink.NewAttributeEncoder()
-	ae.String(ctrlAttrFamilyNme, familyName)
-	attrs, err := ae.Encode()
+	id, err := Family(c, familyName)
+	if errors.Is(err, syscall.ENOENT) {
+		err = ErrNoSMC
+	}
 	if err != nil {
 		c.Close()
 		return nil, err
+	}
+	return &Client{c: c, family: id}, nil
+}
+
+// Family asks the generic netlink controller for the number of the family
+// called name (SMC_GEN_NETLINK, SMC_PNETID); ENOENT when there is none.
+func Family(c *netlink.Conn, name string) (uint16, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(ctrlAttrFamilyNme, name)
+	attrs, err := ae.Encode()
+	if err != nil {
+		return 0, err
 	}
 	msgs, err := c.Execute(netlink.Message{
 		Header: netlink.Header{Type: genlIDCtrl, Flags: netlink.Request},
 		Data:   append([]byte{ctrlCmdGetFamily, 1, 0, 0}, attrs...),
 	})
 	if err != nil {
-		c.Close()
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, ErrNoSMC
-		}
-		return nil, fmt.Errorf("look up %s: %w", familyName, err)
+		return 0, fmt.Errorf("look up %s: %w", name, err)
 	}
 	for _, m := range msgs {
 		if len(m.Data) < genlHdrLen {
@@ -72,12 +81,11 @@ func Dial() (*Client, error) {
 		}
 		for ad.Next() {
 			if ad.Type() == ctrlAttrFamilyID {
-				return &Client{c: c, family: ad.Uint16()}, nil
+				return ad.Uint16(), nil
 			}
 		}
 	}
-	c.Close()
-	return nil, fmt.Errorf("look up %s: the answer has no family id", familyName)
+	return 0, fmt.Errorf("look up %s: the answer has no family id", name)
 }
 
 // Close closes the socket.
