@@ -47,14 +47,24 @@ func JoinSMC(socks []sockdiag.SMCSocket, qps []rdma.Resource, p Procs) []SMCRow 
 		if s.Link == nil {
 			continue
 		}
-		for _, q := range qps {
-			if q.Owner.KernName == "smc" && q.DevName == s.Link.Dev && q.Port == uint32(s.Link.Port) {
-				rows[i].QPs = append(rows[i].QPs, q)
-			}
-		}
+		rows[i].QPs = smcQPs(qps, s.Link.Dev, s.Link.Port)
 	}
 	return rows
 }
+
+// smcQPs are the smc module's QPs on a device port.
+func smcQPs(qps []rdma.Resource, dev string, port uint8) []rdma.Resource {
+	var out []rdma.Resource
+	for _, q := range qps {
+		if q.Owner.KernName == "smc" && q.DevName == dev && q.Port == uint32(port) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// lgrID writes a link group id as smc-tools does.
+func lgrID(id uint32) string { return fmt.Sprintf("%08x", id) }
 
 // SMCObject is an SMC socket with smc-tools' smcss names where they exist.
 func SMCObject(r *SMCRow) formats.Object {
@@ -80,7 +90,7 @@ func SMCObject(r *SMCRow) formats.Object {
 	}
 	if l := r.Link; l != nil {
 		if r.LinkGroup != nil {
-			o = append(o, formats.Field{Key: "lgr-id", Kind: formats.Str, Str: fmt.Sprintf("%08x", *r.LinkGroup)})
+			o = append(o, formats.Field{Key: "lgr-id", Kind: formats.Str, Str: lgrID(*r.LinkGroup)})
 		}
 		o = append(o, formats.Field{Key: "ifname", Kind: formats.Str, Str: l.Dev},
 			formats.Field{Key: "port", Kind: formats.Num, Num: uint64(l.Port)},
@@ -116,7 +126,7 @@ func SMCTable(rows []SMCRow) *formats.Table {
 		if l := r.Link; l != nil {
 			link = fmt.Sprintf("%s/%d %s link %d", l.Dev, l.Port, l.Role, l.ID)
 			if r.LinkGroup != nil {
-				link = fmt.Sprintf("lgr %08x ", *r.LinkGroup) + link
+				link = "lgr " + lgrID(*r.LinkGroup) + " " + link
 			}
 			for j, q := range r.QPs {
 				if j == 0 {
@@ -157,11 +167,7 @@ func JoinLinkGroups(groups []smcnl.LinkGroup, socks []SMCRow, qps []rdma.Resourc
 					row.Sockets = append(row.Sockets, s)
 				}
 			}
-			for _, q := range qps {
-				if q.Owner.KernName == "smc" && q.DevName == l.Dev && q.Port == uint32(l.Port) {
-					row.QPs = append(row.QPs, q)
-				}
-			}
+			row.QPs = smcQPs(qps, l.Dev, l.Port)
 			out = append(out, row)
 		}
 	}
@@ -205,7 +211,7 @@ func sameGID(a, b string) bool {
 func LinkGroupObject(r *LinkGroupRow) formats.Object {
 	g := &r.Group
 	o := formats.Object{
-		{Key: "lgr-id", Kind: formats.Str, Str: fmt.Sprintf("%08x", g.ID)},
+		{Key: "lgr-id", Kind: formats.Str, Str: lgrID(g.ID)},
 		{Key: "role", Kind: formats.Str, Str: g.Role},
 		{Key: "type", Kind: formats.Str, Str: g.Type},
 		{Key: "pnetid", Kind: formats.Str, Str: g.PNetID},
@@ -262,7 +268,7 @@ func LinkGroupTable(rows []LinkGroupRow) *formats.Table {
 	for i := range rows {
 		r := &rows[i]
 		g := &r.Group
-		row := []string{fmt.Sprintf("%08x", g.ID), g.Role, g.Type, g.PNetID, strconv.FormatUint(uint64(g.Conns), 10)}
+		row := []string{lgrID(g.ID), g.Role, g.Type, g.PNetID, strconv.FormatUint(uint64(g.Conns), 10)}
 		if l := r.Link; l != nil {
 			var socks, qps []string
 			for j := range r.Sockets {
