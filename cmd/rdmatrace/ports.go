@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -132,21 +134,25 @@ func portHolders(e *rdma.Event) []string {
 	if !e.Src.IsValid() || e.Src.Port() == 0 {
 		return out
 	}
-	in, _ := ports.Gather()
 	port := e.Src.Port()
-	socks := in.Sockets[:0]
-	for _, s := range in.Sockets {
-		if s.Src.Port() == port {
-			socks = append(socks, s)
+	onPort := func(all ports.Input) ports.Input {
+		in := ports.Input{IWarp: all.IWarp, SMC: all.SMC}
+		for _, s := range all.Sockets {
+			if s.Src.Port() == port {
+				in.Sockets = append(in.Sockets, s)
+			}
 		}
-	}
-	ids := in.CMIDs[:0]
-	for _, r := range in.CMIDs {
-		if r.Src.Port() == port && !(e.Has(rdma.EvHasRes) && r.DevName == e.DevName && r.CMIDN == e.ID) {
-			ids = append(ids, r)
+		for _, r := range all.CMIDs {
+			if r.Src.Port() == port && !(e.Has(rdma.EvHasRes) && r.DevName == e.DevName && r.CMIDN == e.ID) {
+				in.CMIDs = append(in.CMIDs, r)
+			}
 		}
+		return in
 	}
-	in.Sockets, in.CMIDs = socks, ids
+	in := onPort(holderInputs.get(func(all ports.Input) bool {
+		in := onPort(all)
+		return len(in.Sockets)+len(in.CMIDs) > 0
+	}))
 	var comms proc.CommCache
 	for _, h := range ports.Holders(ports.Join(in, &comms), "tcp", e.Src) {
 		who := ports.Owner(&h)
@@ -156,4 +162,40 @@ func portHolders(e *rdma.Event) []string {
 		out = append(out, who+" "+h.Stack+" "+h.State+" "+h.Src.String())
 	}
 	return out
+}
+
+// holderInputs is what portHolders looks holders up in: a dump of every
+// socket and rdma_cm ID. A program that loops on a failing bind would
+// otherwise cost a full sock_diag and RDMA netlink dump per failure: a
+// dump that has a holder of the port is used again for a second, and a
+// new dump is made at most every 100 ms even when none has one.
+var holderInputs = &dumpCache{reuse: time.Second, least: 100 * time.Millisecond, gather: ports.Gather, now: time.Now}
+
+// dumpCache keeps the last ports.Gather. Its result is shared: callers
+// must not change it.
+type dumpCache struct {
+	reuse  time.Duration // a dump that answers is used again this long
+	least  time.Duration // between two dumps, whatever they answer
+	gather func() (ports.Input, error)
+	now    func() time.Time
+
+	mu    sync.Mutex
+	at    time.Time
+	in    ports.Input
+	dumps int // how many it made (for tests)
+}
+
+// get returns the last dump if it is younger than reuse and answers (has
+// says so), or younger than least; else a new one.
+func (c *dumpCache) get(has func(ports.Input) bool) ports.Input {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	age := c.now().Sub(c.at)
+	if c.dumps > 0 && age >= 0 && (age < c.least || age < c.reuse && has(c.in)) {
+		return c.in
+	}
+	c.in, _ = c.gather() // what could be read; a holder not found is shown as none
+	c.at = c.now()
+	c.dumps++
+	return c.in
 }
