@@ -187,6 +187,7 @@ func finite(v []float64) []float64 {
 // perftest's t_typical: same device, size and iterations, same boot,
 // alternating.
 func TestBenchLatMatchesPerftest(t *testing.T) {
+	needFullTier(t)
 	needDevice(t)
 	const size, iters = 2, 1000
 	for _, c := range []struct{ op, tool string }{{"write", "ib_write_lat"}, {"send", "ib_send_lat"}} {
@@ -275,6 +276,7 @@ func cmtimeSteps(t *testing.T) map[string]float64 {
 // measurement), step for step: connect, and the sum of the steps; and checks
 // that the client's steps cover its total.
 func TestBenchConnAgainstCmtime(t *testing.T) {
+	needFullTier(t)
 	needDevice(t)
 	var ourTotal, theirTotal float64
 	var coverage []float64 // share of each run's total that its steps cover
@@ -349,6 +351,7 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 // TestBenchCtrlRegistrationGrowsWithSize checks the reg_mr sweep: time grows
 // with size, on prefaulted and on untouched memory.
 func TestBenchCtrlRegistrationGrowsWithSize(t *testing.T) {
+	needFullTier(t)
 	needDevice(t)
 	out := benchOut(t, "ctrl", "-d", device, "-n", "3", "--sizes", "4K-256M", "-j")
 	sum := records(t, out, "summary")
@@ -414,6 +417,7 @@ func bench(args ...string) *exec.Cmd {
 }
 
 func TestBenchBadInput(t *testing.T) {
+	needFullTier(t)
 	needDevice(t)
 	port := func() string { ports += 10; return fmt.Sprint(ports) }
 	cases := []struct {

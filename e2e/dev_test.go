@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
@@ -63,13 +62,9 @@ func withoutKeys(t *testing.T, js []byte, keys ...string) []byte {
 	return out
 }
 
-// TestResTextMatchesIproute2 compares `rdmatrace res <type> -o text` with
+// resTextMatchesIproute2 compares `rdmatrace res <type> -o text` with
 // `rdma res show <type>` line by line, while the workloads are stopped.
-func TestResTextMatchesIproute2(t *testing.T) {
-	needDevice(t)
-	w := startAll(t)
-	defer w.stop()
-	w.signal(syscall.SIGSTOP)
+func resTextMatchesIproute2(t *testing.T) {
 	for _, rt := range rdma.ResourceTypes {
 		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {

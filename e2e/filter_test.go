@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/filter"
@@ -16,18 +16,14 @@ import (
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// TestResFiltersMatchIproute2 runs every filter key of every type, with a
+// resFiltersMatchIproute2 runs every filter key of every type, with a
 // value taken from the live objects (one value, then a comma list of two),
 // through `rdma -j res show TYPE KEY VALUE` and `rdmatrace res TYPE KEY
 // VALUE -j`, and compares the results object by object. Every value is
 // one the objects have, so no filter selects nothing. Keys iproute2 does
 // not take (comm, dev for QPs) are checked against iproute2's unfiltered
 // objects; at least three filters per type must be compared.
-func TestResFiltersMatchIproute2(t *testing.T) {
-	needDevice(t)
-	w := startAll(t)
-	defer w.stop()
-	w.signal(syscall.SIGSTOP)
+func resFiltersMatchIproute2(t *testing.T) {
 	for _, rt := range rdma.ResourceTypes {
 		typ := rt.String()
 		t.Run(typ, func(t *testing.T) {
@@ -37,30 +33,60 @@ func TestResFiltersMatchIproute2(t *testing.T) {
 			if err := json.Unmarshal(unfiltered, &all); err != nil {
 				t.Fatal(err)
 			}
-			compared := 0
+			// Each filter is two programs (iproute2's, ours): two at a
+			// time, as the guest has two CPUs; compared in order after.
+			type job struct {
+				key, val          string
+				theirs, theirsErr []byte
+				err               error
+				ours, oursErr     []byte
+				oursErrRun        error
+				own               bool // a key iproute2 does not take
+			}
+			var jobs []*job
 			for _, key := range filter.Keys(rt) {
 				for _, val := range filterValues(key, all) {
-					theirs, stderr, err := runStatus("rdma", "-j", "res", "show", typ, key, val)
-					if err != nil && strings.Contains(string(stderr), "Unsupported filter option") && !broken(typ, key) {
+					jobs = append(jobs, &job{key: key, val: val})
+				}
+			}
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 2)
+			for _, j := range jobs {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					j.theirs, j.theirsErr, j.err = runStatus("rdma", "-j", "res", "show", typ, j.key, j.val)
+					j.own = j.err != nil && strings.Contains(string(j.theirsErr), "Unsupported filter option") && !broken(typ, j.key)
+					val := ourValue(j.key, j.val)
+					if j.own {
+						val = j.val
+					}
+					if j.err == nil || j.own {
+						j.ours, j.oursErr, j.oursErrRun = runStatus(*rdmatraceBin, "res", typ, j.key, val, "-j")
+					}
+				}()
+			}
+			wg.Wait()
+			compared := 0
+			for _, j := range jobs {
+				if j.err != nil && !j.own {
+					t.Logf("rdma res show %s %s %s: %v: %s (not compared)", typ, j.key, j.val, j.err, strings.TrimSpace(string(j.theirsErr)))
+					continue
+				}
+				t.Run(j.key+"="+j.val, func(t *testing.T) {
+					if j.oursErrRun != nil {
+						t.Fatalf("rdmatrace res %s %s %s -j: %v\n%s", typ, j.key, j.val, j.oursErrRun, j.oursErr)
+					}
+					if j.own {
 						// A key of rdmatrace's own (comm, dev): the
 						// reference is iproute2's objects with that value.
-						t.Run(key+"="+val, func(t *testing.T) {
-							compareObjects(t, typ, reference(t, key, val, unfiltered, true),
-								run(t, *rdmatraceBin, "res", typ, key, val, "-j"))
-						})
-						compared++
-						continue
+						compareObjects(t, typ, reference(t, j.key, j.val, unfiltered, true), j.ours)
+						return
 					}
-					if err != nil {
-						t.Logf("rdma res show %s %s %s: %v: %s (not compared)", typ, key, val, err, strings.TrimSpace(string(stderr)))
-						continue
-					}
-					t.Run(key+"="+val, func(t *testing.T) {
-						compareObjects(t, typ, reference(t, key, val, theirs, false),
-							run(t, *rdmatraceBin, "res", typ, key, ourValue(key, val), "-j"))
-					})
-					compared++
-				}
+					compareObjects(t, typ, reference(t, j.key, j.val, j.theirs, false), j.ours)
+				})
+				compared++
 			}
 			t.Logf("%s: %d filters compared", typ, compared)
 			if compared < 3 {

@@ -8,19 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"syscall"
 	"testing"
 )
 
-// TestLegacyLayoutFromLiveData prints the live cm_ids of a running rping
+// legacyLayoutFromLiveData prints the live cm_ids of a running rping
 // pair (and ib_write_lat -R) in the legacy rdma_cm debugfs layout with PID
 // and COMM, reads that back with `rdmatrace parse`, and checks every row
 // against the netlink view of the same IDs.
-func TestLegacyLayoutFromLiveData(t *testing.T) {
-	needDevice(t)
-	w := startAll(t)
-	defer w.stop()
-	w.signal(syscall.SIGSTOP)
+func legacyLayoutFromLiveData(t *testing.T) {
 
 	live := run(t, *rdmatraceBin, "res", "cm_id", "-j")
 	legacy := run(t, *rdmatraceBin, "res", "cm_id", "-o", "legacy")

@@ -69,6 +69,17 @@ func needModuleBTF(t *testing.T) {
 	}
 }
 
+// needFullTier skips a test on the kernels make e2e runs in the
+// compatibility tier (RDMATRACE_E2E_FULL=0: not in E2E_FULL_KERNELS):
+// the benchmarks and Prometheus' scrape. Their kernel side (the hooks,
+// the exporter's counts) is tested on every kernel by other tests.
+func needFullTier(t *testing.T) {
+	t.Helper()
+	if os.Getenv("RDMATRACE_E2E_FULL") == "0" {
+		t.Skipf("compatibility tier on %s: this test runs on E2E_FULL_KERNELS (6.1 and 6.12 by default)", release(t))
+	}
+}
+
 func release(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")

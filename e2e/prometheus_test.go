@@ -47,6 +47,7 @@ func promQuery(t *testing.T, server, query string) (float64, bool) {
 // API gives, per type, the live counts `rdma -j res show` gives, and the
 // holder's QP as created and not destroyed since the exporter started.
 func TestPrometheusScrapesTheExporter(t *testing.T) {
+	needFullTier(t)
 	needDevice(t)
 	needModuleBTF(t)
 	if _, err := exec.LookPath("prometheus"); err != nil {

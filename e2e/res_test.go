@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"syscall"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
@@ -16,15 +15,11 @@ import (
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// TestResMatchesIproute2 compares `rdmatrace res <type> -j` with
+// resMatchesIproute2 compares `rdmatrace res <type> -j` with
 // `rdma -j res show <type>` object by object and key by key, while
 // workloads hold QPs, CM_IDs, CQs, MRs, PDs and contexts, stopped with
 // SIGSTOP so both snapshots describe the same state.
-func TestResMatchesIproute2(t *testing.T) {
-	needDevice(t)
-	w := startAll(t)
-	defer w.stop()
-	w.signal(syscall.SIGSTOP)
+func resMatchesIproute2(t *testing.T) {
 
 	for _, typ := range []string{"", "qp", "cm_id", "cq", "mr", "pd", "ctx", "srq"} {
 		name := typ
@@ -128,13 +123,9 @@ func keepComms(t *testing.T) {
 	keep(t, "comm.json", append(b, '\n'))
 }
 
-// TestKeysWithheldWithoutNetAdmin runs rdmatrace without capabilities: MR
+// keysWithheldWithoutNetAdmin runs rdmatrace without capabilities: MR
 // and PD keys are marked withheld, everything else is still shown.
-func TestKeysWithheldWithoutNetAdmin(t *testing.T) {
-	needDevice(t)
-	w := startAll(t)
-	defer w.stop()
-	w.signal(syscall.SIGSTOP)
+func keysWithheldWithoutNetAdmin(t *testing.T) {
 	nobody := []string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", *rdmatraceBin}
 	for _, typ := range []string{"mr", "pd"} {
 		root := run(t, *rdmatraceBin, "res", typ, "-j")

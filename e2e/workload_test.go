@@ -157,6 +157,33 @@ func startAll(t *testing.T) *workload {
 	return w
 }
 
+// TestWithRunningWorkloads runs the tests that look at what running
+// programs hold (rdma res and its filters against iproute2, the legacy
+// debugfs layout, parse of live filesystems, keys withheld from the
+// unprivileged) against one startAll set, paused (SIGSTOP) so that each
+// sees a still picture. Each of them used to start its own: 20 s under
+// the emulator each time, six times per kernel. None of them changes
+// what the programs hold.
+func TestWithRunningWorkloads(t *testing.T) {
+	needDevice(t)
+	w := startAll(t)
+	defer w.stop()
+	w.signal(syscall.SIGSTOP)
+	for _, c := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"ResMatchesIproute2", resMatchesIproute2},
+		{"ResTextMatchesIproute2", resTextMatchesIproute2},
+		{"ResFiltersMatchIproute2", resFiltersMatchIproute2},
+		{"KeysWithheldWithoutNetAdmin", keysWithheldWithoutNetAdmin},
+		{"LegacyLayoutFromLiveData", legacyLayoutFromLiveData},
+		{"ParseOfLiveKernelFilesystemsReturns", parseOfLiveKernelFilesystemsReturns},
+	} {
+		t.Run(c.name, c.test)
+	}
+}
+
 // startPair starts p's server, then its client once the server listens,
 // and waits until each of them has held its RC QPs in RTS for 3 s. Under
 // emulation a connection setup sometimes fails: a perftest client once met
