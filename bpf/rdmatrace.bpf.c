@@ -34,6 +34,9 @@ enum event_kind {
 	EV_DEV_UNREGISTERED = 11,
 	EV_PORT_BUSY = 12,    /* a bind, rdma_listen or rdma_connect got EADDRINUSE; func is enum port_op */
 	EV_SMC_FALLBACK = 13, /* smc:smc_switch_to_fallback: an SMC socket fell back to TCP; status is the reason */
+	EV_SMC_LINK_CREATE = 14,  /* an SMC-R link's QP was created (smc_ib_create_queue_pair returned) */
+	EV_SMC_LINK_DOWN = 15,    /* smc:smcr_link_down: an SMC-R link went down */
+	EV_SMC_LINK_DESTROY = 16, /* an SMC-R link's QP is destroyed (smc_ib_destroy_queue_pair) */
 	EV_SPAN = 20,    /* bench-trace: a kernel function returned; dur is its time */
 	EV_OFF_CPU = 21, /* bench-trace: a followed thread ran again after an off-CPU spell */
 };
@@ -114,10 +117,10 @@ struct event {
 	__u64 owner_cgroup; /* cgroup v2 id of res->task; 0 for kernel objects */
 	/* bench-trace: spans and off-CPU spells (EV_SPAN, EV_OFF_CPU), MR length */
 	__u64 dur;  /* ns: a span's or an off-CPU spell's length; ts is its start */
-	__u64 size; /* ib_umem_get's size, an MR's length (F_HAS_SIZE) */
+	__u64 size; /* ib_umem_get's size, an MR's length (F_HAS_SIZE); EV_SMC_LINK_*: the link group's id (a host-order u32, as SMC's netlink gives it) | role << 32 */
 	__u64 wait; /* off-CPU: ns from its wakeup to switch-in (0: not woken while traced) */
 	__u32 func; /* EV_SPAN: enum span_func */
-	__u32 next_pid; /* off-CPU: the first task that ran instead (its tid) */
+	__u32 next_pid; /* off-CPU: the task that ran instead (its tid): the longest runner of a preempted spell, else the first */
 	char next_comm[TASK_COMM_LEN];
 };
 
@@ -1012,6 +1015,104 @@ int BPF_PROG(raw_tp_smc_switch_to_fallback, struct smc_sock *smc, int rsn)
 	return emit_smc_fallback(smc, rsn);
 }
 
+/* ==== SMC-R links: which [smc] QP is whose ====
+ * No interface gives an SMC-R link's QP number: rdma res lists the smc
+ * module's QPs as [smc], SMC's generic netlink the links without QPs. The
+ * link itself has both: smc_ib_create_queue_pair(lnk) creates lnk->roce_qp
+ * for link lnk->link_id of link group lnk->lgr, on lnk->smcibdev's ibdev,
+ * port lnk->ibport; smc_ib_destroy_queue_pair(lnk) destroys it, and
+ * smc:smcr_link_down(lnk, location) says the link went down. The types
+ * are the smc module's (its BTF). role sits in an anonymous union of
+ * struct smc_link_group, which CO-RE searches by name. */
+
+struct smc_ib_device {
+	struct ib_device *ibdev;
+} __attribute__((preserve_access_index));
+
+/* CO-RE matches an enum field only with an enum of the same name. */
+enum smc_lgr_role { SMC_CLNT, SMC_SERV };
+enum smc_link_state { SMC_LNK_UNUSED, SMC_LNK_INACTIVE, SMC_LNK_ACTIVATING, SMC_LNK_ACTIVE };
+
+struct smc_link_group {
+	__u8 id[4]; /* SMC_LGR_ID_SIZE */
+	enum smc_lgr_role role;
+} __attribute__((preserve_access_index));
+
+struct smc_link {
+	struct smc_ib_device *smcibdev;
+	__u8 ibport;
+	struct ib_qp *roce_qp;
+	__u8 link_id;
+	struct smc_link_group *lgr;
+	enum smc_link_state state;
+} __attribute__((preserve_access_index));
+
+static __always_inline int emit_smc_link(__u32 kind, struct smc_link *lnk, int ret)
+{
+	if (!lnk)
+		return 0;
+	struct ib_qp *qp = BPF_CORE_READ(lnk, roce_qp);
+	if (kind == EV_SMC_LINK_DESTROY && !qp)
+		return 0; /* called on cleanup paths that made no QP */
+	struct event *e = reserve(kind);
+	if (!e)
+		return 0;
+	e->obj = (__u64)lnk;
+	e->id = BPF_CORE_READ(lnk, link_id);
+	e->port = BPF_CORE_READ(lnk, ibport);
+	e->status = ret;
+	struct smc_ib_device *sd = BPF_CORE_READ(lnk, smcibdev);
+	if (sd)
+		set_dev(e, BPF_CORE_READ(sd, ibdev));
+	if (qp) {
+		e->qpn = BPF_CORE_READ(qp, qp_num);
+		e->qp_type = BPF_CORE_READ(qp, qp_type);
+		e->flags |= F_HAS_QP;
+	}
+	e->new_state = BPF_CORE_READ(lnk, state); /* enum smc_link_state, not a QP's: no F_HAS_STATE */
+	struct smc_link_group *lgr = BPF_CORE_READ(lnk, lgr);
+	if (lgr) {
+		/* the id's 4 bytes as a host-order u32, as SMC's netlink puts
+		 * it (SMC_NLA_LGR_R_ID) and smc-tools print it (%08x) */
+		__u32 id = 0;
+		BPF_CORE_READ_INTO(&id, lgr, id);
+		__u32 role = BPF_CORE_READ(lgr, role);
+		e->size = id | (__u64)(role & 1) << 32;
+	}
+	submit(e);
+	return 0;
+}
+
+SEC("fexit/smc_ib_create_queue_pair")
+int BPF_PROG(fexit_smc_ib_create_queue_pair, struct smc_link *lnk, int ret)
+{
+	return emit_smc_link(EV_SMC_LINK_CREATE, lnk, ret);
+}
+
+SEC("fentry/smc_ib_destroy_queue_pair")
+int BPF_PROG(fentry_smc_ib_destroy_queue_pair, struct smc_link *lnk)
+{
+	return emit_smc_link(EV_SMC_LINK_DESTROY, lnk, 0);
+}
+
+SEC("kprobe/smc_ib_destroy_queue_pair")
+int kprobe_smc_ib_destroy_queue_pair(struct pt_regs *ctx)
+{
+	return emit_smc_link(EV_SMC_LINK_DESTROY, (struct smc_link *)PT_REGS_PARM1(ctx), 0);
+}
+
+SEC("tp_btf/smcr_link_down")
+int BPF_PROG(tp_btf_smcr_link_down, struct smc_link *lnk, void *location)
+{
+	return emit_smc_link(EV_SMC_LINK_DOWN, lnk, 0);
+}
+
+SEC("raw_tp/smcr_link_down")
+int BPF_PROG(raw_tp_smcr_link_down, struct smc_link *lnk, void *location)
+{
+	return emit_smc_link(EV_SMC_LINK_DOWN, lnk, 0);
+}
+
 /* ==== bench-trace: kernel-function spans and off-CPU spells ====
  * A span is one call of a kernel function that does the work behind a verb
  * or an rdma_cm step, timed from fentry to fexit (kprobe to kretprobe). An
@@ -1083,6 +1184,26 @@ struct {
 	__type(key, __u32); /* tid of the followed thread */
 	__type(value, struct offcpu);
 } offcpu_starts SEC(".maps");
+
+/* The task that ran longest while a followed thread waited for its CPU,
+ * one preempted spell per CPU. Who ran first is often a short kworker or
+ * the tracer's reader, and who ran last the same: a hog that took the CPU
+ * in between was named by neither (seen on 6.12 under qemu). A thread
+ * switched back in on another CPU (not pinned) keeps the first runner. */
+struct cpu_spell {
+	__u32 tid; /* the waiting thread, 0: none */
+	__u32 longest_pid;
+	__u64 since; /* when the current runner got the CPU */
+	__u64 longest; /* ns */
+	char longest_comm[TASK_COMM_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_spell);
+} cpu_spells SEC(".maps");
 
 static __always_inline int followed(__u32 tgid)
 {
@@ -1176,6 +1297,18 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 	if (!prev || !next)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	__u32 zero = 0;
+	struct cpu_spell *cs = bpf_map_lookup_elem(&cpu_spells, &zero);
+	if (cs && cs->tid) {
+		/* prev ran in the waiting thread's place since cs->since */
+		__u64 ran = now - cs->since;
+		if (ran > cs->longest) {
+			cs->longest = ran;
+			cs->longest_pid = BPF_CORE_READ(prev, pid);
+			BPF_CORE_READ_STR_INTO(&cs->longest_comm, prev, comm);
+		}
+		cs->since = now;
+	}
 	if (followed(BPF_CORE_READ(prev, tgid))) {
 		__u32 tid = BPF_CORE_READ(prev, pid);
 		struct offcpu o = {.start = now};
@@ -1185,6 +1318,11 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 		o.next_pid = BPF_CORE_READ(next, pid);
 		BPF_CORE_READ_STR_INTO(&o.next_comm, next, comm);
 		bpf_map_update_elem(&offcpu_starts, &tid, &o, BPF_ANY);
+		if (cs && o.preempted) {
+			cs->tid = tid;
+			cs->since = now;
+			cs->longest = 0;
+		}
 	}
 	__u32 tgid = BPF_CORE_READ(next, tgid);
 	if (!followed(tgid))
@@ -1195,6 +1333,13 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 		return 0;
 	struct offcpu o = *op;
 	bpf_map_delete_elem(&offcpu_starts, &tid);
+	if (cs && cs->tid == tid) {
+		if (cs->longest) {
+			o.next_pid = cs->longest_pid;
+			__builtin_memcpy(o.next_comm, cs->longest_comm, TASK_COMM_LEN);
+		}
+		cs->tid = 0;
+	}
 	struct event *e = reserve(EV_OFF_CPU);
 	if (!e)
 		return 0;

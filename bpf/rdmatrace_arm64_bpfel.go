@@ -33,6 +33,15 @@ const (
 	RdmatraceCmTpCM_TP_QP_DESTROY    RdmatraceCmTp = 15
 )
 
+type RdmatraceCpuSpell struct {
+	_           structs.HostLayout
+	Tid         uint32
+	LongestPid  uint32
+	Since       uint64
+	Longest     uint64
+	LongestComm [16]int8
+}
+
 type RdmatraceEvent struct {
 	_           structs.HostLayout
 	Ts          uint64
@@ -104,6 +113,9 @@ const (
 	RdmatraceEventKindEV_DEV_UNREGISTERED RdmatraceEventKind = 11
 	RdmatraceEventKindEV_PORT_BUSY        RdmatraceEventKind = 12
 	RdmatraceEventKindEV_SMC_FALLBACK     RdmatraceEventKind = 13
+	RdmatraceEventKindEV_SMC_LINK_CREATE  RdmatraceEventKind = 14
+	RdmatraceEventKindEV_SMC_LINK_DOWN    RdmatraceEventKind = 15
+	RdmatraceEventKindEV_SMC_LINK_DESTROY RdmatraceEventKind = 16
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
 )
@@ -194,6 +206,7 @@ type RdmatraceSpanStart struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	RdmatraceMapClosing                                              = "closing"
+	RdmatraceMapCpuSpells                                            = "cpu_spells"
 	RdmatraceMapDrops                                                = "drops"
 	RdmatraceMapEntryArgs                                            = "entry_args"
 	RdmatraceMapEvents                                               = "events"
@@ -213,6 +226,7 @@ const (
 	RdmatraceProgFentryRestrackBeginDel                              = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel                             = "fentry_restrack_commit_del"
 	RdmatraceProgFentryRestrackDel                                   = "fentry_restrack_del"
+	RdmatraceProgFentrySmcIbDestroyQueuePair                         = "fentry_smc_ib_destroy_queue_pair"
 	RdmatraceProgFentrySpanIbDeregMrUser                             = "fentry_span_ib_dereg_mr_user"
 	RdmatraceProgFentrySpanIbUmemGet                                 = "fentry_span_ib_umem_get"
 	RdmatraceProgFentrySpanIbUverbsAllocPd                           = "fentry_span_ib_uverbs_alloc_pd"
@@ -241,6 +255,7 @@ const (
 	RdmatraceProgFexitRdmaListen                                     = "fexit_rdma_listen"
 	RdmatraceProgFexitRegisterDevice                                 = "fexit_register_device"
 	RdmatraceProgFexitRestrackAdd                                    = "fexit_restrack_add"
+	RdmatraceProgFexitSmcIbCreateQueuePair                           = "fexit_smc_ib_create_queue_pair"
 	RdmatraceProgFexitSpanIbDeregMrUser                              = "fexit_span_ib_dereg_mr_user"
 	RdmatraceProgFexitSpanIbUmemGet                                  = "fexit_span_ib_umem_get"
 	RdmatraceProgFexitSpanIbUverbsAllocPd                            = "fexit_span_ib_uverbs_alloc_pd"
@@ -270,6 +285,7 @@ const (
 	RdmatraceProgKprobeRestrackBeginDel                              = "kprobe_restrack_begin_del"
 	RdmatraceProgKprobeRestrackCommitDel                             = "kprobe_restrack_commit_del"
 	RdmatraceProgKprobeRestrackDel                                   = "kprobe_restrack_del"
+	RdmatraceProgKprobeSmcIbDestroyQueuePair                         = "kprobe_smc_ib_destroy_queue_pair"
 	RdmatraceProgKprobeSpanIbDeregMrUser                             = "kprobe_span_ib_dereg_mr_user"
 	RdmatraceProgKprobeSpanIbUmemGet                                 = "kprobe_span_ib_umem_get"
 	RdmatraceProgKprobeSpanIbUverbsAllocPd                           = "kprobe_span_ib_uverbs_alloc_pd"
@@ -331,6 +347,7 @@ const (
 	RdmatraceProgRawTpSchedSwitch                                    = "raw_tp_sched_switch"
 	RdmatraceProgRawTpSchedWakeup                                    = "raw_tp_sched_wakeup"
 	RdmatraceProgRawTpSmcSwitchToFallback                            = "raw_tp_smc_switch_to_fallback"
+	RdmatraceProgRawTpSmcrLinkDown                                   = "raw_tp_smcr_link_down"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
@@ -351,6 +368,7 @@ const (
 	RdmatraceProgTpBtfSchedSwitch                                    = "tp_btf_sched_switch"
 	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
 	RdmatraceProgTpBtfSmcSwitchToFallback                            = "tp_btf_smc_switch_to_fallback"
+	RdmatraceProgTpBtfSmcrLinkDown                                   = "tp_btf_smcr_link_down"
 	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
 	RdmatraceVarUnusedEvent                                          = "unused_event"
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
@@ -405,6 +423,7 @@ type RdmatraceProgramSpecs struct {
 	FentryRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel                                   *ebpf.ProgramSpec `ebpf:"fentry_restrack_del"`
+	FentrySmcIbDestroyQueuePair                         *ebpf.ProgramSpec `ebpf:"fentry_smc_ib_destroy_queue_pair"`
 	FentrySpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"fentry_span_ib_dereg_mr_user"`
 	FentrySpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"fentry_span_ib_umem_get"`
 	FentrySpanIbUverbsAllocPd                           *ebpf.ProgramSpec `ebpf:"fentry_span_ib_uverbs_alloc_pd"`
@@ -433,6 +452,7 @@ type RdmatraceProgramSpecs struct {
 	FexitRdmaListen                                     *ebpf.ProgramSpec `ebpf:"fexit_rdma_listen"`
 	FexitRegisterDevice                                 *ebpf.ProgramSpec `ebpf:"fexit_register_device"`
 	FexitRestrackAdd                                    *ebpf.ProgramSpec `ebpf:"fexit_restrack_add"`
+	FexitSmcIbCreateQueuePair                           *ebpf.ProgramSpec `ebpf:"fexit_smc_ib_create_queue_pair"`
 	FexitSpanIbDeregMrUser                              *ebpf.ProgramSpec `ebpf:"fexit_span_ib_dereg_mr_user"`
 	FexitSpanIbUmemGet                                  *ebpf.ProgramSpec `ebpf:"fexit_span_ib_umem_get"`
 	FexitSpanIbUverbsAllocPd                            *ebpf.ProgramSpec `ebpf:"fexit_span_ib_uverbs_alloc_pd"`
@@ -462,6 +482,7 @@ type RdmatraceProgramSpecs struct {
 	KprobeRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel                                   *ebpf.ProgramSpec `ebpf:"kprobe_restrack_del"`
+	KprobeSmcIbDestroyQueuePair                         *ebpf.ProgramSpec `ebpf:"kprobe_smc_ib_destroy_queue_pair"`
 	KprobeSpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_dereg_mr_user"`
 	KprobeSpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_umem_get"`
 	KprobeSpanIbUverbsAllocPd                           *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_uverbs_alloc_pd"`
@@ -523,6 +544,7 @@ type RdmatraceProgramSpecs struct {
 	RawTpSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_switch"`
 	RawTpSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_wakeup"`
 	RawTpSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"raw_tp_smc_switch_to_fallback"`
+	RawTpSmcrLinkDown                                   *ebpf.ProgramSpec `ebpf:"raw_tp_smcr_link_down"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
@@ -543,6 +565,7 @@ type RdmatraceProgramSpecs struct {
 	TpBtfSchedSwitch                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"tp_btf_sched_wakeup"`
 	TpBtfSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"tp_btf_smc_switch_to_fallback"`
+	TpBtfSmcrLinkDown                                   *ebpf.ProgramSpec `ebpf:"tp_btf_smcr_link_down"`
 }
 
 // RdmatraceMapSpecs contains maps before they are loaded into the kernel.
@@ -550,6 +573,7 @@ type RdmatraceProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
 	Closing       *ebpf.MapSpec `ebpf:"closing"`
+	CpuSpells     *ebpf.MapSpec `ebpf:"cpu_spells"`
 	Drops         *ebpf.MapSpec `ebpf:"drops"`
 	EntryArgs     *ebpf.MapSpec `ebpf:"entry_args"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
@@ -600,6 +624,7 @@ func (o *RdmatraceObjects) Close() error {
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
 	Closing       *ebpf.Map `ebpf:"closing"`
+	CpuSpells     *ebpf.Map `ebpf:"cpu_spells"`
 	Drops         *ebpf.Map `ebpf:"drops"`
 	EntryArgs     *ebpf.Map `ebpf:"entry_args"`
 	Events        *ebpf.Map `ebpf:"events"`
@@ -620,6 +645,7 @@ type RdmatraceMaps struct {
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
 		m.Closing,
+		m.CpuSpells,
 		m.Drops,
 		m.EntryArgs,
 		m.Events,
@@ -658,6 +684,7 @@ type RdmatracePrograms struct {
 	FentryRestrackBeginDel                              *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel                                   *ebpf.Program `ebpf:"fentry_restrack_del"`
+	FentrySmcIbDestroyQueuePair                         *ebpf.Program `ebpf:"fentry_smc_ib_destroy_queue_pair"`
 	FentrySpanIbDeregMrUser                             *ebpf.Program `ebpf:"fentry_span_ib_dereg_mr_user"`
 	FentrySpanIbUmemGet                                 *ebpf.Program `ebpf:"fentry_span_ib_umem_get"`
 	FentrySpanIbUverbsAllocPd                           *ebpf.Program `ebpf:"fentry_span_ib_uverbs_alloc_pd"`
@@ -686,6 +713,7 @@ type RdmatracePrograms struct {
 	FexitRdmaListen                                     *ebpf.Program `ebpf:"fexit_rdma_listen"`
 	FexitRegisterDevice                                 *ebpf.Program `ebpf:"fexit_register_device"`
 	FexitRestrackAdd                                    *ebpf.Program `ebpf:"fexit_restrack_add"`
+	FexitSmcIbCreateQueuePair                           *ebpf.Program `ebpf:"fexit_smc_ib_create_queue_pair"`
 	FexitSpanIbDeregMrUser                              *ebpf.Program `ebpf:"fexit_span_ib_dereg_mr_user"`
 	FexitSpanIbUmemGet                                  *ebpf.Program `ebpf:"fexit_span_ib_umem_get"`
 	FexitSpanIbUverbsAllocPd                            *ebpf.Program `ebpf:"fexit_span_ib_uverbs_alloc_pd"`
@@ -715,6 +743,7 @@ type RdmatracePrograms struct {
 	KprobeRestrackBeginDel                              *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel                             *ebpf.Program `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel                                   *ebpf.Program `ebpf:"kprobe_restrack_del"`
+	KprobeSmcIbDestroyQueuePair                         *ebpf.Program `ebpf:"kprobe_smc_ib_destroy_queue_pair"`
 	KprobeSpanIbDeregMrUser                             *ebpf.Program `ebpf:"kprobe_span_ib_dereg_mr_user"`
 	KprobeSpanIbUmemGet                                 *ebpf.Program `ebpf:"kprobe_span_ib_umem_get"`
 	KprobeSpanIbUverbsAllocPd                           *ebpf.Program `ebpf:"kprobe_span_ib_uverbs_alloc_pd"`
@@ -776,6 +805,7 @@ type RdmatracePrograms struct {
 	RawTpSchedSwitch                                    *ebpf.Program `ebpf:"raw_tp_sched_switch"`
 	RawTpSchedWakeup                                    *ebpf.Program `ebpf:"raw_tp_sched_wakeup"`
 	RawTpSmcSwitchToFallback                            *ebpf.Program `ebpf:"raw_tp_smc_switch_to_fallback"`
+	RawTpSmcrLinkDown                                   *ebpf.Program `ebpf:"raw_tp_smcr_link_down"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
@@ -796,6 +826,7 @@ type RdmatracePrograms struct {
 	TpBtfSchedSwitch                                    *ebpf.Program `ebpf:"tp_btf_sched_switch"`
 	TpBtfSchedWakeup                                    *ebpf.Program `ebpf:"tp_btf_sched_wakeup"`
 	TpBtfSmcSwitchToFallback                            *ebpf.Program `ebpf:"tp_btf_smc_switch_to_fallback"`
+	TpBtfSmcrLinkDown                                   *ebpf.Program `ebpf:"tp_btf_smcr_link_down"`
 }
 
 func (p *RdmatracePrograms) Close() error {
@@ -804,6 +835,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryRestrackBeginDel,
 		p.FentryRestrackCommitDel,
 		p.FentryRestrackDel,
+		p.FentrySmcIbDestroyQueuePair,
 		p.FentrySpanIbDeregMrUser,
 		p.FentrySpanIbUmemGet,
 		p.FentrySpanIbUverbsAllocPd,
@@ -832,6 +864,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.FexitRdmaListen,
 		p.FexitRegisterDevice,
 		p.FexitRestrackAdd,
+		p.FexitSmcIbCreateQueuePair,
 		p.FexitSpanIbDeregMrUser,
 		p.FexitSpanIbUmemGet,
 		p.FexitSpanIbUverbsAllocPd,
@@ -861,6 +894,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeRestrackBeginDel,
 		p.KprobeRestrackCommitDel,
 		p.KprobeRestrackDel,
+		p.KprobeSmcIbDestroyQueuePair,
 		p.KprobeSpanIbDeregMrUser,
 		p.KprobeSpanIbUmemGet,
 		p.KprobeSpanIbUverbsAllocPd,
@@ -922,6 +956,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpSchedSwitch,
 		p.RawTpSchedWakeup,
 		p.RawTpSmcSwitchToFallback,
+		p.RawTpSmcrLinkDown,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
@@ -942,6 +977,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.TpBtfSchedSwitch,
 		p.TpBtfSchedWakeup,
 		p.TpBtfSmcSwitchToFallback,
+		p.TpBtfSmcrLinkDown,
 	)
 }
 

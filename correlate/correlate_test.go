@@ -17,7 +17,7 @@ func TestOutliersNameWhatOverlappedThem(t *testing.T) {
 	if len(r.Outliers) != 3 {
 		t.Fatalf("%d outliers, want 3", len(r.Outliers))
 	}
-	want := [][]string{{"off-cpu:hog"}, {"mr-reg:noise"}, nil}
+	want := [][]string{{"off-cpu:hog", "off-cpu:kworker/1:1H"}, {"mr-reg:noise"}, nil}
 	for i, o := range r.Outliers {
 		if !slices.Equal(o.Causes, want[i]) {
 			t.Errorf("outlier %d (sample %d): causes %q, want %q", i, o.Index, o.Causes, want[i])
@@ -26,7 +26,7 @@ func TestOutliersNameWhatOverlappedThem(t *testing.T) {
 	if len(r.Outliers[1].Events) != 2 {
 		t.Errorf("sample 500 overlapped %d events, want the span and the MR", len(r.Outliers[1].Events))
 	}
-	wantCounts := map[string]int{"off-cpu:hog": 1, "mr-reg:noise": 1, Nothing: 1}
+	wantCounts := map[string]int{"off-cpu:hog": 1, "off-cpu:kworker/1:1H": 1, "mr-reg:noise": 1, Nothing: 1}
 	if len(r.Causes) != len(wantCounts) {
 		t.Errorf("causes %v, want %v", r.Causes, wantCounts)
 	}

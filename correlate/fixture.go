@@ -32,9 +32,10 @@ func Fixture() ([]bench.Sample, []rdma.Event) {
 	}
 	at := func(i int) uint64 { return uint64(1000*ms + int64(i)*50_000) }
 	ev := []rdma.Event{
-		// 100: a hog ran in the benchmark thread's place.
+		// 100: a hog ran in the benchmark thread's place (longest), a
+		// kworker last.
 		{Mono: at(100) + 10_000, Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
-			Owner: benchOwner, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}},
+			Owner: benchOwner, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}, Actor: rdma.Owner{PID: 44, TID: 44, Comm: "kworker/1:1H"}},
 		// 500: another process registered 1 GiB (span, then the MR).
 		{Mono: at(500) - uint64(ms), Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: uint64(2 * ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Owner: noise},
 		{Mono: at(500) + uint64(ms), Kind: rdma.EvCreate, Res: rdma.ResMR, DevName: "rxe0", Size: 1 << 30,

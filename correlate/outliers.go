@@ -178,8 +178,9 @@ func category(e *rdma.Event) string {
 }
 
 // causes are Cause, and for an off-CPU spell also the task that ran last
-// in the thread's place when it differs from the first (a hog that took
-// the CPU after a short kworker).
+// in the thread's place when it differs from Next (the longest runner, or
+// the first where the tracer could not tell: a thread that came back on
+// another CPU).
 func causes(e *rdma.Event) []string {
 	c := []string{Cause(e)}
 	if e.Kind == rdma.EvOffCPU && e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {

@@ -220,6 +220,9 @@ func smcLinkGroup(t *testing.T) {
 		}
 		t.Logf("rmmod smc: %v: %s", err, out)
 	})
+	// The tracer names each link's QP (no interface does): it runs from
+	// before the connect until the link groups have been looked at.
+	tr := startTrace(t, "--no-snapshot")
 	_, done := smcConnect(t, 7510)
 	var connErr error
 	connected := false
@@ -318,6 +321,69 @@ func smcLinkGroup(t *testing.T) {
 	}
 	keep(t, "smc/after-linkgroup.json", out)
 	t.Logf("after the link group: %s", out)
+	smcLinksTraced(t, tr, rows, qps)
+}
+
+// smcLinksTraced: the trace has one smc-link-create per link the link
+// group dump showed (same group id, role and link id, on the device's
+// port), each with a QP that rdma res lists as [smc], no two links with
+// the same QP; and, as both sides fell back before the trace stopped,
+// one smc-link-destroy of that QP each. The smc hooks must have attached.
+func smcLinksTraced(t *testing.T, tr *tracing, rows []map[string]any, qps []rdmaQP) {
+	t.Helper()
+	evs := tr.stop()
+	for _, hook := range []string{"smc_ib_create_queue_pair", "smc_ib_destroy_queue_pair", "smc:smcr_link_down"} {
+		if !strings.Contains(tr.stderr.String(), hook+" (") || strings.Contains(tr.stderr.String(), hook+": ") {
+			t.Errorf("hook %s did not attach: %s", hook, tr.stderr.String())
+		}
+	}
+	byLink := map[string][]map[string]any{} // "lgr-id role link-id" -> its create events
+	destroyed := map[string]int{}           // "lgr-id role link-id lqpn" -> destroys
+	var other []string
+	for _, e := range evs {
+		switch e["event"] {
+		case "smc-link-create":
+			if e["ifname"] != device {
+				continue
+			}
+			k := fmt.Sprint(e["lgr-id"], " ", e["role"], " ", e["link-id"])
+			byLink[k] = append(byLink[k], e)
+		case "smc-link-destroy":
+			destroyed[fmt.Sprint(e["lgr-id"], " ", e["role"], " ", e["link-id"], " ", e["lqpn"])]++
+			other = append(other, fmt.Sprint(e))
+		case "smc-link-down", "smc-fallback":
+			other = append(other, fmt.Sprint(e))
+		}
+	}
+	t.Logf("smc-link-create: %v; then: %v", byLink, other)
+	seen := map[string]string{} // lqpn -> link
+	for _, r := range rows {
+		k := fmt.Sprint(r["lgr-id"], " ", r["role"], " ", r["link-id"])
+		creates := byLink[k]
+		if len(creates) != 1 {
+			t.Errorf("link %s (the dump's): %d smc-link-create events, want 1", k, len(creates))
+			continue
+		}
+		e := creates[0]
+		q := fmt.Sprint(e["lqpn"])
+		if str(e["port"]) != "1" || e["type"] != "RC" || str(e["status"]) != "<nil>" {
+			t.Errorf("link %s created %v: want port 1, an RC QP, no error status", k, e)
+		}
+		inRes := false
+		for _, p := range qps {
+			inRes = inRes || fmt.Sprint(p.LQPN) == q
+		}
+		if !inRes {
+			t.Errorf("link %s has QP %s, which rdma res does not list as [smc]: %v", k, q, qps)
+		}
+		if l, dup := seen[q]; dup {
+			t.Errorf("links %s and %s both have QP %s", l, k, q)
+		}
+		seen[q] = k
+		if n := destroyed[k+" "+q]; n != 1 {
+			t.Errorf("link %s, QP %s: %d smc-link-destroy events, want 1 (both sides fell back)", k, q, n)
+		}
+	}
 }
 
 type rdmaQP struct {

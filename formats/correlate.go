@@ -33,6 +33,10 @@ type outlierEvent struct {
 	Preempted bool    `json:"preempted,omitempty"`
 	NextPID   *uint32 `json:"next-pid,omitempty"`
 	NextComm  jstr    `json:"next-comm,omitempty"`
+	// The task that ran last in its place, when another than next: the
+	// second name an off-CPU spell gives among the causes.
+	LastPID  uint32 `json:"last-pid,omitempty"`
+	LastComm jstr   `json:"last-comm,omitempty"`
 }
 
 type outlierRecord struct {
@@ -59,6 +63,9 @@ func eventOf(e *rdma.Event) outlierEvent {
 	if e.Kind == rdma.EvOffCPU {
 		pid := e.Next.TID
 		o.NextPID, o.NextComm = &pid, jstr(e.Next.Comm)
+		if e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {
+			o.LastPID, o.LastComm = e.Actor.TID, jstr(e.Actor.Comm)
+		}
 	}
 	return o
 }

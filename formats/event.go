@@ -112,6 +112,19 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 			o = o.num("inode", e.Inode)
 		}
 	}
+	// An SMC-R link's event, or an [smc] QP that leaks named by its link.
+	if e.Kind.IsSMCLink() || e.SMC.HasLGR {
+		if e.SMC.HasLGR {
+			o = o.str("lgr-id", rdma.LGRID(e.SMC.LGR)).str("role", e.SMC.Role)
+		}
+		o = o.num("link-id", uint64(e.SMC.ID))
+		if e.SMC.State != "" {
+			o = o.str("link-state", e.SMC.State)
+		}
+		if e.Kind.IsSMCLink() && e.Status != 0 {
+			o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		}
+	}
 	if e.Kind == rdma.EvOffCPU {
 		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
@@ -133,6 +146,17 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	switch e.Kind {
 	case rdma.EvSMCFallback:
 		b = append(append(word(b, col), "fallback "...), rdma.SMCReason(uint32(e.Status))...)
+	case rdma.EvSMCLinkCreate, rdma.EvSMCLinkDown, rdma.EvSMCLinkDestroy:
+		if e.SMC.HasLGR {
+			b = append(append(append(append(word(b, col), "lgr "...), rdma.LGRID(e.SMC.LGR)...), ' '), e.SMC.Role...)
+		}
+		b = strconv.AppendUint(append(word(b, col), "link "...), uint64(e.SMC.ID), 10)
+		if e.SMC.State != "" {
+			b = append(word(b, col), e.SMC.State...)
+		}
+		if e.Status != 0 {
+			b = strconv.AppendInt(append(word(b, col), "status "...), int64(e.Status), 10)
+		}
 	case rdma.EvPortBusy:
 		b = append(append(word(b, col), Sanitize(e.Func)...), " EADDRINUSE"...)
 		switch {

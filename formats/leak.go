@@ -73,6 +73,9 @@ func owner(e *rdma.Event) string {
 	switch {
 	case e.Has(rdma.EvHasOwner):
 		return Sanitize(e.Owner.Comm) + "[" + strconv.FormatUint(uint64(e.Owner.PID), 10) + "]"
+	case e.Owner.KernName != "" && e.SMC.HasLGR:
+		// an [smc] QP whose link the trace saw created
+		return fmt.Sprintf("[%s] lgr %s link %d (%s)", Sanitize(e.Owner.KernName), rdma.LGRID(e.SMC.LGR), e.SMC.ID, Sanitize(e.SMC.Role))
 	case e.Owner.KernName != "":
 		return "[" + Sanitize(e.Owner.KernName) + "]"
 	}

@@ -30,7 +30,13 @@ type Watcher struct {
 	unreg   map[uint32]*unregistration
 	program *program
 	leaked  int
+	// smcLinks are the SMC-R links whose QPs the trace saw created: an
+	// [smc] QP is named by its link group, not only [smc].
+	smcLinks map[smcQP]rdma.SMCLink
 }
+
+// smcQP is an SMC-R link's QP: device index and lqpn.
+type smcQP struct{ dev, lqpn uint32 }
 
 // unregistration is a device whose unregistration has begun.
 type unregistration struct {
@@ -60,7 +66,11 @@ func (w *Watcher) Leaked() int { return w.leaked }
 func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 
 func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
-	w.emit(&rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by})
+	f := &rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
+	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Res == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
+		f.Res.SMC = rdma.SMCLink{LGR: l.LGR, Role: l.Role, ID: l.ID, HasLGR: l.HasLGR}
+	}
+	w.emit(f)
 }
 
 // Handle applies one event.
@@ -71,6 +81,19 @@ func (w *Watcher) Handle(e *rdma.Event) {
 		return
 	case rdma.EvDevUnregistered:
 		w.endUnregister(e)
+		return
+	case rdma.EvSMCLinkCreate:
+		if e.Has(rdma.EvHasQP) && e.Status == 0 && e.SMC.HasLGR {
+			if w.smcLinks == nil {
+				w.smcLinks = map[smcQP]rdma.SMCLink{}
+			}
+			w.smcLinks[smcQP{e.DevIndex, e.LQPN}] = e.SMC
+		}
+		return
+	case rdma.EvSMCLinkDestroy:
+		delete(w.smcLinks, smcQP{e.DevIndex, e.LQPN})
+		return
+	case rdma.EvSMCLinkDown:
 		return
 	case rdma.EvPortBusy:
 		// Not a resource: a port someone else held. With a program,

@@ -347,3 +347,34 @@ func TestPortBusy(t *testing.T) {
 		t.Errorf("leaked %d, findings %d: want 0 leaked and the program's three port-busy findings", w.Leaked(), len(found))
 	}
 }
+
+// TestSMCQPsAreNamedByTheirLink: the smc module's QPs alive when rxe0
+// unregisters are named by the SMC-R link the trace saw create them (its
+// link group, id and role), not only [smc]; a QP whose link was not seen
+// stays [smc].
+func TestSMCQPsAreNamedByTheirLink(t *testing.T) {
+	sc := &script{}
+	link := func(s float64, kind rdma.EventKind, lqpn, lgr uint32, role string) {
+		sc.evs = append(sc.evs, &rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: lqpn, QPType: rdma.QPTypeRC,
+			Time: at(s), Mono: uint64(s * 1e9), Flags: rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP,
+			SMC: rdma.SMCLink{LGR: lgr, Role: role, ID: 1, State: "activating", HasLGR: true}, Actor: rdma.Owner{PID: 130, TID: 130, Comm: "e2e.test"}})
+	}
+	for i, q := range []uint32{17, 18, 19} {
+		qp := sc.res(1+float64(i)/10, rdma.EvCreate, rdma.ResQP, q, 0, "smc")
+		qp.QPType = rdma.QPTypeRC
+	}
+	link(1.05, rdma.EvSMCLinkCreate, 17, 0x100, "server")
+	link(1.15, rdma.EvSMCLinkCreate, 18, 0x200, "client")
+	link(1.25, rdma.EvSMCLinkCreate, 19, 0x300, "client")
+	link(1.5, rdma.EvSMCLinkDestroy, 19, 0x300, "client") // 19's link is gone: its QP is [smc] again
+	sc.dev(2, rdma.EvDevUnregister)
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	run(t, w, sc.events(), nil, &found)
+	j, h := render(t, found)
+	golden.Check(t, "../testdata/leaks/smc.ndjson", j)
+	golden.Check(t, "../testdata/leaks/smc.txt", h)
+	if len(found) != 3 || found[0].Res.SMC.LGR != 0x100 || found[1].Res.SMC.Role != "client" || found[2].Res.SMC.HasLGR {
+		t.Errorf("findings %+v: want QPs 17 and 18 named by their links, 19 not", found)
+	}
+}

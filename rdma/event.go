@@ -41,6 +41,9 @@ const (
 	EvOffCPU                    // a followed thread was off CPU: Mono is when it left, Dur how long, Next who ran instead
 	EvPortBusy                  // Func (rdma_listen, rdma_connect, bind) got EADDRINUSE on Src; Holders who held it
 	EvSMCFallback               // an SMC socket (Inode) fell back to TCP on Src>Dst; Status is the reason (SMC_CLC_DECL_*)
+	EvSMCLinkCreate             // an SMC-R link's QP (LQPN) was created on DevName/Port; SMC says which link; Status is the creation's
+	EvSMCLinkDown               // smc:smcr_link_down: an SMC-R link went down
+	EvSMCLinkDestroy            // an SMC-R link's QP is being destroyed
 	numEventKinds
 )
 
@@ -48,7 +51,8 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_id_create", "cm_event_handler", "cm_event_done", "cm_req_handler", "cm_send_req", "cm_send_rep",
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
-	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback"}
+	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
+	"smc-link-create", "smc-link-down", "smc-link-destroy"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -144,7 +148,7 @@ type Event struct {
 	Dur  uint64 // ns (EvHasDur)
 	Size uint64 // bytes (EvHasSize)
 	Wait uint64 // EvOffCPU: ns from its wakeup to running again (0: unknown)
-	Next Owner  // EvOffCPU: the first task that ran in its place (tid and comm; tid 0 is the idle task)
+	Next Owner  // EvOffCPU: the task that ran in its place (tid and comm; tid 0 is the idle task): the longest runner of a spell preempted and resumed on one CPU, else the first
 
 	// Holders are who held the port of an EvPortBusy when it was
 	// reported ("rping[172] iwarp LISTEN 10.99.1.1:7400"); nil when not
@@ -152,6 +156,30 @@ type Event struct {
 	Holders []string
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
+	// SMC is the link of an EvSMCLink* event.
+	SMC SMCLink
+}
+
+// SMCLink is an SMC-R link as its events carry it: which link of which
+// link group (the QP, device and port are the event's LQPN, DevName and
+// Port).
+type SMCLink struct {
+	LGR    uint32 // the link group's id, as SMC's netlink gives it
+	Role   string // client or server: the side that made the link group
+	ID     uint8  // the link's id within its group
+	State  string // unused, inactive, activating, active
+	HasLGR bool   // LGR and Role are set (a link always has a group; a record may not)
+}
+
+// SMCLinkStates name enum smc_link_state.
+var SMCLinkStates = []string{"unused", "inactive", "activating", "active"}
+
+// LGRID is a link group id as smc-tools print it.
+func LGRID(id uint32) string { return fmt.Sprintf("%08x", id) }
+
+// IsSMCLink says whether k is one of the SMC-R link events.
+func (k EventKind) IsSMCLink() bool {
+	return k == EvSMCLinkCreate || k == EvSMCLinkDown || k == EvSMCLinkDestroy
 }
 
 // End is when the event's span or spell ended (Mono for instant events).

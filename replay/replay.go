@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,11 @@ type object struct {
 	Holders  []string `json:"holders"`
 	Fallback *uint32  `json:"fallback"`
 	Inode    uint64   `json:"inode"`
+	// SMC-R link events.
+	LGRID     string `json:"lgr-id"`
+	Role      string `json:"role"`
+	LinkID    uint8  `json:"link-id"`
+	LinkState string `json:"link-state"`
 	// Names trace -j derives from a number (status, fallback): read, not
 	// needed; rendering derives them again.
 	StatusName     string `json:"status-name"`
@@ -250,6 +256,11 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
 	ev.Holders, ev.Inode = o.Holders, o.Inode
+	if ev.Kind.IsSMCLink() {
+		if fe := smcLinkFields(o, ev); fe != nil {
+			return fe
+		}
+	}
 	if ev.Kind == rdma.EvSMCFallback {
 		if o.Fallback == nil {
 			return &fieldError{"fallback: the SMC fallback reason of an smc-fallback", "none"}
@@ -316,4 +327,27 @@ func parseAddr(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("%q: expected IP:PORT", s)
 	}
 	return netip.AddrPortFrom(a, uint16(port)), nil
+}
+
+// smcLinkFields reads an SMC-R link event's link: its group, role, id and
+// state.
+func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
+	ev.SMC.ID = o.LinkID
+	if o.LGRID != "" {
+		id, err := strconv.ParseUint(o.LGRID, 16, 32)
+		if err != nil || len(o.LGRID) != 8 {
+			return &fieldError{"lgr-id: a link group id of 8 hex digits", lineerr.Quote([]byte(o.LGRID))}
+		}
+		if o.Role != "client" && o.Role != "server" {
+			return &fieldError{"role: client or server", lineerr.Quote([]byte(o.Role))}
+		}
+		ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(id), o.Role, true
+	}
+	if o.LinkState != "" {
+		if !slices.Contains(rdma.SMCLinkStates, o.LinkState) {
+			return &fieldError{"link-state: " + strings.Join(rdma.SMCLinkStates, ", "), lineerr.Quote([]byte(o.LinkState))}
+		}
+		ev.SMC.State = o.LinkState
+	}
+	return nil
 }

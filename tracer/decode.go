@@ -77,6 +77,9 @@ const (
 	cOffCPU          = bpf.RdmatraceEventKindEV_OFF_CPU
 	cPortBusy        = bpf.RdmatraceEventKindEV_PORT_BUSY
 	cSMCFallback     = bpf.RdmatraceEventKindEV_SMC_FALLBACK
+	cSMCLinkCreate   = bpf.RdmatraceEventKindEV_SMC_LINK_CREATE
+	cSMCLinkDown     = bpf.RdmatraceEventKindEV_SMC_LINK_DOWN
+	cSMCLinkDestroy  = bpf.RdmatraceEventKindEV_SMC_LINK_DESTROY
 
 	cfUser      = bpf.RdmatraceEventFlagF_USER
 	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
@@ -241,6 +244,24 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	case cSMCFallback:
 		ev.Kind = rdma.EvSMCFallback
 		ev.Inode = uint64(u32(offID))
+	case cSMCLinkCreate, cSMCLinkDown, cSMCLinkDestroy:
+		if !full {
+			return fmt.Errorf("smc link record of %d bytes, expected %d", len(rec), recordSize)
+		}
+		switch kind {
+		case cSMCLinkCreate:
+			ev.Kind = rdma.EvSMCLinkCreate
+		case cSMCLinkDown:
+			ev.Kind = rdma.EvSMCLinkDown
+		default:
+			ev.Kind = rdma.EvSMCLinkDestroy
+		}
+		ev.SMC.ID = uint8(u32(offID))
+		if st := int(rec[offNewState]); st < len(rdma.SMCLinkStates) {
+			ev.SMC.State = rdma.SMCLinkStates[st]
+		}
+		lgr := le.Uint64(rec[offSize:])
+		ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(lgr), [2]string{"client", "server"}[lgr>>32&1], true
 	case cOffCPU:
 		if !full {
 			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)
@@ -314,7 +335,8 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 			ev.Flags |= rdma.EvHasOwner
 		}
 		// An off-CPU spell's Actor is the task that was running at
-		// switch-in: the last to run in the thread's place (Next the first).
+		// switch-in: the last to run in the thread's place (Next the one
+		// that ran longest, or the first).
 	}
 	if flags&cfHasSize != 0 && full {
 		ev.Size = le.Uint64(rec[offSize:])

@@ -15,6 +15,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/replay"
 )
 
 func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
@@ -294,5 +295,54 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	j = string(formats.AppendJSON(nil, formats.EventObject(&ev)))
 	if !strings.Contains(j, `"fallback":50528256,"fallback-reason":"0x03030000 (no SMC device found (R or D))","inode":12936`) {
 		t.Errorf("smc-fallback -j: %s", j)
+	}
+}
+
+// An SMC-R link record decodes to its QP, device port, link group (the id
+// as smc-tools print it, the role) and link; -j and the line carry them,
+// and trace -j's line reads back (replay) to the same event.
+func TestDecodeSMCLink(t *testing.T) {
+	rec := make([]byte, recordSize)
+	le := binary.LittleEndian
+	le.PutUint32(rec[offKind:], uint32(cSMCLinkCreate))
+	le.PutUint32(rec[offFlags:], uint32(cfHasDev|cfHasQP))
+	copy(rec[offDevName:], "rxe0")
+	le.PutUint32(rec[offPort:], 1)
+	le.PutUint32(rec[offQPN:], 17)
+	rec[offQPType] = 2 // IB_QPT_RC
+	le.PutUint32(rec[offID:], 1)
+	rec[offNewState] = 2 // SMC_LNK_ACTIVATING
+	le.PutUint64(rec[offSize:], 0x100|1<<32)
+	le.PutUint32(rec[offActorPID:], 130)
+	le.PutUint32(rec[offActorTID:], 130)
+	copy(rec[offActComm:], "e2e.test")
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	if err := d.Decode(rec, &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := rdma.SMCLink{LGR: 0x100, Role: "server", ID: 1, State: "activating", HasLGR: true}
+	if ev.Kind != rdma.EvSMCLinkCreate || ev.SMC != want || ev.LQPN != 17 || ev.DevName != "rxe0" || ev.Port != 1 || ev.Has(rdma.EvHasState) {
+		t.Fatalf("decoded %+v", ev)
+	}
+	j := string(formats.AppendJSON(nil, formats.EventObject(&ev)))
+	if !strings.Contains(j, `"event":"smc-link-create","ifname":"rxe0","port":1,"lqpn":17,"type":"RC"`) ||
+		!strings.Contains(j, `"lgr-id":"00000100","role":"server","link-id":1,"link-state":"activating"`) {
+		t.Errorf("-j: %s", j)
+	}
+	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
+		t.Errorf("line: %s", l)
+	}
+	var back rdma.Event
+	if err := replay.NewReader(strings.NewReader(j+"\n"), "trace.ndjson").Next(&back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Kind != ev.Kind || back.SMC != ev.SMC || back.LQPN != 17 || back.Port != 1 {
+		t.Errorf("read back as %+v", back)
+	}
+	le.PutUint32(rec[offKind:], uint32(cSMCLinkDestroy))
+	le.PutUint64(rec[offSize:], 0x200) // a client's group
+	if err := d.Decode(rec, &ev); err != nil || ev.Kind != rdma.EvSMCLinkDestroy || ev.SMC.Role != "client" || ev.SMC.LGR != 0x200 {
+		t.Errorf("smc-link-destroy: %v, %+v", err, ev)
 	}
 }

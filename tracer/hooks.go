@@ -169,6 +169,13 @@ var Hooks = []Hook{
 
 	// SMC sockets that fall back to TCP, with the reason (smc loaded).
 	moduleHook("smc", tpHook("smc", "smc_switch_to_fallback")),
+	// SMC-R links: the QP each link creates and destroys, with its link
+	// group, and links that go down (smc loaded; its BTF names the types).
+	moduleHook("smc", Hook{Name: "smc_ib_create_queue_pair", variants: []variant{tracingVariant("fexit", "fexit_smc_ib_create_queue_pair")}}),
+	moduleHook("smc", Hook{Name: "smc_ib_destroy_queue_pair", variants: []variant{
+		tracingVariant("fentry", "fentry_smc_ib_destroy_queue_pair"),
+		kprobeVariant("kprobe_smc_ib_destroy_queue_pair", "smc_ib_destroy_queue_pair")}}),
+	moduleHook("smc", tpHook("smc", "smcr_link_down")),
 
 	// Spans (with --follow-pid only): how long the kernel took for each
 	// rdma_cm step and verb. Registrations and creations of every process

@@ -2,10 +2,13 @@ package tracer
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -95,3 +98,154 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 }
 
 func gettid() int { return unix.Gettid() }
+
+// runnersEnv makes the test binary the helper of
+// TestOffCPUNamesTheLongestRunner (TestMain): three SCHED_FIFO threads on
+// one CPU that run 3, 60 and 3 ms in a row.
+const runnersEnv = "RDMATRACE_TEST_RUNNERS_CPU"
+
+func TestMain(m *testing.M) {
+	if cpu, ok := os.LookupEnv(runnersEnv); ok {
+		os.Exit(runRunners(cpu))
+	}
+	os.Exit(m.Run())
+}
+
+// runRunners pins three threads to cpu at SCHED_FIFO priorities 3, 2 and
+// 1, named first, hog and last, each blocked on a pipe; then wakes all
+// three at once from another CPU. The highest runs first: a spell of a
+// thread pinned there sees first (3 ms), hog (60 ms), last (3 ms).
+func runRunners(cpuArg string) int {
+	var cpu int
+	if _, err := fmt.Sscan(cpuArg, &cpu); err != nil {
+		return 2
+	}
+	runtime.LockOSThread() // the waker stays off cpu
+	var set unix.CPUSet
+	set.Set(1 - cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		fmt.Fprintln(os.Stderr, "waker affinity:", err)
+		return 1
+	}
+	type runner struct {
+		name string
+		prio uint32
+		spin time.Duration
+		fds  [2]int
+	}
+	rs := []*runner{{name: "first", prio: 3, spin: 3 * time.Millisecond}, {name: "hog", prio: 2, spin: 60 * time.Millisecond}, {name: "last", prio: 1, spin: 3 * time.Millisecond}}
+	ready, done := make(chan error), make(chan struct{})
+	for _, r := range rs {
+		if err := unix.Pipe(r.fds[:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var set unix.CPUSet
+			set.Set(cpu)
+			err := unix.SchedSetaffinity(0, &set)
+			if err == nil {
+				err = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(r.name), 0)[0])), 0, 0, 0)
+			}
+			if err == nil {
+				err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: r.prio}, 0)
+			}
+			ready <- err
+			if err != nil {
+				return
+			}
+			var b [1]byte
+			unix.Read(r.fds[0], b[:]) // blocked in the kernel until the waker writes
+			for end := time.Now().Add(r.spin); time.Now().Before(end); {
+			}
+			done <- struct{}{}
+		}()
+		if err := <-ready; err != nil {
+			fmt.Fprintf(os.Stderr, "runner %s: %v\n", r.name, err)
+			return 1
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // all three asleep in read
+	for _, r := range rs {
+		unix.Write(r.fds[1], []byte{1})
+	}
+	for range rs {
+		<-done
+	}
+	return 0
+}
+
+// TestOffCPUNamesTheLongestRunner: a followed thread spins pinned to a
+// CPU; three real-time threads of another process take that CPU in a row
+// for 3, 60 and 3 ms. Its spell must name the one that ran 60 ms (hog),
+// not the first nor the last: on 6.12 a hog that ran between a kworker
+// and the tracer's reader went unnamed.
+func TestOffCPUNamesTheLongestRunner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CI runs as root)")
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || !set.IsSet(0) || !set.IsSet(1) {
+		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
+	}
+	const cpu = 1
+	tr, err := Open(Options{RingBytes: 1 << 20, Follow: []uint32{uint32(os.Getpid())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tid, stop := make(chan int, 1), make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var was, one unix.CPUSet
+		unix.SchedGetaffinity(0, &was)
+		one.Set(cpu)
+		unix.SchedSetaffinity(0, &one)
+		defer unix.SchedSetaffinity(0, &was)
+		tid <- gettid()
+		for {
+			select {
+			case <-stop:
+				close(finished)
+				return
+			default:
+			}
+		}
+	}()
+	spinner := <-tid
+	helper := exec.Command(os.Args[0])
+	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%d", runnersEnv, cpu))
+	out, err := helper.CombinedOutput()
+	stopped := Mono()
+	close(stop)
+	<-finished
+	if err != nil {
+		t.Fatalf("runners: %v: %s", err, out)
+	}
+	var spells []rdma.Event
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err = tr.Run(ctx, Consumer{Event: func(ev *rdma.Event) error {
+		// Preempted while it spun: after the spin, the idle thread's sleep
+		// is a spell too.
+		if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == spinner && ev.Dur >= 50e6 && ev.Has(rdma.EvPreempted) && ev.Mono < stopped {
+			spells = append(spells, *ev)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spells) != 1 {
+		t.Fatalf("%d preempted off-cpu spells of 50 ms or more of the spinning thread %d, want 1: %+v", len(spells), spinner, spells)
+	}
+	s := spells[0]
+	if s.Next.Comm != "hog" || !s.Has(rdma.EvPreempted) {
+		t.Errorf("a %.1f ms spell names %s[%d] (last %s[%d]), preempted %v: want hog, preempted",
+			float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID, s.Has(rdma.EvPreempted))
+	}
+	t.Logf("%.1f ms off CPU, preempted: %s[%d] ran longest, %s[%d] last", float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
+}

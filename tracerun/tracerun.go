@@ -38,6 +38,7 @@ type Run struct {
 	errPath string // its stderr
 	offset  int64  // its clock: wall - monotonic ns
 	read    int64  // bytes of out already turned into events
+	errRead int64  // bytes of its stderr already looked at for warnings
 	done    chan error
 }
 
@@ -92,7 +93,7 @@ func Start(o Options) (*Run, error) {
 	// The benchmark joins events after its run: it needs them complete,
 	// not soon. Reading every 250 ms instead of 20 wakes the tracer, which
 	// takes a CPU from a busy-polling end each time, a twelfth as often.
-	args := []string{"trace", "-j", "--no-snapshot", "--ready-file", ready, "--poll", "250ms"}
+	args := []string{"trace", "-j", "--no-snapshot", "--ready-file", ready, "--poll", poll.String()}
 	for _, p := range o.Follow {
 		args = append(args, "--follow-pid", strconv.Itoa(p))
 	}
@@ -144,10 +145,14 @@ func (r *Run) stderrLine() string {
 	return lines[len(lines)-1]
 }
 
+// poll is how often the tracer reads its ring buffer while events flow.
+const poll = 250 * time.Millisecond
+
 // settle is how long events of the moment before may still be on their
-// way: in the ring buffer until the reader's next look (20 ms while
-// events flow), then in its output buffer.
-const settle = 150 * time.Millisecond
+// way: in the ring buffer until the reader's next look (poll), then in
+// its output buffer. Shorter than poll, the last events of a run were
+// read with the next run's, too late to explain its outliers.
+const settle = poll + 150*time.Millisecond
 
 // Events reads what the tracer recorded since the last call: complete
 // lines only. Bad lines are returned as errors beside the events.
@@ -197,6 +202,35 @@ func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, er
 		ev.Mono = uint64(ev.Time.UnixNano() - offset)
 		evs = append(evs, ev)
 	}
+}
+
+// Warnings are the lines the tracer wrote on stderr since the last call
+// that say it lost events (ring buffer full, programs skipped or missed):
+// a benchmark must pass them on, or an outlier with nothing to explain it
+// would be read as one nothing disturbed.
+func (r *Run) Warnings() []string {
+	f, err := os.Open(r.errPath)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(r.errRead, io.SeekStart); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(f)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	r.errRead += int64(len(b))
+	var w []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "WARNING") {
+			w = append(w, l)
+		}
+	}
+	return w
 }
 
 // Stop ends the tracer (SIGINT: it reads what is queued, then exits) and

@@ -9,7 +9,8 @@ import (
 
 // fake is an rdmatrace stand-in: it checks its arguments, says it is ready
 // with a clock offset of 1 s, writes two events and a bad line, and exits
-// 0 on SIGINT as rdmatrace does.
+// 0 on SIGINT as rdmatrace does. On stderr: the hooks it attached and a
+// loss warning.
 const fake = `#!/bin/sh
 case "$*" in *"--follow-pid 4242"*) ;; *) echo "no --follow-pid: $*" >&2; exit 3;; esac
 while [ "$1" != "--ready-file" ]; do shift; done
@@ -17,6 +18,8 @@ trap 'exit 0' INT
 echo '{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}'
 echo 'not json'
 echo '{"time":"1970-01-01T00:00:04Z","event":"span","func":"ib_uverbs_reg_mr","pid":6,"comm":"n","dur-us":1.5}'
+echo 'rdmatrace: hooks attached: 2: sched:sched_switch (tp_btf), sched:sched_wakeup (tp_btf)' >&2
+echo 'rdmatrace: WARNING: 3 events dropped (ring buffer full; 3 in all): use a larger --ring-size' >&2
 printf '1\nclock-offset 1000000000\n' > "$2"
 while :; do sleep 0.05; done
 `
@@ -42,6 +45,12 @@ func TestStartReadStop(t *testing.T) {
 	}
 	if again, _, _ := r.Events(); len(again) != 0 {
 		t.Errorf("a second read gave %d events again", len(again))
+	}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0], "3 events dropped") {
+		t.Errorf("warnings %q: want the one loss warning, not the hooks line", w)
+	}
+	if w := r.Warnings(); len(w) != 0 {
+		t.Errorf("a second look gave %q again", w)
 	}
 	dir := r.Dir()
 	if err := r.Stop(); err != nil {

@@ -30,6 +30,7 @@ type traceRequest struct {
 	Perfetto  string  // --perfetto FILE
 	Plot      string  // --plot FILE.svg|.png
 	Factor    float64 // --outlier-factor
+	TraceDir  string  // --trace-dir DIR: keep the tracer's output there
 }
 
 // traceSession is a tracer running beside the benchmark. startTracing
@@ -75,6 +76,7 @@ func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) 
 		return nil, "off", err
 	}
 	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
+	req.TraceDir = c.String("trace-dir")
 	s, err := startTracing(req)
 	if err != nil {
 		if c.Bool("trace") {

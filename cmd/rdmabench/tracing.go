@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,6 +27,7 @@ var tracingFlags = []cli.Flag{
 	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev)"},
 	&cli.StringFlag{Name: "plot", Usage: "draw latency over time with the outliers' causes, and the CDF, to `FILE`.svg or .png (lat)"},
 	&cli.Float64Flag{Name: "outlier-factor", Value: 3, Usage: "a sample is an outlier above max(p99, this × median)"},
+	&cli.StringFlag{Name: "trace-dir", Usage: "keep what the tracer recorded (trace.ndjson, its stderr in trace.err) in `DIR`"},
 }
 
 func init() { startTracing = startSession }
@@ -48,7 +50,12 @@ func startSession(req traceRequest) (traceSession, error) {
 			return nil, err
 		}
 	}
-	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}})
+	if req.TraceDir != "" {
+		if err := os.MkdirAll(req.TraceDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--trace-dir: %w", err)
+		}
+	}
+	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}, Dir: req.TraceDir})
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +69,7 @@ func (s *session) newEvents() ([]rdma.Event, error) {
 	for _, b := range bad {
 		fmt.Fprintf(os.Stderr, "rdmabench: %v\n", b)
 	}
+	s.passWarnings()
 	s.events = append(s.events, evs...)
 	return evs, err
 }
@@ -107,9 +115,18 @@ func (s *session) Ctrl(ops []bench.Op) error {
 	return formats.WriteOpKernelText(s.req.Out, k)
 }
 
+// passWarnings tells, on stderr, what the tracer lost: the outliers of a
+// run that lost events may lack their causes.
+func (s *session) passWarnings() {
+	for _, w := range s.run.Warnings() {
+		fmt.Fprintf(os.Stderr, "rdmabench: the tracer: %s\n", strings.TrimPrefix(w, "rdmatrace: "))
+	}
+}
+
 // Stop ends the tracer, then writes the plot and the Perfetto file if asked.
 func (s *session) Stop() error {
 	err := s.run.Stop()
+	s.passWarnings()
 	if perr := s.writePlot(); perr != nil && err == nil {
 		err = perr
 	}

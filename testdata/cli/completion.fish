@@ -270,4 +270,4 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace; and __fish_seen_sub
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback cm'
+complete -c rdmatrace -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm'
