@@ -12,6 +12,12 @@ TRACE_KERNELS ?= 6.1 6.12
 # Prometheus' scrape, whose kernel side other tests cover on each kernel:
 # they are 8 of CI's minutes (e2e/main_test.go: needFullTier).
 E2E_FULL_KERNELS ?= $(TRACE_KERNELS)
+# Kernels whose guest runs both vCPUs on one host thread (guest/run,
+# RDMATRACE_GUEST_TCG=single): sid's kernel died of a half-patched
+# instruction (Oops: int3 in __schedule) in 2 of 3 boots under
+# multi-threaded TCG. Single-threaded it cannot, and its tests take about
+# a quarter longer; no timing test runs there.
+E2E_TCG_SINGLE ?= sid
 BIN      := bin/rdmatrace
 E2E_BIN  := bin/e2e.test
 FUZZTIME ?= 100000x
@@ -108,13 +114,16 @@ $(E2E_BIN): build $(WORKLOADS)
 
 # The end-to-end tests run inside a qemu guest on each kernel in KERNELS.
 # One kernel, one test: make e2e KERNELS=6.12 E2E_RUN=TestWithRunningWorkloads
+# A guest may run 25 minutes: 6.12's full tier took 14 of 15 here, and the
+# landing CI's machine ran 1.4 times slower.
 e2e: $(E2E_BIN)
 	@set -e; for k in $(KERNELS); do \
 	  case " $(E2E_FULL_KERNELS) " in *" $$k "*) full=1;; *) full=0;; esac; \
-	  echo "== e2e on Debian $$k (full tier: $$full), $$(date -u +%T)"; \
+	  case " $(E2E_TCG_SINGLE) " in *" $$k "*) tcg=single;; *) tcg=multi;; esac; \
+	  echo "== e2e on Debian $$k (full tier: $$full, TCG $$tcg-threaded), $$(date -u +%T)"; \
 	  guest/kmod.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  guest/siw.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
-	  RDMATRACE_E2E_FULL=$$full RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 900 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
+	  RDMATRACE_E2E_FULL=$$full RDMATRACE_GUEST_TCG=$${RDMATRACE_GUEST_TCG:-$$tcg} RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 1500 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	  echo "== e2e on Debian $$k done, $$(date -u +%T)"; \
 	done
 

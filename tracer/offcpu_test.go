@@ -249,3 +249,73 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 	}
 	t.Logf("%.1f ms off CPU, preempted: %s[%d] ran longest, %s[%d] last", float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
 }
+
+// BenchmarkContextSwitch times a round trip between two threads over two
+// pipes (two context switches each, on one CPU) with no tracer, with the
+// scheduler hooks attached following another process (every switch of the
+// machine runs them and is filtered out in BPF), and following this one
+// (each switch records a spell and accounts its runner).
+func BenchmarkContextSwitch(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("loading BPF programs needs root")
+	}
+	for _, c := range []struct {
+		name   string
+		follow int
+	}{{"untraced", -1}, {"other-followed", 1}, {"self-followed", os.Getpid()}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.follow >= 0 {
+				tr, err := Open(Options{RingBytes: 64 << 20, Follow: []uint32{uint32(c.follow)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go tr.Run(ctx, Consumer{Event: func(*rdma.Event) error { return nil }})
+			}
+			var ab, ba [2]int
+			if err := unix.Pipe(ab[:]); err != nil {
+				b.Fatal(err)
+			}
+			if err := unix.Pipe(ba[:]); err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				for _, fd := range []int{ab[0], ab[1], ba[0], ba[1]} {
+					unix.Close(fd)
+				}
+			}()
+			var one unix.CPUSet
+			one.Set(1)
+			done := make(chan struct{})
+			go func() { // the echo thread, on CPU 1
+				runtime.LockOSThread()
+				unix.SchedSetaffinity(0, &one)
+				var buf [1]byte
+				for {
+					if n, _ := unix.Read(ab[0], buf[:]); n != 1 || buf[0] == 0 {
+						close(done)
+						return
+					}
+					unix.Write(ba[1], buf[:])
+				}
+			}()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var was unix.CPUSet
+			unix.SchedGetaffinity(0, &was)
+			unix.SchedSetaffinity(0, &one)
+			defer unix.SchedSetaffinity(0, &was)
+			buf := []byte{1}
+			b.ResetTimer()
+			for range b.N {
+				unix.Write(ab[1], buf)
+				unix.Read(ba[0], buf)
+			}
+			b.StopTimer()
+			unix.Write(ab[1], []byte{0})
+			<-done
+		})
+	}
+}
