@@ -1193,6 +1193,8 @@ struct {
 struct cpu_spell {
 	__u32 tid; /* the waiting thread, 0: none */
 	__u32 longest_pid;
+	__u64 start; /* when its spell began: a thread that left for another CPU
+	              * and comes back here after a later spell is not this one */
 	__u64 since; /* when the current runner got the CPU */
 	__u64 longest; /* ns */
 	char longest_comm[TASK_COMM_LEN];
@@ -1320,6 +1322,7 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 		bpf_map_update_elem(&offcpu_starts, &tid, &o, BPF_ANY);
 		if (cs && o.preempted) {
 			cs->tid = tid;
+			cs->start = now;
 			cs->since = now;
 			cs->longest = 0;
 		}
@@ -1334,7 +1337,7 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 	struct offcpu o = *op;
 	bpf_map_delete_elem(&offcpu_starts, &tid);
 	if (cs && cs->tid == tid) {
-		if (cs->longest) {
+		if (cs->longest && cs->start == o.start) {
 			o.next_pid = cs->longest_pid;
 			__builtin_memcpy(o.next_comm, cs->longest_comm, TASK_COMM_LEN);
 		}

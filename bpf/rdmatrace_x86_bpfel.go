@@ -37,6 +37,7 @@ type RdmatraceCpuSpell struct {
 	_           structs.HostLayout
 	Tid         uint32
 	LongestPid  uint32
+	Start       uint64
 	Since       uint64
 	Longest     uint64
 	LongestComm [16]int8
