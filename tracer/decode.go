@@ -260,8 +260,11 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		if st := int(rec[offNewState]); st < len(rdma.SMCLinkStates) {
 			ev.SMC.State = rdma.SMCLinkStates[st]
 		}
-		lgr := le.Uint64(rec[offSize:])
-		ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(lgr), [2]string{"client", "server"}[lgr>>32&1], true
+		// A link group's id is never 0 (smc numbers them from 256 up, by
+		// 256): 0 is a link the program found no group of.
+		if lgr := le.Uint64(rec[offSize:]); uint32(lgr) != 0 {
+			ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(lgr), [2]string{"client", "server"}[lgr>>32&1], true
+		}
 	case cOffCPU:
 		if !full {
 			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)

@@ -345,4 +345,8 @@ func TestDecodeSMCLink(t *testing.T) {
 	if err := d.Decode(rec, &ev); err != nil || ev.Kind != rdma.EvSMCLinkDestroy || ev.SMC.Role != "client" || ev.SMC.LGR != 0x200 {
 		t.Errorf("smc-link-destroy: %v, %+v", err, ev)
 	}
+	le.PutUint64(rec[offSize:], 0) // no link group read
+	if err := d.Decode(rec, &ev); err != nil || ev.SMC.HasLGR || strings.Contains(string(formats.AppendJSON(nil, formats.EventObject(&ev))), "lgr-id") {
+		t.Errorf("a link without its group: %v, %+v", err, ev)
+	}
 }

@@ -39,6 +39,10 @@ type Run struct {
 	offset  int64  // its clock: wall - monotonic ns
 	read    int64  // bytes of out already turned into events
 	errRead int64  // bytes of its stderr already looked at for warnings
+	// final are the warnings Stop read before removing the directory
+	// (the tracer's loss summary comes as it exits).
+	final   []string
+	stopped bool
 	done    chan error
 }
 
@@ -209,6 +213,11 @@ func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, er
 // a benchmark must pass them on, or an outlier with nothing to explain it
 // would be read as one nothing disturbed.
 func (r *Run) Warnings() []string {
+	if r.stopped {
+		w := r.final
+		r.final = nil
+		return w
+	}
 	f, err := os.Open(r.errPath)
 	if err != nil {
 		return nil
@@ -251,6 +260,7 @@ func (r *Run) Stop() error {
 	if errors.As(err, &ee) {
 		err = fmt.Errorf("rdmatrace: %v: %s", err, r.stderrLine())
 	}
+	r.final, r.stopped = r.Warnings(), true
 	if r.tmp {
 		os.RemoveAll(r.dir)
 	}

@@ -14,7 +14,7 @@ import (
 const fake = `#!/bin/sh
 case "$*" in *"--follow-pid 4242"*) ;; *) echo "no --follow-pid: $*" >&2; exit 3;; esac
 while [ "$1" != "--ready-file" ]; do shift; done
-trap 'exit 0' INT
+trap 'echo "rdmatrace: WARNING: the kernel skipped 2 runs of its programs" >&2; exit 0' INT
 echo '{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}'
 echo 'not json'
 echo '{"time":"1970-01-01T00:00:04Z","event":"span","func":"ib_uverbs_reg_mr","pid":6,"comm":"n","dur-us":1.5}'
@@ -55,6 +55,9 @@ func TestStartReadStop(t *testing.T) {
 	dir := r.Dir()
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0], "skipped 2 runs") {
+		t.Errorf("warnings after Stop %q: want the one the tracer wrote as it exited", w)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s left behind", dir)
