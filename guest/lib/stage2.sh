@@ -7,12 +7,6 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-# The sched events the kernel command line enabled (guest/run) keep their
-# tracepoints on; nothing needs what they record: recording off, and what
-# the boot recorded dropped (trace_pipe is then empty, as the tests that
-# read it expect).
-echo 0 >/sys/kernel/tracing/tracing_on 2>/dev/null
-: >/sys/kernel/tracing/trace 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
