@@ -25,10 +25,9 @@ const pinDir = "/sys/fs/bpf"
 // as the suite ended was itself such a switch, and killed 6.12's and
 // sid's guests after their last test had passed (the whole kernel's
 // tests then ran again). Switching them on at boot instead
-// (trace_event=, recording off) was tried and left: with the ftrace probe
-// on every context switch, ib_write_lat ran about a quarter slower than
-// rdmabench on 6.12 in both runs tried (3 of 4 rounds outside 0.8-1.25).
-// Hardware patches its text coherently; the pin keeps the emulator's
+// (trace_event=, recording off) was tried and left untested: a CI with it
+// failed on 6.12's ib_write_lat ratio, which then proved as unsteady
+// without it (below 0.8 in a first round both ways). Hardware patches its text coherently; the pin keeps the emulator's
 // weakness out of what the tests test.
 func pinSchedTracepoints() error {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
