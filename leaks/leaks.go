@@ -68,7 +68,8 @@ func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
 	f := &rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
 	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Res == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
-		f.Res.SMC = rdma.SMCLink{LGR: l.LGR, Role: l.Role, ID: l.ID, HasLGR: l.HasLGR}
+		l.State = "" // the link's state when it was made, not now
+		f.Res.SMC = l
 	}
 	w.emit(f)
 }

@@ -149,10 +149,10 @@ func portHolders(e *rdma.Event) []string {
 		}
 		return in
 	}
-	in := onPort(holderInputs.get(func(all ports.Input) bool {
-		in := onPort(all)
-		return len(in.Sockets)+len(in.CMIDs) > 0
-	}))
+	in := onPort(holderInputs.get(false))
+	if len(in.Sockets)+len(in.CMIDs) == 0 { // a holder newer than the dump?
+		in = onPort(holderInputs.get(true))
+	}
 	var comms proc.CommCache
 	for _, h := range ports.Holders(ports.Join(in, &comms), "tcp", e.Src) {
 		who := ports.Owner(&h)
@@ -185,13 +185,13 @@ type dumpCache struct {
 	dumps int // how many it made (for tests)
 }
 
-// get returns the last dump if it is younger than reuse and answers (has
-// says so), or younger than least; else a new one.
-func (c *dumpCache) get(has func(ports.Input) bool) ports.Input {
+// get returns the last dump if it is younger than least, or younger than
+// reuse when the caller does not need a fresher one; else a new dump.
+func (c *dumpCache) get(fresher bool) ports.Input {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	age := c.now().Sub(c.at)
-	if c.dumps > 0 && age >= 0 && (age < c.least || age < c.reuse && has(c.in)) {
+	if c.dumps > 0 && age >= 0 && (age < c.least || !fresher && age < c.reuse) {
 		return c.in
 	}
 	c.in, _ = c.gather() // what could be read; a holder not found is shown as none
