@@ -7,7 +7,9 @@
 //     "infiniband DEV: BUG: RESTRACK detected leak of resources");
 //   - the bare WARNING at drivers/infiniband/core/restrack.c that newer
 //     kernels (and Debian's 6.1 and 6.12, with the backport) print instead,
-//     one per type still tracked, without names;
+//     one per type still tracked, without names (its first line in both
+//     forms: "WARNING: CPU: N PID: P at FILE:LINE FUNC", and on newer kernels
+//     (sid's 7.2 here) "WARNING: FILE:LINE at FUNC, CPU#N: COMM/PID");
 //   - rxe's WARNING at rxe_pool.c (its own objects left at dealloc);
 //   - hung-task reports whose stack is inside a device unregistration
 //     (ib_uverbs_remove_one waiting for processes to close their files).
@@ -44,12 +46,16 @@ var (
 	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.,+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|` +
 		`[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+|\[\s*\d+\.\d+\]|\d+\.\d+)) \S+ kernel: `)
 
-	warning  = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
-	cpuComm  = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
-	frame    = regexp.MustCompile(`^\s*()([A-Za-z0-9_.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[([A-Za-z0-9_]+)\])?\s*$`)
-	hung     = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
-	bugLeak  = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
-	notFreed = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
+	warning = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
+	// Newer kernels (sid's 7.2 here): "WARNING: FILE:LINE at FUNC+0x../0x..
+	// [MOD], CPU#N: COMM/PID"; the comm may hold any character, the pid
+	// is after its last slash.
+	warningComm = regexp.MustCompile(`^WARNING: (\S+:\d+) at ([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[[A-Za-z0-9_]+\])?, CPU#\d+: (.*)/(\d+)\s*$`)
+	cpuComm     = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
+	frame       = regexp.MustCompile(`^\s*()([A-Za-z0-9_.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[([A-Za-z0-9_]+)\])?\s*$`)
+	hung        = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
+	bugLeak     = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
+	notFreed    = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
 )
 
 // rdmaWaits are the functions a blocked unregistration waits in, innermost
@@ -228,26 +234,27 @@ func (r *Reader) feed(line string) {
 		r.start(0, stamp, secs, hasSecs) // its kind comes with the WARNING line
 		return
 	case strings.HasPrefix(trimmed, "WARNING: "):
-		m := warning.FindStringSubmatch(trimmed)
+		var pid, loc, fn, task string
+		if m := warning.FindStringSubmatch(trimmed); m != nil {
+			pid, loc, fn = m[1], m[2], m[3]
+		} else if m := warningComm.FindStringSubmatch(trimmed); m != nil {
+			loc, fn, task, pid = m[1], m[2], m[3], m[4]
+		}
 		rep := r.cur
 		if rep == nil || rep.Kind != 0 {
 			rep = r.start(0, stamp, secs, hasSecs) // a WARNING without its cut-here line
 		}
-		if m == nil {
-			r.cur = nil
-			return
-		}
 		switch {
-		case strings.Contains(m[2], "infiniband/core/restrack.c"):
+		case strings.Contains(loc, "infiniband/core/restrack.c"):
 			rep.Kind = rdma.KernRestrackWarning
-		case strings.Contains(m[2], "infiniband/sw/rxe/rxe_pool.c"):
+		case strings.Contains(loc, "infiniband/sw/rxe/rxe_pool.c"):
 			rep.Kind = rdma.KernDriverWarning
 		default:
-			r.cur = nil // not about RDMA resources
+			r.cur = nil // not about RDMA resources, or a form not known
 			return
 		}
-		rep.PID, _ = strconv.Atoi(m[1])
-		rep.Location, rep.Function = m[2], m[3]
+		rep.PID, _ = strconv.Atoi(pid)
+		rep.Location, rep.Function, rep.Task = loc, fn, task
 		return
 	case strings.HasPrefix(trimmed, "INFO: task "):
 		if m := hung.FindStringSubmatch(trimmed); m != nil {

@@ -60,7 +60,8 @@ func render(r *Reader) string {
 
 // TestGoldens reads every log of testdata/kernlog: the debian-* ones are
 // real (the leaking test module's unregistration on 6.1 and 6.12, from
-// e2e TestLeaksNamesWhatAKernelModuleLeft; a hung `rdma link delete` on
+// e2e TestLeaksNamesWhatAKernelModuleLeft, and on sid's 7.2 with the
+// newer WARNING line; a hung `rdma link delete` on
 // 6.1, saved from a guest run); journal.txt and dmesg-T.txt are the 6.12 one
 // in those forms; named-restrack.dmesg is written after the kernel's
 // format strings (restrack.c before 6.10, syzbot's caller ids), as no
@@ -89,7 +90,7 @@ func TestGoldens(t *testing.T) {
 // restrack.c WARNINGs (PD, CQ, QP) by the `rdma` task, and the rxe pool
 // ones, with the frames that show it was an unregistration.
 func TestEachWarningIsOneReport(t *testing.T) {
-	for _, k := range []string{"6.1", "6.12"} {
+	for _, k := range []string{"6.1", "6.12", "sid-7.2"} {
 		data, err := os.ReadFile(filepath.Join("..", "testdata", "kernlog", "debian-"+k+"-kmod-leak.dmesg"))
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +144,28 @@ func TestHostileInput(t *testing.T) {
 	}
 	if reps != 1 || len(errs) != 2 || !strings.HasPrefix(errs[0], "bad:2: expected a line of at most") || !strings.HasPrefix(errs[1], "bad:6: expected the call trace and end of the hung-unregister report of line 3") {
 		t.Errorf("%d reports, errors %q", reps, errs)
+	}
+}
+
+// TestWarningWithCommTakesThePIDAfterTheLastSlash: on newer kernels the WARNING
+// line ends "CPU#N: COMM/PID", and a comm may hold slashes, commas and
+// what looks like that ending.
+func TestWarningWithCommTakesThePIDAfterTheLastSlash(t *testing.T) {
+	in := "------------[ cut here ]------------\n" +
+		"WARNING: drivers/infiniband/core/restrack.c:52 at rdma_restrack_clean+0x4d/0x60 [ib_core], CPU#1: a/b, CPU#2: x/77\n" +
+		"---[ end trace 0000000000000000 ]---\n" +
+		"WARNING: fs/inode.c:1 at iput+0x1/0x2, CPU#0: sh/5\n"
+	r := NewReader(strings.NewReader(in), "comm")
+	rep, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Kind != rdma.KernRestrackWarning || rep.Task != "a/b, CPU#2: x" || rep.PID != 77 ||
+		rep.Location != "drivers/infiniband/core/restrack.c:52" || rep.Function != "rdma_restrack_clean" {
+		t.Errorf("%+v", rep)
+	}
+	if rep, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("a WARNING not about RDMA gave %+v, %v", rep, err)
 	}
 }
 
