@@ -13,19 +13,23 @@ module_build_env() {
 	linux_headers "$kdir" "$kver"
 }
 
+# What kbuild says because modules are built without BTF on purpose.
+kbuild_noise='Skipping BTF generation|pahole version differs|The kernel was built with: |You are using: +[0-9]'
+
 # kbuild NAME BUILD WHYFILE [MAKEVAR=VALUE...]: make the module in BUILD
 # without BTF (it would need pahole and a vmlinux the headers lack); when
 # it cannot be built, say why in WHYFILE (the test that needs it skips
 # with that) and exit 3.
-# What kbuild says because modules are built without BTF on purpose.
-kbuild_noise='Skipping BTF generation|pahole version differs|The kernel was built with: |You are using: +[0-9]'
 kbuild() {
 	local name=$1 build=$2 whyfile=$3
 	shift 3
 	kbuild_cc
 	local make=(make -s -C "$hsrc" M="$build" "${ccopt[@]}" CONFIG_DEBUG_INFO_BTF_MODULES= "$@" modules)
-	local with="the host's gcc $(gcc -dumpversion)"
-	if [ -n "$troot" ]; then
+	local with hostcc=${cc:-gcc}
+	[ ${#ccopt[@]} = 0 ] || hostcc=gcc
+	if [ -z "$troot" ]; then
+		with="the host's $hostcc $($hostcc -dumpversion)"
+	else
 		with="$cc from Debian's $series, unpacked in $troot"
 		# A private mount namespace: the bind mounts go when make ends.
 		make=(unshare --mount --propagation private sh -c '
@@ -77,7 +81,8 @@ linux_headers() {
 # (5.10 builds with bookworm's gcc 12); else, for a kernel whose compiler
 # is newer than the host's (sid's flags need gcc 16, its kbuild tools a
 # newer glibc), that compiler from the kernel's own suite, unpacked into a
-# root to chroot into (toolchain_root): troot.
+# root to chroot into (toolchain_root): troot. Only sid's is known: the
+# package names toolchain_root asks for are trixie's and later.
 kbuild_cc() {
 	cc=$(sed -n 's/^CC = .*)\(gcc-[0-9]*\)$/\1/p' "$hsrc/.kernelvariables" 2>/dev/null)
 	ccopt=() troot=
@@ -122,8 +127,8 @@ toolchain_root() {
 	flock -u 7
 }
 
-# unbuildable_why LOG: one line on why make failed (sid's kbuild tools are
-# linked against a newer glibc than the host's, and its flags need a newer gcc).
+# unbuildable_why LOG: one line on why make failed: a kbuild tool linked
+# against a newer glibc, a flag of a newer gcc, or the compiler's first error.
 unbuildable_why() {
-	grep -m1 -oE "version \`GLIBC_[0-9.]+' not found|unrecognized command-line option [^;]*" "$1" || echo "make failed"
+	grep -m1 -oE "version \`GLIBC_[0-9.]+' not found|unrecognized command-line option [^;]*|[^ ]+:[0-9]+:[0-9]+: error: .*" "$1" || echo "make failed"
 }
