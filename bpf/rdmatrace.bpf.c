@@ -1189,7 +1189,8 @@ struct {
  * one preempted spell per CPU. Who ran first is often a short kworker or
  * the tracer's reader, and who ran last the same: a hog that took the CPU
  * in between was named by neither (seen on 6.12 under qemu). A thread
- * switched back in on another CPU (not pinned) keeps the first runner. */
+ * switched back in on another CPU (not pinned) keeps the first runner, as
+ * does a spell that began while another one held the slot. */
 struct cpu_spell {
 	__u32 tid; /* the waiting thread, 0: none */
 	__u32 longest_pid;
@@ -1320,7 +1321,17 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 		o.next_pid = BPF_CORE_READ(next, pid);
 		BPF_CORE_READ_STR_INTO(&o.next_comm, next, comm);
 		bpf_map_update_elem(&offcpu_starts, &tid, &o, BPF_ANY);
-		if (cs && o.preempted) {
+		/* The slot is this spell's unless another followed thread's
+		 * spell still holds it here: the longer spell keeps its count (a
+		 * thread of a followed process preempted while its sibling
+		 * waited made the sibling's spell name its first runner). */
+		int held = 0;
+		if (cs && o.preempted && cs->tid && cs->tid != tid) {
+			__u32 waiting = cs->tid;
+			struct offcpu *w = bpf_map_lookup_elem(&offcpu_starts, &waiting);
+			held = w && w->preempted && w->start == cs->start;
+		}
+		if (cs && o.preempted && !held) {
 			cs->tid = tid;
 			cs->start = now;
 			cs->since = now;

@@ -1,11 +1,15 @@
 package tracer
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -100,8 +104,9 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 func gettid() int { return unix.Gettid() }
 
 // runnersEnv makes the test binary the helper of
-// TestOffCPUNamesTheLongestRunner (TestMain): three SCHED_FIFO threads on
-// one CPU that run 3, 60 and 3 ms in a row.
+// TestOffCPUNamesTheLongestRunner (TestMain): a thread that spins on one
+// CPU, and three SCHED_FIFO threads that take that CPU for 3, 60 and 3 ms
+// in a row.
 const runnersEnv = "RDMATRACE_TEST_RUNNERS_CPU"
 
 func TestMain(m *testing.M) {
@@ -111,20 +116,63 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runRunners pins three threads to cpu at SCHED_FIFO priorities 3, 2 and
-// 1, named first, hog and last, each blocked on a pipe; then wakes all
-// three at once from another CPU. The highest runs first: a spell of a
-// thread pinned there sees first (3 ms), hog (60 ms), last (3 ms).
+// nanotime is the runtime's clock. It is nosplit: a loop that calls it
+// gives the Go scheduler no point to preempt it at, where time.Now would.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// runRunners runs, with GODEBUG=asyncpreemptoff=1 and no GC, so that the
+// Go runtime never stops a spinning thread to reschedule it (a locked
+// thread then sleeps until another thread hands its goroutine back: a
+// spell cut in two, or a sleep instead of a preemption):
+//   - spinner, pinned to cpu at SCHED_OTHER, spinning until the end; it
+//     prints "spinner TID" and waits for a line on stdin;
+//   - first, hog and last, pinned to cpu at SCHED_FIFO priorities 3, 2 and
+//     1, each blocked on a pipe, then woken at once from another CPU. The
+//     highest runs first: spinner's spell sees first (3 ms), hog (60 ms),
+//     last (3 ms).
 func runRunners(cpuArg string) int {
 	var cpu int
 	if _, err := fmt.Sscan(cpuArg, &cpu); err != nil {
 		return 2
 	}
+	debug.SetGCPercent(-1)
+	// A P for each spinning thread and for the waker: with as many Ps as
+	// CPUs, the waker's write of hog's pipe waited for first to end.
+	runtime.GOMAXPROCS(8)
 	runtime.LockOSThread() // the waker stays off cpu
 	var set unix.CPUSet
 	set.Set(1 - cpu)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		fmt.Fprintln(os.Stderr, "waker affinity:", err)
+		return 1
+	}
+	pin := func(name string) error {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return err
+		}
+		return unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(name), 0)[0])), 0, 0, 0)
+	}
+	var quit atomic.Uint32
+	spinning, spun := make(chan error), make(chan struct{})
+	var spinner int
+	go func() {
+		runtime.LockOSThread()
+		spinner = unix.Gettid()
+		err := pin("spinner")
+		spinning <- err
+		if err != nil {
+			return
+		}
+		for quit.Load() == 0 {
+		}
+		close(spun)
+	}()
+	if err := <-spinning; err != nil {
+		fmt.Fprintln(os.Stderr, "spinner:", err)
 		return 1
 	}
 	type runner struct {
@@ -142,14 +190,11 @@ func runRunners(cpuArg string) int {
 		}
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			var set unix.CPUSet
-			set.Set(cpu)
-			err := unix.SchedSetaffinity(0, &set)
+			err := pin(r.name)
 			if err == nil {
-				err = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(r.name), 0)[0])), 0, 0, 0)
-			}
-			if err == nil {
-				err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: r.prio}, 0)
+				// Reset on fork: a thread the Go runtime starts from this
+				// one is not real-time (its CPU is still this one).
+				err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: r.prio, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 			}
 			ready <- err
 			if err != nil {
@@ -157,7 +202,7 @@ func runRunners(cpuArg string) int {
 			}
 			var b [1]byte
 			unix.Read(r.fds[0], b[:]) // blocked in the kernel until the waker writes
-			for end := time.Now().Add(r.spin); time.Now().Before(end); {
+			for end := nanotime() + int64(r.spin); nanotime() < end; {
 			}
 			done <- struct{}{}
 		}()
@@ -166,6 +211,11 @@ func runRunners(cpuArg string) int {
 			return 1
 		}
 	}
+	fmt.Printf("spinner %d\n", spinner)
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "waiting for go:", err)
+		return 1
+	}
 	time.Sleep(20 * time.Millisecond) // all three asleep in read
 	for _, r := range rs {
 		unix.Write(r.fds[1], []byte{1})
@@ -173,6 +223,9 @@ func runRunners(cpuArg string) int {
 	for range rs {
 		<-done
 	}
+	time.Sleep(20 * time.Millisecond) // spinner runs again: its spell ends
+	quit.Store(1)
+	<-spun
 	return 0
 }
 
@@ -180,7 +233,13 @@ func runRunners(cpuArg string) int {
 // CPU; three real-time threads of another process take that CPU in a row
 // for 3, 60 and 3 ms. Its spell must name the one that ran 60 ms (hog),
 // not the first nor the last: on 6.12 a hog that ran between a kworker
-// and the tracer's reader went unnamed.
+// and the tracer's reader went unnamed. All four threads are the helper
+// process's, where the Go runtime cannot preempt them (runRunners): with
+// the spinner in this test's process, the runtime's preemptions could make
+// a 60 ms spell two, or a sleep (CI failed once so, 2026-11-26, on a busy
+// machine). The runners are followed too, as siblings in a traced program
+// are: one preempted inside the spinner's spell must not take its count
+// (it did: 6 of 6 runs named first, before the BPF kept the slot).
 func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading BPF programs needs root (CI runs as root)")
@@ -190,48 +249,56 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
 	}
 	const cpu = 1
+	// Following this process attaches the scheduler hooks; the helper is
+	// followed once it runs.
 	tr, err := Open(Options{RingBytes: 1 << 20, Follow: []uint32{uint32(os.Getpid())}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	tid, stop := make(chan int, 1), make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var was, one unix.CPUSet
-		unix.SchedGetaffinity(0, &was)
-		one.Set(cpu)
-		unix.SchedSetaffinity(0, &one)
-		defer unix.SchedSetaffinity(0, &was)
-		tid <- gettid()
-		for {
-			select {
-			case <-stop:
-				close(finished)
-				return
-			default:
-			}
-		}
-	}()
-	spinner := <-tid
 	helper := exec.Command(os.Args[0])
-	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%d", runnersEnv, cpu))
-	out, err := helper.CombinedOutput()
-	stopped := Mono()
-	close(stop)
-	<-finished
+	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%d", runnersEnv, cpu), "GODEBUG=asyncpreemptoff=1")
+	var stderr bytes.Buffer
+	helper.Stderr = &stderr
+	stdin, err := helper.StdinPipe()
 	if err != nil {
-		t.Fatalf("runners: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var spells []rdma.Event
+	stdout, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var spinner int
+	if _, err := fmt.Fscanf(stdout, "spinner %d\n", &spinner); err != nil {
+		stdin.Close()
+		helper.Wait()
+		t.Fatalf("helper: %v: %s", err, stderr.String())
+	}
+	if err := tr.Follow(uint32(helper.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	began := Mono()
+	fmt.Fprintln(stdin, "go")
+	err = helper.Wait()
+	stopped := Mono()
+	if err != nil {
+		t.Fatalf("runners: %v: %s", err, stderr.String())
+	}
+	var spells, all []rdma.Event
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	err = tr.Run(ctx, Consumer{Event: func(ev *rdma.Event) error {
-		// Preempted while it spun: after the spin, the idle thread's sleep
-		// is a spell too.
-		if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == spinner && ev.Dur >= 50e6 && ev.Has(rdma.EvPreempted) && ev.Mono < stopped {
+		if ev.Kind != rdma.EvOffCPU || int(ev.Owner.PID) != helper.Process.Pid || ev.Mono < began || ev.Mono >= stopped {
+			return nil
+		}
+		all = append(all, *ev)
+		if int(ev.Owner.TID) != spinner {
+			return nil
+		}
+		if ev.Dur >= 50e6 && ev.Has(rdma.EvPreempted) {
 			spells = append(spells, *ev)
 		}
 		return nil
@@ -239,13 +306,24 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	logAll := func() {
+		for _, ev := range all {
+			if int(ev.Owner.TID) == spinner && ev.Dur < 1e6 {
+				continue // the spinner's many short spells
+			}
+			t.Logf("spell of %s[%d] at +%.2f ms: %.2f ms, preempted %v, %s[%d] ran longest, %s[%d] last", ev.Owner.Comm, ev.Owner.TID,
+				float64(ev.Mono-began)/1e6, float64(ev.Dur)/1e6, ev.Has(rdma.EvPreempted), ev.Next.Comm, ev.Next.TID, ev.Actor.Comm, ev.Actor.TID)
+		}
+	}
 	if len(spells) != 1 {
-		t.Fatalf("%d preempted off-cpu spells of 50 ms or more of the spinning thread %d, want 1: %+v", len(spells), spinner, spells)
+		logAll()
+		t.Fatalf("%d preempted off-cpu spells of 50 ms or more of the spinning thread %d, want 1", len(spells), spinner)
 	}
 	s := spells[0]
-	if s.Next.Comm != "hog" || !s.Has(rdma.EvPreempted) {
-		t.Errorf("a %.1f ms spell names %s[%d] (last %s[%d]), preempted %v: want hog, preempted",
-			float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID, s.Has(rdma.EvPreempted))
+	if s.Next.Comm != "hog" {
+		logAll()
+		t.Errorf("a %.1f ms spell names %s[%d] (last %s[%d]): want hog",
+			float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
 	}
 	t.Logf("%.1f ms off CPU, preempted: %s[%d] ran longest, %s[%d] last", float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
 }
