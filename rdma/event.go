@@ -148,7 +148,7 @@ type Event struct {
 	Dur  uint64 // ns (EvHasDur)
 	Size uint64 // bytes (EvHasSize)
 	Wait uint64 // EvOffCPU: ns from its wakeup to running again (0: unknown)
-	Next Owner  // EvOffCPU: the task that ran in its place (tid and comm; tid 0 is the idle task): the longest runner of a spell preempted and resumed on one CPU, else the first
+	Next Owner  // EvOffCPU: the task that ran in its place (tid and comm; tid 0 is the idle task): the longest runner of a spell preempted and resumed on one CPU that no sibling's spell was counting on, else the first
 
 	// Holders are who held the port of an EvPortBusy when it was
 	// reported ("rping[172] iwarp LISTEN 10.99.1.1:7400"); nil when not
