@@ -27,8 +27,9 @@ const pinDir = "/sys/fs/bpf"
 // tests then ran again). Switching them on at boot instead
 // (trace_event=, recording off) was tried and left untested: a CI with it
 // failed on 6.12's ib_write_lat ratio, which then proved as unsteady
-// without it (below 0.8 in a first round both ways). Hardware patches its text coherently; the pin keeps the emulator's
-// weakness out of what the tests test.
+// without it (below 0.8 in a first round both ways). Hardware patches its
+// text coherently; the pin keeps the emulator's weakness out of what the
+// tests test.
 func pinSchedTracepoints() error {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "e2e_sched_pin", Type: ebpf.RawTracepoint, License: "GPL",
