@@ -21,7 +21,10 @@ E2E_FULL_KERNELS ?= $(TRACE_KERNELS)
 E2E_TCG_SINGLE ?= sid
 BIN      := bin/rdmatrace
 E2E_BIN  := bin/e2e.test
+# make fuzz: every target for FUZZTIME inputs; make test runs a smoke of
+# FUZZSMOKE inputs a target (the corpora's regressions run in unit too).
 FUZZTIME ?= 100000x
+FUZZSMOKE ?= 10000x
 # Minimizing a new input runs it up to 60 s by default: the log and recording
 # readers spent their whole budget on it (11 and 91 inputs in 30 s).
 FUZZMINTIME ?= 1000x
@@ -31,7 +34,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build arm64 check unit fuzz e2e test capture generate bench demo clean man install image
+.PHONY: all build arm64 check unit fuzz fuzz-smoke e2e test capture generate bench demo clean man install image
 
 all: build
 
@@ -128,7 +131,10 @@ e2e: $(E2E_BIN)
 	  echo "== e2e on Debian $$k done, $$(date -u +%T)"; \
 	done
 
-test: unit fuzz e2e
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSMOKE)
+
+test: unit fuzz-smoke e2e
 
 # Re-record the netlink replies and iproute2's output that the replay unit
 # tests use (testdata/netlink/KERNEL), from a guest running real workloads.
@@ -151,11 +157,15 @@ out/%: guest/workloads/%.c
 	guest/setup-host.sh
 	mkdir -p out && gcc -O2 -Wall -o $@ $< -libverbs
 
-bench: build $(WORKLOADS)
+# Measurements: Go benchmarks, then in the guest the netlink and tracer
+# scripts and the e2e measurements (RDMATRACE_E2E_BENCH=1: the tracer's
+# cost on rdmabench), which the landing path (make test) skips.
+bench: build $(WORKLOADS) $(E2E_BIN)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@set -e; for k in $(TRACE_KERNELS); do \
 	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
 	  guest/run -k $$k -t 1200 -o out/bench-trace-$$k -- guest/bench-trace.sh $(BIN) out/churn; \
+	  RDMATRACE_E2E_BENCH=1 guest/run -k $$k -t 1200 -o out/bench-e2e-$$k -- $(E2E_BIN) -test.v -test.run 'TestBenchTracerCost' -rdmatrace $(BIN); \
 	done
 
 # The container image of deploy/container (buildah, as Debian packages it;

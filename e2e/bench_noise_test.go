@@ -382,7 +382,7 @@ func spellsIn(dir string, v interval) string {
 // BENCHMARKS.md's; soft-RoCE under TCG, where the tracer's reader competes
 // for the 2 vCPUs that both ends busy-poll on, is not where it is judged.
 func TestBenchTracerCost(t *testing.T) {
-	needFullTier(t)
+	needBenchRun(t)
 	needDevice(t)
 	needModuleBTF(t)
 	var ratios []float64
