@@ -1,4 +1,4 @@
-package ports
+package ports_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/ports"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/sockdiag"
 )
@@ -58,9 +59,9 @@ const (
 // python3 on 7400 and a siw cm_id bound to 7400 that has no socket yet; an
 // rping on rxe0 next to a TCP listener on 7420 (no conflict on RoCE); a
 // TIME-WAIT left by an earlier run; sshd (with an escape in its name) on 22.
-func input() Input {
+func input() ports.Input {
 	cmListen, cmConnect, cmBound := cmState("LISTEN"), cmState("CONNECT"), cmState("ADDR_BOUND")
-	return Input{
+	return ports.Input{
 		IWarp: map[string]bool{"siw0": true},
 		Sockets: []sockdiag.Socket{
 			sock("tcp", "10.99.0.1:7300", "0.0.0.0:0", listen, 6881),
@@ -94,23 +95,23 @@ func cmState(s string) rdma.CMState {
 
 var procs = fakeProcs{owners: map[uint64]uint32{7001: 300, 7002: 300, 50: 301, 9001: 300}}
 
-func render(t *testing.T, rows []Row, cs []Conflict) []byte {
+func render(t *testing.T, rows []ports.Row, cs []ports.Conflict) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	if err := Table(rows).Render(&out); err != nil {
+	if err := formats.HolderTable(rows).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString("\n")
 	for i := range rows {
-		out.Write(formats.AppendJSON(nil, Object(&rows[i])))
+		out.Write(formats.AppendJSON(nil, formats.HolderObject(&rows[i])))
 		out.WriteString("\n")
 	}
 	out.WriteString("\n")
-	if err := ConflictTable(cs).Render(&out); err != nil {
+	if err := formats.ConflictTable(cs).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	for i := range cs {
-		out.Write(formats.AppendJSON(nil, ConflictObject(&cs[i])))
+		out.Write(formats.AppendJSON(nil, formats.ConflictObject(&cs[i])))
 		out.WriteString("\n")
 	}
 	return out.Bytes()
@@ -120,8 +121,8 @@ func render(t *testing.T, rows []Row, cs []Conflict) []byte {
 // ID with no socket is an iWARP row of its own; the RoCE ID is marked as
 // no host port; sockets keep their processes; nothing is listed twice.
 func TestJoinGolden(t *testing.T) {
-	rows := Join(input(), procs)
-	cs := Conflicts(rows)
+	rows := ports.Join(input(), procs)
+	cs := ports.Conflicts(rows)
 	out := render(t, rows, cs)
 	golden.Check(t, filepath.Join("..", "testdata", "ports", "join.golden"), out)
 	if bytes.Contains(out, []byte{0x1b}) {
@@ -129,10 +130,10 @@ func TestJoinGolden(t *testing.T) {
 	}
 	iw := 0
 	for _, r := range rows {
-		if r.Stack == StackIWarp && r.Inode != 0 {
+		if r.Stack == ports.StackIWarp && r.Inode != 0 {
 			iw++
 			if r.Comm != "rping" || (r.PID != 172 && r.PID != 175) {
-				t.Errorf("iWARP socket %v -> %v, want rping's", r.Src, Owner(&r))
+				t.Errorf("iWARP socket %v -> %v, want rping's", r.Src, ports.Owner(&r))
 			}
 		}
 	}
@@ -143,7 +144,7 @@ func TestJoinGolden(t *testing.T) {
 		t.Errorf("%d rows, want 9 sockets + 2 IDs without a socket", len(rows))
 	}
 	for _, r := range rows {
-		if r.Src.Port() == 40000 && (r.Stack != StackSMC || r.PID != 300) {
+		if r.Src.Port() == 40000 && (r.Stack != ports.StackSMC || r.PID != 300) {
 			t.Errorf("the SMC socket's CLC socket: %+v, want stack smc, python3's", r)
 		}
 	}
@@ -153,7 +154,7 @@ func TestJoinGolden(t *testing.T) {
 // (real), rxe's listener against python3's on 7420 (not real); never
 // siw's listener against its own socket, nor anything against TIME-WAIT.
 func TestConflicts(t *testing.T) {
-	cs := Conflicts(Join(input(), procs))
+	cs := ports.Conflicts(ports.Join(input(), procs))
 	if len(cs) != 2 {
 		t.Fatalf("%d conflicts, want 2: %+v", len(cs), cs)
 	}
@@ -175,7 +176,7 @@ func TestConflicts(t *testing.T) {
 
 // What a bind or listen that got EADDRINUSE ran into.
 func TestHolders(t *testing.T) {
-	rows := Join(input(), procs)
+	rows := ports.Join(input(), procs)
 	for _, tc := range []struct {
 		addr string
 		want []string
@@ -186,26 +187,11 @@ func TestHolders(t *testing.T) {
 		{"10.99.0.1:9", nil},
 	} {
 		var got []string
-		for _, h := range Holders(rows, "tcp", ap(tc.addr)) {
-			got = append(got, Owner(&h))
+		for _, h := range ports.Holders(rows, "tcp", ap(tc.addr)) {
+			got = append(got, ports.Owner(&h))
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("Holders(%s) = %v, want %v", tc.addr, got, tc.want)
-		}
-	}
-}
-
-func TestOverlaps(t *testing.T) {
-	a := netip.MustParseAddr
-	for _, tc := range []struct {
-		x, y string
-		want bool
-	}{
-		{"10.0.0.1", "10.0.0.1", true}, {"10.0.0.1", "10.0.0.2", false}, {"0.0.0.0", "10.0.0.2", true},
-		{"::", "10.0.0.2", true}, {"0.0.0.0", "fe80::1", false}, {"::ffff:10.0.0.1", "10.0.0.1", true},
-	} {
-		if got := overlaps(a(tc.x), a(tc.y)); got != tc.want {
-			t.Errorf("overlaps(%s, %s) = %v", tc.x, tc.y, got)
+			t.Errorf("ports.Holders(%s) = %v, want %v", tc.addr, got, tc.want)
 		}
 	}
 }

@@ -3,10 +3,8 @@ package ports
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/smcnl"
 	"github.com/rdmatrace/rdmatrace/sockdiag"
@@ -63,82 +61,8 @@ func smcQPs(qps []rdma.Resource, dev string, port uint8) []rdma.Resource {
 	return out
 }
 
-// lgrID writes a link group id as smc-tools does.
-func lgrID(id uint32) string { return fmt.Sprintf("%08x", id) }
-
-// SMCObject is an SMC socket with smc-tools' smcss names where they exist.
-func SMCObject(r *SMCRow) formats.Object {
-	o := formats.Object{
-		{Key: "src-addr", Kind: formats.Str, Str: formats.IPRouteAddr(r.Src.Addr().String(), r.Src.Port())},
-		{Key: "dst-addr", Kind: formats.Str, Str: formats.IPRouteAddr(r.Dst.Addr().String(), r.Dst.Port())},
-		{Key: "state", Kind: formats.Str, Str: r.State.String()},
-		{Key: "mode", Kind: formats.Str, Str: r.Mode.String()},
-	}
-	if r.PID != 0 {
-		o = append(o, formats.Field{Key: "pid", Kind: formats.Num, Num: uint64(r.PID)},
-			formats.Field{Key: "comm", Kind: formats.Str, Str: r.Comm})
-	}
-	o = append(o, formats.Field{Key: "inode", Kind: formats.Num, Num: r.Inode})
-	if r.HasFallback {
-		o = append(o, formats.Field{Key: "fallback", Kind: formats.Num, Num: uint64(r.Fallback)})
-		if r.Fallback != 0 {
-			o = append(o, formats.Field{Key: "fallback-reason", Kind: formats.Str, Str: rdma.SMCReason(r.Fallback)})
-		}
-		if r.PeerDiagnosis != 0 {
-			o = append(o, formats.Field{Key: "peer-diagnosis", Kind: formats.Str, Str: rdma.SMCReason(r.PeerDiagnosis)})
-		}
-	}
-	if l := r.Link; l != nil {
-		if r.LinkGroup != nil {
-			o = append(o, formats.Field{Key: "lgr-id", Kind: formats.Str, Str: lgrID(*r.LinkGroup)})
-		}
-		o = append(o, formats.Field{Key: "ifname", Kind: formats.Str, Str: l.Dev},
-			formats.Field{Key: "port", Kind: formats.Num, Num: uint64(l.Port)},
-			formats.Field{Key: "link-id", Kind: formats.Num, Num: uint64(l.ID)},
-			formats.Field{Key: "role", Kind: formats.Str, Str: l.Role},
-			formats.Field{Key: "gid", Kind: formats.Str, Str: l.GID},
-			formats.Field{Key: "peer-gid", Kind: formats.Str, Str: l.PeerGID})
-		if r.Token != 0 {
-			o = append(o, formats.Field{Key: "token", Kind: formats.Num, Num: uint64(r.Token)})
-		}
-		qpns := []string{}
-		for _, q := range r.QPs {
-			qpns = append(qpns, strconv.FormatUint(uint64(q.LQPN), 10))
-		}
-		o = append(o, formats.Field{Key: "smc-qps", Kind: formats.NumList, List: qpns})
-	}
-	return o
-}
-
-// SMCTable is one line per SMC socket.
-func SMCTable(rows []SMCRow) *formats.Table {
-	t := formats.NewTable("STATE", "MODE", "LOCAL", "PEER", "PROCESS", "FALLBACK", "LINK")
-	for i := range rows {
-		r := &rows[i]
-		fb := ""
-		if r.HasFallback && r.Fallback != 0 {
-			fb = rdma.SMCReason(r.Fallback)
-			if r.PeerDiagnosis != 0 {
-				fb += ", peer: " + rdma.SMCReason(r.PeerDiagnosis)
-			}
-		}
-		link := ""
-		if l := r.Link; l != nil {
-			link = fmt.Sprintf("%s/%d %s link %d", l.Dev, l.Port, l.Role, l.ID)
-			if r.LinkGroup != nil {
-				link = "lgr " + lgrID(*r.LinkGroup) + " " + link
-			}
-			for j, q := range r.QPs {
-				if j == 0 {
-					link += " [smc] qp"
-				}
-				link += fmt.Sprintf(" %d(%s)", q.LQPN, q.QPState)
-			}
-		}
-		t.Append(r.State.String(), r.Mode.String(), r.Src.String(), r.Dst.String(), task(r.Comm, r.PID), fb, link)
-	}
-	return t
-}
+// LinkGroupID writes a link group id as smc-tools does.
+func LinkGroupID(id uint32) string { return fmt.Sprintf("%08x", id) }
 
 // LinkGroupRow is one link of an SMC-R link group (smcr linkgroup
 // link-show), or a link group without links, with the SMC sockets on it
@@ -206,123 +130,19 @@ func sameGID(a, b string) bool {
 	return strings.EqualFold(a, b)
 }
 
-// LinkGroupObject is one row of `smc linkgroup -j`: smc-tools' names where
-// they exist (lgr-id as its hex, role, type, pnetid, conns, link-id, ...).
-func LinkGroupObject(r *LinkGroupRow) formats.Object {
-	g := &r.Group
-	o := formats.Object{
-		{Key: "lgr-id", Kind: formats.Str, Str: lgrID(g.ID)},
-		{Key: "role", Kind: formats.Str, Str: g.Role},
-		{Key: "type", Kind: formats.Str, Str: g.Type},
-		{Key: "pnetid", Kind: formats.Str, Str: g.PNetID},
-		{Key: "vlan", Kind: formats.Num, Num: uint64(g.VLAN)},
-		{Key: "conns", Kind: formats.Num, Num: uint64(g.Conns)},
-	}
-	if g.NetCookie != 0 {
-		o = append(o, formats.Field{Key: "net-cookie", Kind: formats.Num, Num: g.NetCookie})
-	}
-	if v := g.V2; v != nil {
-		o = append(o, formats.Field{Key: "smc-version", Kind: formats.Num, Num: uint64(v.Version)},
-			formats.Field{Key: "peer-release", Kind: formats.Num, Num: uint64(v.Release)},
-			formats.Field{Key: "peer-os", Kind: formats.Num, Num: uint64(v.OS)},
-			formats.Field{Key: "negotiated-eid", Kind: formats.Str, Str: v.NegotiatedEID},
-			formats.Field{Key: "peer-host", Kind: formats.Str, Str: v.PeerHost})
-	}
-	l := r.Link
-	if l == nil {
-		return o
-	}
-	o = append(o, formats.Field{Key: "link-id", Kind: formats.Num, Num: uint64(l.ID)},
-		formats.Field{Key: "ifname", Kind: formats.Str, Str: l.Dev},
-		formats.Field{Key: "port", Kind: formats.Num, Num: uint64(l.Port)},
-		formats.Field{Key: "link-state", Kind: formats.Str, Str: l.State},
-		formats.Field{Key: "gid", Kind: formats.Str, Str: l.GID},
-		formats.Field{Key: "peer-gid", Kind: formats.Str, Str: l.PeerGID},
-		formats.Field{Key: "link-conns", Kind: formats.Num, Num: uint64(l.Conns)},
-		formats.Field{Key: "net-dev", Kind: formats.Num, Num: uint64(l.NetDev)},
-		formats.Field{Key: "link-uid", Kind: formats.Str, Str: l.UID},
-		formats.Field{Key: "peer-link-uid", Kind: formats.Str, Str: l.PeerUID})
-	socks := []string{}
-	for i := range r.Sockets {
-		s := &r.Sockets[i]
-		socks = append(socks, s.Src.String()+" "+s.Dst.String()+" "+orNone(task(s.Comm, s.PID)))
-	}
-	qpns := []string{}
-	for _, q := range r.QPs {
-		qpns = append(qpns, strconv.FormatUint(uint64(q.LQPN), 10))
-	}
-	return append(o, formats.Field{Key: "sockets", Kind: formats.StrList, List: socks},
-		formats.Field{Key: "smc-qps", Kind: formats.NumList, List: qpns})
+// DevicePort is one port of an SMC-R device, as smcr device lists it.
+type DevicePort struct {
+	Dev  *smcnl.Device
+	Port *smcnl.DevicePort
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// LinkGroupTable is one line per link.
-func LinkGroupTable(rows []LinkGroupRow) *formats.Table {
-	t := formats.NewTable("LG-ID", "ROLE", "TYPE", "PNETID", "CONNS", "LINK", "DEV/PORT", "STATE", "PEER GID", "SOCKETS", "[SMC] QPS")
-	for i := range rows {
-		r := &rows[i]
-		g := &r.Group
-		row := []string{lgrID(g.ID), g.Role, g.Type, g.PNetID, strconv.FormatUint(uint64(g.Conns), 10)}
-		if l := r.Link; l != nil {
-			var socks, qps []string
-			for j := range r.Sockets {
-				s := &r.Sockets[j]
-				socks = append(socks, s.Src.String()+" "+orNone(task(s.Comm, s.PID)))
-			}
-			for _, q := range r.QPs {
-				qps = append(qps, fmt.Sprintf("%d(%s)", q.LQPN, q.QPState))
-			}
-			row = append(row, strconv.Itoa(int(l.ID)), fmt.Sprintf("%s/%d", l.Dev, l.Port), l.State, l.PeerGID,
-				strings.Join(socks, ", "), strings.Join(qps, " "))
-		} else {
-			row = append(row, "", "", "", "", "", "")
-		}
-		t.Append(row...)
-	}
-	return t
-}
-
-// DeviceObject is one port of an SMC-R device (smcr device).
-func DeviceObject(d *smcnl.Device, p *smcnl.DevicePort) formats.Object {
-	o := formats.Object{
-		{Key: "ifname", Kind: formats.Str, Str: d.Name},
-		{Key: "port", Kind: formats.Num, Num: uint64(p.Port)},
-		{Key: "pnetid", Kind: formats.Str, Str: p.PNetID},
-		{Key: "pnetid-by-user", Kind: formats.Bool, Num: b2u(p.PNetByUser)},
-		{Key: "net-dev", Kind: formats.Num, Num: uint64(p.NetDev)},
-		{Key: "active", Kind: formats.Bool, Num: b2u(p.Active)},
-		{Key: "links", Kind: formats.Num, Num: uint64(p.Links)},
-		{Key: "dev-links", Kind: formats.Num, Num: uint64(d.Links)},
-		{Key: "critical", Kind: formats.Bool, Num: b2u(d.Critical)},
-	}
-	if d.PCIID != "" {
-		o = append(o, formats.Field{Key: "pci-id", Kind: formats.Str, Str: d.PCIID})
-	}
-	return o
-}
-
-// DeviceTable is one line per device port.
-func DeviceTable(ds []smcnl.Device, netdev func(uint32) string) *formats.Table {
-	t := formats.NewTable("DEV", "PORT", "PNETID", "NETDEV", "STATE", "LINKS", "CRITICAL")
+// DevicePorts lists every port of every device.
+func DevicePorts(ds []smcnl.Device) []DevicePort {
+	var out []DevicePort
 	for i := range ds {
-		d := &ds[i]
-		for j := range d.Ports {
-			p := &d.Ports[j]
-			state, crit := "down", "no"
-			if p.Active {
-				state = "active"
-			}
-			if d.Critical {
-				crit = "yes"
-			}
-			t.Append(d.Name, strconv.Itoa(int(p.Port)), p.PNetID, netdev(p.NetDev), state, strconv.FormatUint(uint64(p.Links), 10), crit)
+		for j := range ds[i].Ports {
+			out = append(out, DevicePort{&ds[i], &ds[i].Ports[j]})
 		}
 	}
-	return t
+	return out
 }

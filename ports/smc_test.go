@@ -1,4 +1,4 @@
-package ports
+package ports_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/ports"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/smcnl"
 	"github.com/rdmatrace/rdmatrace/sockdiag"
@@ -28,13 +29,13 @@ func TestSMCGolden(t *testing.T) {
 		{Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 18, QPState: 2, Owner: rdma.Owner{KernName: "smc"}},
 		{Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 19, Owner: rdma.Owner{PID: 172}},
 	}
-	rows := JoinSMC(socks, qps, fakeProcs{owners: map[uint64]uint32{7001: 300, 7002: 300, 50: 301}})
+	rows := ports.JoinSMC(socks, qps, fakeProcs{owners: map[uint64]uint32{7001: 300, 7002: 300, 50: 301}})
 	var out bytes.Buffer
-	if err := SMCTable(rows).Render(&out); err != nil {
+	if err := formats.SMCTable(rows).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	for i := range rows {
-		out.Write(formats.AppendJSON(nil, SMCObject(&rows[i])))
+		out.Write(formats.AppendJSON(nil, formats.SMCObject(&rows[i])))
 		out.WriteString("\n")
 	}
 	golden.Check(t, filepath.Join("..", "testdata", "ports", "smc.golden"), out.Bytes())
@@ -67,30 +68,30 @@ func TestLinkGroupGolden(t *testing.T) {
 			Links: []smcnl.Link{{ID: 1, Dev: "rxe0", Port: 1, GID: gid, PeerGID: gid, Conns: 1, NetDev: 3, UID: "dead0201", PeerUID: "beef0201", State: "activating"}}},
 		{ID: 768, Role: "server", Type: "none", PNetID: "EVIL\x1b[2J"},
 	}
-	smcRows := JoinSMC(socks, qps, fakeProcs{owners: map[uint64]uint32{50: 301}})
-	rows := JoinLinkGroups(groups, smcRows, qps)
-	AttachLinkGroups(smcRows, groups)
+	smcRows := ports.JoinSMC(socks, qps, fakeProcs{owners: map[uint64]uint32{50: 301}})
+	rows := ports.JoinLinkGroups(groups, smcRows, qps)
+	ports.AttachLinkGroups(smcRows, groups)
 	var out bytes.Buffer
-	if err := SMCTable(smcRows).Render(&out); err != nil {
+	if err := formats.SMCTable(smcRows).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	for i := range smcRows {
-		out.Write(formats.AppendJSON(nil, SMCObject(&smcRows[i])))
+		out.Write(formats.AppendJSON(nil, formats.SMCObject(&smcRows[i])))
 		out.WriteString("\n")
 	}
-	if err := LinkGroupTable(rows).Render(&out); err != nil {
+	if err := formats.LinkGroupTable(rows).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	for i := range rows {
-		out.Write(formats.AppendJSON(nil, LinkGroupObject(&rows[i])))
+		out.Write(formats.AppendJSON(nil, formats.LinkGroupObject(&rows[i])))
 		out.WriteString("\n")
 	}
 	devs := []smcnl.Device{{Name: "rxe0", Links: 1, Critical: true,
 		Ports: []smcnl.DevicePort{{Port: 1, PNetID: "RXEPNET", PNetByUser: true, NetDev: 3, Active: true, Valid: true, Links: 1}}}}
-	if err := DeviceTable(devs, func(i uint32) string { return map[uint32]string{3: "veth0"}[i] }).Render(&out); err != nil {
+	if err := formats.SMCDeviceTable(ports.DevicePorts(devs), func(i uint32) string { return map[uint32]string{3: "veth0"}[i] }).Render(&out); err != nil {
 		t.Fatal(err)
 	}
-	out.Write(formats.AppendJSON(nil, DeviceObject(&devs[0], &devs[0].Ports[0])))
+	out.Write(formats.AppendJSON(nil, formats.SMCDeviceObject(&ports.DevicePorts(devs)[0])))
 	out.WriteString("\n")
 	golden.Check(t, filepath.Join("..", "testdata", "ports", "linkgroup.golden"), out.Bytes())
 	if len(rows) != 2 || len(rows[0].Sockets) != 1 || rows[0].Sockets[0].Inode != 50 {

@@ -1,4 +1,4 @@
-package ps
+package ps_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/ps"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -24,15 +25,15 @@ func (fakeProcs) RDMAFiles(pid uint32, _ string) []string {
 }
 
 // render is the table, then each row as NDJSON.
-func render(t *testing.T, rows []Row) *bytes.Buffer {
+func render(t *testing.T, rows []ps.Row) *bytes.Buffer {
 	t.Helper()
 	var out bytes.Buffer
-	if err := Table(rows).Render(&out); err != nil {
+	if err := formats.ProcessTable(rows).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	nd := formats.NewNDJSONWriter(&out)
 	for i := range rows {
-		if err := nd.Write(Object(&rows[i])); err != nil {
+		if err := nd.Write(formats.ProcessObject(&rows[i])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +57,7 @@ func TestRowsGolden(t *testing.T) {
 		res(rdma.ResQP, "rxe0", 813, ""), res(rdma.ResCMID, "rxe0", 812, ""), res(rdma.ResCMID, "rxe0", 812, ""),
 		res(rdma.ResMR, "rxe0", 900, ""), res(rdma.ResCMID, "", 0, "rdma_cm"),
 	}
-	rows := Rows(rs, fakeProcs{}, "", rdma.ResSRQ) // as on Linux 5.10
+	rows := ps.Rows(rs, fakeProcs{}, "", rdma.ResSRQ) // as on Linux 5.10
 	out := render(t, rows)
 	path := filepath.Join("..", "testdata", "ps", "rows.golden")
 	golden.Check(t, path, out.Bytes())
@@ -68,7 +69,7 @@ func TestRowsGolden(t *testing.T) {
 // A process in a container gets a CONTAINER column in the table and the
 // place keys in JSON; a host process next to it has an empty cell.
 func TestRowsInAContainerGolden(t *testing.T) {
-	rows := Rows([]rdma.Resource{res(rdma.ResCTX, "rxe0", 812, ""), res(rdma.ResMR, "rxe0", 900, "")}, fakeProcs{}, "")
+	rows := ps.Rows([]rdma.Resource{res(rdma.ResCTX, "rxe0", 812, ""), res(rdma.ResMR, "rxe0", 900, "")}, fakeProcs{}, "")
 	for i := range rows {
 		if rows[i].PID == 900 {
 			rows[i].Place = &rdma.Placement{

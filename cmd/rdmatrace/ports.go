@@ -90,9 +90,9 @@ func runPorts(c *cli.Context) error {
 		}
 		objs := make([]formats.Object, len(cs))
 		for i := range cs {
-			objs[i] = ports.ConflictObject(&cs[i])
+			objs[i] = formats.ConflictObject(&cs[i])
 		}
-		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.ConflictTable(cs) })
+		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.ConflictTable(cs) })
 	} else {
 		keep := rows[:0]
 		for i := range rows {
@@ -103,9 +103,9 @@ func runPorts(c *cli.Context) error {
 		rows = keep
 		objs := make([]formats.Object, len(rows))
 		for i := range rows {
-			objs[i] = ports.Object(&rows[i])
+			objs[i] = formats.HolderObject(&rows[i])
 		}
-		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.Table(rows) })
+		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.HolderTable(rows) })
 	}
 	if err != nil {
 		return err

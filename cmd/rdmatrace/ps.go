@@ -85,9 +85,9 @@ func runPs(c *cli.Context) error {
 	}
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
-		objs[i] = ps.Object(&rows[i])
+		objs[i] = formats.ProcessObject(&rows[i])
 	}
-	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ps.Table(rows) })
+	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.ProcessTable(rows) })
 	if err != nil {
 		return err
 	}

@@ -99,9 +99,9 @@ func runSMCLinkGroups(c *cli.Context) error {
 	rows := ports.JoinLinkGroups(groups, ports.JoinSMC(socks, nil, &comms), qps)
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
-		objs[i] = ports.LinkGroupObject(&rows[i])
+		objs[i] = formats.LinkGroupObject(&rows[i])
 	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.LinkGroupTable(rows) }); err != nil {
+	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.LinkGroupTable(rows) }); err != nil {
 		return err
 	}
 	return partial(errors.Join(errs...))
@@ -118,11 +118,10 @@ func runSMCDevices(c *cli.Context) error {
 	}
 	devs, derr := cl.Devices()
 	cl.Close()
+	dps := ports.DevicePorts(devs)
 	var objs []formats.Object
-	for i := range devs {
-		for j := range devs[i].Ports {
-			objs = append(objs, ports.DeviceObject(&devs[i], &devs[i].Ports[j]))
-		}
+	for i := range dps {
+		objs = append(objs, formats.SMCDeviceObject(&dps[i]))
 	}
 	netdev := func(idx uint32) string {
 		if idx == 0 {
@@ -133,7 +132,7 @@ func runSMCDevices(c *cli.Context) error {
 		}
 		return fmt.Sprintf("ifindex %d", idx) // in another network namespace
 	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.DeviceTable(devs, netdev) }); err != nil {
+	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.SMCDeviceTable(dps, netdev) }); err != nil {
 		return err
 	}
 	return partial(derr)
@@ -177,9 +176,9 @@ func runSMC(c *cli.Context) error {
 	proc.WarnPIDNamespace(os.Stderr)
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
-		objs[i] = ports.SMCObject(&rows[i])
+		objs[i] = formats.SMCObject(&rows[i])
 	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return ports.SMCTable(rows) }); err != nil {
+	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.SMCTable(rows) }); err != nil {
 		return err
 	}
 	return partial(errors.Join(errs...))

@@ -1,32 +1,32 @@
-package ps
+package formats
 
 import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/ps"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
-// Object is a row with `rdma res`'s key names where they exist (pid,
+// ProcessObject is a row of rdmatrace ps with `rdma res`'s key names where they exist (pid,
 // comm, and each type's name as the count of it).
-func Object(r *Row) formats.Object {
-	var o formats.Object
+func ProcessObject(r *ps.Row) Object {
+	var o Object
 	if r.Module != "" {
-		o = append(o, formats.Field{Key: "kern-name", Kind: formats.Str, Str: r.Module})
+		o = append(o, Field{Key: "kern-name", Kind: Str, Str: r.Module})
 	} else {
-		o = append(o, formats.Field{Key: "pid", Kind: formats.Num, Num: uint64(r.PID)},
-			formats.Field{Key: "comm", Kind: formats.Str, Str: r.Comm})
-		o = formats.AppendPlace(o, r.Place)
+		o = append(o, Field{Key: "pid", Kind: Num, Num: uint64(r.PID)},
+			Field{Key: "comm", Kind: Str, Str: r.Comm})
+		o = AppendPlace(o, r.Place)
 	}
 	for i, t := range rdma.ResourceTypes {
 		if r.Counts[i] >= 0 { // -1: the kernel cannot tell
-			o = append(o, formats.Field{Key: t.String(), Kind: formats.Num, Num: uint64(r.Counts[i])})
+			o = append(o, Field{Key: t.String(), Kind: Num, Num: uint64(r.Counts[i])})
 		}
 	}
-	o = append(o, formats.Field{Key: "devices", Kind: formats.StrList, List: nonNil(r.Devices)})
+	o = append(o, Field{Key: "devices", Kind: StrList, List: nonNil(r.Devices)})
 	if r.Module == "" {
-		o = append(o, formats.Field{Key: "files", Kind: formats.StrList, List: nonNil(r.Files)})
+		o = append(o, Field{Key: "files", Kind: StrList, List: nonNil(r.Files)})
 	}
 	return o
 }
@@ -38,9 +38,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// Table lays rows out as lsof would: one line per holder, kernel users as
+// ProcessTable lays rows out as lsof would: one line per holder, kernel users as
 // [module].
-func Table(rows []Row) *formats.Table {
+func ProcessTable(rows []ps.Row) *Table {
 	head := []string{"PID", "COMMAND"}
 	for _, t := range rdma.ResourceTypes {
 		head = append(head, strings.ToUpper(t.String()))
@@ -48,12 +48,12 @@ func Table(rows []Row) *formats.Table {
 	head = append(head, "DEVICES", "FILES")
 	containers := false
 	for i := range rows {
-		containers = containers || formats.ContainerName(rows[i].Place) != ""
+		containers = containers || ContainerName(rows[i].Place) != ""
 	}
 	if containers {
 		head = append(head, "CONTAINER")
 	}
-	t := formats.NewTable(head...)
+	t := NewTable(head...)
 	for i := range rows {
 		r := &rows[i]
 		pid, comm := strconv.FormatUint(uint64(r.PID), 10), r.Comm
@@ -70,7 +70,7 @@ func Table(rows []Row) *formats.Table {
 		}
 		cells = append(cells, strings.Join(r.Devices, ","), strings.Join(r.Files, ","))
 		if containers {
-			cells = append(cells, formats.ContainerName(r.Place))
+			cells = append(cells, ContainerName(r.Place))
 		}
 		t.Append(cells...)
 	}
