@@ -451,6 +451,19 @@ func FuzzDecodeQPCounters(f *testing.F) {
 	})
 }
 
+// dumpTypes are the resource types with a dump, so that every fuzzed byte
+// names one.
+var dumpTypes = []rdma.ResType{rdma.ResPD, rdma.ResCQ, rdma.ResQP, rdma.ResCMID, rdma.ResMR, rdma.ResCTX, rdma.ResSRQ}
+
+func dumpIndex(t rdma.ResType) uint8 {
+	for i, d := range dumpTypes {
+		if d == t {
+			return uint8(i)
+		}
+	}
+	panic(t)
+}
+
 // FuzzDecodeDump walks a multi-part dump reply, a sequence of messages in
 // the recording format (nlmsghdr and payload, as the kernel framed them).
 // The framing round-trips; the result is each message's entries, none lost
@@ -461,8 +474,8 @@ func FuzzDecodeDump(f *testing.F) {
 	for p, b := range recordings(f) {
 		name := filepath.Base(filepath.Dir(p))
 		if t, err := rdma.ParseResType(name); err == nil && !strings.HasSuffix(p, "-cmd1.nl") {
-			f.Add(uint8(t), false, b)
-			f.Add(uint8(t), true, b)
+			f.Add(dumpIndex(t), false, b)
+			f.Add(dumpIndex(t), true, b)
 		}
 	}
 	qp := func(lqpn, port uint32) func(*netlink.AttributeEncoder) {
@@ -484,12 +497,9 @@ func FuzzDecodeDump(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(uint8(rdma.ResQP), false, two)
+	f.Add(dumpIndex(rdma.ResQP), false, two)
 	f.Fuzz(func(t *testing.T, typ uint8, withheld bool, rec []byte) {
-		rt := rdma.ResType(typ)
-		if _, ok := resTables[rt]; !ok {
-			return
-		}
+		rt := dumpTypes[int(typ)%len(dumpTypes)]
 		msgs, uerr := UnmarshalMessages(rec)
 		if uerr != nil && !strings.HasPrefix(uerr.Error(), "recording: ") {
 			t.Fatalf("error %q does not say it reads a recording", uerr)
@@ -534,4 +544,15 @@ func FuzzDecodeDump(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDumpTypesAreTheTypesWithADump(t *testing.T) {
+	if len(dumpTypes) != len(resTables) {
+		t.Fatalf("%d dump types for the fuzz target, %d tables", len(dumpTypes), len(resTables))
+	}
+	for _, d := range dumpTypes {
+		if _, ok := resTables[d]; !ok {
+			t.Errorf("%s has no dump", d)
+		}
+	}
 }
