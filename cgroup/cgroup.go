@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,15 +32,26 @@ func Mount() (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return mountIn(f)
+}
+
+// mountIn finds the cgroup v2 mount point in the text of a mountinfo file.
+func mountIn(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-		f := strings.Fields(sc.Text())
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER,
+		// separated by single spaces (show_mountinfo): a path keeps any
+		// other blank (a carriage return, a vertical tab, U+00A0) that
+		// strings.Fields would split at.
+		f := strings.Split(sc.Text(), " ")
 		for i, s := range f {
 			if s == "-" && i+1 < len(f) && f[i+1] == "cgroup2" && len(f) > 4 && f[3] == "/" {
 				return unescapeMount(f[4]), nil
 			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read mountinfo for the cgroup v2 mount: %w", err)
 	}
 	return "", errors.New("no cgroup v2 hierarchy is mounted")
 }

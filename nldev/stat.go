@@ -81,16 +81,25 @@ func decodeHWCounters(ad *netlink.AttributeDecoder) []rdma.Counter {
 		}
 		ad.Nested(func(ead *netlink.AttributeDecoder) error {
 			var c rdma.Counter
+			var haveName, haveValue bool
 			for ead.Next() {
 				switch ead.Type() {
 				case attrStatHWCounterName:
-					c.Name = ead.String()
+					c.Name, haveName = ead.String(), true
 				case attrStatHWCounterValue:
-					c.Value = ead.Uint64()
+					c.Value, haveValue = ead.Uint64(), true
 				}
 			}
+			if err := ead.Err(); err != nil {
+				return err
+			}
+			// The kernel sends both (rdma_nl_stat_hwcounter_entry); a
+			// counter without a name cannot be shown or exported.
+			if !haveName || c.Name == "" || !haveValue {
+				return fmt.Errorf("hardware counter entry %d: expected a name and a value", len(out)+1)
+			}
 			out = append(out, c)
-			return ead.Err()
+			return nil
 		})
 	}
 	return out
@@ -188,9 +197,11 @@ func DecodeQPCounters(data []byte) ([]rdma.QPCounter, error) {
 		return nil, fmt.Errorf("QP counters: %w", err)
 	}
 	var (
-		idx  uint32
-		name string
-		out  []rdma.QPCounter
+		idx     uint32
+		name    string
+		out     []rdma.QPCounter
+		entries []error // an entry that fails is left out, named here
+		n       int
 	)
 	for ad.Next() {
 		switch ad.Type() {
@@ -204,11 +215,22 @@ func DecodeQPCounters(data []byte) ([]rdma.QPCounter, error) {
 					if tad.Type() != attrStatCounterEntry {
 						continue
 					}
+					n++
 					var qc rdma.QPCounter
-					tad.Nested(func(ead *netlink.AttributeDecoder) error {
-						decodeQPCounter(ead, &qc)
-						return ead.Err()
+					var err error
+					// Do, not Nested: one bad entry must not end the table.
+					tad.Do(func(b []byte) error {
+						ead, e := netlink.NewAttributeDecoder(b)
+						if e == nil {
+							e = decodeQPCounter(ead, &qc)
+						}
+						err = e
+						return nil
 					})
+					if err != nil {
+						entries = append(entries, fmt.Errorf("counter entry %d: %w", n, err))
+						continue
+					}
 					out = append(out, qc)
 				}
 				return tad.Err()
@@ -218,13 +240,15 @@ func DecodeQPCounters(data []byte) ([]rdma.QPCounter, error) {
 	for i := range out {
 		out[i].DevIndex, out[i].DevName = idx, name
 	}
-	if err := ad.Err(); err != nil {
+	if err := errors.Join(append(entries, ad.Err())...); err != nil {
 		return out, fmt.Errorf("QP counters of %s: %w", name, err)
 	}
 	return out, nil
 }
 
-func decodeQPCounter(ad *netlink.AttributeDecoder, qc *rdma.QPCounter) {
+// decodeQPCounter fills qc from one STAT_COUNTER_ENTRY; its error is the
+// entry's.
+func decodeQPCounter(ad *netlink.AttributeDecoder, qc *rdma.QPCounter) error {
 	for ad.Next() {
 		switch ad.Type() {
 		case attrPortIndex:
@@ -262,4 +286,5 @@ func decodeQPCounter(ad *netlink.AttributeDecoder, qc *rdma.QPCounter) {
 			})
 		}
 	}
+	return ad.Err()
 }

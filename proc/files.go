@@ -55,6 +55,12 @@ func (c *CommCache) ParentPID(pid uint32) uint32 {
 	if err != nil {
 		return 0
 	}
+	return statPPID(b)
+}
+
+// statPPID reads the parent's pid from the bytes of /proc/PID/stat
+// ("PID (COMM) STATE PPID ..."), 0 when it cannot.
+func statPPID(b []byte) uint32 {
 	// The comm in parentheses may hold anything: parse after the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
@@ -79,6 +85,12 @@ func (c *CommCache) TGID(tid uint32) uint32 {
 	if err != nil {
 		return 0
 	}
+	return statusTGID(b)
+}
+
+// statusTGID reads the "Tgid:" line of the bytes of /proc/PID/status, 0
+// when it cannot.
+func statusTGID(b []byte) uint32 {
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
@@ -117,12 +129,11 @@ func (c *CommCache) SocketOwners(inodes map[uint64]bool) map[uint64]uint32 {
 		}
 		for _, fd := range fds {
 			target, err := os.Readlink(filepath.Join(dir, fd.Name()))
-			rest, ok := strings.CutPrefix(target, "socket:[")
-			if err != nil || !ok {
+			if err != nil {
 				continue
 			}
-			ino, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64)
-			if err != nil || !inodes[ino] {
+			ino, ok := socketInode(target)
+			if !ok || !inodes[ino] {
 				continue
 			}
 			if old, seen := out[ino]; !seen || uint32(pid) < old {
@@ -131,4 +142,16 @@ func (c *CommCache) SocketOwners(inodes map[uint64]bool) map[uint64]uint32 {
 		}
 	}
 	return out
+}
+
+// socketInode reads the inode of a socket from the target of its
+// /proc/PID/fd link, "socket:[INODE]" (sock_d_dname).
+func socketInode(target string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(target, "socket:[")
+	rest, closed := strings.CutSuffix(rest, "]")
+	if !ok || !closed {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(rest, 10, 64)
+	return ino, err == nil
 }

@@ -238,7 +238,9 @@ func decodeLink(b []byte) (Link, error) {
 	return l, ad.Err()
 }
 
-// DecodeDevices reads a GET_DEV_SMCR dump: one message per device.
+// DecodeDevices reads a GET_DEV_SMCR dump: one message per device. A
+// message that cannot be read is left out and named in the error; the
+// others are still returned.
 func DecodeDevices(msgs [][]byte) ([]Device, error) {
 	var out []Device
 	var errs []error
@@ -253,7 +255,9 @@ func DecodeDevices(msgs [][]byte) ([]Device, error) {
 		}
 		d, err := decodeDevice(b)
 		if err != nil {
+			// Left out: a device half read would be shown as it is not.
 			errs = append(errs, fmt.Errorf("message %d of the device dump (%q): %w", i+1, d.Name, err))
+			continue
 		}
 		out = append(out, d)
 	}

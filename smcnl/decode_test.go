@@ -141,3 +141,19 @@ func FuzzDecodeLinkGroups(f *testing.F) {
 		}
 	})
 }
+
+// A device message that does not decode is named and left out, not shown
+// half read; found by FuzzDecodeDevices.
+func TestDecodeDevicesLeavesOutABadDevice(t *testing.T) {
+	bad := msg(t, 6, genDevSMCR, func(ae *netlink.AttributeEncoder) {
+		ae.String(devIBName, "mlx5_0")
+		ae.Uint16(devUseCnt, 1) // not a u32
+	})
+	got, err := DecodeDevices([][]byte{bad, devMsg(t)})
+	if len(got) != 1 || got[0].Name != "rxe0" {
+		t.Errorf("got %+v, want rxe0 alone", got)
+	}
+	if err == nil || !strings.Contains(err.Error(), `message 1 of the device dump ("mlx5_0"): netlink: attribute 1 is not a uint32`) {
+		t.Errorf("error %v, want message 1 named", err)
+	}
+}
