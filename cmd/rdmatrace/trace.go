@@ -519,7 +519,7 @@ var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: 
 func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	fatal := false
 	for _, p := range tracer.Preflight() {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", p.Msg)
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", privilegeProblem(c, p.Msg))
 		fatal = fatal || p.Fatal
 	}
 	// -v tries all the same, and shows each hook's reason: a way out if
@@ -539,7 +539,7 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	}
 	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow, Poll: c.Duration("poll")})
 	if err != nil {
-		return nil, err
+		return nil, privilegeError(c, err)
 	}
 	attached := t.Attached()
 	var skipped, absent []string
