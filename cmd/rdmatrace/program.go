@@ -59,12 +59,7 @@ func startProgram(c *cli.Context, argv []string) (*launch.Program, error) {
 	if err != nil {
 		return nil, exitWith(2, fmt.Errorf("start %s: %w", formats.Sanitize(argv[0]), err))
 	}
-	setAtOnce(func() {
-		p.Kill()
-		if _, err := p.Cleanup(); err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
-		}
-	})
+	setAtOnce(func() { abandonProgram(p) })
 	announceUser(argv[0], id)
 	if p.Cgroup == nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: no cgroup for the program (%s): its children are told by /proc after each event, "+
@@ -81,6 +76,20 @@ func programCgroup(p *launch.Program) uint64 {
 		return 0
 	}
 	return p.Cgroup.ID
+}
+
+// abandonProgram is endProgram when rdmatrace exits at once: the
+// program and everything in its cgroup are killed (the program would die
+// with rdmatrace anyway, of its parent-death signal, but not what it
+// started), and the cgroup is removed.
+func abandonProgram(p *launch.Program) {
+	p.Kill()
+	if p.Cgroup != nil {
+		p.Cgroup.Empty(time.Now().Add(time.Second))
+	}
+	if _, err := p.Cleanup(); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
+	}
 }
 
 // endProgram removes the program's cgroup, saying what it left running:
