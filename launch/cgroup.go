@@ -130,10 +130,12 @@ func (c *Cgroup) Kill() error {
 	}
 }
 
-// Signal sends sig to every process in the cgroup now.
-func (c *Cgroup) Signal(sig unix.Signal) {
+// Signal sends sig to every process in the cgroup now but except.
+func (c *Cgroup) Signal(sig unix.Signal, except int) {
 	for _, pid := range c.Procs() {
-		_ = unix.Kill(pid, sig)
+		if pid != except {
+			_ = unix.Kill(pid, sig)
+		}
 	}
 }
 

@@ -131,7 +131,9 @@ func (p *Program) Stop(grace time.Duration) {
 	p.deadline = time.Now().Add(grace)
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	if p.Cgroup != nil {
-		p.Cgroup.Signal(unix.SIGTERM)
+		// Once each: a second SIGTERM makes some programs (rdmatrace
+		// among them) skip their cleanup.
+		p.Cgroup.Signal(unix.SIGTERM, p.Cmd.Process.Pid)
 	}
 	p.killer = time.AfterFunc(grace, p.Kill)
 }

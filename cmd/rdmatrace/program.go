@@ -103,7 +103,7 @@ func endProgram(p *launch.Program) {
 		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", formats.Sanitize(err.Error()))
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: what the program left running goes on outside its cgroup, untraced: %s (--duration stops it with the program)\n",
+		fmt.Fprintf(os.Stderr, "rdmatrace: the program exited and left running, now outside its cgroup and untraced: %s (--duration stops these with the program)\n",
 			processNames(left))
 	}
 }
