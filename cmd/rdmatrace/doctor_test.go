@@ -75,9 +75,16 @@ func TestDoctorRunsAndJudgesTheCommandAsTheSudoUser(t *testing.T) {
 	}
 }
 
-func TestDoctorRejectsANegativeAfter(t *testing.T) {
-	_, stderr, code := rdmatrace(t, "doctor", "--after", "-1s", "--", "true")
-	if code != 2 || !strings.Contains(stderr, "rdmatrace: doctor: --after -1s: expected a positive duration") {
-		t.Errorf("doctor --after -1s: exit %d, stderr %q; want 2 and a usage error", code, stderr)
+func TestDoctorUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"doctor", "--after", "-1s", "--", "true"}, "rdmatrace: doctor: --after -1s: expected a positive duration"},
+		{[]string{"doctor", "--user", "nobody", "--pid", "1"}, "rdmatrace: doctor: --user chooses who runs -- CMD"},
+	} {
+		if _, stderr, code := rdmatrace(t, c.args...); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("rdmatrace %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
 	}
 }
