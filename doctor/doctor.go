@@ -114,6 +114,17 @@ func ReadTarget(procRoot string, pid int) (Target, error) {
 	return t, nil
 }
 
+// As is t as a process that changed its credentials to uid and gids
+// (effective gid first) would be, where t runs: a program that rdmatrace
+// started as another user and that has ended. Leaving uid 0 drops every
+// capability, CAP_IPC_LOCK with them; the limits are inherited as they are.
+func (t Target) As(uid uint32, gids []uint32) Target {
+	t.IPCLck = t.IPCLck && uid == 0
+	t.UID = uid
+	t.GIDs = append([]uint32(nil), gids...)
+	return t
+}
+
 // groups reads the supplementary groups ("Groups:" in /proc/PID/status;
 // procfs does not parse them).
 func groups(statusPath string) []uint32 {

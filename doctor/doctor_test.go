@@ -138,3 +138,36 @@ func TestReadTargetOfOurselves(t *testing.T) {
 		t.Errorf("ReadTarget(self) = %+v", tg)
 	}
 }
+
+// A program that rdmatrace ran as a user and that has ended is judged as
+// that user where rdmatrace runs, not as root: its device files by its
+// uid and groups, its RLIMIT_MEMLOCK without root's CAP_IPC_LOCK.
+func TestTargetAsAnotherUserIsJudgedAsThem(t *testing.T) {
+	root, v := healthy(t)
+	root.UID, root.GIDs, root.IPCLck, root.Memlock = 0, []uint32{0}, true, 64<<10
+	for _, f := range []string{"rdma_cm", "uverbs0"} {
+		if err := os.Chmod(filepath.Join(root.Root, "dev", "infiniband", f), 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(tg Target) map[string]Status {
+		out := map[string]Status{}
+		for _, f := range Check(tg, v) {
+			out[f.Check] = f.Status
+		}
+		return out
+	}
+	if got := status(root); got["memlock"] != Pass || got["device-files"] != Pass {
+		t.Fatalf("root: memlock %v, device-files %v; want both ok", got["memlock"], got["device-files"])
+	}
+	user := root.As(1001, []uint32{1001, 27})
+	if user.UID != 1001 || user.IPCLck || user.Memlock != root.Memlock {
+		t.Errorf("As(1001): uid %d, CAP_IPC_LOCK %v, memlock %d; want 1001, false, %d", user.UID, user.IPCLck, user.Memlock, root.Memlock)
+	}
+	if got := status(user); got["memlock"] != Fail || got["device-files"] != Fail {
+		t.Errorf("as uid 1001: memlock %v, device-files %v; want both FAIL (64 KiB, files 0660 of root's group)", got["memlock"], got["device-files"])
+	}
+	if gotRoot := root.As(0, []uint32{0}); !gotRoot.IPCLck {
+		t.Error("As(0) dropped root's CAP_IPC_LOCK")
+	}
+}

@@ -95,10 +95,68 @@ func (c *Cgroup) Procs() []int {
 	return out
 }
 
+// killFile is the cgroup's kill switch (Linux 5.14); tests point it
+// elsewhere to take the fallback.
+var killFile = "cgroup.kill"
+
+// Kill sends SIGKILL to every process in the cgroup, those it is forking
+// included: by cgroup.kill where the kernel has it (5.14), else by
+// killing each process in cgroup.procs until every one listed has been
+// (for a second at most; the error says how many are left). It does not
+// wait for them to exit: Empty does.
+func (c *Cgroup) Kill() error {
+	if err := os.WriteFile(filepath.Join(c.Path, killFile), []byte("1"), 0); err == nil {
+		return nil
+	}
+	killed := map[int]bool{}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		fresh := false
+		for _, pid := range c.Procs() {
+			// A killed process stays listed until it has exited: kill
+			// each once. One that forks after it was killed makes no
+			// child (copy_process gives up on a fatal signal pending).
+			if !killed[pid] {
+				killed[pid] = true
+				fresh = true
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		if !fresh {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill the processes of cgroup %s: %d still there after a second", c.Path, len(c.Procs()))
+		}
+	}
+}
+
+// Signal sends sig to every process in the cgroup now but except.
+func (c *Cgroup) Signal(sig unix.Signal, except int) {
+	for _, pid := range c.Procs() {
+		if pid != except {
+			_ = unix.Kill(pid, sig)
+		}
+	}
+}
+
+// Empty waits until no process is left in the cgroup, or until deadline;
+// it says whether none is.
+func (c *Cgroup) Empty(deadline time.Time) bool {
+	for {
+		if len(c.Procs()) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Remove removes the cgroup. Processes the program left running (a
 // daemon it started) are moved to the parent cgroup first, where they
-// would have been without rdmatrace; their number is returned.
-func (c *Cgroup) Remove() (moved int, err error) {
+// would have been without rdmatrace; their pids are returned.
+func (c *Cgroup) Remove() (moved []int, err error) {
 	defer c.fd.Close()
 	parent := filepath.Join(filepath.Dir(c.Path), "cgroup.procs")
 	// A process that has just exited leaves the cgroup populated for a
@@ -106,7 +164,7 @@ func (c *Cgroup) Remove() (moved int, err error) {
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
 		for _, pid := range c.Procs() {
 			if os.WriteFile(parent, []byte(strconv.Itoa(pid)), 0) == nil {
-				moved++
+				moved = append(moved, pid)
 			}
 		}
 		err = unix.Rmdir(c.Path)

@@ -21,9 +21,11 @@ type Program struct {
 	// CgroupErr says why there is no Cgroup.
 	CgroupErr error
 
-	mu      sync.Mutex
-	killer  *time.Timer
-	stopped bool
+	mu       sync.Mutex
+	killer   *time.Timer
+	stopped  bool
+	deadline time.Time // of the grace Stop gave
+	exited   bool
 }
 
 // Options say how to start a program.
@@ -114,26 +116,53 @@ func foreground() bool {
 }
 
 // Stop asks the program to end with SIGTERM and kills it with SIGKILL if
-// it is still running after grace. It returns at once.
+// it is still running after grace. It returns at once. With a cgroup, it
+// stops the whole cgroup, as systemd stops a service: SIGTERM goes to
+// every process in it, and SIGKILL, after grace, to every one left
+// (cgroup.kill); Wait then returns once the cgroup is empty, so that
+// nothing the program started outlives it.
 func (p *Program) Stop(grace time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
+	if p.stopped || p.exited {
 		return
 	}
 	p.stopped = true
+	p.deadline = time.Now().Add(grace)
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	p.killer = time.AfterFunc(grace, func() { _ = p.Cmd.Process.Kill() })
+	if p.Cgroup != nil {
+		// Once each: a second SIGTERM makes some programs (rdmatrace
+		// among them) skip their cleanup.
+		p.Cgroup.Signal(unix.SIGTERM, p.Cmd.Process.Pid)
+	}
+	p.killer = time.AfterFunc(grace, p.Kill)
 }
 
-// Wait waits for the program to exit, and cancels a pending SIGKILL.
+// Kill kills the program with SIGKILL at once, and with a cgroup every
+// process in it.
+func (p *Program) Kill() {
+	_ = p.Cmd.Process.Kill()
+	if p.Cgroup != nil {
+		_ = p.Cgroup.Kill()
+	}
+}
+
+// Wait waits for the program to exit, and cancels a pending SIGKILL. When
+// Stop stopped the program and it has a cgroup, Wait returns once the
+// cgroup is empty: what is left at the end of the grace is killed.
 func (p *Program) Wait() error {
 	err := p.Cmd.Wait()
 	p.mu.Lock()
+	p.exited = true
+	stopped, deadline := p.stopped, p.deadline
 	if p.killer != nil {
 		p.killer.Stop()
 	}
 	p.mu.Unlock()
+	if stopped && p.Cgroup != nil && !p.Cgroup.Empty(deadline) {
+		_ = p.Cgroup.Kill()
+		p.Cgroup.Empty(time.Now().Add(2 * time.Second))
+	}
 	return err
 }
 
@@ -151,10 +180,11 @@ func ExitCode(err error) int {
 }
 
 // Cleanup removes the program's cgroup once it has exited; it says what
-// it could not do, or how many processes the program left running.
-func (p *Program) Cleanup() (moved int, err error) {
+// it could not do, and which processes the program left running (moved
+// to the parent cgroup, where they keep running).
+func (p *Program) Cleanup() (left []int, err error) {
 	if p.Cgroup == nil {
-		return 0, nil
+		return nil, nil
 	}
 	return p.Cgroup.Remove()
 }

@@ -71,8 +71,8 @@ func TestProgramStartsInItsOwnCgroup(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d cgroup v2 lines, want 2 (the program and its child):\n%s", n, out)
 	}
-	if moved, err := p.Cleanup(); err != nil || moved != 0 {
-		t.Errorf("Cleanup: %d moved, %v", moved, err)
+	if left, err := p.Cleanup(); err != nil || len(left) != 0 {
+		t.Errorf("Cleanup: %v left, %v", left, err)
 	}
 	if _, err := os.Stat(p.Cgroup.Path); !os.IsNotExist(err) {
 		t.Errorf("the cgroup is still there: %v", err)
@@ -127,9 +127,9 @@ func TestCleanupMovesWhatTheProgramLeftRunning(t *testing.T) {
 		t.Fatalf("pid %q: %v", out, err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
-	moved, err := p.Cleanup()
-	if err != nil || moved != 1 {
-		t.Errorf("Cleanup: %d moved, %v; want 1", moved, err)
+	left, err := p.Cleanup()
+	if err != nil || len(left) != 1 || left[0] != pid {
+		t.Errorf("Cleanup: %v left, %v; want [%d]", left, err, pid)
 	}
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if strings.Contains(string(b), filepath.Base(p.Cgroup.Path)) {
@@ -195,4 +195,113 @@ func TestForwardPassesSignalsOn(t *testing.T) {
 		}
 		r.Close()
 	}
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// startWithChild starts script, which prints the pid of a child it
+// started, and returns the program and that pid.
+func startWithChild(t *testing.T, script string) (*Program, int) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := Start(Options{Argv: []string{"sh", "-c", script}, Stdout: w, Stderr: os.Stderr})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cgroup == nil {
+		p.Kill()
+		p.Wait()
+		t.Skipf("no cgroup v2 here: %v", p.CgroupErr)
+	}
+	buf := make([]byte, 32)
+	n, _ := r.Read(buf)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil {
+		p.Kill()
+		p.Wait()
+		t.Fatalf("child pid %q: %v", buf[:n], err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return p, pid
+}
+
+// TestStopEndsEveryProcessOfTheCgroup: SIGTERM reaches the program's
+// children too, not only the program, and the program's exit waits for
+// theirs.
+func TestStopEndsEveryProcessOfTheCgroup(t *testing.T) {
+	needRoot(t)
+	p, child := startWithChild(t, "sleep 100 & echo $!; wait")
+	began := time.Now()
+	p.Stop(20 * time.Second)
+	code := ExitCode(p.Wait())
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("Stop took %v: the SIGTERM did not reach every process", took)
+	}
+	if code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	if alive(child) {
+		t.Errorf("the program's child %d still runs after Stop", child)
+	}
+	if left, err := p.Cleanup(); err != nil || len(left) != 0 {
+		t.Errorf("Cleanup: %v left, %v; want none", left, err)
+	}
+}
+
+// TestStopKillsTheCgroupAfterTheGrace: a child that ignores SIGTERM
+// (and outlives the program) is killed when the grace is over, by
+// cgroup.kill or, without it, by killing each process in cgroup.procs.
+func TestStopKillsTheCgroupAfterTheGrace(t *testing.T) {
+	needRoot(t)
+	for _, kill := range []string{"cgroup.kill", "no-such-file"} {
+		t.Run(kill, func(t *testing.T) {
+			defer func(f string) { killFile = f }(killFile)
+			killFile = kill
+			p, child := startWithChild(t, "(trap '' TERM; exec sleep 100) & echo $!; exec sleep 100")
+			time.Sleep(100 * time.Millisecond) // let the child set its trap
+			began := time.Now()
+			p.Stop(300 * time.Millisecond)
+			p.Wait()
+			if took := time.Since(began); took > 5*time.Second {
+				t.Errorf("Stop took %v", took)
+			}
+			if alive(child) {
+				t.Errorf("the program's child %d, which ignores SIGTERM, still runs after Stop", child)
+			}
+			if left, err := p.Cleanup(); err != nil || len(left) != 0 {
+				t.Errorf("Cleanup: %v left, %v; want none", left, err)
+			}
+		})
+	}
+}
+
+// TestKillKillsAForkingCgroup: without cgroup.kill, processes that fork
+// while they are killed are all killed.
+func TestKillKillsAForkingCgroup(t *testing.T) {
+	needRoot(t)
+	defer func(f string) { killFile = f }(killFile)
+	killFile = "no-such-file"
+	p, _ := startWithChild(t, "echo $$; while :; do sleep 100 & done")
+	time.Sleep(200 * time.Millisecond)
+	if err := p.Cgroup.Kill(); err != nil {
+		t.Error(err)
+	}
+	p.Wait()
+	if !p.Cgroup.Empty(time.Now().Add(3 * time.Second)) {
+		t.Errorf("processes left after Kill: %v", p.Cgroup.Procs())
+	}
+	p.Cleanup()
 }

@@ -27,8 +27,9 @@ func doctorCommand() *cli.Command {
 			"   uverbsN present where it sees files and read-write for its uid or groups; device\n" +
 			"   cgroup programs on its cgroup; RLIMIT_MEMLOCK against what its MRs hold; a RoCE GID\n" +
 			"   for an address of its namespace; with --port, that port is free for rdma_cm (and, on\n" +
-			"   iWARP, in the host's TCP port space). With -- CMD, CMD is started and checked once it\n" +
-			"   has run for --after (or, when it ended sooner, its context, which is ours).",
+			"   iWARP, in the host's TCP port space). With -- CMD, CMD is started as the user who ran\n" +
+			"   sudo (--user to choose) and checked once it has run for --after (or, when it ended\n" +
+			"   sooner, our context with its user's credentials).",
 		Description: "EXAMPLES:\n" +
 			"   rdmatrace doctor --pid 1234\n" +
 			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
@@ -40,6 +41,7 @@ func doctorCommand() *cli.Command {
 			&cli.StringFlag{Name: "container", Usage: "check a process of the container whose id starts with `ID` (its first, by pid)"},
 			&cli.UintFlag{Name: "port", Usage: "also check the rdma_cm TCP `PORT` it uses or will use (rping -p, perftest -p): held by another process's rdma_cm ID, or, on iWARP, by a TCP socket of its network namespace"},
 			&cli.DurationFlag{Name: "after", Value: 2 * time.Second, Usage: "with -- CMD: check it once it has run this long"},
+			userFlag,
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array: check, status, detail, fix (same as -o json)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText, Usage: "output format: text, json, ndjson"},
 		},
@@ -61,6 +63,13 @@ func runDoctor(c *cli.Context) error {
 	if targets > 1 {
 		return usage(c, "name one of --pid, --container and -- CMD")
 	}
+	after := c.Duration("after")
+	if after < 0 {
+		return usage(c, "--after %v: expected a positive duration such as 2s", after)
+	}
+	if c.IsSet(userFlag.Name) && len(argv) == 0 {
+		return usage(c, "--user chooses who runs -- CMD: no CMD given")
+	}
 	format := c.String("output")
 	if c.Bool("json") {
 		format = outJSON
@@ -70,6 +79,7 @@ func runDoctor(c *cli.Context) error {
 	}
 	pid, note := os.Getpid(), ""
 	var prog *launch.Program
+	var as *launch.Identity // who ran CMD, when it ended before the check
 	switch {
 	case c.IsSet("pid"):
 		pid = c.Int("pid")
@@ -84,18 +94,27 @@ func runDoctor(c *cli.Context) error {
 		}
 		pid = p
 	case len(argv) > 0:
-		var err error
-		prog, err = launch.Start(launch.Options{Argv: argv, NoCgroup: true, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+		id, err := programUser(c)
 		if err != nil {
-			return exitWith(1, fmt.Errorf("start %s: %w", argv[0], err))
+			return err
 		}
+		prog, err = launch.Start(launch.Options{Argv: argv, User: id, NoCgroup: true, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+		if err != nil {
+			return exitWith(1, fmt.Errorf("start %s: %w", formats.Sanitize(argv[0]), err))
+		}
+		announceUser(argv[0], id)
 		done := make(chan error, 1)
 		go func() { done <- prog.Wait() }()
 		select {
 		case err := <-done:
-			note = fmt.Sprintf("%s ended (%s) before %v: its context, which is ours, was checked", argv[0], exitText(err), c.Duration("after"))
-			prog = nil
-		case <-time.After(c.Duration("after")):
+			// Its context is ours but for its credentials.
+			prog, as = nil, id
+			ctx := "which is ours"
+			if !id.Keep {
+				ctx = "ours as " + id.String()
+			}
+			note = fmt.Sprintf("%s ended (%s) before %v: its context, %s, was checked", argv[0], exitText(err), after, ctx)
+		case <-time.After(after):
 			pid = prog.Cmd.Process.Pid
 			defer func() { <-done }()
 		}
@@ -103,6 +122,9 @@ func runDoctor(c *cli.Context) error {
 	t, err := doctor.ReadTarget("/proc", pid)
 	if err != nil {
 		return exitWith(1, err)
+	}
+	if as != nil && !as.Keep {
+		t = t.As(as.UID, append([]uint32{as.GID}, as.Groups...))
 	}
 	if p := c.Uint("port"); p > 65535 || c.IsSet("port") && p == 0 {
 		return usage(c, "--port %d: a port is 1 to 65535", p)

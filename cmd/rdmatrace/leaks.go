@@ -55,7 +55,7 @@ func leaksCommand() *cli.Command {
 			"    what is still alive. CMD runs in a cgroup v2 of its own (what is its, children\n" +
 			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
 			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
-			"    --duration stops it (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
+			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
 			"    from CMD's own output;\n" +
 			"  - a port CMD (or, without CMD, anyone) could not have: each bind, rdma_listen or\n" +
 			"    rdma_connect that got EADDRINUSE, with who held the port.\n" +

@@ -62,7 +62,7 @@ func runPorts(c *cli.Context) error {
 	if c.Uint("port") > 65535 {
 		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
 	}
-	in, gerr := ports.Gather()
+	in, gerr := gatherPorts()
 	var comms proc.CommCache
 	rows := ports.Join(in, &comms)
 	match := func(r *ports.Row) bool {
@@ -111,7 +111,9 @@ func runPorts(c *cli.Context) error {
 		return err
 	}
 	if errors.Is(gerr, ports.ErrNoRDMA) {
-		// Sockets alone are a true answer on a host without RDMA: say what is missing, exit 0.
+		// The sockets are shown; without RDMA netlink, say so in a line
+		// (its cause is the kernel's, not worth a second one) and exit 1
+		// as the help says: the rdma_cm IDs could not be read.
 		fmt.Fprintf(os.Stderr, "rdmatrace: ports: %s\n", formats.Sanitize(ports.ErrNoRDMA.Error()))
 		var rest []error
 		for _, e := range formats.Unjoin(gerr) {
@@ -119,10 +121,15 @@ func runPorts(c *cli.Context) error {
 				rest = append(rest, e)
 			}
 		}
-		gerr = errors.Join(rest...)
+		if gerr = errors.Join(rest...); gerr == nil {
+			return exitWith(1, nil)
+		}
 	}
 	return partial(gerr)
 }
+
+// gatherPorts is ports.Gather; tests replace it.
+var gatherPorts = ports.Gather
 
 // portHolders names who holds the port that e's bind, rdma_listen or
 // rdma_connect could not have, as it is now (a moment after the failure):

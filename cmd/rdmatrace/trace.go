@@ -81,7 +81,7 @@ func traceCommand() *cli.Command {
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
 			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Usage: "with -C: keep `N` files, the oldest dropped"},
 			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
-			&cli.StringFlag{Name: "user", Usage: "with -- CMD: run CMD as `USER` (name or uid; default: the user who ran sudo, or doas, else rdmatrace's own)"},
+			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			otlpFlag,
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
@@ -519,7 +519,7 @@ var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: 
 func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	fatal := false
 	for _, p := range tracer.Preflight() {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", p.Msg)
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", privilegeProblem(c, p.Msg))
 		fatal = fatal || p.Fatal
 	}
 	// -v tries all the same, and shows each hook's reason: a way out if
@@ -539,7 +539,7 @@ func openTracer(c *cli.Context) (*tracer.Tracer, error) {
 	}
 	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow, Poll: c.Duration("poll")})
 	if err != nil {
-		return nil, err
+		return nil, privilegeError(c, err)
 	}
 	attached := t.Attached()
 	var skipped, absent []string

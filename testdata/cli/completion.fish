@@ -39,6 +39,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l container
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l port
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l after
+complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from doctor' -l output

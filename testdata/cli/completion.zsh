@@ -34,7 +34,7 @@ _rdmatrace() {
         [[ -z $typ || $typ == show ]] && words="$words $devs"
         ;;
     doctor)
-        flags="--pid -p --container --port --after --json -j --output -o --help -h"
+        flags="--pid -p --container --port --after --user --json -j --output -o --help -h"
         words=""
         formats="text json ndjson"
         ;;
