@@ -66,6 +66,8 @@ func TestPackagesDependOnlyOnWhatTheyMay(t *testing.T) {
 		{"internal/lineerr", []string{"internal/termsafe"}},
 		{"internal/lines", []string{"internal/lineerr", "internal/termsafe"}},
 		{"internal/golden", nil},
+		{"internal/safefile", nil},
+		{"internal/rotate", []string{"internal/safefile"}},
 	} {
 		for _, dep := range ours(goList(t, "{{.ImportPath}}", rule.pkg, true)) {
 			if dep != rule.pkg && !slices.Contains(rule.allow, dep) {
