@@ -67,9 +67,8 @@ func endProgram(p *launch.Program) {
 }
 
 // reportOutput is where leaks writes its report: --output, or stdout.
-func reportOutput(c *cli.Context) (*os.File, error) { return openReport(c.String("output")) }
-
-func openReport(name string) (*os.File, error) {
+func reportOutput(c *cli.Context) (*os.File, error) {
+	name := c.String("output")
 	if name == "" || name == "-" {
 		return os.Stdout, nil
 	}
