@@ -138,6 +138,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 // cutBack ends the file at its last whole line after err: a reader of the
 // recording then meets no half an event at its end.
 func (w *Writer) cutBack(err error) error {
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the file is named once, below
+	}
 	err = fmt.Errorf("write %s: %w", w.dir.Path(w.name), err)
 	if w.size > w.lineEnd {
 		if terr := w.f.Truncate(w.lineEnd); terr != nil {
