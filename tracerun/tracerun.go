@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/safefile"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/replay"
 )
@@ -84,12 +85,13 @@ func Start(o Options) (*Run, error) {
 	}
 	r.out, r.errPath = filepath.Join(r.dir, "trace.ndjson"), filepath.Join(r.dir, "trace.err")
 	ready := filepath.Join(r.dir, "ready")
-	out, err := os.Create(r.out)
+	// Made as every file rdmatrace writes: Options.Dir may be shared.
+	out, err := safefile.Create(r.out, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
-	errf, err := os.Create(r.errPath)
+	errf, err := safefile.Create(r.errPath, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/bench"
 	"github.com/rdmatrace/rdmatrace/correlate"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/safefile"
 	"github.com/rdmatrace/rdmatrace/perfetto"
 	"github.com/rdmatrace/rdmatrace/plot"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -133,7 +134,7 @@ func (s *session) Stop() error {
 	if s.req.Perfetto == "" {
 		return err
 	}
-	f, ferr := os.Create(s.req.Perfetto)
+	f, ferr := safefile.Create(s.req.Perfetto, safefile.Invoker(os.Getenv))
 	if ferr != nil {
 		return ferr
 	}
@@ -162,7 +163,7 @@ func (s *session) writePlot() error {
 		res.Outliers = append(res.Outliers, r.Outliers...)
 		res.Threshold = max(res.Threshold, r.Threshold)
 	}
-	f, err := os.Create(s.req.Plot)
+	f, err := safefile.Create(s.req.Plot, safefile.Invoker(os.Getenv))
 	if err != nil {
 		return err
 	}

@@ -141,10 +141,8 @@ func runExporter(c *cli.Context) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { done <- srv.Serve(ln) }()
 	fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
-	if p := c.String("ready-file"); p != "" {
-		if err := os.WriteFile(p, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-			return err
-		}
+	if err := writeReadyFile(c, ln.Addr().String()+"\n"); err != nil {
+		return err
 	}
 	select {
 	case <-ctx.Done():

@@ -243,10 +243,8 @@ func runLeaks(c *cli.Context) error {
 			p.Forward(s)
 		}
 	})()
-	if p := c.String("ready-file"); p != "" {
-		if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			return err
-		}
+	if err := writeReadyFile(c, strconv.Itoa(os.Getpid())+"\n"); err != nil {
+		return err
 	}
 
 	var cmd *launch.Program

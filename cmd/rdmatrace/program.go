@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/safefile"
 	"github.com/rdmatrace/rdmatrace/launch"
 )
 
@@ -128,7 +129,7 @@ func reportOutput(c *cli.Context) (*os.File, error) {
 	if name == "" || name == "-" {
 		return os.Stdout, nil
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := safefile.Create(name, outputOwner())
 	if err != nil {
 		return nil, exitWith(2, fmt.Errorf("--output: %s", formats.Sanitize(err.Error())))
 	}

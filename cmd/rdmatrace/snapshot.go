@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/safefile"
 	"github.com/rdmatrace/rdmatrace/nldev"
 	"github.com/rdmatrace/rdmatrace/proc"
 	"github.com/rdmatrace/rdmatrace/rdma"
@@ -79,7 +80,7 @@ func dial(c *cli.Context) (*nldev.Client, error) {
 			seq++
 			b, err := nldev.MarshalMessages(msgs)
 			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, 0o644)
+				err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, outputOwner())
 			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "rdmatrace: recording netlink replies: %v\n", err)

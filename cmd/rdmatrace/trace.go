@@ -21,6 +21,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rotate"
+	"github.com/rdmatrace/rdmatrace/internal/safefile"
 	"github.com/rdmatrace/rdmatrace/launch"
 	"github.com/rdmatrace/rdmatrace/netns"
 	"github.com/rdmatrace/rdmatrace/nldev"
@@ -79,7 +80,7 @@ func traceCommand() *cli.Command {
 			&cli.StringFlag{Name: "write", Aliases: []string{"w"}, Usage: "write the recording (NDJSON) to `FILE` (- for stdout) instead of printing events"},
 			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
-			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Usage: "with -C: keep `N` files, the oldest dropped"},
+			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Value: rotate.DefaultCount, Usage: "with -C: keep `N` files, the oldest dropped"},
 			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
 			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
@@ -150,13 +151,14 @@ func splitCommand(args []string) (words, argv []string) {
 	return args, nil
 }
 
-// newEventSink makes trace's sink from -j/-o, --timestamp, -w, -C, -W
-// and --print; closeRec closes the recording.
+// newEventSink makes trace's sink from -j/-o, --timestamp, -w - and
+// --print; closeRec closes the OTLP sink and, once openRecording opened
+// it, the recording.
 func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eventSink, closeRec func() error, err error) {
 	sink, closeRec = &eventSink{}, func() error { return nil }
 	w := c.String("write")
 	switch {
-	case c.Int("file-size") < 0 || c.Int("file-count") < 0:
+	case c.Int("file-size") < 0 || c.Int("file-count") < 1:
 		return nil, nil, usage(c, "-C and -W take a positive number")
 	case w == "" && (c.IsSet("file-size") || c.IsSet("file-count") || c.Bool("print")):
 		return nil, nil, usage(c, "-C, -W and --print go with -w FILE")
@@ -169,16 +171,8 @@ func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eve
 		sink.print = formats.NewEventWriter(os.Stdout, format == outJSON)
 		sink.print.Stamp = stamp
 	}
-	switch w {
-	case "":
-	case "-":
+	if w == "-" {
 		sink.record = formats.NewEventWriter(os.Stdout, true)
-	default:
-		rw, err := rotate.Create(w, int64(c.Int("file-size"))*1_000_000, c.Int("file-count"))
-		if err != nil {
-			return nil, nil, exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
-		}
-		sink.record, closeRec = formats.NewEventWriter(rw, true), rw.Close
 	}
 	if ep := c.String("otlp"); ep != "" {
 		o, closeOTLP, err := openOTLP(c, ep)
@@ -189,6 +183,33 @@ func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eve
 		sink.otlp, closeRec = o, func() error { closeOTLP(); return closeFile() }
 	}
 	return sink, closeRec, nil
+}
+
+// openRecording starts -w FILE, once the tracer is attached: a run that
+// fails before leaves an earlier recording as it was. The recording's
+// closer runs after closeRec's.
+func openRecording(c *cli.Context, sink *eventSink, closeRec *func() error) error {
+	w := c.String("write")
+	if w == "" || w == "-" {
+		return nil
+	}
+	rw, err := createRecording(w, c.Int("file-size"), c.Int("file-count"))
+	if err != nil {
+		return err
+	}
+	sink.record = formats.NewEventWriter(rw, true)
+	closeOther := *closeRec
+	*closeRec = func() error { return errors.Join(closeOther(), rw.Close()) }
+	return nil
+}
+
+// createRecording is -w FILE -C MB -W N's writer.
+func createRecording(path string, sizeMB, count int) (*rotate.Writer, error) {
+	rw, err := rotate.Create(path, int64(sizeMB)*1_000_000, count, outputOwner())
+	if err != nil {
+		return nil, exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
+	}
+	return rw, nil
 }
 
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
@@ -280,7 +301,7 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer closeRec()
+	defer func() { closeRec() }() // openRecording adds the recording's close
 	if path := c.String("read"); path != "" {
 		if len(argv) > 0 || c.String("write") != "" {
 			return usage(c, "-r reads a recording: no -w, no -- CMD")
@@ -293,8 +314,11 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	defer t.Close()
+	if err := openRecording(c, sink, &closeRec); err != nil {
+		return err
+	}
 	if p := c.String("cpuprofile"); p != "" {
-		pf, err := os.Create(p)
+		pf, err := safefile.Create(p, outputOwner())
 		if err != nil {
 			return err
 		}
@@ -322,7 +346,7 @@ func runTrace(c *cli.Context) error {
 	var raw *tracer.RawWriter
 	if p := c.String("record-raw"); p != "" {
 		// The records hold kernel addresses: for root's eyes only.
-		rf, err := createPrivate(p)
+		rf, err := safefile.Create(p, nil)
 		if err != nil {
 			return err
 		}
@@ -343,14 +367,11 @@ func runTrace(c *cli.Context) error {
 			stop()
 		}
 	})()
-	if p := c.String("ready-file"); p != "" {
-		// The second line is the clock that turns the events' wall times
-		// back into CLOCK_MONOTONIC (wall ns - monotonic ns), for programs
-		// that join them with their own monotonic timestamps (rdmabench).
-		ready := strconv.Itoa(os.Getpid()) + "\nclock-offset " + strconv.FormatInt(t.Clock().Offset(), 10) + "\n"
-		if err := os.WriteFile(p, []byte(ready), 0o644); err != nil {
-			return err
-		}
+	// The second line is the clock that turns the events' wall times back
+	// into CLOCK_MONOTONIC (wall ns - monotonic ns), for programs that join
+	// them with their own monotonic timestamps (rdmabench).
+	if err := writeReadyFile(c, strconv.Itoa(os.Getpid())+"\nclock-offset "+strconv.FormatInt(t.Clock().Offset(), 10)+"\n"); err != nil {
+		return err
 	}
 	var cmd *launch.Program
 	var cmdErr error

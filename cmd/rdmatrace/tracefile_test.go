@@ -49,7 +49,7 @@ func TestTraceRecordingFlagsUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"trace", "-C", "10"}, {"trace", "--print"}, {"trace", "-w", "x", "-W", "3"},
 		{"trace", "-w", "-", "--print"}, {"trace", "-r", "x", "-w", "y"}, {"trace", "-r", "x", "--", "true"},
-		{"trace", "--timestamp", "epoch"}, {"trace", "-w", "x", "-C", "-1"},
+		{"trace", "--timestamp", "epoch"}, {"trace", "-w", "x", "-C", "-1"}, {"trace", "-w", "x", "-C", "1", "-W", "0"},
 	} {
 		_, stderr, code := rdmatrace(t, args...)
 		if code != 2 || !strings.HasPrefix(stderr, "rdmatrace: trace: ") {

@@ -60,12 +60,14 @@ func TestPackagesDependOnlyOnWhatTheyMay(t *testing.T) {
 		// bench/ is the verbs benchmarks' vocabulary, plain values as rdma/;
 		// correlate/ joins them with events into outliers and phases, which
 		// formats renders.
-		{"formats", []string{"rdma", "bench", "correlate", "internal/termsafe"}},
+		{"formats", []string{"rdma", "bench", "correlate", "ports", "ps", "nldev", "smcnl", "sockdiag", "internal/termsafe"}}, // ports and ps: their rows
 		{"correlate", []string{"rdma", "bench"}},
 		{"internal/termsafe", nil},
 		{"internal/lineerr", []string{"internal/termsafe"}},
 		{"internal/lines", []string{"internal/lineerr", "internal/termsafe"}},
 		{"internal/golden", nil},
+		{"internal/safefile", nil},
+		{"internal/rotate", []string{"internal/safefile"}},
 	} {
 		for _, dep := range ours(goList(t, "{{.ImportPath}}", rule.pkg, true)) {
 			if dep != rule.pkg && !slices.Contains(rule.allow, dep) {

@@ -23,12 +23,13 @@ func lines(t *testing.T, path string) []string {
 
 // Lines written through a buffer (which cuts them anywhere) land whole,
 // in files of about the limit, the newest in FILE; with count 3 the oldest
-// are dropped.
+// are dropped. A FILE.7 beyond count is no file of this recording's, and
+// stays.
 func TestRotatesOnLineBoundariesKeepingCount(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rec.ndjson")
 	os.WriteFile(path+".7", []byte("stale\n"), 0o644)
-	w, err := Create(path, 100, 3)
+	w, err := Create(path, 100, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,10 @@ func TestRotatesOnLineBoundariesKeepingCount(t *testing.T) {
 	for _, e := range ents {
 		got[e.Name()] = lines(t, filepath.Join(dir, e.Name()))
 	}
-	if len(got) != 3 || got["rec.ndjson"] == nil || got["rec.ndjson.1"] == nil || got["rec.ndjson.2"] == nil {
-		t.Fatalf("files %v, want rec.ndjson, .1 and .2 (the stale .7 removed)", got)
+	if len(got) != 4 || got["rec.ndjson"] == nil || got["rec.ndjson.1"] == nil || got["rec.ndjson.2"] == nil || got["rec.ndjson.7"][0] != "stale" {
+		t.Fatalf("files %v, want rec.ndjson, .1 and .2, and the stale .7 untouched", got)
 	}
+	delete(got, "rec.ndjson.7")
 	last := got["rec.ndjson"][len(got["rec.ndjson"])-1]
 	if !strings.HasPrefix(last, `{"n":39,`) {
 		t.Errorf("the newest file ends with %q, want the last line", last)
@@ -66,7 +68,7 @@ func TestRotatesOnLineBoundariesKeepingCount(t *testing.T) {
 
 func TestWithoutLimitOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec")
-	w, err := Create(path, 0, 0)
+	w, err := Create(path, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestWithoutLimitOneFile(t *testing.T) {
 
 func TestKeepAllShiftsEveryFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec")
-	w, _ := Create(path, 10, 0)
+	w, _ := Create(path, 10, 0, nil)
 	for i := 0; i < 5; i++ {
 		fmt.Fprintf(w, "line %02d xx\n", i) // 12 bytes: each line its own file
 	}
@@ -94,7 +96,7 @@ func TestKeepAllShiftsEveryFile(t *testing.T) {
 }
 
 func TestCreateErrorNamesTheFile(t *testing.T) {
-	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir"), 0, 0); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
+	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir"), 0, 0, nil); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
 		t.Errorf("Create error = %v, want the path", err)
 	}
 }
