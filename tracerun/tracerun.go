@@ -245,6 +245,10 @@ func (r *Run) Warnings() []string {
 // Stop ends the tracer (SIGINT: it reads what is queued, then exits) and
 // removes its temporary directory.
 func (r *Run) Stop() error {
+	if r.cmd == nil { // Recorded
+		r.final, r.stopped = r.Warnings(), true
+		return nil
+	}
 	if r.cmd.Process != nil {
 		_ = r.cmd.Process.Signal(syscall.SIGINT)
 	}
@@ -269,3 +273,12 @@ func (r *Run) Stop() error {
 
 // Dir is where the tracer's output is.
 func (r *Run) Dir() string { return r.dir }
+
+// Recorded reads a trace already recorded in path (trace -j output, e.g. a
+// --trace-dir's trace.ndjson) as if a tracer were writing it, with the
+// given clock offset (wall − monotonic ns, the ready file's): for replays
+// and for measuring the benchmark's side without a tracer. Stop only tells
+// the warnings of traceErr ("" : none).
+func Recorded(path, traceErr string, offset int64) *Run {
+	return &Run{dir: filepath.Dir(path), out: path, errPath: traceErr, offset: offset}
+}
