@@ -94,7 +94,7 @@ func peakHeap() (stop func() uint64) {
 // grows by when the collector is off, as it was during a run).
 func BenchmarkLatLongRunMemory(b *testing.B) {
 	for _, tc := range []struct {
-		name              string
+		name            string
 		samples, events int
 	}{{"5M samples, 1M events", 5_000_000, 1_000_000}} {
 		b.Run(tc.name, func(b *testing.B) {
