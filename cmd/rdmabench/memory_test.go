@@ -96,7 +96,7 @@ func BenchmarkLatLongRunMemory(b *testing.B) {
 	for _, tc := range []struct {
 		name            string
 		samples, events int
-	}{{"5M samples, 1M events", 5_000_000, 1_000_000}} {
+	}{{"5M samples, 1M events", 5_000_000, 1_000_000}, {"5M samples, 3M events", 5_000_000, 3_000_000}} {
 		b.Run(tc.name, func(b *testing.B) {
 			samples, trace := longRun(b, tc.samples, tc.events)
 			out := filepath.Join(b.TempDir(), "run.json")
