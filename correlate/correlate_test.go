@@ -91,3 +91,50 @@ func TestASpellNamesTheFirstAndTheLastTaskThatRanInstead(t *testing.T) {
 		t.Errorf("causes %q, want the kworker (first) and the hog (last)", got)
 	}
 }
+
+func TestAnOutlierUnderAFloodKeepsTheEarliestEventsAndCountsTheRest(t *testing.T) {
+	s, _ := Fixture()
+	at := uint64(s[100].Start)
+	var ev []rdma.Event
+	// Spells of the timed thread, latest first, then one by another task
+	// at the end: it still names its cause.
+	for i := 3 * MaxOutlierEvents; i > 0; i-- {
+		ev = append(ev, rdma.Event{Mono: at + uint64(i)*1000, Kind: rdma.EvOffCPU, Dur: 500, Flags: rdma.EvHasDur | rdma.EvHasOwner,
+			Owner: benchOwner, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}})
+	}
+	ev = append(ev, rdma.Event{Mono: at + uint64(ms), Kind: rdma.EvOffCPU, Dur: 500, Flags: rdma.EvHasDur | rdma.EvHasOwner,
+		Owner: benchOwner, Next: rdma.Owner{PID: 301, TID: 301, Comm: "late"}})
+	r := Outliers(s, ev, Options{PID: 100, Threads: []int{101}})
+	o := r.Outliers[0]
+	if o.Index != 100 || len(o.Events) != MaxOutlierEvents || o.More != 2*MaxOutlierEvents+1 {
+		t.Fatalf("outlier %d kept %d events, %d more: want %d kept, %d more", o.Index, len(o.Events), o.More, MaxOutlierEvents, 2*MaxOutlierEvents+1)
+	}
+	for i := range o.Events {
+		if want := at + uint64(i+1)*1000; o.Events[i].Mono != want {
+			t.Fatalf("event %d at %d, want %d: the earliest, in time order", i, o.Events[i].Mono, want)
+		}
+	}
+	if !slices.Equal(o.Causes, []string{"off-cpu:hog", "off-cpu:late"}) {
+		t.Errorf("causes %q: want both, from every event that overlapped", o.Causes)
+	}
+}
+
+func TestJoinGivesWhatOutliersGivesWhateverTheEventOrder(t *testing.T) {
+	s, ev := Fixture()
+	o := Options{PID: 100, Threads: []int{101}, Dev: "rxe0"}
+	want := Outliers(s, ev, o)
+	j := NewJoin(s, o)
+	for i := len(ev) - 1; i >= 0; i-- {
+		j.Add(&ev[i])
+	}
+	got := j.Result()
+	if len(got.Outliers) != len(want.Outliers) {
+		t.Fatalf("%d outliers, want %d", len(got.Outliers), len(want.Outliers))
+	}
+	for i := range got.Outliers {
+		g, w := got.Outliers[i], want.Outliers[i]
+		if g.Index != w.Index || !slices.Equal(g.Causes, w.Causes) || len(g.Events) != len(w.Events) {
+			t.Errorf("outlier %d: %+v, want %+v", i, g, w)
+		}
+	}
+}

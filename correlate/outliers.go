@@ -25,13 +25,17 @@ type Options struct {
 	// Dev is the device the benchmark runs on: other processes' events on
 	// another device are not causes ("" : any).
 	Dev string
+	// Summary is the series' summary when the caller has it already
+	// (nil: computed from the samples).
+	Summary *bench.Summary
 }
 
 // Outlier is one slow sample and the events that overlapped it.
 type Outlier struct {
 	Index  int // in the samples
 	Sample bench.Sample
-	Events []rdma.Event // in time order
+	Events []rdma.Event // in time order, the earliest MaxOutlierEvents
+	More   int          // events that overlapped it beyond those
 	Causes []string     // one name per kind of cause, sorted; none: nothing overlapped
 }
 
@@ -56,55 +60,130 @@ const Nothing = "nothing"
 // QP/CQ creation, rdma_cm, QP errors, device events). A sample overlaps
 // an event when the event's span meets [start − lat, start + 2·lat]: the
 // sample widened by its own duration on each side (a half round trip
-// covers only half of its iteration).
+// covers only half of its iteration). It is NewJoin, Add for each event
+// and Result.
 func Outliers(samples []bench.Sample, events []rdma.Event, o Options) Result {
+	j := NewJoin(samples, o)
+	for i := range events {
+		j.Add(&events[i])
+	}
+	return j.Result()
+}
+
+// MaxOutlierEvents is how many of the events that overlapped one outlier
+// are kept (the earliest); the rest are counted in Outlier.More, and all
+// of them name its causes. Under an event flood a slow sample overlaps
+// many; without a bound a long run's outliers would hold the whole trace.
+const MaxOutlierEvents = 16
+
+// MaxJoinEvents bounds the events all outliers of a series keep (each
+// is 456 bytes): past it, outliers keep their causes and count their
+// events in More. A series has at most 1 % of its samples as outliers.
+const MaxJoinEvents = 100_000
+
+// Join is Outliers as a stream: the series is known when it is made, the
+// traced events come one at a time (in any order) and are not kept unless
+// they overlap an outlier. Its memory is its outliers', whatever the
+// number of events.
+type Join struct {
+	o      Options
+	r      Result
+	maxLat int64 // of the outliers: bounds the window an event can meet
+	kept   int   // events the outliers keep, at most MaxJoinEvents
+}
+
+// NewJoin picks the outliers of samples (in time order, as a run gives
+// them); o.Summary, if set, is the series' summary already computed.
+func NewJoin(samples []bench.Sample, o Options) *Join {
 	factor := o.Factor
 	if factor <= 0 {
 		factor = 3
 	}
-	s := bench.Summarize(samples)
-	r := Result{Median: int64(math.Round(s.Typical * 1e3)), P99: int64(math.Round(s.P99 * 1e3)), Causes: map[string]int{}}
-	r.Threshold = max(r.P99, int64(math.Round(factor*s.Typical*1e3)))
-	if len(samples) <= bench.MeasureTail {
-		return r
+	var s bench.Summary
+	if o.Summary != nil {
+		s = *o.Summary
+	} else {
+		s = bench.Summarize(samples)
 	}
-	cands := make([]rdma.Event, 0, len(events))
-	for i := range events {
-		if relevant(&events[i], &o) {
-			cands = append(cands, events[i])
+	j := &Join{o: o}
+	j.r = Result{Median: int64(math.Round(s.Typical * 1e3)), P99: int64(math.Round(s.P99 * 1e3)), Causes: map[string]int{}}
+	j.r.Threshold = max(j.r.P99, int64(math.Round(factor*s.Typical*1e3)))
+	if len(samples) <= bench.MeasureTail {
+		return j
+	}
+	for i, smp := range samples {
+		if smp.Lat > j.r.Threshold {
+			j.r.Outliers = append(j.r.Outliers, Outlier{Index: i, Sample: smp})
+			j.maxLat = max(j.maxLat, smp.Lat)
 		}
 	}
-	// Sorted by start: each outlier stops at the first event after it.
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Mono < cands[j].Mono })
-	for i, smp := range samples {
-		if smp.Lat <= r.Threshold {
+	// Searched by start below.
+	sort.SliceStable(j.r.Outliers, func(a, b int) bool { return j.r.Outliers[a].Sample.Start < j.r.Outliers[b].Sample.Start })
+	return j
+}
+
+// Add joins one traced event: each outlier it overlaps keeps it (a copy)
+// and its causes. e is not retained.
+func (j *Join) Add(e *rdma.Event) {
+	if len(j.r.Outliers) == 0 || !relevant(e, &j.o) {
+		return
+	}
+	ev0, ev1 := int64(e.Mono), int64(e.End())
+	// An outlier's window [start−lat, start+2·lat] meets [ev0, ev1] only
+	// if its start lies in [ev0 − 2·maxLat, ev1 + maxLat].
+	outs := j.r.Outliers
+	k := sort.Search(len(outs), func(i int) bool { return outs[i].Sample.Start >= ev0-2*j.maxLat })
+	var cs []string
+	for ; k < len(outs) && outs[k].Sample.Start <= ev1+j.maxLat; k++ {
+		o := &outs[k]
+		lo, hi := max(0, o.Sample.Start-o.Sample.Lat), o.Sample.Start+2*o.Sample.Lat
+		if ev0 > hi || ev1 < lo {
 			continue
 		}
-		lo, hi := uint64(max(0, smp.Start-smp.Lat)), uint64(smp.Start+2*smp.Lat)
-		out := Outlier{Index: i, Sample: smp}
-		// Events starting after hi cannot overlap; long spans starting
-		// before lo can, so the scan starts at the first event.
-		end := sort.Search(len(cands), func(k int) bool { return cands[k].Mono > hi })
-		for k := 0; k < end; k++ {
-			if cands[k].End() >= lo {
-				out.Events = append(out.Events, cands[k])
+		if cs == nil {
+			cs = causes(e)
+		}
+		for _, c := range cs {
+			if !slices.Contains(o.Causes, c) {
+				o.Causes = append(o.Causes, c)
 			}
 		}
-		for k := range out.Events {
-			for _, c := range causes(&out.Events[k]) {
-				if !slices.Contains(out.Causes, c) {
-					out.Causes = append(out.Causes, c)
-				}
-			}
-		}
-		slices.Sort(out.Causes)
-		if len(out.Causes) == 0 {
+		j.keep(o, e)
+	}
+}
+
+// keep inserts e among the outlier's events in time order (after those of
+// the same time: the order they came in), keeping the earliest
+// MaxOutlierEvents, within the series' MaxJoinEvents.
+func (j *Join) keep(o *Outlier, e *rdma.Event) {
+	i := sort.Search(len(o.Events), func(i int) bool { return o.Events[i].Mono > e.Mono })
+	full := len(o.Events) == MaxOutlierEvents || (j.kept >= MaxJoinEvents && len(o.Events) > 0)
+	switch {
+	case i == len(o.Events) && full, j.kept >= MaxJoinEvents && len(o.Events) == 0:
+		o.More++
+		return
+	case full:
+		o.More++
+		o.Events = o.Events[:len(o.Events)-1]
+	default:
+		j.kept++
+	}
+	o.Events = slices.Insert(o.Events, i, *e)
+}
+
+// Result is the outliers with their events and causes; the Join is spent.
+func (j *Join) Result() Result {
+	r := j.r
+	slices.SortFunc(r.Outliers, func(a, b Outlier) int { return a.Index - b.Index })
+	for i := range r.Outliers {
+		o := &r.Outliers[i]
+		slices.Sort(o.Causes)
+		if len(o.Causes) == 0 {
 			r.Causes[Nothing]++
 		}
-		for _, c := range out.Causes {
+		for _, c := range o.Causes {
 			r.Causes[c]++
 		}
-		r.Outliers = append(r.Outliers, out)
 	}
 	return r
 }

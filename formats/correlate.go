@@ -47,6 +47,9 @@ type outlierRecord struct {
 	Size   int            `json:"size,omitempty"` // the message size of the run
 	Causes []jstr         `json:"causes"`
 	Events []outlierEvent `json:"events"`
+	// More counts the events that overlapped it beyond those listed
+	// (correlate.MaxOutlierEvents, the earliest, are).
+	More int `json:"more-events,omitempty"`
 }
 
 func eventOf(e *rdma.Event) outlierEvent {
@@ -85,7 +88,7 @@ func causes(cs []string) []jstr {
 func WriteOutliersJSON(w io.Writer, r *correlate.Result, size int) error {
 	for _, o := range r.Outliers {
 		rec := outlierRecord{Record: "outlier", Index: o.Index, TS: o.Sample.Start, LatUS: round3(float64(o.Sample.Lat) / 1e3),
-			Size: size, Causes: causes(o.Causes), Events: []outlierEvent{}}
+			Size: size, Causes: causes(o.Causes), Events: []outlierEvent{}, More: o.More}
 		for i := range o.Events {
 			rec.Events = append(rec.Events, eventOf(&o.Events[i]))
 		}
@@ -104,14 +107,21 @@ func WriteOutliersText(w io.Writer, r *correlate.Result) error {
 		float64(r.Threshold)/1e3, float64(r.P99)/1e3, float64(r.Threshold)/max(1, float64(r.Median)), float64(r.Median)/1e3)
 	for _, o := range r.Outliers {
 		fmt.Fprintf(&b, "  #%-7d ts %d  %10.2f usec  ", o.Index, o.Sample.Start, float64(o.Sample.Lat)/1e3)
-		if len(o.Events) == 0 {
+		if len(o.Events) == 0 && o.More == 0 {
 			b.WriteString("nothing traced overlapped it\n")
 			continue
 		}
 		b.WriteString(Sanitize(strings.Join(o.Causes, ", ")) + "\n")
+		if len(o.Events) == 0 {
+			fmt.Fprintf(&b, "      %d events, not kept (a run's outliers keep %d in all)\n", o.More, correlate.MaxJoinEvents)
+		}
 		for i := range o.Events {
-			if i == maxOutlierEvents && len(o.Events) > maxOutlierEvents+1 {
-				fmt.Fprintf(&b, "      ... and %d more (-j lists them all)\n", len(o.Events)-i)
+			if i == maxOutlierEvents && len(o.Events)+o.More > maxOutlierEvents+1 {
+				if o.More > 0 {
+					fmt.Fprintf(&b, "      ... and %d more (-j lists the first %d)\n", len(o.Events)-i+o.More, len(o.Events))
+				} else {
+					fmt.Fprintf(&b, "      ... and %d more (-j lists them all)\n", len(o.Events)-i)
+				}
 				break
 			}
 			b.WriteString("      " + eventText(&o.Events[i], o.Sample.Start) + "\n")

@@ -202,3 +202,39 @@ func TestRunAllocatesNothingPerEvent(t *testing.T) {
 		t.Errorf("%d allocations for %d events", allocs, n)
 	}
 }
+
+func TestRunStopsWithinStopDrainAndCountsWhatItLeftUnread(t *testing.T) {
+	const ringBytes = 1 << 20 // about 3 000 records
+	defer func(d time.Duration) { StopDrain = d }(StopDrain)
+	StopDrain = 100 * time.Millisecond
+	tr := flood(t, ringBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stopped atomic.Bool
+	var after int
+	var stoppedAt time.Time
+	time.AfterFunc(500*time.Millisecond, func() { stoppedAt = time.Now(); cancel(); stopped.Store(true) })
+	// 1 ms an event: the full ring would take 3 s to deliver.
+	err := tr.Run(ctx, Consumer{Event: func(*rdma.Event) error {
+		if stopped.Load() {
+			after++
+		}
+		busy(time.Millisecond)
+		return nil
+	}})
+	took := time.Since(stoppedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d events delivered after the stop, %d left unread; Run returned %v after it", after, tr.Unread(), took)
+	if tr.Unread() == 0 {
+		t.Error("nothing left unread: the ring was not full at the stop, or Run drained it all")
+	}
+	if most := ringBytes/(recordSize+8) + 64; after+int(tr.Unread()) > most {
+		t.Errorf("%d delivered and %d unread after the stop: more than the ring held (%d)", after, tr.Unread(), most)
+	}
+	// StopDrain and one batch of 64 events of 1 ms; a second of slack for
+	// a shared machine. Before the bound: 3 s.
+	if took > 1500*time.Millisecond {
+		t.Errorf("Run returned %v after the stop, want about StopDrain (%v)", took, StopDrain)
+	}
+}

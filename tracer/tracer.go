@@ -94,6 +94,8 @@ type ring struct {
 	stopReq          atomic.Bool
 	stopTaken        atomic.Bool // the first stop notes the position; later ones do nothing
 	stopAt           atomic.Uint64
+	stopWhen         atomic.Int64 // unix ns of the stop: the drain after it is bounded (StopDrain)
+	unread           uint64       // records left in the ring at the end of that drain
 
 	// polling is the BPF programs' reader.polling, mapped here: set while
 	// events flow, so that they do not wake the reader for each one; it

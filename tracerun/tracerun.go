@@ -4,6 +4,7 @@
 package tracerun
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -163,50 +164,132 @@ const settle = poll + 150*time.Millisecond
 // Events reads what the tracer recorded since the last call: complete
 // lines only. Bad lines are returned as errors beside the events.
 func (r *Run) Events() ([]rdma.Event, []error, error) {
+	var evs []rdma.Event
+	bad, err := r.Each(func(e *rdma.Event) { evs = append(evs, *e) })
+	return evs, bad, err
+}
+
+// maxBad bounds the bad lines Each returns; the rest are counted in one
+// last error.
+const maxBad = 100
+
+// Each is Events as a stream: fn gets each event recorded since the last
+// call, one at a time, in the file's order; the event is reused for the
+// next one (copy what you keep). Memory does not grow with the trace.
+func (r *Run) Each(fn func(*rdma.Event)) ([]error, error) {
 	time.Sleep(settle)
+	return r.each(fn)
+}
+
+// catchUp bounds how long EachUntil waits for a tracer that lags.
+const catchUp = 10 * time.Second
+
+// EachUntil is Each for a run that ended at until (CLOCK_MONOTONIC ns): a
+// tracer behind a flood may not have read that far yet. It reads on
+// until the tracer has written an event from until on, or has written
+// nothing more for a while (it is idle: everything is out), or catchUp
+// has passed; behind still, it says so in an error among the bad ones.
+func (r *Run) EachUntil(until int64, fn func(*rdma.Event)) ([]error, error) {
+	deadline := time.Now().Add(catchUp)
+	reached := false
+	var bad []error
+	for {
+		time.Sleep(settle)
+		from := r.read
+		b, err := r.each(func(e *rdma.Event) {
+			reached = reached || int64(e.Mono) >= until
+			fn(e)
+		})
+		bad = append(bad, b...)
+		if err != nil || reached || r.read == from {
+			return bad, err
+		}
+		if time.Now().After(deadline) {
+			return append(bad, fmt.Errorf("the tracer had not caught up with the run's end %v after it: the last outliers may lack causes", catchUp)), nil
+		}
+	}
+}
+
+func (r *Run) each(fn func(*rdma.Event)) ([]error, error) {
 	f, err := os.Open(r.out)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(r.read, io.SeekStart); err != nil {
-		return nil, nil, err
-	}
-	b, err := io.ReadAll(f)
+	end, err := lastLineEnd(f, r.read)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[:i+1]
-	} else {
-		b = nil
+	if _, err := f.Seek(r.read, io.SeekStart); err != nil {
+		return nil, err
 	}
-	r.read += int64(len(b))
-	return Parse(bytes.NewReader(b), r.out, r.offset)
+	bad, err := ParseEach(bufio.NewReaderSize(io.LimitReader(f, end-r.read), 1<<16), r.out, r.offset, fn)
+	r.read = end
+	return bad, err
+}
+
+// lastLineEnd is the offset just past the last newline of f at or after
+// from (from itself if there is none): where complete lines end.
+func lastLineEnd(f *os.File, from int64) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for hi := st.Size(); hi > from; {
+		lo := max(from, hi-int64(len(buf)))
+		n, err := f.ReadAt(buf[:hi-lo], lo)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return lo + int64(i) + 1, nil
+		}
+		hi = lo
+	}
+	return from, nil
 }
 
 // Parse reads trace -j lines and puts each event back on CLOCK_MONOTONIC
 // with the tracer's clock offset.
 func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, error) {
-	rd := replay.NewReader(in, source)
 	var evs []rdma.Event
-	var bad []error
+	bad, err := ParseEach(in, source, offset, func(e *rdma.Event) { evs = append(evs, *e) })
+	return evs, bad, err
+}
+
+// ParseEach is Parse as a stream: fn gets each event (reused for the
+// next: copy what you keep). At most maxBad bad lines are returned, and
+// one error counting the rest.
+func ParseEach(in io.Reader, source string, offset int64, fn func(*rdma.Event)) (bad []error, err error) {
+	rd := replay.NewReader(in, source)
+	more := 0
+	defer func() {
+		if more > 0 {
+			bad = append(bad, fmt.Errorf("%s: %d more bad lines", source, more))
+		}
+	}()
+	var ev rdma.Event
 	for {
-		var ev rdma.Event
+		ev = rdma.Event{}
 		err := rd.Next(&ev)
 		if errors.Is(err, io.EOF) {
-			return evs, bad, nil
+			return bad, nil
 		}
 		var re *lineerr.Error
 		if errors.As(err, &re) {
-			bad = append(bad, err)
+			if len(bad) < maxBad {
+				bad = append(bad, err)
+			} else {
+				more++
+			}
 			continue
 		}
 		if err != nil {
-			return evs, bad, err
+			return bad, err
 		}
 		ev.Mono = uint64(ev.Time.UnixNano() - offset)
-		evs = append(evs, ev)
+		fn(&ev)
 	}
 }
 
@@ -247,6 +330,10 @@ func (r *Run) Warnings() []string {
 // Stop ends the tracer (SIGINT: it reads what is queued, then exits) and
 // removes its temporary directory.
 func (r *Run) Stop() error {
+	if r.cmd == nil { // Recorded
+		r.final, r.stopped = r.Warnings(), true
+		return nil
+	}
 	if r.cmd.Process != nil {
 		_ = r.cmd.Process.Signal(syscall.SIGINT)
 	}
@@ -271,3 +358,12 @@ func (r *Run) Stop() error {
 
 // Dir is where the tracer's output is.
 func (r *Run) Dir() string { return r.dir }
+
+// Recorded reads a trace already recorded in path (trace -j output, e.g. a
+// --trace-dir's trace.ndjson) as if a tracer were writing it, with the
+// given clock offset (wall − monotonic ns, the ready file's): for replays
+// and for measuring the benchmark's side without a tracer. Stop only tells
+// the warnings of traceErr ("" : none).
+func Recorded(path, traceErr string, offset int64) *Run {
+	return &Run{dir: filepath.Dir(path), out: path, errPath: traceErr, offset: offset}
+}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
 // fake is an rdmatrace stand-in: it checks its arguments, says it is ready
@@ -77,5 +80,65 @@ func TestATracerThatFailsSaysWhy(t *testing.T) {
 	_, err := Start(Options{Path: bin})
 	if err == nil || !strings.Contains(err.Error(), "CAP_BPF") {
 		t.Errorf("error %v: want rdmatrace's own reason", err)
+	}
+}
+
+func TestEachStreamsCompleteLinesOnlyAndBoundsTheBadOnes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.ndjson")
+	line := `{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}` + "\n"
+	body := strings.Repeat(line, 1000) + strings.Repeat("not json\n", maxBad+5) + line + line[:20]
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := Recorded(path, "", 1_000_000_000)
+	n := 0
+	bad, err := r.Each(func(e *rdma.Event) {
+		if e.Mono != 2_500_000_000 {
+			t.Fatalf("event at %d, want the wall time less the offset", e.Mono)
+		}
+		n++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1001 || len(bad) != maxBad+1 || !strings.Contains(bad[maxBad].Error(), "5 more bad lines") {
+		t.Fatalf("%d events, %d bad (last %v): want 1001, and %d bad lines then one counting 5 more", n, len(bad), bad[len(bad)-1], maxBad)
+	}
+	// The line being written is read once complete.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(line[20:])
+	f.Close()
+	if evs, _, _ := r.Events(); len(evs) != 1 {
+		t.Errorf("%d events after the last line was completed, want 1", len(evs))
+	}
+}
+
+func TestEachUntilWaitsForATracerThatLags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.ndjson")
+	at := func(s int) string {
+		return `{"time":"1970-01-01T00:00:0` + string(rune('0'+s)) + `Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"next-pid":9,"next-comm":"hog"}` + "\n"
+	}
+	if err := os.WriteFile(path, []byte(at(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The tracer writes the run's last seconds a line at
+	// a time, faster than a settle, but far behind.
+	go func() {
+		for s := 2; s <= 5; s++ {
+			time.Sleep(settle / 2)
+			f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(at(s))
+			f.Close()
+		}
+	}()
+	r := Recorded(path, "", 0)
+	var got []uint64
+	bad, err := r.EachUntil(4e9, func(e *rdma.Event) { got = append(got, e.Mono/1e9) })
+	if err != nil || len(bad) != 0 {
+		t.Fatal(err, bad)
+	}
+	// A line more may have come before the last look.
+	if len(got) < 4 || got[3] != 4 {
+		t.Errorf("events at %v s: want those up to the run's end at 4 s", got)
 	}
 }

@@ -43,7 +43,21 @@ type session struct {
 	conns   []bench.Conn
 	phases  *correlate.ConnResult
 	events  []rdma.Event
+	// nSamples counts the lat samples; samples keeps a bounded share of
+	// them (every k-th) for the plot and the Perfetto file. leftOut
+	// counts the traced events the Perfetto file does not show.
+	nSamples int
+	leftOut  int
 }
+
+// A long run is held in bounded memory: the samples and events the plot
+// and the Perfetto file show are capped (the outliers and the events that
+// overlapped them are always shown). The join itself keeps no event that
+// overlaps no outlier (correlate.Join).
+const (
+	keptSamples = 250_000 // per lat run, for the plot and the Perfetto counter
+	keptEvents  = 100_000 // per session, for the Perfetto file
+)
 
 func startSession(req traceRequest) (traceSession, error) {
 	if req.Plot != "" {
@@ -67,21 +81,45 @@ func startSession(req traceRequest) (traceSession, error) {
 // on stderr, one line each, and the rest is used.
 func (s *session) newEvents() ([]rdma.Event, error) {
 	evs, bad, err := s.run.Events()
-	for _, b := range bad {
-		fmt.Fprintf(os.Stderr, "rdmabench: %v\n", b)
-	}
-	s.passWarnings()
+	s.passBad(bad)
 	s.events = append(s.events, evs...)
 	return evs, err
 }
 
 func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[string]int, error) {
-	evs, err := s.newEvents()
+	sum := bench.Summarize(samples)
+	j := correlate.NewJoin(samples, correlate.Options{Factor: s.req.Factor, PID: uint32(s.req.PID), Threads: threads, Dev: s.req.Dev, Summary: &sum})
+	seen := make(map[eventKey]bool)
+	// Every event that can overlap a sample is read before the join: the
+	// tracer may lag behind the run's end under a flood.
+	var end int64
+	if n := len(samples); n > 0 {
+		end = samples[n-1].Start + samples[n-1].Lat
+	}
+	bad, err := s.run.EachUntil(end, func(e *rdma.Event) {
+		j.Add(e)
+		if len(s.events) < keptEvents {
+			s.events = append(s.events, *e)
+			seen[keyOf(e)] = true
+		} else {
+			s.leftOut++
+		}
+	})
+	s.passBad(bad)
 	if err != nil {
 		return nil, err
 	}
-	r := correlate.Outliers(samples, evs, correlate.Options{Factor: s.req.Factor, PID: uint32(s.req.PID), Threads: threads, Dev: s.req.Dev})
-	s.samples = append(s.samples, samples...)
+	r := j.Result()
+	// The events that explain an outlier are shown even past the cap.
+	for _, o := range r.Outliers {
+		for i := range o.Events {
+			if k := keyOf(&o.Events[i]); !seen[k] {
+				seen[k] = true
+				s.events = append(s.events, o.Events[i])
+			}
+		}
+	}
+	s.keepSamples(samples)
 	s.lat = append(s.lat, r)
 	if s.req.JSON {
 		err = formats.WriteOutliersJSON(s.req.Out, &r, size)
@@ -89,6 +127,27 @@ func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[stri
 		err = formats.WriteOutliersText(s.req.Out, &r)
 	}
 	return r.Causes, err
+}
+
+// eventKey tells one traced event from another well enough to show it
+// once.
+type eventKey struct {
+	mono, dur uint64
+	kind      rdma.EventKind
+	tid       uint32
+}
+
+func keyOf(e *rdma.Event) eventKey {
+	return eventKey{mono: e.Mono, dur: e.Dur, kind: e.Kind, tid: e.Owner.TID}
+}
+
+// keepSamples keeps every k-th sample of a run, at most keptSamples.
+func (s *session) keepSamples(samples []bench.Sample) {
+	s.nSamples += len(samples)
+	k := (len(samples) + keptSamples - 1) / keptSamples
+	for i := 0; i < len(samples); i += max(1, k) {
+		s.samples = append(s.samples, samples[i])
+	}
 }
 
 func (s *session) Conn(conns []bench.Conn) error {
@@ -116,6 +175,15 @@ func (s *session) Ctrl(ops []bench.Op) error {
 	return formats.WriteOpKernelText(s.req.Out, k)
 }
 
+// passBad tells the trace's bad lines on stderr, one line each, and
+// what the tracer lost.
+func (s *session) passBad(bad []error) {
+	for _, b := range bad {
+		fmt.Fprintf(os.Stderr, "rdmabench: %v\n", b)
+	}
+	s.passWarnings()
+}
+
 // passWarnings tells, on stderr, what the tracer lost: the outliers of a
 // run that lost events may lack their causes.
 func (s *session) passWarnings() {
@@ -137,6 +205,9 @@ func (s *session) Stop() error {
 	f, ferr := safefile.Create(s.req.Perfetto, safefile.Invoker(os.Getenv))
 	if ferr != nil {
 		return ferr
+	}
+	if s.leftOut > 0 {
+		fmt.Fprintf(os.Stderr, "rdmabench: --perfetto %s shows %d traced events and the outliers' own; %d others are left out\n", s.req.Perfetto, keptEvents, s.leftOut)
 	}
 	tl := perfetto.Timeline{PID: s.req.PID, Samples: s.samples, Events: s.events, Conns: s.conns, Phases: s.phases}
 	for _, r := range s.lat {
@@ -171,7 +242,7 @@ func (s *session) writePlot() error {
 	if factor <= 0 {
 		factor = 3
 	}
-	title := fmt.Sprintf("rdmabench lat on %s, %d samples; outliers above max(p99, %g x median), by what overlapped them", s.req.Dev, len(s.samples), factor)
+	title := fmt.Sprintf("rdmabench lat on %s, %d samples; outliers above max(p99, %g x median), by what overlapped them", s.req.Dev, s.nSamples, factor)
 	if werr := plot.Write(f, format, &plot.Run{Title: title, Samples: s.samples, Result: &res}); werr != nil {
 		f.Close()
 		return fmt.Errorf("--plot %s: %w", s.req.Plot, werr)

@@ -439,6 +439,9 @@ func runTrace(c *cli.Context) error {
 	checkDrops()
 	drops, _ := t.Drops()
 	summary(t, seen, shown, drops)
+	if n := t.Unread(); n > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events left unread in the ring buffer: the stop reads for at most %v\n", n, tracer.StopDrain)
+	}
 	if kernelFilter {
 		n, _ := t.Filtered()
 		fmt.Fprintf(os.Stderr, "rdmatrace: the kernel discarded %d events the filters exclude\n", n)
