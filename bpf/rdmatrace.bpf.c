@@ -107,7 +107,7 @@ struct event {
 	__u8 qp_type;
 	__u8 old_state;
 	__u8 new_state;
-	__u8 pad[4];
+	__u32 suppressed; /* EV_PORT_BUSY: like events (same port, process and operation) the rate limit held back before this one */
 	char dev_name[DEV_NAME_LEN];
 	char owner_comm[TASK_COMM_LEN];
 	char kern_name[KERN_NAME_LEN];
@@ -207,14 +207,21 @@ struct {
 	__type(value, __u64);
 } entry_args SEC(".maps");
 
-static __always_inline struct event *reserve(__u32 kind)
+static __always_inline void count(void *map)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(map, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* Reserve a record, counting a full ring in lost (drops, or busy_drops
+ * for the port-busy events). */
+static __always_inline struct event *reserve_counted(__u32 kind, void *lost)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
-		if (n)
-			__sync_fetch_and_add(n, 1);
+		count(lost);
 		return 0;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -233,6 +240,8 @@ static __always_inline struct event *reserve(__u32 kind)
 		e->flags |= F_CLOSING;
 	return e;
 }
+
+static __always_inline struct event *reserve(__u32 kind) { return reserve_counted(kind, &drops); }
 
 /* Filters pushed from user space (trace -p, --filter-cgroup, --filter-
  * container, --filter-pod, -- CMD): an event whose owner is in none of the
@@ -575,6 +584,70 @@ static __always_inline int emit_dev(__u32 kind, struct ib_device *dev)
 	return 0;
 }
 
+/* iWARP devices (node type RNIC) that exist: a process's TCP bind can clash
+ * with RDMA only through one (iWARP's listens and connections are host TCP
+ * sockets; RoCE's and InfiniBand's rdma_cm ports are not), so a failed bind
+ * is reported only while devs is not 0. at_start is how many existed when
+ * the tracer started, as user space counted them in sysfs before attaching;
+ * iwarp_devs holds those registered since, by address, so that the
+ * unregister of either kind is counted once. */
+#define RDMA_NODE_RNIC 4 /* enum rdma_node_type, UAPI */
+
+struct iwarp_state {
+	__s64 devs;
+	__s64 at_start;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iwarp_state);
+} iwarp SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64); /* struct ib_device * */
+	__type(value, __u8);
+} iwarp_devs SEC(".maps");
+
+static __always_inline void iwarp_registered(struct ib_device *dev)
+{
+	__u32 zero = 0;
+	__u64 key = (__u64)dev;
+	__u8 one = 1;
+	struct iwarp_state *s = bpf_map_lookup_elem(&iwarp, &zero);
+	if (!s || BPF_CORE_READ(dev, node_type) != RDMA_NODE_RNIC)
+		return;
+	/* A full map (1024 RNICs) counts the device anyway: a failed bind
+	 * too many reported rather than a clash missed. */
+	if (bpf_map_update_elem(&iwarp_devs, &key, &one, BPF_NOEXIST) != -17 /* EEXIST */)
+		__sync_fetch_and_add(&s->devs, 1);
+}
+
+static __always_inline void iwarp_unregistering(struct ib_device *dev)
+{
+	__u32 zero = 0;
+	__u64 key = (__u64)dev;
+	struct iwarp_state *s = bpf_map_lookup_elem(&iwarp, &zero);
+	if (!s || BPF_CORE_READ(dev, node_type) != RDMA_NODE_RNIC)
+		return;
+	if (bpf_map_delete_elem(&iwarp_devs, &key) == 0) {
+		__sync_fetch_and_add(&s->devs, -1);
+	} else if (s->at_start > 0) {
+		__sync_fetch_and_add(&s->at_start, -1);
+		__sync_fetch_and_add(&s->devs, -1);
+	}
+}
+
+static __always_inline int iwarp_present(void)
+{
+	__u32 zero = 0;
+	struct iwarp_state *s = bpf_map_lookup_elem(&iwarp, &zero);
+	return s && s->devs != 0;
+}
+
 /* ---- Hooks whose variants differ: BTF first ---- */
 
 SEC("fexit/rdma_restrack_add")
@@ -627,7 +700,10 @@ int BPF_PROG(fexit_create_kernel_id, void *net, void *handler, void *context, en
 SEC("fexit/ib_register_device")
 int BPF_PROG(fexit_register_device, struct ib_device *dev, const char *name, void *dma_device, int ret)
 {
-	return ret ? 0 : emit_dev(EV_DEV_REGISTER, dev);
+	if (ret)
+		return 0;
+	iwarp_registered(dev);
+	return emit_dev(EV_DEV_REGISTER, dev);
 }
 
 SEC("fexit/__ib_unregister_device")
@@ -718,7 +794,7 @@ ENTRY_HOOK(rdma_restrack_del, restrack_del, (emit_res(EV_RES_DEL, res)), struct 
 ENTRY_HOOK(rdma_restrack_begin_del, restrack_begin_del, (emit_res(EV_RES_BEGIN_DEL, res)), struct rdma_restrack_entry *res)
 ENTRY_HOOK(rdma_restrack_commit_del, restrack_commit_del, (emit_res(EV_RES_COMMIT_DEL, res)), struct rdma_restrack_entry *res)
 ENTRY_HOOK(rdma_restrack_abort_del, restrack_abort_del, (emit_res(EV_RES_ABORT_DEL, res)), struct rdma_restrack_entry *res)
-ENTRY_HOOK(__ib_unregister_device, unregister_device, (emit_dev(EV_DEV_UNREGISTER, dev)), struct ib_device *dev)
+ENTRY_HOOK(__ib_unregister_device, unregister_device, (iwarp_unregistering(dev), emit_dev(EV_DEV_UNREGISTER, dev)), struct ib_device *dev)
 
 /* The release of /dev/infiniband/uverbsN (ib_uverbs) and rdma_cm (rdma_ucm)
  * files, where the kernel frees what a process left behind. */
@@ -780,11 +856,112 @@ int BPF_PROG(selftest_take_entry, __u64 key)
 #define EADDRINUSE 98
 #define IPPROTO_TCP_NUM 6
 
+/* Port-busy events are auxiliary: any local user can make failing binds by
+ * the hundred thousand a second, and they must never cost a lifecycle event
+ * its place. So (1) a failed bind is reported only while an iWARP device
+ * exists (iwarp_present); (2) each process, port and operation gets one
+ * event a second, the next one carrying how many were held back in
+ * suppressed (all of them also counted in busy_suppressed); (3) a port-busy
+ * event is queued only while the ring is less than a quarter full, so that
+ * three quarters are always left to the lifecycle events; what that refuses,
+ * or a full ring, is counted in busy_drops, never in drops. */
+#define BUSY_INTERVAL_NS 1000000000ULL
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} busy_drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} busy_suppressed SEC(".maps");
+
+struct busy_key {
+	__u32 tgid;
+	__u16 port; /* network order, as in the sockaddr */
+	__u16 op;   /* enum port_op */
+};
+
+struct busy_limit {
+	__u64 next; /* bpf_ktime_get_ns from which the next one is shown */
+	__u64 held; /* held back since the last one shown */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct busy_key);
+	__type(value, struct busy_limit);
+} busy_limits SEC(".maps");
+
+/* The rate limit: -1 to hold this one back (counted), else the number held
+ * back before it, to carry. The count is taken by subtracting what was
+ * read, so that increments racing with the read stay for the next one. */
+static __always_inline long busy_admit(__u32 op, __u16 port)
+{
+	struct busy_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .port = port, .op = op};
+	__u64 now = bpf_ktime_get_ns();
+	struct busy_limit *l = bpf_map_lookup_elem(&busy_limits, &k);
+	if (!l) {
+		struct busy_limit first = {.next = now + BUSY_INTERVAL_NS};
+		bpf_map_update_elem(&busy_limits, &k, &first, BPF_NOEXIST);
+		return 0;
+	}
+	if (now < l->next) {
+		__sync_fetch_and_add(&l->held, 1);
+		count(&busy_suppressed);
+		return -1;
+	}
+	l->next = now + BUSY_INTERVAL_NS;
+	__u64 held = l->held;
+	__sync_fetch_and_add(&l->held, -held);
+	return held > 0xffffffff ? 0xffffffff : held;
+}
+
+/* A record for a port-busy event, or 0: held back by the rate limit, or
+ * refused as the ring is a quarter full (counted in busy_drops). A refused
+ * event gives its held-back count to the next. */
+static __always_inline struct event *reserve_busy(__u32 op, __u16 port)
+{
+	long held = busy_admit(op, port);
+	if (held < 0)
+		return 0;
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	struct event *e = 0;
+	if (avail + sizeof(struct event) <= size / 4)
+		e = reserve_counted(EV_PORT_BUSY, &busy_drops);
+	else
+		count(&busy_drops);
+	if (!e) {
+		struct busy_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .port = port, .op = op};
+		struct busy_limit *l = bpf_map_lookup_elem(&busy_limits, &k);
+		if (l && held)
+			__sync_fetch_and_add(&l->held, held);
+		return 0;
+	}
+	e->suppressed = held;
+	return e;
+}
+
+/* The port of a sockaddr_in or sockaddr_in6 (both have it at byte 2). */
+static __always_inline __u16 sockaddr_port(const void *sa)
+{
+	__u16 port = 0;
+	bpf_probe_read_kernel(&port, sizeof(port), sa + 2);
+	return port;
+}
+
 static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long ret)
 {
 	if (ret != -EADDRINUSE || !id)
 		return 0;
-	struct event *e = reserve(EV_PORT_BUSY);
+	struct event *e = reserve_busy(op, sockaddr_port(&id->route.addr.src_addr));
 	if (!e)
 		return 0;
 	set_cm(e, container(id, struct rdma_id_private, id));
@@ -798,11 +975,13 @@ static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long re
  * rdma_listen or rdma_connect event that the same failure gives. */
 static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sockaddr *uaddr, int addr_len, long ret)
 {
-	if (ret != -EADDRINUSE || !sk)
+	if (ret != -EADDRINUSE || !sk || !iwarp_present())
 		return 0;
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP_NUM || !BPF_CORE_READ(sk, sk_socket, file))
 		return 0;
-	struct event *e = reserve(EV_PORT_BUSY);
+	if (addr_len < 4)
+		return 0;
+	struct event *e = reserve_busy(op, sockaddr_port(uaddr));
 	if (!e)
 		return 0;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -936,6 +1115,35 @@ int BPF_KRETPROBE(kretprobe_inet6_bind, int ret)
 	if (!port_take(PORT_INET6_BIND, &a))
 		return 0;
 	return emit_bind_busy(PORT_INET6_BIND, (struct sock *)a.a, (struct sockaddr *)a.b, a.len, ret);
+}
+
+/* The port-busy limits as raw_tp programs that BPF_PROG_TEST_RUN can run
+ * on a kernel without RDMA (tracer/busy_test.go): the rate limit's verdict,
+ * and a port-busy or a lifecycle record queued (submitted) as the hooks do. */
+SEC("raw_tp")
+int BPF_PROG(selftest_busy_admit, __u64 op, __u64 port)
+{
+	return busy_admit(op, port);
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_reserve_busy, __u64 op, __u64 port)
+{
+	struct event *e = reserve_busy(op, port);
+	if (!e)
+		return 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 1;
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_reserve)
+{
+	struct event *e = reserve(EV_RES_ADD);
+	if (!e)
+		return 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 1;
 }
 
 /* ==== SMC: a socket that falls back to TCP ====

@@ -13,6 +13,19 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type RdmatraceBusyKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Port uint16
+	Op   uint16
+}
+
+type RdmatraceBusyLimit struct {
+	_    structs.HostLayout
+	Next uint64
+	Held uint64
+}
+
 type RdmatraceCmTp uint32
 
 const (
@@ -66,7 +79,7 @@ type RdmatraceEvent struct {
 	QpType      uint8
 	OldState    uint8
 	NewState    uint8
-	Pad         [4]uint8
+	Suppressed  uint32
 	DevName     [64]int8
 	OwnerComm   [16]int8
 	KernName    [32]int8
@@ -120,6 +133,12 @@ const (
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
 )
+
+type RdmatraceIwarpState struct {
+	_       structs.HostLayout
+	Devs    int64
+	AtStart int64
+}
 
 type RdmatraceModifyArgs struct {
 	_    structs.HostLayout
@@ -206,6 +225,9 @@ type RdmatraceSpanStart struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapBusyDrops                                            = "busy_drops"
+	RdmatraceMapBusyLimits                                           = "busy_limits"
+	RdmatraceMapBusySuppressed                                       = "busy_suppressed"
 	RdmatraceMapClosing                                              = "closing"
 	RdmatraceMapCpuSpells                                            = "cpu_spells"
 	RdmatraceMapDrops                                                = "drops"
@@ -216,6 +238,8 @@ const (
 	RdmatraceMapFilterPids                                           = "filter_pids"
 	RdmatraceMapFiltered                                             = "filtered"
 	RdmatraceMapFollow                                               = "follow"
+	RdmatraceMapIwarp                                                = "iwarp"
+	RdmatraceMapIwarpDevs                                            = "iwarp_devs"
 	RdmatraceMapModifyArgs                                           = "modify_args"
 	RdmatraceMapOffcpuStarts                                         = "offcpu_starts"
 	RdmatraceMapPortArgs                                             = "port_args"
@@ -349,6 +373,9 @@ const (
 	RdmatraceProgRawTpSchedWakeup                                    = "raw_tp_sched_wakeup"
 	RdmatraceProgRawTpSmcSwitchToFallback                            = "raw_tp_smc_switch_to_fallback"
 	RdmatraceProgRawTpSmcrLinkDown                                   = "raw_tp_smcr_link_down"
+	RdmatraceProgSelftestBusyAdmit                                   = "selftest_busy_admit"
+	RdmatraceProgSelftestReserve                                     = "selftest_reserve"
+	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
@@ -546,6 +573,9 @@ type RdmatraceProgramSpecs struct {
 	RawTpSchedWakeup                                    *ebpf.ProgramSpec `ebpf:"raw_tp_sched_wakeup"`
 	RawTpSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.ProgramSpec `ebpf:"raw_tp_smcr_link_down"`
+	SelftestBusyAdmit                                   *ebpf.ProgramSpec `ebpf:"selftest_busy_admit"`
+	SelftestReserve                                     *ebpf.ProgramSpec `ebpf:"selftest_reserve"`
+	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
@@ -573,23 +603,28 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
-	Closing       *ebpf.MapSpec `ebpf:"closing"`
-	CpuSpells     *ebpf.MapSpec `ebpf:"cpu_spells"`
-	Drops         *ebpf.MapSpec `ebpf:"drops"`
-	EntryArgs     *ebpf.MapSpec `ebpf:"entry_args"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	FilterCgroups *ebpf.MapSpec `ebpf:"filter_cgroups"`
-	FilterOn      *ebpf.MapSpec `ebpf:"filter_on"`
-	FilterPids    *ebpf.MapSpec `ebpf:"filter_pids"`
-	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
-	Follow        *ebpf.MapSpec `ebpf:"follow"`
-	ModifyArgs    *ebpf.MapSpec `ebpf:"modify_args"`
-	OffcpuStarts  *ebpf.MapSpec `ebpf:"offcpu_starts"`
-	PortArgs      *ebpf.MapSpec `ebpf:"port_args"`
-	QpStates      *ebpf.MapSpec `ebpf:"qp_states"`
-	Reader        *ebpf.MapSpec `ebpf:"reader"`
-	SideDrops     *ebpf.MapSpec `ebpf:"side_drops"`
-	SpanStarts    *ebpf.MapSpec `ebpf:"span_starts"`
+	BusyDrops      *ebpf.MapSpec `ebpf:"busy_drops"`
+	BusyLimits     *ebpf.MapSpec `ebpf:"busy_limits"`
+	BusySuppressed *ebpf.MapSpec `ebpf:"busy_suppressed"`
+	Closing        *ebpf.MapSpec `ebpf:"closing"`
+	CpuSpells      *ebpf.MapSpec `ebpf:"cpu_spells"`
+	Drops          *ebpf.MapSpec `ebpf:"drops"`
+	EntryArgs      *ebpf.MapSpec `ebpf:"entry_args"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	FilterCgroups  *ebpf.MapSpec `ebpf:"filter_cgroups"`
+	FilterOn       *ebpf.MapSpec `ebpf:"filter_on"`
+	FilterPids     *ebpf.MapSpec `ebpf:"filter_pids"`
+	Filtered       *ebpf.MapSpec `ebpf:"filtered"`
+	Follow         *ebpf.MapSpec `ebpf:"follow"`
+	Iwarp          *ebpf.MapSpec `ebpf:"iwarp"`
+	IwarpDevs      *ebpf.MapSpec `ebpf:"iwarp_devs"`
+	ModifyArgs     *ebpf.MapSpec `ebpf:"modify_args"`
+	OffcpuStarts   *ebpf.MapSpec `ebpf:"offcpu_starts"`
+	PortArgs       *ebpf.MapSpec `ebpf:"port_args"`
+	QpStates       *ebpf.MapSpec `ebpf:"qp_states"`
+	Reader         *ebpf.MapSpec `ebpf:"reader"`
+	SideDrops      *ebpf.MapSpec `ebpf:"side_drops"`
+	SpanStarts     *ebpf.MapSpec `ebpf:"span_starts"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
@@ -624,27 +659,35 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
-	Closing       *ebpf.Map `ebpf:"closing"`
-	CpuSpells     *ebpf.Map `ebpf:"cpu_spells"`
-	Drops         *ebpf.Map `ebpf:"drops"`
-	EntryArgs     *ebpf.Map `ebpf:"entry_args"`
-	Events        *ebpf.Map `ebpf:"events"`
-	FilterCgroups *ebpf.Map `ebpf:"filter_cgroups"`
-	FilterOn      *ebpf.Map `ebpf:"filter_on"`
-	FilterPids    *ebpf.Map `ebpf:"filter_pids"`
-	Filtered      *ebpf.Map `ebpf:"filtered"`
-	Follow        *ebpf.Map `ebpf:"follow"`
-	ModifyArgs    *ebpf.Map `ebpf:"modify_args"`
-	OffcpuStarts  *ebpf.Map `ebpf:"offcpu_starts"`
-	PortArgs      *ebpf.Map `ebpf:"port_args"`
-	QpStates      *ebpf.Map `ebpf:"qp_states"`
-	Reader        *ebpf.Map `ebpf:"reader"`
-	SideDrops     *ebpf.Map `ebpf:"side_drops"`
-	SpanStarts    *ebpf.Map `ebpf:"span_starts"`
+	BusyDrops      *ebpf.Map `ebpf:"busy_drops"`
+	BusyLimits     *ebpf.Map `ebpf:"busy_limits"`
+	BusySuppressed *ebpf.Map `ebpf:"busy_suppressed"`
+	Closing        *ebpf.Map `ebpf:"closing"`
+	CpuSpells      *ebpf.Map `ebpf:"cpu_spells"`
+	Drops          *ebpf.Map `ebpf:"drops"`
+	EntryArgs      *ebpf.Map `ebpf:"entry_args"`
+	Events         *ebpf.Map `ebpf:"events"`
+	FilterCgroups  *ebpf.Map `ebpf:"filter_cgroups"`
+	FilterOn       *ebpf.Map `ebpf:"filter_on"`
+	FilterPids     *ebpf.Map `ebpf:"filter_pids"`
+	Filtered       *ebpf.Map `ebpf:"filtered"`
+	Follow         *ebpf.Map `ebpf:"follow"`
+	Iwarp          *ebpf.Map `ebpf:"iwarp"`
+	IwarpDevs      *ebpf.Map `ebpf:"iwarp_devs"`
+	ModifyArgs     *ebpf.Map `ebpf:"modify_args"`
+	OffcpuStarts   *ebpf.Map `ebpf:"offcpu_starts"`
+	PortArgs       *ebpf.Map `ebpf:"port_args"`
+	QpStates       *ebpf.Map `ebpf:"qp_states"`
+	Reader         *ebpf.Map `ebpf:"reader"`
+	SideDrops      *ebpf.Map `ebpf:"side_drops"`
+	SpanStarts     *ebpf.Map `ebpf:"span_starts"`
 }
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.BusyDrops,
+		m.BusyLimits,
+		m.BusySuppressed,
 		m.Closing,
 		m.CpuSpells,
 		m.Drops,
@@ -655,6 +698,8 @@ func (m *RdmatraceMaps) Close() error {
 		m.FilterPids,
 		m.Filtered,
 		m.Follow,
+		m.Iwarp,
+		m.IwarpDevs,
 		m.ModifyArgs,
 		m.OffcpuStarts,
 		m.PortArgs,
@@ -807,6 +852,9 @@ type RdmatracePrograms struct {
 	RawTpSchedWakeup                                    *ebpf.Program `ebpf:"raw_tp_sched_wakeup"`
 	RawTpSmcSwitchToFallback                            *ebpf.Program `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.Program `ebpf:"raw_tp_smcr_link_down"`
+	SelftestBusyAdmit                                   *ebpf.Program `ebpf:"selftest_busy_admit"`
+	SelftestReserve                                     *ebpf.Program `ebpf:"selftest_reserve"`
+	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
@@ -958,6 +1006,9 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpSchedWakeup,
 		p.RawTpSmcSwitchToFallback,
 		p.RawTpSmcrLinkDown,
+		p.SelftestBusyAdmit,
+		p.SelftestReserve,
+		p.SelftestReserveBusy,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,

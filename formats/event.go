@@ -105,6 +105,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		if e.Holders != nil {
 			o = o.list("holders", e.Holders)
 		}
+		if e.Suppressed > 0 {
+			o = o.num("suppressed", uint64(e.Suppressed))
+		}
 	}
 	if e.Kind == rdma.EvSMCFallback {
 		o = o.num("fallback", uint64(uint32(e.Status))).str("fallback-reason", rdma.SMCReason(uint32(e.Status)))
@@ -171,6 +174,9 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 				}
 				b = append(b, Sanitize(h)...)
 			}
+		}
+		if e.Suppressed > 0 {
+			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.Suppressed), 10), " like it held back)"...)
 		}
 	case rdma.EvSpan:
 		b = appendDur(append(append(word(b, col), Sanitize(e.Func)...), ' '), e.Dur)

@@ -154,6 +154,10 @@ type Event struct {
 	// reported ("rping[172] iwarp LISTEN 10.99.1.1:7400"); nil when not
 	// looked up (a recording, a port freed since).
 	Holders []string
+	// Suppressed is how many like EvPortBusy events (the same port,
+	// process and operation) the kernel's rate limit held back since the
+	// last one shown.
+	Suppressed uint32
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.

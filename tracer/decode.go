@@ -37,6 +37,7 @@ const (
 	offQPType   = 81
 	offOldState = 82
 	offNewState = 83
+	offSuppress = 84
 	offDevName  = 88
 	offOwnComm  = 152
 	offKernName = 168
@@ -237,6 +238,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 			return fmt.Errorf("port-busy record with unknown operation %d", op)
 		}
 		ev.Kind, ev.Func = rdma.EvPortBusy, portOps[op].name
+		ev.Suppressed = u32(offSuppress)
 		if portOps[op].cm {
 			ev.Res, ev.ID = rdma.ResCMID, u32(offID)
 			ev.Flags |= rdma.EvHasRes

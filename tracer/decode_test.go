@@ -45,6 +45,7 @@ func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
 		{"qp_type", unsafe.Offsetof(e.QpType), offQPType},
 		{"old_state", unsafe.Offsetof(e.OldState), offOldState},
 		{"new_state", unsafe.Offsetof(e.NewState), offNewState},
+		{"suppressed", unsafe.Offsetof(e.Suppressed), offSuppress},
 		{"dev_name", unsafe.Offsetof(e.DevName), offDevName},
 		{"owner_comm", unsafe.Offsetof(e.OwnerComm), offOwnComm},
 		{"kern_name", unsafe.Offsetof(e.KernName), offKernName},
@@ -279,8 +280,23 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if l := formats.EventLine(&ev); !strings.Contains(l, "rdma_listen EADDRINUSE, held by python3[300] tcp LISTEN 0.0.0.0:7410") {
 		t.Errorf("line: %s", l)
 	}
-	if err := d.Decode(portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 {
+	if err := d.Decode(portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 || ev.Suppressed != 0 {
 		t.Errorf("bind port-busy: %v, %+v", err, ev)
+	}
+	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); strings.Contains(j, "suppressed") {
+		t.Errorf("-j of a port-busy event that follows none held back: %s", j)
+	}
+	// The rate limit's count of like events held back before this one.
+	held := portRecord(3)
+	binary.LittleEndian.PutUint32(held[offSuppress:], 21917)
+	if err := d.Decode(held, &ev); err != nil || ev.Suppressed != 21917 {
+		t.Errorf("bind port-busy with a held-back count: %v, %+v", err, ev)
+	}
+	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); !strings.Contains(j, `"status-name":"EADDRINUSE","suppressed":21917`) {
+		t.Errorf("-j of a port-busy event after 21917 held back: %s", j)
+	}
+	if l := formats.EventLine(&ev); !strings.Contains(l, "bind EADDRINUSE (after 21917 like it held back)") {
+		t.Errorf("line: %s", l)
 	}
 	if err := d.Decode(portRecord(9), &ev); err == nil || !strings.Contains(err.Error(), "unknown operation 9") {
 		t.Errorf("unknown operation: %v", err)

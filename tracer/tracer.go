@@ -172,6 +172,12 @@ func Open(opts Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
+	// Before the hooks attach: a device registered in between is missed,
+	// as its register event is.
+	if err := seedIWarp(t.maps["iwarp"], iwarpDevices(os.DirFS("/sys"))); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("count iWARP devices: %w", err)
+	}
 	for _, h := range Hooks {
 		if h.followed && len(opts.Follow) == 0 {
 			continue

@@ -14,12 +14,14 @@ import (
 // and return, and runs the kernel missed or skipped.
 type losses struct {
 	drops, side uint64
+	busyDrops   uint64 // port-busy events, counted apart from drops
 	missed      tracer.Misses
 }
 
 func readLosses(t *tracer.Tracer) losses {
 	var l losses
 	l.drops, _ = t.Drops()
+	l.busyDrops, _ = t.BusyDrops()
 	l.side, _ = t.SideDrops()
 	l.missed = t.Missed()
 	return l
@@ -49,6 +51,9 @@ func (w *lossWatch) update(now losses, out io.Writer) {
 	if n := now.drops; n > w.last.drops {
 		warn("%d events dropped (ring buffer full; %d in all): %s", n-w.last.drops, n, w.dropHint)
 	}
+	if n := now.busyDrops; n > w.last.busyDrops {
+		warn("%d port-busy events dropped (%d in all): %s", n-w.last.busyDrops, n, busyDropWhy)
+	}
 	if n := now.missed.Recursion; n > w.last.missed.Recursion {
 		warn("the kernel skipped %d runs of rdmatrace's programs (%d in all: %s): their events are lost", n-w.last.missed.Recursion, n, recursionBy(now.missed))
 	}
@@ -68,6 +73,26 @@ func recursionBy(m tracer.Misses) string {
 		by = append(by, fmt.Sprintf("%s %d", p.Prog, p.N))
 	}
 	return strings.Join(by, ", ") + "; a program already running on that CPU, e.g. an fentry program preempted on a preemptible kernel"
+}
+
+// busyDropWhy says why port-busy events are dropped before the ring is full.
+const busyDropWhy = "they may fill only a quarter of the ring buffer, the rest is kept for the lifecycle events"
+
+// busySummary tells, at the end, what the port-busy limits held back or
+// dropped, when anything.
+func busySummary(t *tracer.Tracer, out io.Writer) {
+	held, _ := t.BusySuppressed()
+	dropped, _ := t.BusyDrops()
+	writeBusySummary(out, held, dropped)
+}
+
+func writeBusySummary(out io.Writer, held, dropped uint64) {
+	if held > 0 {
+		fmt.Fprintf(out, "rdmatrace: port-busy events: %d held back by the rate limit (one a second per process, port and operation; the next one shown says how many before it)\n", held)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(out, "rdmatrace: WARNING: %d port-busy events dropped: %s\n", dropped, busyDropWhy)
+	}
 }
 
 // missedSummary tells, at the end, what the kernel did not run and what the

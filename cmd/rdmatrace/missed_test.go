@@ -73,3 +73,26 @@ func TestAttachSummarySaysKprobesAndWhy(t *testing.T) {
 		t.Errorf("no hook preferred kprobes, but: %q", got)
 	}
 }
+
+// TestPortBusyLossesAreSaidApart: port-busy events refused to keep the ring
+// for lifecycle events are warned of as such, not as ring buffer drops,
+// and the end summary says how many the rate limit held back.
+func TestPortBusyLossesAreSaidApart(t *testing.T) {
+	w := &lossWatch{dropHint: "raise --ring-size"}
+	var out bytes.Buffer
+	w.update(losses{busyDrops: 7}, &out)
+	if got := out.String(); got != "rdmatrace: WARNING: 7 port-busy events dropped (7 in all): "+busyDropWhy+"\n" {
+		t.Errorf("warning %q", got)
+	}
+	out.Reset()
+	writeBusySummary(&out, 0, 0)
+	if out.Len() != 0 {
+		t.Errorf("nothing held back or dropped, but: %q", out.String())
+	}
+	writeBusySummary(&out, 175000, 3)
+	got := out.String()
+	if !strings.HasPrefix(got, "rdmatrace: port-busy events: 175000 held back by the rate limit (") ||
+		!strings.Contains(got, "\nrdmatrace: WARNING: 3 port-busy events dropped: ") || strings.Count(got, "\n") != 2 {
+		t.Errorf("end summary %q", got)
+	}
+}

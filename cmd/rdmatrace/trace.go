@@ -661,6 +661,7 @@ func summary(t *tracer.Tracer, seen, shown, drops uint64) {
 		fmt.Fprintf(os.Stderr, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
 	}
 	fmt.Fprintf(os.Stderr, "rdmatrace: events: %d seen, %d shown, %d dropped\n", seen, shown, drops)
+	busySummary(t, os.Stderr)
 	missedSummary(t)
 }
 
