@@ -7,6 +7,8 @@ package exporter
 
 import (
 	"cmp"
+	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rdmatrace/rdmatrace/internal/ratelog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 	"github.com/rdmatrace/rdmatrace/restable"
 )
@@ -28,9 +31,40 @@ type Snapshot struct {
 	// Linux 5.x): no series for them, not a count of 0.
 	Unknown []rdma.ResType
 	// Errors are the parts that could not be read; each is counted in
-	// rdmatrace_scrape_errors_total, the rest is still served.
+	// rdmatrace_scrape_errors_total, the rest is still served. A
+	// *PartError names its part (one of Parts) for
+	// rdmatrace_scrape_collector_success; another error is the
+	// connection's (PartNetlink).
 	Errors []error
 }
+
+// PartError is a part of a Snapshot that could not be read.
+type PartError struct {
+	Part string // one of Parts
+	Err  error
+}
+
+func (e *PartError) Error() string { return e.Part + ": " + e.Err.Error() }
+func (e *PartError) Unwrap() error { return e.Err }
+
+// PartNetlink is the connection to the kernel: when it fails, no other
+// part is read.
+const PartNetlink = "netlink"
+
+// Parts are what a scrape reads, each with its
+// rdmatrace_scrape_collector_success{collector} series, as
+// node_exporter's node_scrape_collector_success: the connection, devices,
+// ports, port counters, and each type's objects ("resources_qp"...).
+var Parts = func() []string {
+	ps := []string{PartNetlink, "devices", "ports", "port_stats"}
+	for _, t := range rdma.ResourceTypes {
+		ps = append(ps, ResourcesPart(t))
+	}
+	return ps
+}()
+
+// ResourcesPart is the part that reads t's objects.
+func ResourcesPart(t rdma.ResType) string { return "resources_" + t.String() }
 
 // Source reads a Snapshot (nldev in the binary, fixed data in tests).
 type Source func() Snapshot
@@ -58,8 +92,12 @@ type Exporter struct {
 	live      *restable.Table
 	untracked prometheus.CounterFunc
 	now       func() time.Time
+	// failing is each part's error kind while it fails, to log a part's
+	// failure once and its recovery once (one entry per part at most).
+	failing map[string]string
+	log     *ratelog.Logger
 
-	resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
+	success, resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
 }
 
 type unregistration struct {
@@ -94,7 +132,10 @@ const maxBorn = 1 << 16
 // for rdma_resources_by_owner.
 func New(source Source, topN int) *Exporter {
 	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now,
-		live: restable.New(maxLive)}
+		live: restable.New(maxLive), failing: map[string]string{}, log: ratelog.New(os.Stderr, 10*time.Second)}
+	x.success = prometheus.NewDesc("rdmatrace_scrape_collector_success",
+		"1 when the last scrape read this part of the RDMA state, 0 when it could not (rdmatrace logs why when it starts failing).",
+		[]string{"collector"}, nil)
 	x.untracked = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_live_untracked_total",
 		Help: "Objects created while the live table (which names the holders of a blocked unregistration) was full."},
 		func() float64 { x.mu.Lock(); defer x.mu.Unlock(); return float64(x.live.Untracked()) })
@@ -133,6 +174,16 @@ func New(source Source, topN int) *Exporter {
 	return x
 }
 
+// LogTo sends the exporter's lines (a part of the state that starts or
+// stops failing) to l instead of stderr; nil keeps stderr.
+func (x *Exporter) LogTo(l *ratelog.Logger) {
+	if l != nil {
+		x.mu.Lock()
+		x.log = l
+		x.mu.Unlock()
+	}
+}
+
 // Register adds the exporter's metrics to reg.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked} {
@@ -145,7 +196,7 @@ func (x *Exporter) Register(reg prometheus.Registerer) error {
 
 // Describe is for prometheus.Collector.
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
+	for _, d := range []*prometheus.Desc{x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
 		ch <- d
 	}
 }
@@ -155,6 +206,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 	s := x.source()
 	x.scrapeErrors.Add(float64(len(s.Errors)))
 	x.mu.Lock()
+	x.partsHealth(ch, s.Errors)
 	for dev, u := range x.unregs {
 		ch <- prometheus.MustNewConstMetric(x.blocked, prometheus.GaugeValue, x.now().Sub(u.since).Seconds(), dev, u.by)
 		for _, r := range x.top(u.holders) {
@@ -208,6 +260,41 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		port := strconv.FormatUint(uint64(st.Port), 10)
 		for _, c := range st.Counters {
 			ch <- prometheus.MustNewConstMetric(x.portCounter, prometheus.CounterValue, float64(c.Value), st.DevName, port, c.Name)
+		}
+	}
+}
+
+// partsHealth sends each part's success and logs a part's first error
+// (again when its kind changes) and its recovery. Called with x.mu held.
+func (x *Exporter) partsHealth(ch chan<- prometheus.Metric, errs []error) {
+	failed := map[string]error{}
+	for _, err := range errs {
+		part := PartNetlink
+		var pe *PartError
+		if errors.As(err, &pe) && slices.Contains(Parts, pe.Part) {
+			part, err = pe.Part, pe.Err
+		}
+		failed[part] = errors.Join(failed[part], err)
+	}
+	down := failed[PartNetlink] != nil
+	for _, part := range Parts {
+		err := failed[part]
+		v := 1.0
+		if err != nil || down {
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(x.success, prometheus.GaugeValue, v, part)
+		was, wasFailing := x.failing[part]
+		switch {
+		case err != nil:
+			kind := ratelog.Kind(err.Error())
+			if !wasFailing || kind != was {
+				x.log.Printf("scrape "+part+" "+kind, "scrape: cannot read %s: %v (served without it; logged again when this changes)", part, err)
+			}
+			x.failing[part] = kind
+		case wasFailing && !down:
+			x.log.Printf("scrape "+part+" ok", "scrape: %s read again", part)
+			delete(x.failing, part)
 		}
 	}
 }

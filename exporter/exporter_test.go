@@ -2,6 +2,8 @@ package exporter
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/internal/ratelog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -158,5 +161,63 @@ func TestUnknownTypesHaveNoSeries(t *testing.T) {
 	}
 	if types["ctx"] || types["srq"] || !types["mr"] || !types["cq"] {
 		t.Errorf("rdma_resources types %v: want no ctx or srq, and mr and cq at 0", types)
+	}
+}
+
+// Each part a scrape reads has its success gauge; a part's first error is
+// logged (sanitized) and its recovery too, not every scrape's.
+func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
+	var errs []error
+	x := New(func() Snapshot { s := snapshot(); s.Errors = errs; return s }, 2)
+	var log bytes.Buffer
+	x.LogTo(ratelog.New(&log, 0))
+	reg := prometheus.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	success := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "rdmatrace_scrape_collector_success" {
+				for _, m := range mf.Metric {
+					got[m.Label[0].GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		if len(got) != len(Parts) {
+			t.Errorf("%d success series, want one per part: %v", len(got), got)
+		}
+		return got
+	}
+	if s := success(); s["ports"] != 1 || s["resources_qp"] != 1 || s["netlink"] != 1 {
+		t.Errorf("all read: %v", s)
+	}
+	for i := range 3 { // the same failure, scrape after scrape
+		errs = []error{&PartError{Part: "ports", Err: fmt.Errorf("netlink receive: operation not permitted (seq %d)\x1b[31m", i)}}
+		if s := success(); s["ports"] != 0 || s["devices"] != 1 {
+			t.Errorf("ports failing: %v", s)
+		}
+	}
+	errs = nil
+	success()
+	success()
+	errs = []error{errors.New("dial netlink: protocol not supported")}
+	if s := success(); s["netlink"] != 0 || s["devices"] != 0 || s["resources_mr"] != 0 {
+		t.Errorf("no netlink: %v, want every part 0", s)
+	}
+	want := `rdmatrace: scrape: cannot read ports: netlink receive: operation not permitted (seq 0)\x1b[31m (served without it; logged again when this changes)
+rdmatrace: scrape: ports read again
+rdmatrace: scrape: cannot read netlink: dial netlink: protocol not supported (served without it; logged again when this changes)
+`
+	if log.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
+	}
+	if v := testutil.ToFloat64(x.scrapeErrors); v != 4 {
+		t.Errorf("rdmatrace_scrape_errors_total %v, want 4", v)
 	}
 }

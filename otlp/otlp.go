@@ -7,7 +7,9 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/ratelog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -42,14 +45,24 @@ type Options struct {
 	NoRetry bool
 	// Interval is how long records may wait in the batch (default 1 s).
 	Interval time.Duration
+	// Log takes the SDK's errors and warnings (nil: stderr, one line per
+	// kind every 10 s). The SDK's handler is global: the last Sink's
+	// Log given wins.
+	Log *ratelog.Logger
 }
 
 // New makes a Sink sending to endpoint, a URL such as
 // http://127.0.0.1:4318 (the path /v1/logs is added when it has none).
 // The OTEL_EXPORTER_OTLP_* variables (headers, TLS) apply as usual.
 func New(ctx context.Context, endpoint string, o Options) (*Sink, error) {
+	installLog(o.Log) // before the SDK reads its variables: it reports bad ones
 	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
 		return nil, fmt.Errorf("--otlp %q: want an OTLP/HTTP URL, http://HOST:PORT (4318 is OTLP/HTTP's port)", endpoint)
+	}
+	// The SDK would log an unparsable URL and send to its default,
+	// localhost:4318.
+	if _, err := url.Parse(endpoint); err != nil {
+		return nil, fmt.Errorf("--otlp %q: %w", endpoint, errors.Unwrap(err))
 	}
 	url := endpoint
 	if rest := url[strings.Index(url, "//")+2:]; !strings.Contains(rest, "/") {

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rdmatrace/rdmatrace/internal/ratelog"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -137,4 +140,70 @@ func TestEndpointMustBeAnHTTPURL(t *testing.T) {
 			t.Errorf("New(%q): %v", bad, err)
 		}
 	}
+}
+
+// The SDK's errors (each failed export) reach rdmatrace's log, one line
+// per kind per interval in rdmatrace's format, not its raw log lines.
+func TestSDKErrorsGoToOurLogRateLimited(t *testing.T) {
+	var log syncBuffer
+	srv := httptest.NewServer(&receiver{status: http.StatusServiceUnavailable})
+	defer srv.Close()
+	s, err := New(context.Background(), srv.URL, Options{NoRetry: true, Interval: 5 * time.Millisecond, Log: ratelog.New(&log, time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := events()
+	for range 5 { // five batches, five failed exports
+		s.Write(&evs[0])
+		time.Sleep(30 * time.Millisecond)
+	}
+	st := s.Close(context.Background())
+	if st.Failed < 2 {
+		t.Errorf("stats %+v, want several failed exports", st)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "rdmatrace: otlp: ") || !strings.Contains(lines[0], "request failure") {
+		t.Errorf("log %q, want one rdmatrace line for %d failed exports", lines, st.Failed)
+	}
+}
+
+// The SDK's logr logger: errors and warnings as rdmatrace's lines,
+// sanitized; info and debug not at all.
+func TestSDKLoggerLinesAreOurs(t *testing.T) {
+	var log syncBuffer
+	installLog(ratelog.New(&log, time.Minute))
+	l := logr.New(logSink{})
+	l.Error(errors.New("export failed\x1b[2J"), "otlplog: parse endpoint url", "url", "http://x/\nforged line")
+	l.V(1).Info("dropped log records", "dropped", 17)
+	l.V(1).Info("dropped log records", "dropped", 18) // the same kind, within the interval
+	l.V(4).Info("info")
+	l.V(8).Info("debug")
+	want := `rdmatrace: otlp: otlplog: parse endpoint url: export failed\x1b[2J url=http://x/\x0aforged line` + "\n" +
+		"rdmatrace: otlp: dropped log records dropped=17\n"
+	if log.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
+	}
+}
+
+func TestUnparsableEndpointIsRefused(t *testing.T) {
+	if _, err := New(context.Background(), "http://127.0.0.1:4318/%zz", Options{}); err == nil || !strings.Contains(err.Error(), "invalid URL escape") {
+		t.Errorf("an unparsable URL: %v, want refused rather than sent to the SDK's default endpoint", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

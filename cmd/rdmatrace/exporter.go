@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/exporter"
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/ratelog"
 	"github.com/rdmatrace/rdmatrace/nldev"
 	"github.com/rdmatrace/rdmatrace/otlp"
 	"github.com/rdmatrace/rdmatrace/proc"
@@ -41,13 +42,19 @@ func exporterCommand() *cli.Command {
 			"rdma_cm_events_total{event,status}, rdma_cm_connection_setup_seconds,\n" +
 			"rdma_qp_lifetime_seconds, rdma_device_unregister_blocked_seconds{device,by} and\n" +
 			"rdma_device_unregister_holders{device,owner,container} while a device cannot unregister,\n" +
-			"rdmatrace_hooks{state}, rdmatrace_events_dropped_total.\n\n" +
+			"rdmatrace_hooks{state}, rdmatrace_events_dropped_total, and\n" +
+			"rdmatrace_scrape_collector_success{collector} (0: that part could not be read; why is logged\n" +
+			"when it starts failing).\n\n" +
+			"LIMITS: at most --web.max-connections connections at once, --web.max-requests scrapes\n" +
+			"in flight, --web.timeout per scrape; idle connections are closed. Errors of the HTTP\n" +
+			"server are logged once per kind every 10 s.\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace exporter\n" +
 			"   rdmatrace exporter --listen :9879 --top 20\n" +
 			"   rdmatrace exporter --no-trace          # netlink only: no BPF, no root for the tracer\n" +
-			"   rdmatrace exporter --otlp http://127.0.0.1:4318   # events as OTLP logs too\n\n" +
-			"EXIT STATUS:\n" + exitStatus("the address cannot be listened on, or the tracer cannot start (without --no-trace)", ""),
+			"   rdmatrace exporter --otlp http://127.0.0.1:4318   # events as OTLP logs too\n" +
+			"   rdmatrace exporter --listen 10.0.0.5:9879 --web.config.file /etc/rdmatrace/web.yml   # TLS, basic auth\n\n" +
+			"EXIT STATUS:\n" + exitStatus("the address cannot be listened on, --web.config.file is unreadable or invalid, or the tracer cannot start (without --no-trace)", ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "serve /metrics on `ADDR`"},
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "owners per device and type with their own series"},
@@ -55,6 +62,10 @@ func exporterCommand() *cli.Command {
 			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
 			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
 			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once serving"},
+			&cli.StringFlag{Name: "web.config.file", Usage: "TLS and basic auth from `FILE`, the exporter-toolkit web configuration every Prometheus exporter reads (tls_server_config, basic_auth_users)"},
+			&cli.IntFlag{Name: "web.max-connections", Value: exporter.DefaultMaxConnections, Usage: "accept `N` connections at once; the others wait in the listen queue"},
+			&cli.IntFlag{Name: "web.max-requests", Value: exporter.DefaultMaxRequests, Usage: "serve `N` scrapes at once; the others are answered 503"},
+			&cli.DurationFlag{Name: "web.timeout", Value: exporter.DefaultTimeout, Usage: "answer 503 to a scrape still running after `DURATION` (a connection idle between scrapes is closed after 30s, one that sends no request after 5s)"},
 			otlpFlag,
 			verboseFlag,
 		},
@@ -72,7 +83,22 @@ func runExporter(c *cli.Context) error {
 	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
 		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
 	}
+	for _, f := range []string{"web.max-connections", "web.max-requests"} {
+		if c.Int(f) < 1 {
+			return usage(c, "--%s %d: expected 1 or more", f, c.Int(f))
+		}
+	}
+	if c.Duration("web.timeout") <= 0 {
+		return usage(c, "--web.timeout %s: expected a duration above 0", c.Duration("web.timeout"))
+	}
+	if p := c.String("web.config.file"); p != "" {
+		if err := exporter.CheckWebConfig(p); err != nil {
+			return exitWith(1, errors.New(formats.Sanitize(err.Error())))
+		}
+	}
+	logs := ratelog.New(os.Stderr, 10*time.Second)
 	x := exporter.New(netlinkSnapshot, c.Int("top"))
+	x.LogTo(logs)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
 		return err
@@ -136,11 +162,19 @@ func runExporter(c *cli.Context) error {
 	if err != nil {
 		return exitWith(1, fmt.Errorf("listen on %s: %w (--listen sets another address)", c.String("listen"), err))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := exporter.NewServer(reg, exporter.ServeOptions{
+		MaxConnections: c.Int("web.max-connections"),
+		MaxRequests:    c.Int("web.max-requests"),
+		Timeout:        c.Duration("web.timeout"),
+		WebConfigFile:  c.String("web.config.file"),
+		Log:            logs,
+	})
 	go func() { done <- srv.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
+	if p := c.String("web.config.file"); p != "" {
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", ln.Addr(), formats.Sanitize(p))
+	} else {
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
+	}
 	if err := writeReadyFile(c, ln.Addr().String()+"\n"); err != nil {
 		return err
 	}
@@ -156,27 +190,28 @@ func runExporter(c *cli.Context) error {
 	return srv.Shutdown(shut)
 }
 
-// netlinkSnapshot is one scrape's read of the kernel.
+// netlinkSnapshot is one scrape's read of the kernel; each error names
+// its part (exporter.Parts) for rdmatrace_scrape_collector_success.
 func netlinkSnapshot() exporter.Snapshot {
 	var s exporter.Snapshot
 	cl, err := nldev.Dial()
 	if err != nil {
-		s.Errors = append(s.Errors, err)
+		s.Errors = append(s.Errors, &exporter.PartError{Part: exporter.PartNetlink, Err: err})
 		return s
 	}
 	defer cl.Close()
-	add := func(err error) {
+	add := func(part string, err error) {
 		if err != nil {
-			s.Errors = append(s.Errors, err)
+			s.Errors = append(s.Errors, &exporter.PartError{Part: part, Err: err})
 		}
 	}
 	var err2 error
 	s.Devices, err2 = cl.Devices()
-	add(err2)
+	add("devices", err2)
 	s.Ports, err2 = cl.Ports(s.Devices)
-	add(err2)
+	add("ports", err2)
 	s.Stats, err2 = cl.PortStats(s.Ports)
-	add(err2)
+	add("port_stats", err2)
 	var comms proc.CommCache
 	places := proc.NewPlaceCache("", "")
 	for _, t := range rdma.ResourceTypes {
@@ -184,7 +219,7 @@ func netlinkSnapshot() exporter.Snapshot {
 		if errors.Is(err, errors.ErrUnsupported) {
 			s.Unknown = append(s.Unknown, t)
 		} else {
-			add(err)
+			add(exporter.ResourcesPart(t), err)
 		}
 		for i := range rs {
 			if !rs[i].Owner.Kernel() {

@@ -53,6 +53,10 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l no-trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l fallback
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ready-file
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.config.file
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.max-connections
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.max-requests
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.timeout
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l otlp
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -s v

@@ -39,7 +39,7 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --ready-file --otlp --verbose -v --help -h"
+        flags="--listen --top --no-trace --ring-size --fallback --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
         words=""
         ;;
     leaks)
