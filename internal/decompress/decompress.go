@@ -174,14 +174,18 @@ type zstdCloser struct{ *zstd.Decoder }
 
 func (z zstdCloser) Close() error { z.Decoder.Close(); return nil }
 
-// Size writes a byte count as a person would: "1 GiB", "64 MiB", "1500 B".
+// Size writes a byte count as a person would: "1 GiB", "64 MiB", "4.0
+// GiB" (4 GiB less a byte), "1000 B".
 func Size(n int64) string {
 	for _, u := range []struct {
 		name  string
 		shift uint
 	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
-		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+		if n%(1<<u.shift) == 0 && n >= 1<<u.shift {
 			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+		if n >= 1<<u.shift {
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(int64(1)<<u.shift), u.name)
 		}
 	}
 	return fmt.Sprintf("%d B", n)
