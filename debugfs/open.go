@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/decompress"
 )
 
 // Input is one thing to read: a file, or standard input.
@@ -28,7 +28,8 @@ type SkipError struct {
 	Why  string
 }
 
-func (e *SkipError) Error() string { return "skipped " + lineerr.Printable(e.Path) + ": " + e.Why }
+// Error names the file as it is: the caller escapes what it prints, once.
+func (e *SkipError) Error() string { return "skipped " + e.Path + ": " + e.Why }
 
 // Inputs lists what a command-line path stands for: "-" is stdin, a file
 // is itself, and a directory (a support bundle, or /sys/kernel/debug
@@ -49,16 +50,31 @@ func (e *SkipError) Error() string { return "skipped " + lineerr.Printable(e.Pat
 // reasons (FIFOs, sockets, devices, other filesystems) comes back as
 // *SkipError in the returned error (joined with errors.Join, with the
 // real failures), so the caller can tell the user.
+//
+// A file compressed with gzip, xz, zstd or bzip2 (rdma-res.txt.gz) is
+// recognised and read by its content, decompressed up to
+// decompress.DefaultLimit bytes (InputsMax chooses another limit).
 func Inputs(path string, stdin io.Reader) ([]Input, error) {
+	return InputsMax(path, stdin, 0)
+}
+
+// InputsMax is Inputs with compressed files read up to maxInput bytes once
+// decompressed (decompress.DefaultLimit when 0).
+func InputsMax(path string, stdin io.Reader, maxInput int64) ([]Input, error) {
 	if path == "-" {
-		return []Input{{Name: Stdin, Open: func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }}}, nil
+		return []Input{{Name: Stdin, Open: func() (io.ReadCloser, error) {
+			return decompressed(Stdin, io.NopCloser(stdin), nil, maxInput)
+		}}}, nil
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return []Input{{Name: path, Open: func() (io.ReadCloser, error) { return openNamed(path) }}}, nil
+		return []Input{{Name: path, Open: func() (io.ReadCloser, error) {
+			f, err := openNamed(path)
+			return decompressed(path, f, err, maxInput)
+		}}}, nil
 	}
 	kind := fsKindOf(path)
 	dev := devOf(st)
@@ -104,13 +120,13 @@ func Inputs(path string, stdin io.Reader) ([]Input, error) {
 			return nil
 		}
 		if inRdmaCM {
-			out = append(out, walkedInput(p))
+			out = append(out, walkedInput(p, maxInput))
 			return nil
 		}
 		if ok, err := holdsRDMAState(p); err != nil {
 			errs = append(errs, err)
 		} else if ok {
-			out = append(out, walkedInput(p))
+			out = append(out, walkedInput(p, maxInput))
 		}
 		return nil
 	})
@@ -168,14 +184,39 @@ func typeName(m fs.FileMode) string {
 
 // walkedInput is a file found by a walk: checked again when opened, as
 // it may have been replaced since.
-func walkedInput(p string) Input {
+func walkedInput(p string, maxInput int64) Input {
 	return Input{Name: p, Open: func() (io.ReadCloser, error) {
 		f, err := openRegular(p)
 		if err != nil {
 			return nil, err // not a nil *rawFile in a non-nil interface
 		}
-		return f, nil
+		return decompressed(p, f, nil, maxInput)
 	}}
+}
+
+// decompressed is what f holds, decompressed when it is compressed; it
+// closes f when it is closed, or at once on an error.
+func decompressed(name string, f io.ReadCloser, err error, maxInput int64) (io.ReadCloser, error) {
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := decompress.NewReader(f, maxInput)
+	if err != nil {
+		f.Close()
+		return nil, readError(name, err)
+	}
+	return both{r, f}, nil
+}
+
+// both is a decoder over a file: closing it closes the two.
+type both struct {
+	io.ReadCloser
+	f io.Closer
+}
+
+func (b both) Close() error {
+	b.ReadCloser.Close()
+	return b.f.Close()
 }
 
 // openRegular opens p without blocking (a FIFO's open waits for a writer)
@@ -288,9 +329,22 @@ func holdsRDMAState(p string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
+	// Compressed files are told by what they decompress to.
+	r, format, err := decompress.NewReader(f, 4096)
+	if err != nil {
+		return false, &SkipError{p, err.Error()}
+	}
+	defer r.Close()
 	head := make([]byte, 4096)
-	n, err := io.ReadFull(f, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+	n, err := io.ReadFull(r, head)
+	switch {
+	case err == nil || err == io.EOF || err == io.ErrUnexpectedEOF:
+	case format != "" && n > 0:
+		// Truncated or corrupt further on: what it holds is told by its
+		// start, and the read says what is wrong.
+	case format != "":
+		return false, &SkipError{p, err.Error()}
+	default:
 		return false, err
 	}
 	return Recognize(head[:n]), nil

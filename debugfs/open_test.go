@@ -2,6 +2,7 @@ package debugfs
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"os"
@@ -249,5 +250,58 @@ func TestJSONNullIsAnAbsentValue(t *testing.T) {
 	}
 	if o := rec.Res.Owner; o.Comm != "" || o.KernName != "" || rec.Res.Has&(rdma.HasPID|rdma.HasCMIDN) != 0 {
 		t.Errorf("null read as a value: %+v", rec.Res)
+	}
+}
+
+// A support bundle's rdma-res.txt.gz is found by what it decompresses to,
+// and a compressed file named or piped is read as its plain self; a
+// compressed file that cannot be decompressed is named, not passed over.
+func TestCompressedDumpsAreReadAsThePlainOnes(t *testing.T) {
+	plain, err := os.ReadFile("../testdata/debugfs/in/rdma-cmid.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(plain)
+	zw.Close()
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"rdma-res.txt.gz": z.Bytes(), "notes.gz": []byte("\x1f\x8bxxxxxxxxxxxxxxxxxxxxxx"), "plain.txt": plain} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records := func(in Input) int {
+		rc, err := in.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		rd := NewReader(rc, in.Name)
+		n := 0
+		for {
+			_, err := rd.Next()
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", in.Name, err)
+			}
+			n++
+		}
+	}
+	want := records(Input{Name: "plain", Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(plain)), nil }})
+	ins, err := Inputs(dir, nil)
+	var skip *SkipError
+	if !errors.As(err, &skip) || !strings.HasSuffix(err.Error(), "notes.gz: gzip: invalid header") {
+		t.Errorf("error %v, want notes.gz skipped as gzip: invalid header", err)
+	}
+	if len(ins) != 2 || filepath.Base(ins[1].Name) != "rdma-res.txt.gz" || records(ins[1]) != want || want == 0 {
+		t.Errorf("inputs %v, want plain.txt and rdma-res.txt.gz, with %d records each", ins, want)
+	}
+	named, _ := Inputs(filepath.Join(dir, "rdma-res.txt.gz"), nil)
+	piped, _ := Inputs("-", bytes.NewReader(z.Bytes()))
+	if records(named[0]) != want || records(piped[0]) != want {
+		t.Error("a compressed file named or piped is not read as the plain one")
 	}
 }

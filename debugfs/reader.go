@@ -23,8 +23,10 @@ type Reader struct {
 	kind   inputKind
 	json   *jsonReader
 
-	line int   // of the last line read, or of the JSON value
-	done error // io.EOF or the read error that ended the input
+	line  int   // of the last line read, or of the JSON value
+	done  error // io.EOF or the read error that ended the input
+	limit lineerr.Limit
+	ended error // what ended the input, told after the bad lines not shown
 
 	// Outputs of the last line read, returned one by one.
 	queue  [2]output
@@ -68,6 +70,7 @@ func NewReader(r io.Reader, source string) *Reader {
 		cells:  make([][]byte, 0, maxCells),
 		spans:  make([]span, 0, maxCells),
 		names:  make(map[string]string),
+		limit:  lineerr.Limit{What: "a line of RDMA state (a legacy rdma_cm dump, `rdma res show` text or JSON)"},
 	}
 }
 
@@ -77,8 +80,36 @@ func (rd *Reader) Source() string { return rd.source }
 // Next returns the next record, or a *lineerr.Error for a line that yields
 // none (read on after it), or io.EOF at the end, or another error when the
 // input cannot be read further. The record is reused by later calls: copy
-// what you keep.
+// what you keep. Of an input's bad lines, the first lineerr.Shown are
+// returned each and the rest counted in one error at the end; after
+// lineerr.GiveUp in a row the input is read no further.
 func (rd *Reader) Next() (*Record, error) {
+	for rd.ended == nil {
+		if rd.limit.GaveUp() {
+			rd.ended = io.EOF
+			break
+		}
+		rec, err := rd.next()
+		if err == nil {
+			rd.limit.Good()
+			return rec, nil
+		}
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			if e := rd.limit.Bad(le); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		rd.ended = err
+	}
+	if e := rd.limit.End(); e != nil {
+		return nil, e
+	}
+	return nil, rd.ended
+}
+
+func (rd *Reader) next() (*Record, error) {
 	if rd.kind == kindUnknown {
 		if b, _ := rd.lr.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
 			rd.lr.Discard(len(utf8BOM)) // a BOM is not content: JSON after it is still JSON
@@ -183,12 +214,13 @@ func (rd *Reader) sniff() inputKind {
 
 // readError names the input in a read error, unless the error names it
 // already: an os error reads "read PATH: ...", and wrapping it again gave
-// "read PATH: read PATH: ...".
+// "read PATH: read PATH: ...". The name is as it is: the caller escapes
+// what it prints, once.
 func readError(source string, err error) error {
 	var pe *fs.PathError
 	var se *SkipError
 	if errors.As(err, &pe) || errors.As(err, &se) {
 		return err
 	}
-	return fmt.Errorf("read %s: %w", lineerr.Printable(source), err)
+	return fmt.Errorf("read %s: %w", source, err)
 }

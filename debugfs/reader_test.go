@@ -310,3 +310,26 @@ func TestReadsRdmaJSONCapturedInTheGuest(t *testing.T) {
 		}
 	}
 }
+
+// A large file of lines that are not RDMA state shows lineerr.Shown of
+// them, counts the others, and is given up after lineerr.GiveUp in a row.
+func TestBadLinesAreBoundedAndAWrongFileGivenUp(t *testing.T) {
+	rd := NewReader(strings.NewReader(strings.Repeat("junk line\n", 3*lineerr.GiveUp)), "big.txt")
+	var errs []string
+	for {
+		_, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		var le *lineerr.Error
+		if !errors.As(err, &le) {
+			t.Fatalf("error %v", err)
+		}
+		errs = append(errs, err.Error())
+	}
+	if len(errs) != lineerr.Shown+2 ||
+		!strings.HasPrefix(errs[lineerr.Shown], "big.txt:10000: expected a line of RDMA state (a legacy rdma_cm dump, `rdma res show` text or JSON) in the last 10000 lines, found none") ||
+		errs[lineerr.Shown+1] != "big.txt: … and 9979 more bad lines (not shown)" {
+		t.Errorf("%d errors: %q", len(errs), errs[min(len(errs), lineerr.Shown-1):])
+	}
+}

@@ -75,6 +75,8 @@ type Reader struct {
 	queue  []*rdma.KernelReport
 	errs   []error
 	eof    bool
+	limit  lineerr.Limit
+	err    error // what ended the input early: told last
 	// stamped counts lines with a kernel log prefix: a file with none
 	// (and no report) is probably not a kernel log at all.
 	stamped int
@@ -90,20 +92,35 @@ func NewReader(r io.Reader, source string) *Reader {
 func (r *Reader) Stamped() int { return r.stamped }
 
 // Next returns the next report, io.EOF at the end, or a *lineerr.Error (call Next
-// again to go on).
+// again to go on). Of a log's errors, the first lineerr.Shown are returned
+// each and the rest counted in one error at the end.
 func (r *Reader) Next() (*rdma.KernelReport, error) {
 	for {
 		if len(r.errs) > 0 {
 			err := r.errs[0]
 			r.errs = r.errs[1:]
+			var le *lineerr.Error
+			if errors.As(err, &le) {
+				if le = r.limit.Bad(le); le == nil {
+					continue
+				}
+				return nil, le
+			}
 			return nil, err
 		}
 		if len(r.queue) > 0 {
 			rep := r.queue[0]
 			r.queue = r.queue[1:]
+			r.limit.Good()
 			return rep, nil
 		}
 		if r.eof {
+			if le := r.limit.End(); le != nil {
+				return nil, le
+			}
+			if r.err != nil {
+				return nil, r.err
+			}
 			return nil, io.EOF
 		}
 		line, err := r.readLine()
@@ -118,7 +135,11 @@ func (r *Reader) Next() (*rdma.KernelReport, error) {
 				r.errs = append(r.errs, err)
 				continue
 			}
-			return nil, err
+			// Told after the errors not shown; a report being read is
+			// cut by it.
+			r.eof, r.err = true, err
+			r.cut("the end of what could be read")
+			continue
 		}
 		r.feed(line)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/rdmatrace/rdmatrace/internal/golden"
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
@@ -281,5 +282,38 @@ func TestJournalShortFormsGiveTheSameReports(t *testing.T) {
 		if reports, stamped := count(log); reports != wantReports || stamped != wantStamped {
 			t.Errorf("-o %s: %d reports of %d stamped lines, want %d of %d", form, reports, stamped, wantReports, wantStamped)
 		}
+	}
+}
+
+// A log of a thousand reports each cut by the next gives the thousand
+// reports, lineerr.Shown errors and one counting the rest; a read error
+// (a truncated archive) is told last, after them.
+func TestErrorsAreBoundedAndAReadErrorToldLast(t *testing.T) {
+	one := "[ 1.0] ------------[ cut here ]------------\n" +
+		"[ 1.0] WARNING: CPU: 0 PID: 7 at drivers/infiniband/core/restrack.c:1 rdma_restrack_clean+0x1/0x2\n"
+	in := io.MultiReader(strings.NewReader(strings.Repeat(one, 1000)), iotest.ErrReader(errors.New("xz: unexpected end of data")))
+	r := NewReader(in, "big.log")
+	reports, errs := 0, []string{}
+	var last error
+	for {
+		rep, err := r.Next()
+		var le *lineerr.Error
+		switch {
+		case err == nil:
+			reports++
+			if !rep.Truncated {
+				t.Fatal("a cut report not marked truncated")
+			}
+			continue
+		case errors.As(err, &le):
+			errs = append(errs, err.Error())
+			continue
+		}
+		last = err
+		break
+	}
+	if reports != 1000 || len(errs) != lineerr.Shown+1 || errs[lineerr.Shown] != "big.log: … and 980 more bad lines (not shown)" ||
+		last == nil || last.Error() != "xz: unexpected end of data" {
+		t.Errorf("%d reports, %d errors (last %q), then %v", reports, len(errs), errs[len(errs)-1], last)
 	}
 }

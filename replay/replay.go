@@ -8,13 +8,17 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/lines"
@@ -23,7 +27,9 @@ import (
 
 // Reader reads events from a recording.
 type Reader struct {
-	lr *lines.Reader
+	lr    *lines.Reader
+	limit lineerr.Limit
+	err   error // a read error, returned after the count of hidden bad lines
 	// Device indexes are not in the recording: a device gets a new one
 	// each time it appears after it was unregistered, as in the kernel.
 	devs    map[string]uint32
@@ -32,7 +38,7 @@ type Reader struct {
 
 // NewReader reads the recording r, called source in errors.
 func NewReader(r io.Reader, source string) *Reader {
-	return &Reader{lr: lines.NewReader(r, source), devs: map[string]uint32{}}
+	return &Reader{lr: lines.NewReader(r, source), devs: map[string]uint32{}, limit: lineerr.Limit{What: "an event of rdmatrace trace -j"}}
 }
 
 // object is one line of `trace -j`, with formats.EventObject's keys.
@@ -91,32 +97,81 @@ type object struct {
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
-// that is not one (call Next again to go on).
+// that is not one (call Next again to go on). Of an input's bad lines, the
+// first lineerr.Shown are returned each and the rest counted in one error
+// at the end; after lineerr.GiveUp in a row the input is read no further.
 func (r *Reader) Next(ev *rdma.Event) error {
 	for {
+		if r.err != nil || r.limit.GaveUp() {
+			if e := r.limit.End(); e != nil {
+				return e
+			}
+			if r.err != nil {
+				return r.err
+			}
+			return io.EOF
+		}
 		line, err := r.lr.Next()
 		if err != nil {
-			return err
+			var le *lineerr.Error
+			if errors.As(err, &le) {
+				if e := r.limit.Bad(le); e != nil {
+					return e
+				}
+				continue
+			}
+			r.err = err
+			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var o object
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&o); err != nil {
-			return r.errorAt("an event of rdmatrace trace -j", lineerr.Quote(line)+" ("+err.Error()+")")
+		if e := r.decode(line, ev); e != nil {
+			if e = r.limit.Bad(e); e != nil {
+				return e
+			}
+			continue
 		}
-		if fe := r.event(&o, ev); fe != nil {
-			return r.errorAt(fe.expected, fe.found)
-		}
+		r.limit.Good()
 		return nil
 	}
 }
 
-func (r *Reader) errorAt(expected, found string) error {
+// decode reads one line into ev.
+func (r *Reader) decode(line []byte, ev *rdma.Event) *lineerr.Error {
+	if !utf8.Valid(line) {
+		i := invalidUTF8(line)
+		return r.errorAt("an event of rdmatrace trace -j in UTF-8 (as trace -j writes)",
+			lineerr.Quote(line[max(0, i-8):])+" (byte "+strconv.Itoa(i+1)+" of the line is not)")
+	}
+	if fe := checkKeys(line); fe != nil {
+		return r.errorAt(fe.expected, fe.found)
+	}
+	var o object
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return r.errorAt(te.Field+": "+keyWords[te.Field], valueWords(te.Value))
+		}
+		return r.errorAt("an event of rdmatrace trace -j", lineerr.Quote(line)+" ("+err.Error()+")")
+	}
+	if fe := r.event(&o, ev); fe != nil {
+		return r.errorAt(fe.expected, fe.found)
+	}
+	return nil
+}
+
+func (r *Reader) errorAt(expected, found string) *lineerr.Error {
 	return &lineerr.Error{Source: r.lr.Source(), Line: r.lr.Line(), Expected: expected, Found: found}
 }
+
+// The times an event can hold: time.Time.UnixNano's range.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
 
 // fieldError is a key of an event with a value that is not one.
 type fieldError struct{ expected, found string }
@@ -131,6 +186,12 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	t, err := time.Parse(time.RFC3339Nano, o.Time)
 	if err != nil {
 		return &fieldError{"time in RFC 3339", lineerr.Quote([]byte(o.Time))}
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		// Events carry nanoseconds since 1970 in an int64: a time outside
+		// would come back as another one.
+		return &fieldError{"time between " + minTime.Format(time.RFC3339) + " and " + maxTime.Format(time.RFC3339) +
+			" (nanoseconds since 1970 in 64 bits)", lineerr.Quote([]byte(o.Time))}
 	}
 	ev.Time, ev.Mono = t.UTC(), uint64(t.UnixNano())
 	kinds, err := rdma.ParseEventKind(o.Event)
@@ -350,4 +411,98 @@ func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
 		ev.SMC.State = o.LinkState
 	}
 	return nil
+}
+
+// keyWords says, for each key of an event, what its value must be, in
+// the words of the manual rather than Go's types; its keys are the only
+// ones an event has.
+var keyWords = func() map[string]string {
+	words := map[string]string{}
+	t := reflect.TypeFor[object]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		var w string
+		switch {
+		case ft == reflect.TypeFor[json.Number]():
+			w = "a number"
+		case ft.Kind() == reflect.String:
+			w = "a string"
+		case ft.Kind() == reflect.Bool:
+			w = "true or false"
+		case ft.Kind() == reflect.Slice:
+			w = "an array of strings"
+		case ft.Kind() >= reflect.Uint && ft.Kind() <= reflect.Uint64:
+			w = fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<ft.Bits()-1)
+		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64:
+			w = fmt.Sprintf("a whole number from %d to %d", -(int64(1) << (ft.Bits() - 1)), int64(1)<<(ft.Bits()-1)-1)
+		default:
+			panic("replay: no words for " + ft.String())
+		}
+		words[strings.Split(f.Tag.Get("json"), ",")[0]] = w
+	}
+	return words
+}()
+
+// valueWords says what JSON value was found where another was expected:
+// encoding/json names it "string", "number -1", "array"...
+func valueWords(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "true or false"
+	case "number":
+		return "a number"
+	}
+	return "a " + v
+}
+
+// checkKeys makes sure each key of the line's object is one of an event's,
+// spelled exactly, and given once: encoding/json takes "TIME" for "time",
+// and the last of two for both.
+func checkKeys(line []byte) *fieldError {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: Decode says so
+	}
+	var seen [8]string
+	keys := seen[:0]
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		if _, ok := keyWords[k]; !ok {
+			return &fieldError{"an event of rdmatrace trace -j", "unknown key " + lineerr.Quote([]byte(k))}
+		}
+		if slices.Contains(keys, k) {
+			return &fieldError{"an event of rdmatrace trace -j, each key once", lineerr.Quote([]byte(k)) + " twice"}
+		}
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

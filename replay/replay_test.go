@@ -278,3 +278,87 @@ func TestPortBusyAndSMCFallbackRoundTrip(t *testing.T) {
 		t.Errorf("smc-fallback without a reason: %v", err)
 	}
 }
+
+// readAll reads a recording to its end: its events and its errors' text.
+func readAll(t *testing.T, in string) (evs []rdma.Event, errs []string) {
+	t.Helper()
+	r := NewReader(strings.NewReader(in), "rec.ndjson")
+	for {
+		var ev rdma.Event
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			return evs, errs
+		}
+		var pe *lineerr.Error
+		if !errors.As(err, &pe) && err != nil {
+			t.Fatal(err)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// A line that trace -j cannot have written is an error naming it, not
+// read as something else: a key given twice (encoding/json keeps the
+// last), a key in other case, bytes that are not UTF-8 (they would become
+// U+FFFD), a time past 2262 (it would come back as 1816), a value of the
+// wrong type (in the manual's words, not Go's).
+func TestLinesTraceCannotHaveWrittenAreErrors(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","id":3,"id":4}`,
+			`rec.ndjson:1: expected an event of rdmatrace trace -j, each key once, found "id" twice`},
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","ID":3}`,
+			`rec.ndjson:1: expected an event of rdmatrace trace -j, found unknown key "ID"`},
+		{"{\"time\":\"2026-11-22T10:00:00Z\",\"event\":\"create\",\"res\":\"pd\",\"comm\":\"a\xffb\"}",
+			`rec.ndjson:1: expected an event of rdmatrace trace -j in UTF-8 (as trace -j writes), found "comm\":\"a\xffb\"}" (byte 69 of the line is not)`},
+		{`{"time":"9999-01-01T00:00:00Z","event":"create","res":"pd","id":3}`,
+			`rec.ndjson:1: expected time between 1677-09-21T00:12:43Z and 2262-04-11T23:47:16Z (nanoseconds since 1970 in 64 bits), found "9999-01-01T00:00:00Z"`},
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","pid":"7"}`,
+			`rec.ndjson:1: expected pid: a whole number from 0 to 4294967295, found a string`},
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","pid":-1}`,
+			`rec.ndjson:1: expected pid: a whole number from 0 to 4294967295, found -1`},
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","holders":"x"}`,
+			`rec.ndjson:1: expected holders: an array of strings, found a string`},
+	} {
+		evs, errs := readAll(t, c.line+"\n")
+		if len(evs) != 0 || len(errs) != 1 || errs[0] != c.want {
+			t.Errorf("%s:\n got %d events, errors %q\nwant %q", c.line, len(evs), errs, c.want)
+		}
+	}
+	// The last time an event can hold reads back as itself.
+	evs, errs := readAll(t, `{"time":"2262-04-11T23:47:16.854775807Z","event":"create","res":"pd","id":3}`+"\n")
+	if len(errs) != 0 || len(evs) != 1 || evs[0].Time.Year() != 2262 {
+		t.Errorf("events %v, errors %q", evs, errs)
+	}
+}
+
+// Millions of bad lines are not millions of errors: the first
+// lineerr.Shown, then one counting the rest; the good lines among them
+// are all read.
+func TestBadLinesAreBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		if i%3 == 0 {
+			b.WriteString(`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","id":3}` + "\n")
+		} else {
+			b.WriteString("junk\n")
+		}
+	}
+	evs, errs := readAll(t, b.String())
+	if len(evs) != 1000 || len(errs) != lineerr.Shown+1 || errs[len(errs)-1] != "rec.ndjson: … and 1980 more bad lines (not shown)" {
+		t.Errorf("%d events, %d errors, last %q", len(evs), len(errs), errs[len(errs)-1])
+	}
+}
+
+// A file that is no recording is given up after lineerr.GiveUp lines.
+func TestAFileOfNoEventsIsGivenUp(t *testing.T) {
+	evs, errs := readAll(t, strings.Repeat("junk\n", 3*lineerr.GiveUp))
+	want := "rec.ndjson:10000: expected an event of rdmatrace trace -j in the last 10000 lines, found none: not read further (is it the right file?)"
+	if len(evs) != 0 || len(errs) != lineerr.Shown+2 || errs[lineerr.Shown] != want ||
+		errs[lineerr.Shown+1] != "rec.ndjson: … and 9979 more bad lines (not shown)" {
+		t.Errorf("%d events, %d errors: %q", len(evs), len(errs), errs[lineerr.Shown:])
+	}
+}

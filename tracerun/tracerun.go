@@ -169,10 +169,6 @@ func (r *Run) Events() ([]rdma.Event, []error, error) {
 	return evs, bad, err
 }
 
-// maxBad bounds the bad lines Each returns; the rest are counted in one
-// last error.
-const maxBad = 100
-
 // Each is Events as a stream: fn gets each event recorded since the last
 // call, one at a time, in the file's order; the event is reused for the
 // next one (copy what you keep). Memory does not grow with the trace.
@@ -259,16 +255,10 @@ func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, er
 }
 
 // ParseEach is Parse as a stream: fn gets each event (reused for the
-// next: copy what you keep). At most maxBad bad lines are returned, and
-// one error counting the rest.
+// next: copy what you keep). The bad lines are bounded as every reader's
+// are (lineerr.Limit): the first ones, then one error counting the rest.
 func ParseEach(in io.Reader, source string, offset int64, fn func(*rdma.Event)) (bad []error, err error) {
 	rd := replay.NewReader(in, source)
-	more := 0
-	defer func() {
-		if more > 0 {
-			bad = append(bad, fmt.Errorf("%s: %d more bad lines", source, more))
-		}
-	}()
 	var ev rdma.Event
 	for {
 		ev = rdma.Event{}
@@ -278,11 +268,7 @@ func ParseEach(in io.Reader, source string, offset int64, fn func(*rdma.Event)) 
 		}
 		var re *lineerr.Error
 		if errors.As(err, &re) {
-			if len(bad) < maxBad {
-				bad = append(bad, err)
-			} else {
-				more++
-			}
+			bad = append(bad, err)
 			continue
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/rdma"
 )
 
@@ -86,7 +87,7 @@ func TestATracerThatFailsSaysWhy(t *testing.T) {
 func TestEachStreamsCompleteLinesOnlyAndBoundsTheBadOnes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.ndjson")
 	line := `{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}` + "\n"
-	body := strings.Repeat(line, 1000) + strings.Repeat("not json\n", maxBad+5) + line + line[:20]
+	body := strings.Repeat(line, 1000) + strings.Repeat("not json\n", lineerr.Shown+5) + line + line[:20]
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +102,8 @@ func TestEachStreamsCompleteLinesOnlyAndBoundsTheBadOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1001 || len(bad) != maxBad+1 || !strings.Contains(bad[maxBad].Error(), "5 more bad lines") {
-		t.Fatalf("%d events, %d bad (last %v): want 1001, and %d bad lines then one counting 5 more", n, len(bad), bad[len(bad)-1], maxBad)
+	if n != 1001 || len(bad) != lineerr.Shown+1 || !strings.Contains(bad[lineerr.Shown].Error(), "5 more bad lines") {
+		t.Fatalf("%d events, %d bad (last %v): want 1001, and %d bad lines then one counting 5 more", n, len(bad), bad[len(bad)-1], lineerr.Shown)
 	}
 	// The line being written is read once complete.
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"github.com/rdmatrace/rdmatrace/filter"
 	"io"
-	"os"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/decompress"
 	"github.com/rdmatrace/rdmatrace/internal/lineerr"
 	"github.com/rdmatrace/rdmatrace/kernlog"
 	"github.com/rdmatrace/rdmatrace/leaks"
@@ -17,6 +15,9 @@ import (
 	"github.com/rdmatrace/rdmatrace/replay"
 	"github.com/rdmatrace/rdmatrace/restable"
 )
+
+// defaultMaxTable is --max-table's default: the resources tracked at once.
+const defaultMaxTable = 1 << 18
 
 // maxRecorded bounds the findings kept from a recording (each a few
 // hundred bytes): a recording of a device unregistered again and again
@@ -30,69 +31,57 @@ type postMortem struct {
 	stdin  io.Reader
 	stderr io.Writer
 	sink   *findingSink
+	limits inputLimits
 	bad    int
 	failed int
 }
 
-// warn prints one line on stderr, after what was found before it.
-func (p *postMortem) warn(format string, args ...any) {
-	_ = p.sink.flush()
-	fmt.Fprintf(p.stderr, "rdmatrace: "+format+"\n", args...)
+// inputLimits bound what a post-mortem reads: --max-input (decompressed
+// bytes of an input, decompress.DefaultLimit when 0) and --max-table
+// (resources of a recording tracked at once, as live, 1<<18 when 0).
+type inputLimits struct {
+	maxInput int64
+	maxTable int
 }
 
-// sourceName is how a log or recording is called in messages and reports.
-func sourceName(path string) string {
-	if path == "-" {
-		return "stdin"
-	}
-	return path
+// warn prints one line on stderr, after what was found before it. The
+// line is escaped: it names files and quotes their content.
+func (p *postMortem) warn(format string, args ...any) {
+	_ = p.sink.flush()
+	fmt.Fprintf(p.stderr, "rdmatrace: %s\n", formats.Sanitize(fmt.Sprintf(format, args...)))
+}
+
+// warnLine prints a bad line's error, which is escaped already (lineerr).
+func (p *postMortem) warnLine(le *lineerr.Error) {
+	_ = p.sink.flush()
+	fmt.Fprintf(p.stderr, "rdmatrace: %v\n", le)
 }
 
 // open opens a log or recording ("-": stdin), decompressed whatever the
-// compression; errors name the file, escaped.
-func (p *postMortem) open(path string) (io.Reader, func(), error) { return openInput(path, p.stdin) }
-
-// openInput is postMortem.open for any command (trace -r).
-func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
-	name := formats.Sanitize(sourceName(path))
-	in, closeFile := stdin, func() {}
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, nil, fmt.Errorf("open %s: %v", name, err)
-		}
-		in, closeFile = f, func() { f.Close() }
-	}
-	r, _, err := decompress.NewReader(in)
-	if err != nil {
-		closeFile()
-		return nil, nil, fmt.Errorf("read %s: %v", name, err)
-	}
-	return r, func() { r.Close(); closeFile() }, nil
+// compression.
+func (p *postMortem) open(path string) (io.Reader, func(), error) {
+	return openInput(path, p.stdin, p.limits.maxInput)
 }
 
 // drain calls next until the end of an input: a line it does not
-// understand is told and counted, and reading goes on; a read error ends it.
-func (p *postMortem) drain(name string, next func() error) {
+// understand is told and counted, and reading goes on; a read error ends
+// it, and drain says whether one did.
+func (p *postMortem) drain(name string, next func() error) (failed bool) {
 	for {
 		err := next()
 		if errors.Is(err, io.EOF) {
-			return
+			return false
 		}
 		var le *lineerr.Error
 		if errors.As(err, &le) {
-			p.bad++
-			p.warn("%v", le)
+			p.bad += le.Lines()
+			p.warnLine(le)
 			continue
 		}
 		if err != nil {
 			p.failed++
-			p.warn("read %s: %v", formats.Sanitize(name), err)
-			return
+			p.warn("%v", readError(name, err))
+			return true
 		}
 	}
 }
@@ -111,7 +100,7 @@ func (p *postMortem) readLog(path string, each func(*rdma.KernelReport)) {
 	name := sourceName(path)
 	kr := kernlog.NewReader(r, name)
 	found := 0
-	p.drain(name, func() error {
+	failed := p.drain(name, func() error {
 		rep, err := kr.Next()
 		if err == nil {
 			found++
@@ -119,9 +108,9 @@ func (p *postMortem) readLog(path string, each func(*rdma.KernelReport)) {
 		}
 		return err
 	})
-	if found == 0 && kr.Stamped() == 0 {
+	if found == 0 && kr.Stamped() == 0 && !failed {
 		p.bad++
-		p.warn("%s: not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)", formats.Sanitize(name))
+		p.warn("%s: not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)", name)
 	}
 }
 
@@ -192,7 +181,12 @@ func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, w
 	}
 	defer done()
 	rec := &recorded{byPID: map[uint32][]rdma.Finding{}}
-	w := leaks.New(restable.New(1<<20), func(fd *rdma.Finding) {
+	maxTable := p.limits.maxTable
+	if maxTable <= 0 {
+		maxTable = defaultMaxTable
+	}
+	table := restable.New(maxTable)
+	w := leaks.New(table, func(fd *rdma.Finding) {
 		if fd.By.PID == 0 || !want.keeps(fd) {
 			return
 		}
@@ -224,10 +218,13 @@ func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, w
 	})
 	reorder.Flush(w.Handle)
 	if n := reorder.Overflowed(); n > 0 {
-		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", formats.Sanitize(name), n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
+		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", name, n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
 	}
 	if rec.dropped > 0 {
-		p.warn("%s: %d findings about the log's reports past the first %d were not kept", formats.Sanitize(name), rec.dropped, maxRecorded)
+		p.warn("%s: %d findings about the log's reports past the first %d were not kept", name, rec.dropped, maxRecorded)
+	}
+	if n := table.Untracked(); n > 0 {
+		p.warn("%s: table full (--max-table %d), %d resources untracked: what the log's reports left may be missing", name, maxTable, n)
 	}
 	return rec
 }
@@ -267,7 +264,7 @@ func (rec *recorded) matches(r *rdma.KernelReport) []rdma.Finding {
 // kernel's own leak and hang reports, each followed by what a recording of
 // the same boot says about it. "-" reads stdin. A file that cannot be read
 // is named and the others are still read.
-func runLeakLog(logs []string, recording string, f *filter.Events, sink *findingSink, stdin io.Reader, stderr io.Writer) error {
+func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.Events, sink *findingSink, stdin io.Reader, stderr io.Writer) error {
 	stdins := 0
 	for _, path := range append([]string{recording}, logs...) {
 		if path == "-" {
@@ -277,7 +274,7 @@ func runLeakLog(logs []string, recording string, f *filter.Events, sink *finding
 	if stdins > 1 {
 		return exitWith(2, errors.New("stdin (-) can be read once: give it to one --log or to --recording"))
 	}
-	p := &postMortem{stdin: stdin, stderr: stderr, sink: sink}
+	p := &postMortem{stdin: stdin, stderr: stderr, sink: sink, limits: limits}
 	reports := 0
 	if recording == "" {
 		for _, path := range logs {

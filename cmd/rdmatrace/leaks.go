@@ -90,6 +90,7 @@ func leaksCommand() *cli.Command {
 			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
+			maxInputFlag,
 		), programFlags()...),
 		Action: runLeaks,
 	}
@@ -201,7 +202,7 @@ func runLeaks(c *cli.Context) error {
 			defer file.Close()
 			out = file
 		}
-		return runLeakLog(logs, c.String("recording"), f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+		return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
 	}
 	if c.String("recording") != "" {
 		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")

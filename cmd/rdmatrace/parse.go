@@ -46,6 +46,7 @@ EXIT STATUS:
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or ndjson (both one object a line), legacy"},
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records matching `EXPR`, with the filters of `rdmatrace res cm_id` (e.g. 'state LISTEN ps TCP src-port 7174')"},
 			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); every output shows all a record has already"},
+			maxInputFlag,
 		}, filterFlags(false, parseFilterFlagKeys...)...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return exitWith(2, err) },
 		Action:       runParse,
@@ -92,7 +93,8 @@ func runParse(c *cli.Context) error {
 
 	var rejected, records int
 	ioFailed := false
-	// report prints each error on a line of its own; a file skipped
+	// report prints each error on a line of its own, escaped (they name
+	// files as they are); a file skipped
 	// because it is no saved state (a FIFO, trace_pipe) is a note and
 	// leaves the exit status alone.
 	report := func(err error) {
@@ -105,7 +107,7 @@ func runParse(c *cli.Context) error {
 		}
 	}
 	for _, p := range paths {
-		inputs, err := debugfs.Inputs(p, c.App.Reader)
+		inputs, err := debugfs.InputsMax(p, c.App.Reader, maxInput(c))
 		if err != nil {
 			report(err)
 		}
@@ -122,7 +124,7 @@ func runParse(c *cli.Context) error {
 				if errors.As(err, &lerr) {
 					// lineerr.Error quotes the input it shows: terminal-safe.
 					fmt.Fprintln(stderr, lerr.Error())
-					rejected++
+					rejected += lerr.Lines()
 					continue
 				}
 				if err == io.EOF {

@@ -77,6 +77,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
 			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording back from `FILE` (- for stdin; compressed ones too) instead of tracing"},
+			maxInputFlag,
 			&cli.StringFlag{Name: "write", Aliases: []string{"w"}, Usage: "write the recording (NDJSON) to `FILE` (- for stdout) instead of printing events"},
 			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
@@ -233,7 +234,7 @@ func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
 // views as a live trace. A bad line is reported (file, line, what was
 // expected) and the rest still read; then the exit status is 1.
 func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSink) error {
-	in, done, err := openInput(path, os.Stdin)
+	in, done, err := openInput(path, os.Stdin, maxInput(c))
 	if err != nil {
 		return exitWith(1, err)
 	}
@@ -249,14 +250,14 @@ func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSin
 		}
 		var le *lineerr.Error
 		if errors.As(err, &le) {
-			bad++
+			bad += le.Lines()
 			_ = sink.flush()
 			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
 			continue
 		}
 		if err != nil {
 			_ = sink.flush()
-			return exitWith(1, fmt.Errorf("read %s: %v", formats.Sanitize(sourceName(path)), err))
+			return exitWith(1, readError(sourceName(path), err))
 		}
 		if !f.Match(&ev) {
 			continue
@@ -272,7 +273,7 @@ func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSin
 		return err
 	}
 	if bad > 0 {
-		return exitWith(1, fmt.Errorf("%s: %d lines were not events (each named above)", formats.Sanitize(sourceName(path)), bad))
+		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
 	}
 	return nil
 }

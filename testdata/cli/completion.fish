@@ -87,6 +87,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l log
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l recording
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l max-input
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l help
@@ -114,6 +115,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l filter
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s f
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -s d
+complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l max-input
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l filter-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l filter-comm
 complete -c rdmatrace -n '__fish_seen_subcommand_from parse' -l filter-dev
@@ -251,6 +253,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-snapshot
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l timestamp
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l read
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s r
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l max-input
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l write
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s w
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l print

@@ -43,7 +43,7 @@ _rdmatrace() {
         words=""
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --user --output --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --output --help -h"
         words=""
         ;;
     link)
@@ -53,7 +53,7 @@ _rdmatrace() {
         [[ -z $typ || $typ == show ]] && words="$words $devs"
         ;;
     parse)
-        flags="--json -j --output -o --filter -f --details -d --filter-pid --filter-comm --filter-dev --pid --help -h"
+        flags="--json -j --output -o --filter -f --details -d --max-input --filter-pid --filter-comm --filter-dev --pid --help -h"
         words=""
         formats="table json ndjson legacy"
         ;;
@@ -108,7 +108,7 @@ _rdmatrace() {
         formats="text json"
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --poll --verbose -v --no-snapshot --timestamp --read -r --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --poll --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         formats="text json ndjson"
         case $typ in
