@@ -3,7 +3,7 @@
 
 GO       ?= go
 # Debian's kernels: bullseye's 5.10, bookworm's 6.1 and 6.12, and sid's,
-# Debian's newest (README: Kernels).
+# Debian's newest (docs/kernels.md).
 KERNELS  ?= 5.10 6.1 6.12 sid
 # capture and bench need the live tracer: 5.10 has no module BTF for it.
 TRACE_KERNELS ?= 6.1 6.12
@@ -45,7 +45,7 @@ all: build
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(if $(VERSION),-X main.version=$(VERSION))' -tags urfave_cli_no_docs
 
-# rdmabench's timing loops are C against rdma-core's headers (verbs/), so
+# rdmabench's timing loops are C against rdma-core's headers (internal/rdmabench/verbs), so
 # it is built with cgo and links libibverbs and librdmacm; rdmatrace stays
 # a static CGO_ENABLED=0 binary, checked here after every build.
 BENCH_BIN := bin/rdmabench
@@ -85,7 +85,7 @@ install: man
 # The gates before any test: gofmt, vet (the e2e tests too), and the
 # committed BPF output being what make generate gives
 # (bpf/check-generate.sh, from the committed BTF: no guest); rdmatrace
-# builds for arm64 too (BlueField, Grace). vet compiles verbs/, which needs
+# builds for arm64 too (BlueField, Grace). vet compiles internal/rdmabench/verbs, which needs
 # gcc and rdma-core's headers (guest/setup-host.sh).
 check: bpf-tools arm64
 	guest/setup-host.sh

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // checkReader reads in to the end and checks what any input must give: no

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 )
 
 // parseLine turns one line into a record, nothing (blank lines, headers,

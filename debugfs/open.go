@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/rdmatrace/rdmatrace/internal/decompress"
+	"github.com/rdmatrace/rdmatrace/internal/base/decompress"
 )
 
 // Input is one thing to read: a file, or standard input.

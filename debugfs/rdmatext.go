@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Reading `rdma res show cm_id|qp` text (iproute2 6.1, res-cmid.c and

@@ -7,8 +7,8 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/internal/lines"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/base/lines"
 )
 
 // maxCells bounds the cells of a line; a row has at most maxColumns.

@@ -3,7 +3,7 @@ package debugfs
 import (
 	"strconv"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Kind says which layout a record was read from.

@@ -379,7 +379,7 @@ func spellsIn(dir string, v interval) string {
 // TestBenchTracerCost runs lat traced with nothing else disturbing it and
 // logs what the tracer cost (the run measures it: the same series untraced
 // just before). The goal, traced/untraced <= 1.05 on the medians, is
-// BENCHMARKS.md's; soft-RoCE under TCG, where the tracer's reader competes
+// docs/benchmarks.md's; soft-RoCE under TCG, where the tracer's reader competes
 // for the 2 vCPUs that both ends busy-poll on, is not where it is judged.
 func TestBenchTracerCost(t *testing.T) {
 	needBenchRun(t)

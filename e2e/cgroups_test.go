@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/cgroup"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // A Kubernetes pod's container (containerd, systemd cgroup driver) and a

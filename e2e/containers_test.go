@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
 )
 
 // dockerID is the container id of the scope the holder is started in:

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestDevAndLinkMatchIproute2 compares `rdmatrace dev` and `rdmatrace link`

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/filter"
-	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/base/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // resFiltersMatchIproute2 runs every filter key of every type, with a

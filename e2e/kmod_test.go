@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestMain runs this file's test last: its module leaks on purpose, and the

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 var workloads = flag.String("workloads", "out", "where our own C workloads (guest/workloads) are built")

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/phases"
+	"github.com/rdmatrace/rdmatrace/internal/base/phases"
 )
 
 var rdmaUp = flag.String("rdma-up", "guest/rdma-up.sh", "script that creates rxe0 on the guest's veth")
@@ -81,7 +81,7 @@ func needFullTier(t *testing.T) {
 }
 
 // needBenchRun skips a measurement outside make bench (RDMATRACE_E2E_BENCH=1):
-// a figure logged for BENCHMARKS.md, with no goal a noisy emulated guest
+// a figure logged for docs/benchmarks.md, with no goal a noisy emulated guest
 // could judge, has no place in the landing path.
 func needBenchRun(t *testing.T) {
 	t.Helper()

@@ -391,7 +391,7 @@ func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d port-busy findings, want 1: %v\nstderr: %s", n, fs, stderr)
 	}
-	// The human report, kept for the README.
+	// The human report, kept for docs/ports.md.
 	report := filepath.Join(t.TempDir(), "report.txt")
 	_ = exec.Command(*rdmatraceBin, "leaks", "--output", report, "--", "rping", "-s", "-a", siwAddr, "-p", "7430", "-C", "1").Run()
 	text, err := os.ReadFile(report)

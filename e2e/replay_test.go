@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // TestReplayMatchesIproute2 runs on any machine: it decodes netlink replies

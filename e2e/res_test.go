@@ -9,10 +9,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/iproute2cmp"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // resMatchesIproute2 compares `rdmatrace res <type> -j` with

@@ -16,7 +16,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmatrace/rdmatrace/smcnl"
+	"github.com/rdmatrace/rdmatrace/internal/source/smcnl"
 )
 
 // genlDo sends one generic netlink command to family and waits for its

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // tracing runs `rdmatrace trace -j` in the background.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // EventObject lays out a traced event with the keys of `rdmatrace trace -j`:

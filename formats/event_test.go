@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // A CM status is named in both views: the IB CM reject reason for

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Kind says how a Field's value is written.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func ms(d time.Duration) uint64 {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func TestWriteLegacyPrintsTheRdmastatLayout(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // addCM adds an rdma_cm ID read at line of k.txt (`rdma res show cm_id`

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/ports"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // The views of rdmatrace ports and rdmatrace smc: sockets with their

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/ps"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ps"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // ProcessObject is a row of rdmatrace ps with `rdma res`'s key names where they exist (pid,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // sample is one resource of every type, shaped like what rxe reports during

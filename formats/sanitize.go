@@ -2,7 +2,7 @@
 // iproute2-style text lines, JSON and NDJSON, and the legacy rdma_cm layout.
 package formats
 
-import "github.com/rdmatrace/rdmatrace/internal/termsafe"
+import "github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 
 // Sanitize makes a string safe for a terminal: see termsafe.Sanitize.
 func Sanitize(s string) string { return termsafe.Sanitize(s) }

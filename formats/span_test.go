@@ -2,12 +2,12 @@ package formats
 
 import (
 	"bytes"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // spanSample is what the tracer reports for an rdmabench run: spans of the

@@ -3,7 +3,7 @@ package formats
 import (
 	"strconv"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // PortStatsObject lays out a port's counters with `rdma -j statistic

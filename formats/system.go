@@ -3,7 +3,7 @@ package formats
 import (
 	"strings"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // SystemObject lays out the subsystem's settings with `rdma -j system

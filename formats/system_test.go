@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func TestSystemGolden(t *testing.T) {

@@ -7,7 +7,7 @@ packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-ut
 	rdmacm-utils perftest iproute2 util-linux procps bpftool
 	prometheus # the exporter's guest test scrapes with a real server
 	fish zsh # the completion scripts' tests run them
-	gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (verbs/) are C
+	gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C
 
 missing=()
 for p in "${packages[@]}"; do

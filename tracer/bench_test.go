@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // BenchmarkDecodeFilterEncode is `rdmatrace trace`'s hot path as the binary

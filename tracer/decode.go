@@ -10,7 +10,7 @@ import (
 	"fmt"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Layout of struct event in bpf/rdmatrace.bpf.c; TestRecordLayout checks it

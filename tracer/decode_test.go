@@ -13,9 +13,9 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/replay"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
 func TestRecordLayoutMatchesTheCStruct(t *testing.T) {

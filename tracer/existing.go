@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 var (

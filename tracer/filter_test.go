@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // The pid and cgroup filters act in the kernel: the host has no RDMA, but

@@ -14,8 +14,8 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Consumer is what Run feeds. Only Event is required; Run calls every

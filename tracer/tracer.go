@@ -17,8 +17,8 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // Options tune the tracer.

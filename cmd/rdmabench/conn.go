@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/verbs"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/verbs"
 )
 
 func connCommand() *cli.Command {
@@ -70,7 +70,7 @@ func runConn(c *cli.Context) (err error) {
 			}
 		}()
 	}
-	r := &formats.ConnReport{Addr: fmt.Sprintf("%s:%d", addr, cfg.Port), Concurrency: conc, OneProcess: !c.IsSet("client"),
+	r := &report.ConnReport{Addr: fmt.Sprintf("%s:%d", addr, cfg.Port), Concurrency: conc, OneProcess: !c.IsSet("client"),
 		Emulated: emulated("/sys", dev.Name), Tracing: tracingDesc}
 	if c.IsSet("client") {
 		r.Conns, err = verbs.ConnClient(cfg)
@@ -86,7 +86,7 @@ func runConn(c *cli.Context) (err error) {
 		}
 	}
 	if c.Bool("json") {
-		return formats.WriteConnJSON(os.Stdout, r)
+		return report.WriteConnJSON(os.Stdout, r)
 	}
-	return formats.WriteConnTable(os.Stdout, r)
+	return report.WriteConnTable(os.Stdout, r)
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/verbs"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/verbs"
 )
 
 func ctrlCommand() *cli.Command {
@@ -94,9 +94,9 @@ func runCtrl(c *cli.Context) (err error) {
 			return err
 		}
 	}
-	r := &formats.CtrlReport{Dev: dev.Name, Emulated: emulated("/sys", dev.Name), Tracing: tracingDesc, Ops: ops}
+	r := &report.CtrlReport{Dev: dev.Name, Emulated: emulated("/sys", dev.Name), Tracing: tracingDesc, Ops: ops}
 	if c.Bool("json") {
-		return formats.WriteCtrlJSON(os.Stdout, r)
+		return report.WriteCtrlJSON(os.Stdout, r)
 	}
-	return formats.WriteCtrlTable(os.Stdout, r)
+	return report.WriteCtrlTable(os.Stdout, r)
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/bench"
-	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/verbs"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/verbs"
 )
 
 const (
@@ -112,7 +112,7 @@ func runLat(c *cli.Context) (err error) {
 	// size runs once untraced (at most baselineDur with -D) before the
 	// tracer starts.
 	var untraced map[int64]*bench.Summary
-	if on, _ := tracing(c); on && !c.IsSet("client") {
+	if tracing(c) && !c.IsSet("client") {
 		untraced = map[int64]*bench.Summary{}
 		for _, size := range sizes {
 			bc := cfg
@@ -155,9 +155,9 @@ func runLat(c *cli.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		r := &formats.LatReport{Op: op.String(), Dev: res.Dev, Addr: fmt.Sprintf("%s:%d", addr, cfg.Port),
+		r := &report.LatReport{Op: op.String(), Dev: res.Dev, Addr: fmt.Sprintf("%s:%d", addr, cfg.Port),
 			OneProcess: !c.IsSet("client"), Size: cfg.Size, Iters: iters, DurationSec: dur.Seconds(),
-			Client: formats.BenchThread(res.Client), Server: formats.BenchThread(res.Server), Inline: res.Inline,
+			Client: report.BenchThread(res.Client), Server: report.BenchThread(res.Server), Inline: res.Inline,
 			ClockNs: clock, EmptyPollNs: res.EmptyPollNs, Emulated: emu, Tracing: tracingDesc,
 			Summary: bench.Summarize(res.Samples), Untraced: untraced[size]}
 		if sess != nil {
@@ -170,9 +170,9 @@ func runLat(c *cli.Context) (err error) {
 			}
 		}
 		if c.Bool("json") {
-			err = formats.WriteLatJSON(os.Stdout, r)
+			err = report.WriteLatJSON(os.Stdout, r)
 		} else {
-			err = formats.WriteLatTable(os.Stdout, r)
+			err = report.WriteLatTable(os.Stdout, r)
 		}
 		if err != nil {
 			return err

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/bench"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/tracerun"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/tracerun"
 )
 
 // longRun is a traced lat -D run on a loaded host, made up: samples of a

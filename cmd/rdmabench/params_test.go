@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/bench"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
 )
 
 func TestParseSizeReadsPerftestsSuffixes(t *testing.T) {
@@ -81,22 +81,11 @@ func traceCtx(t *testing.T, args ...string) *cli.Context {
 	return cli.NewContext(nil, fs, nil)
 }
 
-func TestTracingFollowsTheFlagsAndWhatWasBuilt(t *testing.T) {
-	saved := startTracing
-	defer func() { startTracing = saved }()
-
-	startTracing = nil
-	if on, err := tracing(traceCtx(t)); on || err != nil {
-		t.Errorf("without tracing.go, no flag: %v %v", on, err)
+func TestTracingFollowsTheFlags(t *testing.T) {
+	if !tracing(traceCtx(t)) {
+		t.Error("tracing is the default")
 	}
-	if _, err := tracing(traceCtx(t, "--trace")); err != errNoTracing {
-		t.Errorf("without tracing.go, --trace: %v", err)
-	}
-	startTracing = func(traceRequest) (traceSession, error) { return fakeSession{}, nil }
-	if on, _ := tracing(traceCtx(t)); !on {
-		t.Error("with tracing.go, tracing is the default")
-	}
-	if on, _ := tracing(traceCtx(t, "--trace", "--no-trace")); on {
+	if tracing(traceCtx(t, "--trace", "--no-trace")) {
 		t.Error("--no-trace wins")
 	}
 }

@@ -2,19 +2,20 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/bench"
-	"github.com/rdmatrace/rdmatrace/correlate"
-	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/safefile"
-	"github.com/rdmatrace/rdmatrace/perfetto"
-	"github.com/rdmatrace/rdmatrace/plot"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/tracerun"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/correlate"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/perfetto"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/plot"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/tracerun"
 )
 
 // The traced half: rdmatrace runs as its own process beside the benchmark
@@ -31,7 +32,66 @@ var tracingFlags = []cli.Flag{
 	&cli.StringFlag{Name: "trace-dir", Usage: "keep what the tracer recorded (trace.ndjson, its stderr in trace.err) in `DIR`"},
 }
 
-func init() { startTracing = startSession }
+// traceRequest says what to trace and where correlated records go.
+type traceRequest struct {
+	Bench string    // "lat", "conn" or "ctrl"
+	PID   int       // the benchmark's process
+	Dev   string    // the device it runs on
+	JSON  bool      // records as NDJSON (-j) rather than text
+	Out   io.Writer // where the correlation writes (stdout)
+
+	// From the tracing flags (tracing.go's tracingFlags), set by startTrace.
+	Rdmatrace string  // --rdmatrace: the binary ("" finds it)
+	Perfetto  string  // --perfetto FILE
+	Plot      string  // --plot FILE.svg|.png
+	Factor    float64 // --outlier-factor
+	TraceDir  string  // --trace-dir DIR: keep the tracer's output there
+}
+
+// traceSession is a tracer running beside the benchmark. startTracing
+// returns once its hooks are attached, so the benchmark never runs untraced
+// by accident. After each run the matching method joins what was traced
+// with what was measured and writes it to the request's Out: for lat the
+// outliers with what overlapped them (it returns the cause counts for the
+// summary; threads are the benchmark's timed threads, size the message size
+// its outlier records carry), for conn the phases
+// of each connection, for ctrl the kernel's time per op. Stop ends tracing.
+type traceSession interface {
+	Lat(samples []bench.Sample, threads []int, size int) (causes map[string]int, err error)
+	Conn(conns []bench.Conn) error
+	Ctrl(ops []bench.Op) error
+	Stop() error
+}
+
+// startTracing starts the tracer; tests replace it with a fake.
+var startTracing = startSession
+
+// tracing decides whether to trace: --no-trace wins; otherwise runs are
+// traced (--trace makes a tracer that cannot start an error).
+func tracing(c *cli.Context) bool {
+	return !c.Bool("no-trace")
+}
+
+// startTrace starts the tracer when c asks for it; nil session and
+// "off" otherwise.
+func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) {
+	if !tracing(c) {
+		return nil, "off", nil
+	}
+	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
+	req.TraceDir = c.String("trace-dir")
+	s, err := startTracing(req)
+	if err != nil {
+		if c.Bool("trace") {
+			return nil, "", err
+		}
+		// Traced by default only where the kernel allows it: say why not,
+		// on stderr and in the report, and measure alone.
+		fmt.Fprintf(os.Stderr, "rdmabench: tracing unavailable, measuring untraced: %v\n", err)
+		return nil, "unavailable: " + err.Error(), nil
+	}
+	return s, "rdmatrace trace, beside the benchmark", nil
+}
 
 // session is a tracer beside this benchmark and what it has joined so far,
 // for the Perfetto file written at Stop.
@@ -122,9 +182,9 @@ func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[stri
 	s.keepSamples(samples)
 	s.lat = append(s.lat, r)
 	if s.req.JSON {
-		err = formats.WriteOutliersJSON(s.req.Out, &r, size)
+		err = report.WriteOutliersJSON(s.req.Out, &r, size)
 	} else {
-		err = formats.WriteOutliersText(s.req.Out, &r)
+		err = report.WriteOutliersText(s.req.Out, &r)
 	}
 	return r.Causes, err
 }
@@ -158,9 +218,9 @@ func (s *session) Conn(conns []bench.Conn) error {
 	r := correlate.Connections(conns, evs)
 	s.conns, s.phases = append(s.conns, conns...), &r
 	if s.req.JSON {
-		return formats.WritePhasesJSON(s.req.Out, &r)
+		return report.WritePhasesJSON(s.req.Out, &r)
 	}
-	return formats.WritePhasesText(s.req.Out, &r)
+	return report.WritePhasesText(s.req.Out, &r)
 }
 
 func (s *session) Ctrl(ops []bench.Op) error {
@@ -170,9 +230,9 @@ func (s *session) Ctrl(ops []bench.Op) error {
 	}
 	k := correlate.Ops(ops, evs)
 	if s.req.JSON {
-		return formats.WriteOpKernelJSON(s.req.Out, k)
+		return report.WriteOpKernelJSON(s.req.Out, k)
 	}
-	return formats.WriteOpKernelText(s.req.Out, k)
+	return report.WriteOpKernelText(s.req.Out, k)
 }
 
 // passBad tells the trace's bad lines on stderr, one line each, and

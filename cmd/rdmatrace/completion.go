@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/filter"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, completionCommand()) }

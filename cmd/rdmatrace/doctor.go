@@ -8,9 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/doctor"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/launch"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/doctor"
+	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 )
 
 // outputOwner is who the files rdmatrace writes for its user belong to:

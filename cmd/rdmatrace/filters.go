@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/filter"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 )
 
 // filterUsage says what each --filter-KEY takes.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 )
 
 // goldenCLI compares got with testdata/cli/name (-update rewrites it).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // --version and -V print the stamped version (failed before: unknown flag).

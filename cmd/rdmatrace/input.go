@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/internal/decompress"
+	"github.com/rdmatrace/rdmatrace/internal/base/decompress"
 )
 
 // maxInputFlag bounds what a compressed input may decompress to; every

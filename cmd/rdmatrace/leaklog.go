@@ -3,17 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/filter"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"io"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/lineerr"
-	"github.com/rdmatrace/rdmatrace/kernlog"
-	"github.com/rdmatrace/rdmatrace/leaks"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/replay"
-	"github.com/rdmatrace/rdmatrace/restable"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/kernlog"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
 // defaultMaxTable is --max-table's default: the resources tracked at once.

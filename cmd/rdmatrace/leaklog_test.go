@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/internal/golden"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestLeakLogGoldens runs the post-mortem `rdmatrace leaks --log` over the

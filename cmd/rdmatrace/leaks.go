@@ -14,10 +14,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/launch"
-	"github.com/rdmatrace/rdmatrace/leaks"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/restable"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
+	"github.com/rdmatrace/rdmatrace/internal/host/launch"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 

@@ -4,8 +4,8 @@ import (
 	"io"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // linkTypes maps the kernel's device protocol to the legacy TYPE column.

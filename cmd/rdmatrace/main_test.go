@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/nldev"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // The test binary doubles as rdmatrace when RDMATRACE_AS_MAIN is set, so

@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/netns"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/netns"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // netnsFlag is --netns for the snapshot commands.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // --netns: one JSON array whose objects name their namespace, and a

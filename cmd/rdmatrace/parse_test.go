@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/golden"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 )
 
 // runCLI runs rdmatrace with args and returns stdout, stderr and the exit

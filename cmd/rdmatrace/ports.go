@@ -11,9 +11,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/ports"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, portsCommand()) }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/ports"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/sockdiag"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/sockdiag"
 )
 
 // TestHolderDumpsAreRateLimited: port-busy events of a program that loops

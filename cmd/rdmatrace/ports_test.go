@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/ports"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // ports shows the sockets it could read and exits 1 when the rdma_cm IDs

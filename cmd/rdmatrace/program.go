@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/safefile"
-	"github.com/rdmatrace/rdmatrace/launch"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 )
 
 // stopGrace is how long a program stopped by --duration has between

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/launch"
+	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 )
 
 // startDaemonizing starts a program in its own cgroup that starts a

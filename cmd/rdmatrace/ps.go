@@ -6,11 +6,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/ps"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ps"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, psCommand()) }

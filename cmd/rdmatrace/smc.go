@@ -9,12 +9,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/ports"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
-	"github.com/rdmatrace/rdmatrace/smcnl"
-	"github.com/rdmatrace/rdmatrace/sockdiag"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
+	"github.com/rdmatrace/rdmatrace/internal/source/smcnl"
+	"github.com/rdmatrace/rdmatrace/internal/source/sockdiag"
 )
 
 func init() { commands = append(commands, smcCommand()) }

@@ -10,15 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mdlayher/netlink"
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/filter"
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/safefile"
-	"github.com/rdmatrace/rdmatrace/nldev"
-	"github.com/rdmatrace/rdmatrace/proc"
-	"github.com/rdmatrace/rdmatrace/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 func init() {
@@ -76,9 +75,8 @@ func dial(c *cli.Context) (*nldev.Client, error) {
 			return nil, err
 		}
 		seq := 0
-		cl.Record = func(cmd uint16, msgs []netlink.Message) {
+		cl.Record = func(cmd uint16, b []byte, err error) {
 			seq++
-			b, err := nldev.MarshalMessages(msgs)
 			if err == nil {
 				err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, outputOwner())
 			}

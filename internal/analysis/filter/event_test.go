@@ -1,0 +1,61 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// trace's filters take iproute2's words, with the values `res` takes.
+func TestEventFilterTakesIproute2Words(t *testing.T) {
+	rping := rdma.Event{Kind: rdma.EvCreate, Flags: rdma.EvHasRes | rdma.EvHasOwner | rdma.EvUser | rdma.EvHasDev,
+		Res: rdma.ResQP, DevName: "rxe0", Owner: rdma.Owner{PID: 1234, TID: 1235, Comm: "rping"}}
+	srpt := rdma.Event{Kind: rdma.EvDestroy, Flags: rdma.EvHasRes | rdma.EvHasDev, Res: rdma.ResCQ, DevName: "rxe1",
+		Owner: rdma.Owner{KernName: "ib_srpt"}}
+	for _, tc := range []struct {
+		words         string
+		rping, srptOK bool
+	}{
+		{"", true, true},
+		{"qp", true, false},
+		{"qp pid 1234 comm rping", true, false},
+		{"pid 1235", true, false}, // the thread
+		{"pid 1000-1300,5", true, false},
+		{"pid 1", false, false},
+		{"comm ib_srpt", false, true},
+		{"comm rping,ib_srpt", true, true},
+		{"dev rxe1", false, true},
+		{"res cq,qp event destroy", false, true},
+		{"event create", true, false},
+		{"cq dev rxe1", false, true},
+	} {
+		f, err := ParseEvents(strings.Fields(tc.words))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.words, err)
+		}
+		if got := f.Match(&rping); got != tc.rping {
+			t.Errorf("%q on rping's QP: %v, want %v", tc.words, got, tc.rping)
+		}
+		if got := f.Match(&srpt); got != tc.srptOK {
+			t.Errorf("%q on ib_srpt's CQ: %v, want %v", tc.words, got, tc.srptOK)
+		}
+	}
+}
+
+func TestBadEventFiltersSayWhatIsExpected(t *testing.T) {
+	for words, want := range map[string]string{
+		"colour red":   `unknown event filter "colour": valid filters are cgroup, comm, container, dev, event, pid, pod, res`,
+		"queue":        `unknown resource type "queue"`,
+		"pid x":        `filter pid: bad number "x"`,
+		"pid 5-1":      `filter pid: bad range "5-1"`,
+		"comm a,,b":    `filter comm: empty value in "a,,b"`,
+		"event bogus":  `filter event: unknown event "bogus"`,
+		"res qp,queue": `filter res: unknown resource type "queue"`,
+	} {
+		_, err := ParseEvents(strings.Fields(words))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", words, err, want)
+		}
+	}
+}

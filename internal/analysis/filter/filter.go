@@ -1,0 +1,339 @@
+// Package filter selects resources with iproute2's filter grammar:
+// "KEY VALUE [KEY VALUE]...", where numbers accept comma lists and ranges
+// ("1-10,20") and names accept comma lists, case-insensitively
+// ("state RTS,RTR"). The keys are iproute2's for each object type.
+package filter
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// Filter is a parsed filter expression; the zero value matches everything.
+type Filter struct {
+	terms []term
+}
+
+type term struct {
+	key   *key
+	nums  []numRange
+	strs  []string
+	links []link
+}
+
+type numRange struct{ lo, hi uint64 }
+
+type link struct {
+	dev     string
+	port    uint32
+	anyPort bool
+	noPort  bool // "dev/-"
+}
+
+// key describes one filter name: how to read it from a resource and what
+// values it takes.
+type key struct {
+	name string
+	// num reads a numeric attribute; ok is false when the kernel left it out.
+	num func(r *rdma.Resource) (v uint64, ok bool)
+	// str reads a name; ok is false when absent.
+	str func(r *rdma.Resource) (v string, ok bool)
+	// valid checks one name and, when it fails, says which are valid.
+	valid  func(s string) error
+	isLink bool
+	addr   bool // compare as IP addresses, not text
+	// within, when set, says whether a value is selected by a wanted one
+	// (a prefix, a subtree) instead of equality.
+	within func(v, want string) bool
+}
+
+func has(r *rdma.Resource, f rdma.Field) bool { return r.Has&f != 0 }
+
+func numKey(name string, f rdma.Field, get func(r *rdma.Resource) uint64) *key {
+	return &key{name: name, num: func(r *rdma.Resource) (uint64, bool) { return get(r), has(r, f) }}
+}
+
+func enumKey(name string, f rdma.Field, get func(r *rdma.Resource) string, valid func(string) error) *key {
+	return &key{name: name, str: func(r *rdma.Resource) (string, bool) { return get(r), has(r, f) }, valid: valid}
+}
+
+func validator[T any](parse func(string) (T, error)) func(string) error {
+	return func(s string) error { _, err := parse(s); return err }
+}
+
+var (
+	keyDev  = &key{name: "dev", str: func(r *rdma.Resource) (string, bool) { return r.DevName, true }}
+	keyLink = &key{name: "link", isLink: true}
+	keyPID  = numKey("pid", rdma.HasPID, func(r *rdma.Resource) uint64 { return uint64(r.Owner.PID) })
+	keyComm = &key{name: "comm", str: func(r *rdma.Resource) (string, bool) {
+		if r.Owner.KernName != "" {
+			return r.Owner.KernName, true
+		}
+		return r.Owner.Comm, r.Owner.Comm != ""
+	}}
+	keyLQPN  = numKey("lqpn", rdma.HasLQPN, func(r *rdma.Resource) uint64 { return uint64(r.LQPN) })
+	keyPDN   = numKey("pdn", rdma.HasPDN, func(r *rdma.Resource) uint64 { return uint64(r.PDN) })
+	keyCQN   = numKey("cqn", rdma.HasCQN, func(r *rdma.Resource) uint64 { return uint64(r.CQN) })
+	keyCTXN  = numKey("ctxn", rdma.HasCTXN, func(r *rdma.Resource) uint64 { return uint64(r.CTXN) })
+	keyUsers = numKey("users", rdma.HasUsers, func(r *rdma.Resource) uint64 { return r.Users })
+)
+
+// Keys for each resource type: iproute2 6.1's lists, plus dev/link and comm
+// everywhere.
+var keysByType = map[rdma.ResType][]*key{
+	rdma.ResQP: {keyLink, keyDev, keyLQPN,
+		numKey("rqpn", rdma.HasRQPN, func(r *rdma.Resource) uint64 { return uint64(r.RQPN) }),
+		keyPID, keyComm,
+		numKey("sq-psn", rdma.HasSQPSN, func(r *rdma.Resource) uint64 { return uint64(r.SQPSN) }),
+		numKey("rq-psn", rdma.HasRQPSN, func(r *rdma.Resource) uint64 { return uint64(r.RQPSN) }),
+		enumKey("type", rdma.HasQPType, func(r *rdma.Resource) string { return r.QPType.String() }, validator(rdma.ParseQPType)),
+		enumKey("path-mig-state", rdma.HasPathMig, func(r *rdma.Resource) string { return r.PathMig.String() }, validator(rdma.ParsePathMigState)),
+		enumKey("state", rdma.HasState, func(r *rdma.Resource) string { return r.QPState.String() }, validator(rdma.ParseQPState)),
+		keyPDN},
+	rdma.ResCMID: {keyLink, keyDev, keyLQPN,
+		enumKey("qp-type", rdma.HasQPType, func(r *rdma.Resource) string { return r.QPType.String() }, validator(rdma.ParseQPType)),
+		enumKey("state", rdma.HasState, func(r *rdma.Resource) string { return r.CMState.String() }, validator(rdma.ParseCMState)),
+		enumKey("ps", rdma.HasPS, func(r *rdma.Resource) string { return r.PS.String() }, validator(rdma.ParsePortSpace)),
+		{name: "dev-type", str: func(r *rdma.Resource) (string, bool) { return r.DevType, r.DevType != "" }},
+		keyPID, keyComm,
+		{name: "src-addr", addr: true, str: func(r *rdma.Resource) (string, bool) { return r.Src.Addr().String(), has(r, rdma.HasSrcAddr) }, valid: validAddr},
+		numKey("src-port", rdma.HasSrcAddr, func(r *rdma.Resource) uint64 { return uint64(r.Src.Port()) }),
+		{name: "dst-addr", addr: true, str: func(r *rdma.Resource) (string, bool) { return r.Dst.Addr().String(), has(r, rdma.HasDstAddr) }, valid: validAddr},
+		numKey("dst-port", rdma.HasDstAddr, func(r *rdma.Resource) uint64 { return uint64(r.Dst.Port()) }),
+		numKey("cm-idn", rdma.HasCMIDN, func(r *rdma.Resource) uint64 { return uint64(r.CMIDN) })},
+	rdma.ResCQ: {keyDev, keyUsers,
+		enumKey("poll-ctx", rdma.HasPollCtx, func(r *rdma.Resource) string { return r.PollCtx.String() }, validator(rdma.ParsePollCtx)),
+		keyPID, keyComm, keyCQN, keyCTXN},
+	rdma.ResMR: {keyDev,
+		numKey("rkey", rdma.HasRKey, func(r *rdma.Resource) uint64 { return uint64(r.RKey) }),
+		numKey("lkey", rdma.HasLKey, func(r *rdma.Resource) uint64 { return uint64(r.LKey) }),
+		numKey("mrlen", rdma.HasMRLen, func(r *rdma.Resource) uint64 { return r.MRLen }),
+		keyPID, keyComm,
+		numKey("mrn", rdma.HasMRN, func(r *rdma.Resource) uint64 { return uint64(r.MRN) }),
+		keyPDN},
+	rdma.ResPD:  {keyDev, keyUsers, keyPID, keyComm, keyCTXN, keyPDN},
+	rdma.ResCTX: {keyDev, keyPID, keyComm, keyCTXN},
+	rdma.ResSRQ: {keyDev, keyPID, keyComm,
+		numKey("srqn", rdma.HasSRQN, func(r *rdma.Resource) uint64 { return uint64(r.SRQN) }),
+		enumKey("type", rdma.HasSRQType, func(r *rdma.Resource) string { return r.SRQType.String() }, validator(rdma.ParseSRQType)),
+		keyPDN, keyCQN, keyLQPN},
+}
+
+func init() {
+	// Where the owner runs: every type has an owner.
+	for t := range keysByType {
+		for _, name := range PlaceKeys {
+			keysByType[t] = append(keysByType[t], placeKey(name))
+		}
+	}
+}
+
+func validAddr(s string) error {
+	if _, err := parseAddr(s); err != nil {
+		return fmt.Errorf("bad address %q: expected an IPv4 or IPv6 address", s)
+	}
+	return nil
+}
+
+// Keys lists the filter names valid for t, sorted.
+func Keys(t rdma.ResType) []string {
+	var out []string
+	for _, k := range keysByType[t] {
+		out = append(out, k.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Parse parses a filter expression for resources of type t.
+func Parse(t rdma.ResType, expr string) (*Filter, error) {
+	return ParseArgs(t, strings.Fields(expr))
+}
+
+// ParseArgs parses filter words already split, e.g. command-line arguments.
+func ParseArgs(t rdma.ResType, words []string) (*Filter, error) {
+	keys, ok := keysByType[t]
+	if !ok {
+		return nil, fmt.Errorf("resources of type %s cannot be filtered", t)
+	}
+	f := &Filter{}
+	for i := 0; i < len(words); i += 2 {
+		name := strings.ToLower(words[i])
+		var k *key
+		for _, c := range keys {
+			if c.name == name {
+				k = c
+			}
+		}
+		if k == nil {
+			return nil, fmt.Errorf("unknown %s filter %q: valid filters are %s", t, words[i], strings.Join(Keys(t), ", "))
+		}
+		if i+1 >= len(words) {
+			return nil, fmt.Errorf("filter %q has no value", name)
+		}
+		tm, err := parseTerm(k, words[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("filter %s: %w", name, err)
+		}
+		f.terms = append(f.terms, tm)
+	}
+	if t == rdma.ResSRQ {
+		// An SRQ carries a list of QPs, not one lqpn: match any of them.
+		for i := range f.terms {
+			if f.terms[i].key == keyLQPN {
+				f.terms[i].key = srqLQPNKey
+			}
+		}
+	}
+	return f, nil
+}
+
+var srqLQPNKey = &key{name: "lqpn"}
+
+func parseTerm(k *key, value string) (term, error) {
+	tm := term{key: k}
+	for _, part := range strings.Split(value, ",") {
+		if part == "" {
+			return tm, fmt.Errorf("empty value in %q", value)
+		}
+		switch {
+		case k.isLink:
+			l, err := parseLink(part)
+			if err != nil {
+				return tm, err
+			}
+			tm.links = append(tm.links, l)
+		case k.num != nil || k == keyLQPN:
+			lo, hi, found := strings.Cut(part, "-")
+			a, err := parseNum(lo)
+			if err != nil {
+				return tm, fmt.Errorf("bad number %q: expected a number, a range like 1-10, or a comma list", part)
+			}
+			b := a
+			if found {
+				if b, err = parseNum(hi); err != nil || b < a {
+					return tm, fmt.Errorf("bad range %q: expected LOW-HIGH with LOW <= HIGH", part)
+				}
+			}
+			tm.nums = append(tm.nums, numRange{a, b})
+		default:
+			if k.valid != nil {
+				if err := k.valid(part); err != nil {
+					return tm, err
+				}
+			}
+			tm.strs = append(tm.strs, part)
+		}
+	}
+	return tm, nil
+}
+
+func parseLink(s string) (link, error) {
+	dev, port, found := strings.Cut(s, "/")
+	if dev == "" {
+		return link{}, fmt.Errorf("bad link %q: expected DEV or DEV/PORT", s)
+	}
+	if !found {
+		return link{dev: dev, anyPort: true}, nil
+	}
+	if port == "-" {
+		return link{dev: dev, noPort: true}, nil
+	}
+	p, err := strconv.ParseUint(port, 10, 32)
+	if err != nil {
+		return link{}, fmt.Errorf("bad link %q: expected DEV/PORT with a port number or -", s)
+	}
+	return link{dev: dev, port: uint32(p)}, nil
+}
+
+// parseNum reads a decimal number as iproute2 does ("010" is ten), or a
+// hexadecimal one with 0x, the way rkey and lkey are printed.
+func parseNum(s string) (uint64, error) {
+	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
+		return strconv.ParseUint(h, 16, 64)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// Match reports whether r passes every term. As in iproute2, a numeric
+// filter on an attribute the kernel did not send does not match.
+func (f *Filter) Match(r *rdma.Resource) bool {
+	if f == nil {
+		return true
+	}
+	for i := range f.terms {
+		if !f.terms[i].match(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *term) match(r *rdma.Resource) bool {
+	switch {
+	case t.key.isLink:
+		for _, l := range t.links {
+			if l.dev != r.DevName {
+				continue
+			}
+			switch {
+			case l.anyPort:
+				return true
+			case l.noPort:
+				if !has(r, rdma.HasPort) {
+					return true
+				}
+			case has(r, rdma.HasPort) && r.Port == l.port:
+				return true
+			}
+		}
+		return false
+	case t.key == srqLQPNKey:
+		for _, q := range r.QPs {
+			for _, n := range t.nums {
+				if uint64(q.Min) <= n.hi && uint64(q.Max) >= n.lo {
+					return true
+				}
+			}
+		}
+		return false
+	case t.key.num != nil:
+		v, ok := t.key.num(r)
+		if !ok {
+			return false
+		}
+		for _, n := range t.nums {
+			if v >= n.lo && v <= n.hi {
+				return true
+			}
+		}
+		return false
+	default:
+		v, ok := t.key.str(r)
+		if !ok {
+			return false
+		}
+		for _, s := range t.strs {
+			if t.key.addr {
+				if a, err := parseAddr(s); err == nil && a == v {
+					return true
+				}
+				continue
+			}
+			if t.key.within != nil {
+				if t.key.within(v, s) {
+					return true
+				}
+				continue
+			}
+			if strings.EqualFold(s, v) {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,421 @@
+// Package exporter serves RDMA metrics to Prometheus: what exists now
+// (read from netlink at each scrape, so a gauge is never stale) and what
+// happened (counted from the tracer's events). It is a collector for the
+// official client library, not an aggregator: Prometheus stores, sums and
+// alerts.
+package exporter
+
+import (
+	"cmp"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
+	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// Snapshot is what a scrape reads from the kernel.
+type Snapshot struct {
+	Devices   []rdma.Device
+	Ports     []rdma.Port
+	Resources []rdma.Resource // every type; owners named (Comm) and placed
+	Stats     []rdma.PortStats
+	// Unknown are the types the kernel cannot dump (ctx and srq before
+	// Linux 5.x): no series for them, not a count of 0.
+	Unknown []rdma.ResType
+	// Errors are the parts that could not be read; each is counted in
+	// rdmatrace_scrape_errors_total, the rest is still served. A
+	// *PartError names its part (one of Parts) for
+	// rdmatrace_scrape_collector_success; another error is the
+	// connection's (PartNetlink).
+	Errors []error
+}
+
+// PartError is a part of a Snapshot that could not be read.
+type PartError struct {
+	Part string // one of Parts
+	Err  error
+}
+
+func (e *PartError) Error() string { return e.Part + ": " + e.Err.Error() }
+func (e *PartError) Unwrap() error { return e.Err }
+
+// PartNetlink is the connection to the kernel: when it fails, no other
+// part is read.
+const PartNetlink = "netlink"
+
+// Parts are what a scrape reads, each with its
+// rdmatrace_scrape_collector_success{collector} series, as
+// node_exporter's node_scrape_collector_success: the connection, devices,
+// ports, port counters, and each type's objects ("resources_qp"...).
+var Parts = func() []string {
+	ps := []string{PartNetlink, "devices", "ports", "port_stats"}
+	for _, t := range rdma.ResourceTypes {
+		ps = append(ps, ResourcesPart(t))
+	}
+	return ps
+}()
+
+// ResourcesPart is the part that reads t's objects.
+func ResourcesPart(t rdma.ResType) string { return "resources_" + t.String() }
+
+// Source reads a Snapshot (nldev in the binary, fixed data in tests).
+type Source func() Snapshot
+
+// Exporter is a prometheus.Collector of the snapshot metrics plus the
+// event counters that Event feeds.
+type Exporter struct {
+	source Source
+	topN   int
+
+	mu           sync.Mutex
+	born         map[uint64]time.Time // a CM_ID's or QP's creation, by kernel address
+	creates      *prometheus.CounterVec
+	destroys     *prometheus.CounterVec
+	transitions  *prometheus.CounterVec
+	cmEvents     *prometheus.CounterVec
+	setup        prometheus.Histogram
+	qpLife       prometheus.Histogram
+	scrapeErrors prometheus.Counter
+	atExit       *prometheus.CounterVec
+	// unregs are the device unregistrations under way: when each began,
+	// by whom, and who held the device's objects then (from live, the
+	// table the tracer's events and the start snapshot keep).
+	unregs    map[string]unregistration
+	live      *restable.Table
+	untracked prometheus.CounterFunc
+	now       func() time.Time
+	// failing is each part's error kind while it fails, to log a part's
+	// failure once and its recovery once (one entry per part at most).
+	failing map[string]string
+	log     *ratelog.Logger
+
+	success, resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
+}
+
+type unregistration struct {
+	since   time.Time
+	by      string
+	holders map[holder]int // what the device's users held when it began
+}
+
+// holder is an owner as the by-owner series label it.
+type holder struct{ name, container string }
+
+func holderOf(o *rdma.Owner) holder {
+	h := holder{name: ownerName(o)}
+	if o.Place != nil {
+		h.container = o.Place.ContainerID
+	}
+	return h
+}
+
+// maxLive bounds the live table that names an unregistration's holders:
+// at about 400 bytes an entry, 26 MB at worst; past it, objects are
+// counted untracked (rdmatrace_live_untracked_total) and not named.
+const maxLive = 1 << 16
+
+// maxBorn bounds the creation times kept for the histograms: objects
+// whose destroy was never seen (a missed event) must not grow it forever.
+const maxBorn = 1 << 16
+
+// New makes an exporter that reads source at each scrape and keeps, per
+// device and type, the topN owners with most objects (the rest summed as
+// owner="other"): the worst case is devices × 7 types × (topN+1) series
+// for rdma_resources_by_owner.
+func New(source Source, topN int) *Exporter {
+	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now,
+		live: restable.New(maxLive), failing: map[string]string{}, log: ratelog.New(os.Stderr, 10*time.Second)}
+	x.success = prometheus.NewDesc("rdmatrace_scrape_collector_success",
+		"1 when the last scrape read this part of the RDMA state, 0 when it could not (rdmatrace logs why when it starts failing).",
+		[]string{"collector"}, nil)
+	x.untracked = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_live_untracked_total",
+		Help: "Objects created while the live table (which names the holders of a blocked unregistration) was full."},
+		func() float64 { x.mu.Lock(); defer x.mu.Unlock(); return float64(x.live.Untracked()) })
+	x.holders = prometheus.NewDesc("rdma_device_unregister_holders",
+		"While a device's unregistration is blocked: the objects each owner held on it when it began (the top owners, the rest as owner=\"other\").",
+		[]string{"device", "owner", "container"}, nil)
+	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
+		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
+	x.blocked = prometheus.NewDesc("rdma_device_unregister_blocked_seconds",
+		"How long a device's unregistration has been waiting for its users (0 series when none is).", []string{"device", "by"}, nil)
+	x.creates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_creates_total",
+		Help: "RDMA objects created, by device and type (from the tracer)."}, []string{"device", "type"})
+	x.destroys = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_destroys_total",
+		Help: "RDMA objects destroyed, by device and type (from the tracer)."}, []string{"device", "type"})
+	x.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_qp_transitions_total",
+		Help: "QP state changes, by device and the state entered (ERR: a QP failed)."}, []string{"device", "state"})
+	x.cmEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_cm_events_total",
+		Help: "rdma_cm events delivered, by event and status name (REJECTED, UNREACHABLE, ADDR_ERROR ...)."}, []string{"event", "status"})
+	x.setup = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_cm_connection_setup_seconds",
+		Help:    "Connection setup, each side of a connection once: from a CM_ID's tracking (its bind to a device, or a connection request) to ESTABLISHED, or CONNECT_RESPONSE for an active side whose QP user space owns.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
+	x.qpLife = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_qp_lifetime_seconds",
+		Help:    "From a QP's creation to its destruction.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 14)})
+	x.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "rdmatrace_scrape_errors_total",
+		Help: "Parts of the RDMA state that a scrape could not read (the rest was served)."})
+	x.resources = prometheus.NewDesc("rdma_resources", "Live RDMA objects, by device and type (from netlink at the scrape).",
+		[]string{"device", "type"}, nil)
+	x.byOwner = prometheus.NewDesc("rdma_resources_by_owner",
+		"Live RDMA objects by owner: the top owners per device and type by count, the rest as owner=\"other\".",
+		[]string{"device", "type", "owner", "container"}, nil)
+	x.qps = prometheus.NewDesc("rdma_qps", "Live QPs by device and state.", []string{"device", "state"}, nil)
+	x.portActive = prometheus.NewDesc("rdma_port_active", "1 when the port is ACTIVE.", []string{"device", "port"}, nil)
+	x.portCounter = prometheus.NewDesc("rdma_port_stat_total", "A port's counters, by the name `rdma statistic show` gives them.",
+		[]string{"device", "port", "stat"}, nil)
+	return x
+}
+
+// LogTo sends the exporter's lines (a part of the state that starts or
+// stops failing) to l instead of stderr; nil keeps stderr.
+func (x *Exporter) LogTo(l *ratelog.Logger) {
+	if l != nil {
+		x.mu.Lock()
+		x.log = l
+		x.mu.Unlock()
+	}
+}
+
+// Register adds the exporter's metrics to reg.
+func (x *Exporter) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Describe is for prometheus.Collector.
+func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
+		ch <- d
+	}
+}
+
+// Collect reads the kernel's state now.
+func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
+	s := x.source()
+	x.scrapeErrors.Add(float64(len(s.Errors)))
+	x.mu.Lock()
+	x.partsHealth(ch, s.Errors)
+	for dev, u := range x.unregs {
+		ch <- prometheus.MustNewConstMetric(x.blocked, prometheus.GaugeValue, x.now().Sub(u.since).Seconds(), dev, u.by)
+		for _, r := range x.top(u.holders) {
+			ch <- prometheus.MustNewConstMetric(x.holders, prometheus.GaugeValue, float64(r.n), dev, r.o.name, r.o.container)
+		}
+	}
+	x.mu.Unlock()
+	type devType struct{ dev, typ string }
+	counts := map[devType]int{}
+	owners := map[devType]map[holder]int{}
+	qps := map[[2]string]int{}
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		k := devType{r.DevName, r.Type.String()}
+		counts[k]++
+		if owners[k] == nil {
+			owners[k] = map[holder]int{}
+		}
+		owners[k][holderOf(&r.Owner)]++
+		if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
+			qps[[2]string{r.DevName, r.QPState.String()}]++
+		}
+	}
+	// Every device has every type's series, 0 when it has none: a count
+	// of 0 is not the same as not knowing.
+	for _, d := range s.Devices {
+		for _, t := range rdma.ResourceTypes {
+			k := devType{d.Name, t.String()}
+			if _, ok := counts[k]; !ok && !slices.Contains(s.Unknown, t) {
+				ch <- prometheus.MustNewConstMetric(x.resources, prometheus.GaugeValue, 0, k.dev, k.typ)
+			}
+		}
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(x.resources, prometheus.GaugeValue, float64(n), k.dev, k.typ)
+		for _, r := range x.top(owners[k]) {
+			ch <- prometheus.MustNewConstMetric(x.byOwner, prometheus.GaugeValue, float64(r.n), k.dev, k.typ, r.o.name, r.o.container)
+		}
+	}
+	for k, n := range qps {
+		ch <- prometheus.MustNewConstMetric(x.qps, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	for _, p := range s.Ports {
+		v := 0.0
+		if p.State.String() == "ACTIVE" {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(x.portActive, prometheus.GaugeValue, v, p.DevName, strconv.FormatUint(uint64(p.Port), 10))
+	}
+	for _, st := range s.Stats {
+		port := strconv.FormatUint(uint64(st.Port), 10)
+		for _, c := range st.Counters {
+			ch <- prometheus.MustNewConstMetric(x.portCounter, prometheus.CounterValue, float64(c.Value), st.DevName, port, c.Name)
+		}
+	}
+}
+
+// partsHealth sends each part's success and logs a part's first error
+// (again when its kind changes) and its recovery. Called with x.mu held.
+func (x *Exporter) partsHealth(ch chan<- prometheus.Metric, errs []error) {
+	failed := map[string]error{}
+	for _, err := range errs {
+		part := PartNetlink
+		var pe *PartError
+		if errors.As(err, &pe) && slices.Contains(Parts, pe.Part) {
+			part, err = pe.Part, pe.Err
+		}
+		failed[part] = errors.Join(failed[part], err)
+	}
+	down := failed[PartNetlink] != nil
+	for _, part := range Parts {
+		err := failed[part]
+		v := 1.0
+		if err != nil || down {
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(x.success, prometheus.GaugeValue, v, part)
+		was, wasFailing := x.failing[part]
+		switch {
+		case err != nil:
+			kind := ratelog.Kind(err.Error())
+			if !wasFailing || kind != was {
+				x.log.Printf("scrape "+part+" "+kind, "scrape: cannot read %s: %v (served without it; logged again when this changes)", part, err)
+			}
+			x.failing[part] = kind
+		case wasFailing && !down:
+			x.log.Printf("scrape "+part+" ok", "scrape: %s read again", part)
+			delete(x.failing, part)
+		}
+	}
+}
+
+type ranked struct {
+	o holder
+	n int
+}
+
+// top ranks owners by count: the topN first, the rest summed as "other".
+func (x *Exporter) top(owners map[holder]int) []ranked {
+	var rs []ranked
+	for o, n := range owners {
+		rs = append(rs, ranked{o, n})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.o.name, b.o.name), cmp.Compare(a.o.container, b.o.container))
+	})
+	if len(rs) <= x.topN {
+		return rs
+	}
+	other := 0
+	for _, r := range rs[x.topN:] {
+		other += r.n
+	}
+	return append(rs[:x.topN], ranked{holder{name: "other"}, other})
+}
+
+// ownerName is how an owner is labelled: its comm, or [module] for the
+// kernel's, as the tables print them.
+func ownerName(o *rdma.Owner) string {
+	if o.KernName != "" {
+		return "[" + o.KernName + "]"
+	}
+	if o.Comm == "" {
+		return "pid " + strconv.FormatUint(uint64(o.PID), 10)
+	}
+	return o.Comm
+}
+
+// Event counts one traced event.
+func (x *Exporter) Event(e *rdma.Event) {
+	dev, typ := e.DevName, e.Res.String()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.live.Apply(e)
+	switch e.Kind {
+	case rdma.EvDevUnregister:
+		held := map[holder]int{}
+		for _, en := range x.live.Select(func(en *restable.Entry) bool { return en.Dev == e.DevIndex }) {
+			held[holderOf(&en.Res.Owner)]++
+		}
+		x.unregs[dev] = unregistration{since: e.Time, by: e.Actor.Comm, holders: held}
+		return
+	case rdma.EvDevUnregistered:
+		delete(x.unregs, dev)
+		x.live.RemoveDevice(e.DevIndex)
+		return
+	case rdma.EvExists:
+		return // the start snapshot: for the live table only
+	}
+	if !e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasCM) {
+		return
+	}
+	switch e.Kind {
+	case rdma.EvCreate:
+		x.creates.WithLabelValues(dev, typ).Inc()
+		if e.Obj != 0 && (e.Res == rdma.ResQP || e.Res == rdma.ResCMID) {
+			if len(x.born) >= maxBorn {
+				clear(x.born)
+			}
+			x.born[e.Obj] = e.Time
+		}
+	case rdma.EvDestroy:
+		x.destroys.WithLabelValues(dev, typ).Inc()
+		if e.Cleanup() != "" && e.Owner.KernName == "" {
+			x.atExit.WithLabelValues(dev, typ).Inc()
+		}
+		if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+			if e.Res == rdma.ResQP {
+				x.qpLife.Observe(e.Time.Sub(t).Seconds())
+			}
+			delete(x.born, e.Obj)
+		}
+	case rdma.EvModify:
+		if e.Res == rdma.ResQP && e.Has(rdma.EvHasState) {
+			x.transitions.WithLabelValues(dev, e.StateName(false)).Inc()
+		}
+	}
+	if e.Kind == rdma.EvCMEventHandler && e.Has(rdma.EvHasCM) { // delivered; cm_event_done is the same event
+		status := rdma.CMStatusName(e.CMEvent, e.Status)
+		if status == "" {
+			status = strconv.Itoa(int(e.Status)) // 0: success
+		}
+		x.cmEvents.WithLabelValues(e.CMEvent.String(), status).Inc()
+		// The end of a side's setup: ESTABLISHED; for an active side whose
+		// QP is user space's, CONNECT_RESPONSE (librdmacm moves the QP and
+		// makes ESTABLISHED itself: the kernel never delivers it).
+		if ev := e.CMEvent.String(); ev == "ESTABLISHED" || ev == "CONNECT_RESPONSE" && e.Status == 0 {
+			if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+				x.setup.Observe(e.Time.Sub(t).Seconds())
+				delete(x.born, e.Obj) // each side once
+			}
+		}
+	}
+}
+
+// RegisterTracer adds the tracer's health: hooks attached and skipped,
+// events the kernel could not queue.
+func RegisterTracer(reg prometheus.Registerer, attached, skipped int, drops func() uint64) error {
+	hooks := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rdmatrace_hooks",
+		Help: "The tracer's hooks, by whether they are attached."}, []string{"state"})
+	hooks.WithLabelValues("attached").Set(float64(attached))
+	hooks.WithLabelValues("skipped").Set(float64(skipped))
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_events_dropped_total",
+		Help: "Events the kernel could not queue for the tracer (the ring buffer was full)."},
+		func() float64 { return float64(drops()) })
+	for _, c := range []prometheus.Collector{hooks, dropped} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package exporter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// snapshot is rxe0 with a kernel GSI QP, two rping processes (one in a
+// container) and five ib_write_bw QPs, so that with topN 2 the rest is
+// summed as "other".
+func snapshot() Snapshot {
+	qp := func(comm string, pid uint32, st rdma.QPState, place *rdma.Placement) rdma.Resource {
+		return rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: st, Has: rdma.HasState | rdma.HasPID,
+			Owner: rdma.Owner{PID: pid, Comm: comm, Place: place}}
+	}
+	pod := &rdma.Placement{ContainerID: "4f3c2b1a0e9d", Runtime: "containerd"}
+	s := Snapshot{
+		Devices: []rdma.Device{{Index: 1, Name: "rxe0"}},
+		Ports:   []rdma.Port{{DevName: "rxe0", Port: 1, State: rdma.PortState(4)}},
+		Stats:   []rdma.PortStats{{DevName: "rxe0", Port: 1, Counters: []rdma.Counter{{Name: "sent_pkts", Value: 124}, {Name: "rcvd_pkts", Value: 120}}}},
+	}
+	s.Resources = append(s.Resources,
+		rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: rdma.QPStateRTS, Has: rdma.HasState, Owner: rdma.Owner{KernName: "ib_core"}},
+		qp("rping", 100, rdma.QPStateRTS, nil), qp("rping", 200, rdma.QPStateRTS, pod),
+		rdma.Resource{Type: rdma.ResPD, DevName: "rxe0", Owner: rdma.Owner{PID: 100, Comm: "rping"}})
+	for i := 0; i < 5; i++ {
+		s.Resources = append(s.Resources, qp("ib_write_bw", 300, rdma.QPStateRTR, nil))
+	}
+	return s
+}
+
+func TestScrapeGoldenAndLint(t *testing.T) {
+	x := New(func() Snapshot { return snapshot() }, 2)
+	reg := prometheus.NewPedanticRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	ev := func(kind rdma.EventKind, res rdma.ResType, obj uint64, at time.Duration) *rdma.Event {
+		return &rdma.Event{Kind: kind, Res: res, DevName: "rxe0", Obj: obj, Time: t0.Add(at), Flags: rdma.EvHasRes | rdma.EvHasDev}
+	}
+	x.Event(ev(rdma.EvCreate, rdma.ResCMID, 0xa, 0))
+	x.Event(ev(rdma.EvCreate, rdma.ResQP, 0xb, 2*time.Millisecond))
+	m := ev(rdma.EvModify, rdma.ResQP, 0xb, 3*time.Millisecond)
+	m.State, m.Flags = uint8(rdma.QPStateErr), m.Flags|rdma.EvHasState
+	x.Event(m)
+	est := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xa, 12*time.Millisecond)
+	est.CMEvent, est.Flags = rdma.CMEvent(9), est.Flags|rdma.EvHasCM // ESTABLISHED
+	x.Event(est)
+	// An active side whose QP user space owns: CONNECT_RESPONSE ends its
+	// setup in the kernel, and counts once.
+	x.Event(ev(rdma.EvCreate, rdma.ResCMID, 0xe, 0))
+	resp := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xe, 20*time.Millisecond)
+	resp.CMEvent, resp.Flags = rdma.CMEvent(5), resp.Flags|rdma.EvHasCM // CONNECT_RESPONSE
+	x.Event(resp)
+	x.Event(resp)
+	rej := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xc, 13*time.Millisecond)
+	rej.CMEvent, rej.Status, rej.Flags = rdma.CMEvent(8), 28, rej.Flags|rdma.EvHasCM // REJECTED, consumer defined
+	x.Event(rej)
+	done := *rej
+	done.Kind = rdma.EvCMEventDone
+	x.Event(&done) // the same event again: not counted twice
+	x.Event(ev(rdma.EvDestroy, rdma.ResQP, 0xb, 1500*time.Millisecond))
+	left := ev(rdma.EvDestroy, rdma.ResMR, 0xd, 1600*time.Millisecond)
+	left.Flags |= rdma.EvActorExiting // freed by the kernel at its owner's exit
+	x.Event(left)
+	// What rxe1's users hold when its unregistration begins: a PD that
+	// existed at start and a QP of a process in a container, a kernel CQ.
+	leakqp := rdma.Owner{PID: 300, TID: 300, Comm: "leakqp", Place: &rdma.Placement{ContainerID: "c0ffee"}}
+	on1 := func(kind rdma.EventKind, res rdma.ResType, id uint32, o rdma.Owner) *rdma.Event {
+		e := &rdma.Event{Kind: kind, Res: res, DevName: "rxe1", DevIndex: 2, ID: id, LQPN: id, Time: t0, Owner: o,
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasQP | rdma.EvHasOwner}
+		return e
+	}
+	x.Event(on1(rdma.EvExists, rdma.ResPD, 1, leakqp))
+	x.Event(on1(rdma.EvCreate, rdma.ResQP, 17, leakqp))
+	x.Event(on1(rdma.EvCreate, rdma.ResCQ, 1, rdma.Owner{KernName: "ib_core"}))
+	un := &rdma.Event{Kind: rdma.EvDevUnregister, DevName: "rxe1", DevIndex: 2, Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
+	x.Event(un)
+	x.now = func() time.Time { return t0.Add(42 * time.Second) }
+
+	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" || resp.CMEvent.String() != "CONNECT_RESPONSE" {
+		t.Fatalf("CM event numbers: %s, %s, %s", est.CMEvent, rej.CMEvent, resp.CMEvent)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden.Check(t, "../../../testdata/exporter/scrape.prom", out.Bytes())
+	for _, want := range []string{
+		`rdma_resources_by_owner{container="",device="rxe0",owner="other",type="qp"} 2`,
+		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
+		`rdma_cm_connection_setup_seconds_count 2`,
+		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
+		`rdma_device_unregister_blocked_seconds{by="rdma",device="rxe1"} 42`,
+		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,
+		`rdma_device_unregister_holders{container="",device="rxe1",owner="[ib_core]"} 1`,
+		`rdma_resources_freed_at_exit_total{device="rxe0",type="mr"} 1`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	x.Event(&rdma.Event{Kind: rdma.EvDevUnregistered, DevName: "rxe1", Time: t0.Add(43 * time.Second), Flags: rdma.EvHasDev})
+	if n := testutil.CollectAndCount(x, "rdma_device_unregister_blocked_seconds", "rdma_device_unregister_holders"); n != 0 {
+		t.Errorf("%d blocked-unregister series after the device was unregistered, want 0", n)
+	}
+}
+
+// A type the kernel cannot dump has no series; the others are 0 when empty.
+func TestUnknownTypesHaveNoSeries(t *testing.T) {
+	s := snapshot()
+	s.Unknown = []rdma.ResType{rdma.ResCTX, rdma.ResSRQ} // Linux 5.10
+	x := New(func() Snapshot { return s }, 2)
+	reg := prometheus.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "rdma_resources" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "type" {
+					types[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if types["ctx"] || types["srq"] || !types["mr"] || !types["cq"] {
+		t.Errorf("rdma_resources types %v: want no ctx or srq, and mr and cq at 0", types)
+	}
+}
+
+// Each part a scrape reads has its success gauge; a part's first error is
+// logged (sanitized) and its recovery too, not every scrape's.
+func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
+	var errs []error
+	x := New(func() Snapshot { s := snapshot(); s.Errors = errs; return s }, 2)
+	var log bytes.Buffer
+	x.LogTo(ratelog.New(&log, 0))
+	reg := prometheus.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	success := func() map[string]float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "rdmatrace_scrape_collector_success" {
+				for _, m := range mf.Metric {
+					got[m.Label[0].GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		if len(got) != len(Parts) {
+			t.Errorf("%d success series, want one per part: %v", len(got), got)
+		}
+		return got
+	}
+	if s := success(); s["ports"] != 1 || s["resources_qp"] != 1 || s["netlink"] != 1 {
+		t.Errorf("all read: %v", s)
+	}
+	for i := range 3 { // the same failure, scrape after scrape
+		errs = []error{&PartError{Part: "ports", Err: fmt.Errorf("netlink receive: operation not permitted (seq %d)\x1b[31m", i)}}
+		if s := success(); s["ports"] != 0 || s["devices"] != 1 {
+			t.Errorf("ports failing: %v", s)
+		}
+	}
+	errs = nil
+	success()
+	success()
+	errs = []error{errors.New("dial netlink: protocol not supported")}
+	if s := success(); s["netlink"] != 0 || s["devices"] != 0 || s["resources_mr"] != 0 {
+		t.Errorf("no netlink: %v, want every part 0", s)
+	}
+	want := `rdmatrace: scrape: cannot read ports: netlink receive: operation not permitted (seq 0)\x1b[31m (served without it; logged again when this changes)
+rdmatrace: scrape: ports read again
+rdmatrace: scrape: cannot read netlink: dial netlink: protocol not supported (served without it; logged again when this changes)
+`
+	if log.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", log.String(), want)
+	}
+	if v := testutil.ToFloat64(x.scrapeErrors); v != 4 {
+		t.Errorf("rdmatrace_scrape_errors_total %v, want 4", v)
+	}
+}

@@ -1,0 +1,162 @@
+package proc
+
+import (
+	"strings"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/host/container"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// maxPlaces bounds the cache: a long trace of a busy host meets many
+// short-lived processes; past the bound the cache starts again.
+const maxPlaces = 4096
+
+// PlaceCache says where processes run: cgroup, container, pod, pid
+// namespace and network namespace. One answer per process and cgroup is
+// kept and shared, so events can carry it without allocating.
+type PlaceCache struct {
+	fs      procfs.FS
+	fsErr   error
+	cgroups *cgroup.Resolver // nil without cgroup v2
+	places  map[placeKey]placed
+}
+
+// placed is a cached answer; unresolved says the event's cgroup id was
+// not found yet (a cgroup made after the last walk), to be asked again.
+type placed struct {
+	place      *rdma.Placement
+	unresolved bool
+}
+
+type placeKey struct {
+	pid      uint32
+	cgroupID uint64
+}
+
+// NewPlaceCache reads processes under procRoot ("" for /proc) and
+// resolves cgroup ids under cgroupRoot ("" for the cgroup v2 mount; no
+// ids are resolved when there is none).
+func NewPlaceCache(procRoot, cgroupRoot string) *PlaceCache {
+	if procRoot == "" {
+		procRoot = procfs.DefaultMountPoint
+	}
+	if cgroupRoot == "" {
+		cgroupRoot, _ = cgroup.Mount()
+	}
+	c := &PlaceCache{places: map[placeKey]placed{}}
+	c.fs, c.fsErr = procfs.NewFS(procRoot)
+	if cgroupRoot != "" {
+		c.cgroups = cgroup.NewResolver(cgroupRoot)
+	}
+	return c
+}
+
+// Place says where process pid runs; cgroupID, when not 0, is the cgroup
+// it ran in when an event happened (from BPF) and names the cgroup even
+// after the process has gone. nil when nothing is known (a kernel owner,
+// a process gone, no /proc) or c is nil.
+func (c *PlaceCache) Place(pid uint32, cgroupID uint64) *rdma.Placement {
+	if c == nil || pid == 0 && cgroupID == 0 {
+		return nil
+	}
+	key := placeKey{pid, cgroupID}
+	got, ok := c.places[key]
+	if ok && !got.unresolved {
+		return got.place
+	}
+	if ok {
+		// Only the cgroup was missing: the resolver rescans at most once
+		// a second, so asking again per event costs a map lookup.
+		path, found := c.cgroups.Path(cgroupID)
+		if !found {
+			return got.place
+		}
+		var p rdma.Placement
+		if got.place != nil {
+			p = *got.place
+		}
+		p.Cgroup = path
+		identify(&p)
+		got = placed{place: &p}
+	} else {
+		got = c.look(pid, cgroupID)
+	}
+	if len(c.places) >= maxPlaces {
+		clear(c.places)
+	}
+	c.places[key] = got
+	return got.place
+}
+
+func (c *PlaceCache) look(pid uint32, cgroupID uint64) placed {
+	var p rdma.Placement
+	unresolved := false
+	if cgroupID != 0 && c.cgroups != nil {
+		path, ok := c.cgroups.Path(cgroupID)
+		p.Cgroup, unresolved = path, !ok
+	}
+	if pid != 0 && c.fsErr == nil {
+		proc, err := c.fs.Proc(int(pid))
+		if err == nil {
+			if p.Cgroup == "" && cgroupID == 0 {
+				// No event named the cgroup (a netlink snapshot): the
+				// process's own, now.
+				p.Cgroup = unifiedPath(proc)
+			}
+			if st, err := proc.NewStatus(); err == nil && len(st.NSpids) > 1 {
+				p.NSPid = uint32(st.NSpids[len(st.NSpids)-1])
+			}
+			if ns, err := proc.Namespaces(); err == nil {
+				if n, ok := ns["net"]; ok {
+					p.NetNS = uint64(n.Inode)
+				}
+			}
+		}
+	}
+	identify(&p)
+	if p == (rdma.Placement{}) {
+		return placed{unresolved: unresolved}
+	}
+	return placed{place: &p, unresolved: unresolved}
+}
+
+// PlacementOf is what a cgroup path alone says: the container and pod.
+func PlacementOf(cgroupPath string) rdma.Placement {
+	p := rdma.Placement{Cgroup: cgroupPath}
+	identify(&p)
+	return p
+}
+
+// identify names the container and pod of p's cgroup path.
+func identify(p *rdma.Placement) {
+	if p.Cgroup == "" {
+		return
+	}
+	id := container.Identify(p.Cgroup)
+	p.Runtime, p.ContainerID, p.PodUID = id.Runtime, id.ID, id.PodUID
+	if id.Runtime == "slurm" && id.SlurmJob != "" {
+		// Slurm's own name of a step: job.step.
+		p.ContainerID = id.SlurmJob
+		if id.SlurmStep != "" {
+			p.ContainerID += "." + id.SlurmStep
+		}
+	}
+}
+
+// unifiedPath is the process's cgroup v2 path ("0::/path" in
+// /proc/PID/cgroup), or "" on a v1-only host.
+func unifiedPath(proc procfs.Proc) string {
+	cgs, err := proc.Cgroups()
+	if err != nil {
+		return ""
+	}
+	for _, cg := range cgs {
+		if cg.HierarchyID == 0 && len(cg.Controllers) == 0 {
+			return strings.TrimSuffix(cg.Path, " (deleted)")
+		}
+	}
+	return ""
+}

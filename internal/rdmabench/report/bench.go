@@ -1,0 +1,532 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+)
+
+// This file renders rdmabench's results: perftest's latency report, the
+// connection steps and the control-path operations, as a table for people
+// and as NDJSON records (each with a "record" key) for programs. The records
+// are few (one per run, connection or op), so encoding/json is fine here.
+
+// BenchThread is one thread of a benchmark, for joining with traced events.
+type BenchThread struct {
+	PID int `json:"pid,omitempty"`
+	TID int `json:"tid,omitempty"`
+	CPU int `json:"cpu"` // -1: not pinned
+}
+
+// LatReport is one latency run as rdmabench reports it.
+type LatReport struct {
+	Op          string // write, send, read
+	Dev         string
+	Addr        string // the server's address and port
+	OneProcess  bool   // both ends in this process
+	Size        int
+	Iters       int
+	DurationSec float64 // -D; 0: a number of iterations
+	Client      BenchThread
+	Server      BenchThread // zero when the server is elsewhere
+	Inline      bool
+	ClockNs     float64 // one clock_gettime(CLOCK_MONOTONIC)
+	EmptyPollNs float64 // one ibv_poll_cq that finds nothing
+	Emulated    string  // why these are not hardware numbers ("" for hardware)
+	Tracing     string  // "off", or what traced the run
+	Summary     bench.Summary
+	Causes      map[string]int // outlier causes from the correlation, when traced
+	// Untraced is the same series run just before with no tracer, when
+	// the run was traced in one process: the tracer's cost, shown.
+	Untraced *bench.Summary
+}
+
+var latTitles = map[string]string{"write": "RDMA_Write Latency Test", "send": "Send Latency Test", "read": "RDMA_Read Latency Test"}
+
+const resultLine = "---------------------------------------------------------------------------------------\n"
+
+// WriteLatTable writes r as perftest lays its report out: a header that
+// says what ran and how it was timed, the column line and one result row
+// (plus the true maximum, which perftest does not show).
+func WriteLatTable(w io.Writer, r *LatReport) error {
+	var b strings.Builder
+	b.WriteString(resultLine)
+	fmt.Fprintf(&b, "                    %s (rdmabench)\n", latTitles[r.Op])
+	fmt.Fprintf(&b, " Device          : %s\n", formats.Sanitize(r.Dev))
+	fmt.Fprintf(&b, " Connection      : RC over rdma_cm to %s\n", formats.Sanitize(r.Addr))
+	if r.OneProcess {
+		fmt.Fprintf(&b, " Ends            : both in pid %d: server tid %d %s, client tid %d %s\n",
+			r.Client.PID, r.Server.TID, cpu(r.Server.CPU), r.Client.TID, cpu(r.Client.CPU))
+	} else {
+		fmt.Fprintf(&b, " Ends            : client pid %d tid %d %s, server on the other host\n",
+			r.Client.PID, r.Client.TID, cpu(r.Client.CPU))
+	}
+	inline := "not inline"
+	if r.Inline {
+		inline = "inline"
+	}
+	fmt.Fprintf(&b, " Message size    : %d bytes, %s\n", r.Size, inline)
+	if r.DurationSec > 0 {
+		fmt.Fprintf(&b, " Duration        : %g s (%d iterations)\n", r.DurationSec, r.Summary.N)
+	} else {
+		fmt.Fprintf(&b, " Iterations      : %d\n", r.Iters)
+	}
+	half := "half of each round trip, as perftest"
+	if r.Op == "read" {
+		half = "each whole round trip, as perftest"
+	}
+	fmt.Fprintf(&b, " Samples         : CLOCK_MONOTONIC at each post, %s; one C call runs the series\n", half)
+	fmt.Fprintf(&b, " Timestamp cost  : %.1f ns per clock_gettime, %.1f ns per empty ibv_poll_cq\n", r.ClockNs, r.EmptyPollNs)
+	fmt.Fprintf(&b, " Tracing         : %s\n", formats.Sanitize(r.Tracing))
+	if r.Emulated != "" {
+		fmt.Fprintf(&b, " Not hardware    : %s\n", formats.Sanitize(r.Emulated))
+	}
+	b.WriteString(resultLine)
+	b.WriteString(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]   max[usec]\n")
+	s := r.Summary
+	fmt.Fprintf(&b, " %-7d %-11d    %-11.2f    %-11.2f  %-15.2f    %-11.2f    %-13.2f   %-20.2f   %-22.2f   %.2f\n",
+		r.Size, s.N, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999, s.TrueMax)
+	b.WriteString(resultLine)
+	if u := r.Untraced; u != nil && u.Typical > 0 {
+		fmt.Fprintf(&b, " Tracer cost     : t_typical %.2f usec traced, %.2f usec in the same series untraced just before (x%.2f)\n",
+			s.Typical, u.Typical, s.Typical/u.Typical)
+	}
+	if len(r.Causes) > 0 {
+		b.WriteString(" Outlier causes  :")
+		for _, k := range sortedKeys(r.Causes) {
+			fmt.Fprintf(&b, " %s %d", formats.Sanitize(k), r.Causes[k])
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cpu(c int) string {
+	if c < 0 {
+		return "(not pinned)"
+	}
+	return fmt.Sprintf("on CPU %d", c)
+}
+
+func sortedKeys(m map[string]int) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// latUS has perftest's names for its columns (its --out_json keys), plus
+// the true maximum.
+type latUS struct {
+	Min     float64 `json:"t_min"`
+	Max     float64 `json:"t_max"`
+	Typical float64 `json:"t_typical"`
+	Avg     float64 `json:"t_avg"`
+	Stdev   float64 `json:"t_stdev"`
+	P99     float64 `json:"percentile_99"`
+	P999    float64 `json:"percentile_99.9"`
+	TrueMax float64 `json:"max"`
+}
+
+type latRecord struct {
+	Record      string         `json:"record"`
+	Bench       string         `json:"bench"`
+	Op          string         `json:"op"`
+	Dev         string         `json:"dev"`
+	Addr        string         `json:"addr"`
+	Size        int            `json:"size"`
+	Iterations  int            `json:"iterations"`
+	DurationSec float64        `json:"duration-s,omitempty"`
+	LatUS       latUS          `json:"lat-us"`
+	Inline      bool           `json:"inline"`
+	Clock       string         `json:"clock"`
+	ClockNs     float64        `json:"clock-ns"`
+	EmptyPollNs float64        `json:"empty-poll-ns"`
+	Client      BenchThread    `json:"client"`
+	Server      *BenchThread   `json:"server,omitempty"`
+	Tracing     string         `json:"tracing"`
+	Emulated    string         `json:"emulated,omitempty"`
+	Causes      map[string]int `json:"causes,omitempty"`
+	// The same series untraced, just before: t_typical and traced/untraced.
+	UntracedTypicalUS float64 `json:"untraced-t_typical-us,omitempty"`
+	TracerRatio       float64 `json:"tracer-ratio,omitempty"`
+}
+
+// WriteLatJSON writes r's summary record.
+func WriteLatJSON(w io.Writer, r *LatReport) error {
+	s := r.Summary
+	rec := latRecord{Record: "summary", Bench: "lat", Op: r.Op, Dev: r.Dev, Addr: r.Addr, Size: r.Size,
+		Iterations: s.N, DurationSec: r.DurationSec,
+		LatUS:  latUS{round2(s.Min), round2(s.Max), round2(s.Typical), round2(s.Avg), round2(s.Stdev), round2(s.P99), round2(s.P999), round2(s.TrueMax)},
+		Inline: r.Inline, Clock: "CLOCK_MONOTONIC", ClockNs: round2(r.ClockNs), EmptyPollNs: round2(r.EmptyPollNs),
+		Client: r.Client, Tracing: r.Tracing, Emulated: r.Emulated, Causes: r.Causes}
+	if r.OneProcess {
+		rec.Server = &r.Server
+	}
+	if u := r.Untraced; u != nil && u.Typical > 0 {
+		rec.UntracedTypicalUS, rec.TracerRatio = round2(u.Typical), round3(s.Typical/u.Typical)
+	}
+	return writeRecord(w, rec)
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+func writeRecord(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ConnReport is a connection-setup run.
+type ConnReport struct {
+	Addr        string
+	Concurrency int
+	OneProcess  bool
+	Emulated    string
+	Tracing     string
+	Conns       []bench.Conn
+}
+
+type stepRow struct {
+	side, step string
+	durs       []int64
+}
+
+// stepRows gathers each side's step durations in step order, then the
+// client's total.
+func (r *ConnReport) stepRows() (rows []stepRow, total []int64) {
+	idx := map[string]int{}
+	add := func(side string, s bench.Step) {
+		k := side + "/" + s.Name
+		i, ok := idx[k]
+		if !ok {
+			i = len(rows)
+			idx[k] = i
+			rows = append(rows, stepRow{side: side, step: s.Name})
+		}
+		rows[i].durs = append(rows[i].durs, s.Dur)
+	}
+	for _, c := range r.Conns {
+		for _, s := range c.Client.Steps {
+			add("client", s)
+		}
+		total = append(total, c.End-c.Start)
+	}
+	for _, c := range r.Conns {
+		for _, s := range c.Server.Steps {
+			add("server", s)
+		}
+	}
+	return rows, total
+}
+
+func sum(v []int64) (s int64) {
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// WriteConnTable writes each step's distribution and its share of the
+// client's total, and how much of the total the client's steps cover.
+func WriteConnTable(w io.Writer, r *ConnReport) error {
+	rows, total := r.stepRows()
+	ends := "both ends in this process"
+	if !r.OneProcess {
+		ends = "client only, the server is elsewhere"
+	}
+	fmt.Fprintf(w, "rdma_cm connection setup: %d connections to %s, %d at a time, %s\n", len(r.Conns), formats.Sanitize(r.Addr), r.Concurrency, ends)
+	fmt.Fprintf(w, "timing: CLOCK_MONOTONIC around each call, and until its rdma_cm event where there is one (cmtime's steps); µs\n")
+	fmt.Fprintf(w, "tracing: %s\n", formats.Sanitize(r.Tracing))
+	if r.Emulated != "" {
+		fmt.Fprintf(w, "not hardware: %s\n", formats.Sanitize(r.Emulated))
+	}
+	t := formats.NewTable("SIDE", "STEP", "N", "MIN", "P50", "P90", "P99", "MAX", "SHARE")
+	tot := sum(total)
+	var clientSum int64
+	totalRow := func() {
+		d := bench.Distribution(total)
+		t.Append("client", "total", fmt.Sprint(d.N), us(d.Min), us(d.P50), us(d.P90), us(d.P99), us(d.Max), "100%")
+	}
+	for i, row := range rows {
+		if row.side == "server" && (i == 0 || rows[i-1].side == "client") {
+			totalRow()
+		}
+		d := bench.Distribution(row.durs)
+		share := "-"
+		if row.side == "client" {
+			clientSum += sum(row.durs)
+			if tot > 0 {
+				share = fmt.Sprintf("%.1f%%", 100*float64(sum(row.durs))/float64(tot))
+			}
+		}
+		t.Append(row.side, row.step, fmt.Sprint(d.N), us(d.Min), us(d.P50), us(d.P90), us(d.P99), us(d.Max), share)
+	}
+	if len(rows) == 0 || rows[len(rows)-1].side == "client" {
+		totalRow()
+	}
+	if err := t.Render(w); err != nil {
+		return err
+	}
+	if tot > 0 {
+		_, err := fmt.Fprintf(w, "the client's steps cover %.1f%% of its total (the rest is the benchmark's own bookkeeping between steps)\n", 100*float64(clientSum)/float64(tot))
+		return err
+	}
+	return nil
+}
+
+func us(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+type stepJSON struct {
+	Name  string  `json:"name"`
+	Start int64   `json:"ts"`
+	DurUS float64 `json:"dur-us"`
+}
+
+type sideJSON struct {
+	PID   int        `json:"pid,omitempty"`
+	TID   int        `json:"tid,omitempty"`
+	Src   string     `json:"src,omitempty"`
+	Dst   string     `json:"dst,omitempty"`
+	Steps []stepJSON `json:"steps"`
+}
+
+type connRecord struct {
+	Record  string    `json:"record"`
+	Index   int       `json:"index"`
+	Start   int64     `json:"ts"`
+	TotalUS float64   `json:"total-us"`
+	Client  sideJSON  `json:"client"`
+	Server  *sideJSON `json:"server,omitempty"`
+}
+
+func sideOf(s bench.Side) sideJSON {
+	j := sideJSON{PID: s.PID, TID: s.TID, Steps: []stepJSON{}}
+	if s.Src.IsValid() {
+		j.Src, j.Dst = s.Src.String(), s.Dst.String()
+	}
+	for _, st := range s.Steps {
+		j.Steps = append(j.Steps, stepJSON{st.Name, st.Start, round3(float64(st.Dur) / 1e3)})
+	}
+	return j
+}
+
+type distJSON struct {
+	Side  string  `json:"side,omitempty"`
+	Step  string  `json:"step,omitempty"`
+	N     int     `json:"n"`
+	Min   float64 `json:"min-us"`
+	P50   float64 `json:"p50-us"`
+	P90   float64 `json:"p90-us"`
+	P99   float64 `json:"p99-us"`
+	Max   float64 `json:"max-us"`
+	Share float64 `json:"share,omitempty"`
+}
+
+func distOf(d bench.Dist) distJSON {
+	return distJSON{N: d.N, Min: round3(d.Min), P50: round3(d.P50), P90: round3(d.P90), P99: round3(d.P99), Max: round3(d.Max)}
+}
+
+type connSummary struct {
+	Record      string     `json:"record"`
+	Bench       string     `json:"bench"`
+	Addr        string     `json:"addr"`
+	Connections int        `json:"connections"`
+	Concurrency int        `json:"concurrency"`
+	Steps       []distJSON `json:"steps"`
+	Total       distJSON   `json:"total"`
+	Tracing     string     `json:"tracing"`
+	Emulated    string     `json:"emulated,omitempty"`
+}
+
+// WriteConnJSON writes a connection record per connection and a summary.
+func WriteConnJSON(w io.Writer, r *ConnReport) error {
+	for _, c := range r.Conns {
+		rec := connRecord{Record: "connection", Index: c.Index, Start: c.Start, TotalUS: round3(float64(c.End-c.Start) / 1e3), Client: sideOf(c.Client)}
+		if len(c.Server.Steps) > 0 {
+			s := sideOf(c.Server)
+			rec.Server = &s
+		}
+		if err := writeRecord(w, rec); err != nil {
+			return err
+		}
+	}
+	rows, total := r.stepRows()
+	tot := sum(total)
+	sm := connSummary{Record: "summary", Bench: "conn", Addr: r.Addr, Connections: len(r.Conns), Concurrency: r.Concurrency,
+		Total: distOf(bench.Distribution(total)), Tracing: r.Tracing, Emulated: r.Emulated, Steps: []distJSON{}}
+	for _, row := range rows {
+		d := distOf(bench.Distribution(row.durs))
+		d.Side, d.Step = row.side, row.step
+		if row.side == "client" && tot > 0 {
+			d.Share = round3(float64(sum(row.durs)) / float64(tot))
+		}
+		sm.Steps = append(sm.Steps, d)
+	}
+	return writeRecord(w, sm)
+}
+
+// CtrlReport is a control-path run.
+type CtrlReport struct {
+	Dev      string
+	Emulated string
+	Tracing  string
+	Ops      []bench.Op
+}
+
+type opKey struct {
+	name     string
+	size     int64
+	prefault bool
+}
+
+func (r *CtrlReport) groups() ([]opKey, map[opKey][]int64) {
+	var keys []opKey
+	g := map[opKey][]int64{}
+	for _, o := range r.Ops {
+		k := opKey{o.Name, o.Size, o.Prefault}
+		if _, ok := g[k]; !ok {
+			keys = append(keys, k)
+		}
+		g[k] = append(g[k], o.Dur)
+	}
+	return keys, g
+}
+
+func hasMR(ops []bench.Op, prefault bool) bool {
+	for _, o := range ops {
+		if o.Name == "reg-mr" && o.Prefault == prefault {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteCtrlTable writes each operation's distribution (reg-mr and dereg-mr
+// per size and prefault choice) and the registration fit.
+func WriteCtrlTable(w io.Writer, r *CtrlReport) error {
+	fmt.Fprintf(w, "control path on %s: each call timed with CLOCK_MONOTONIC around it, on one thread; µs\n", formats.Sanitize(r.Dev))
+	fmt.Fprintf(w, "tracing: %s\n", formats.Sanitize(r.Tracing))
+	if r.Emulated != "" {
+		fmt.Fprintf(w, "not hardware: %s\n", formats.Sanitize(r.Emulated))
+	}
+	keys, g := r.groups()
+	t := formats.NewTable("OP", "SIZE", "MEMORY", "N", "MIN", "P50", "MAX", "AVG")
+	for _, k := range keys {
+		d := bench.Distribution(g[k])
+		size, mem := "-", "-"
+		if k.size > 0 {
+			size = SizeString(k.size)
+			mem = "untouched"
+			if k.prefault {
+				mem = "prefaulted"
+			}
+		}
+		t.Append(k.name, size, mem, fmt.Sprint(d.N), us(d.Min), us(d.P50), us(d.Max), us(d.Avg))
+	}
+	if err := t.Render(w); err != nil {
+		return err
+	}
+	for _, pf := range []bool{true, false} {
+		if !hasMR(r.Ops, pf) {
+			continue
+		}
+		f, perGiB := bench.RegFit(r.Ops, pf)
+		mem := "untouched memory"
+		if pf {
+			mem = "prefaulted memory"
+		}
+		fmt.Fprintf(w, "reg-mr over size, %s: %.1f µs per GiB + %.1f µs (least squares, r² %.3f, %d registrations)\n", mem, perGiB, f.Intercept, f.R2, f.N)
+	}
+	return nil
+}
+
+// SizeString prints a size as perftest-like users write it: 4K, 1M, 1G.
+func SizeString(n int64) string {
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d%s", n/u.v, u.s)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+type opRecord struct {
+	Record   string  `json:"record"`
+	Op       string  `json:"op"`
+	Size     int64   `json:"size,omitempty"`
+	Prefault *bool   `json:"prefault,omitempty"`
+	TID      int     `json:"tid"`
+	Start    int64   `json:"ts"`
+	DurUS    float64 `json:"dur-us"`
+}
+
+type fitJSON struct {
+	Prefault    bool    `json:"prefault"`
+	USPerGiB    float64 `json:"us-per-gib"`
+	InterceptUS float64 `json:"intercept-us"`
+	R2          float64 `json:"r2"`
+	N           int     `json:"n"`
+}
+
+type opDist struct {
+	Op       string `json:"op"`
+	Size     int64  `json:"size,omitempty"`
+	Prefault *bool  `json:"prefault,omitempty"`
+	distJSON
+}
+
+type ctrlSummary struct {
+	Record   string    `json:"record"`
+	Bench    string    `json:"bench"`
+	Dev      string    `json:"dev"`
+	Ops      []opDist  `json:"ops"`
+	RegFit   []fitJSON `json:"reg-fit,omitempty"`
+	Tracing  string    `json:"tracing"`
+	Emulated string    `json:"emulated,omitempty"`
+}
+
+// WriteCtrlJSON writes an op record per operation and a summary.
+func WriteCtrlJSON(w io.Writer, r *CtrlReport) error {
+	for _, o := range r.Ops {
+		rec := opRecord{Record: "op", Op: o.Name, TID: o.TID, Start: o.Start, DurUS: round3(float64(o.Dur) / 1e3)}
+		if o.Size > 0 {
+			rec.Size, rec.Prefault = o.Size, &o.Prefault
+		}
+		if err := writeRecord(w, rec); err != nil {
+			return err
+		}
+	}
+	keys, g := r.groups()
+	sm := ctrlSummary{Record: "summary", Bench: "ctrl", Dev: r.Dev, Tracing: r.Tracing, Emulated: r.Emulated, Ops: []opDist{}}
+	for _, k := range keys {
+		d := opDist{Op: k.name, distJSON: distOf(bench.Distribution(g[k]))}
+		if k.size > 0 {
+			pf := k.prefault
+			d.Size, d.Prefault = k.size, &pf
+		}
+		sm.Ops = append(sm.Ops, d)
+	}
+	for _, pf := range []bool{true, false} {
+		if hasMR(r.Ops, pf) {
+			f, perGiB := bench.RegFit(r.Ops, pf)
+			sm.RegFit = append(sm.RegFit, fitJSON{pf, round3(perGiB), round3(f.Intercept), round3(f.R2), f.N})
+		}
+	}
+	return writeRecord(w, sm)
+}

@@ -1,0 +1,62 @@
+package tracerun
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+)
+
+// FuzzParse: every line of a trace -j output is an event or an error naming
+// its line and what was expected, in order, and never the end of reading
+// (the tracer may be cut off mid-line); each event is put on the monotonic
+// clock with the offset. Seeds: the recordings of real traces.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("../../../testdata/tracer/*/trace.ndjson")
+	more, _ := filepath.Glob("../../../testdata/leaks/*.ndjson")
+	seeds = append(seeds, append(more, "../../../testdata/formats/spans.ndjson")...)
+	n := 0
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f.Add(b[:min(len(b), 4000)], int64(1_000_000_000))
+		n++
+	}
+	if n == 0 {
+		f.Fatal("no trace -j recordings in ../testdata to seed from")
+	}
+	f.Add([]byte(`{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}`+"\nnot json\r\n\n"), int64(-1))
+	f.Fuzz(func(t *testing.T, in []byte, offset int64) {
+		evs, bad, err := Parse(bytes.NewReader(in), "trace.ndjson", offset)
+		if err != nil {
+			t.Fatalf("reading %d bytes from memory: %v", len(in), err)
+		}
+		lines := 0
+		for l := range bytes.Lines(in) {
+			if len(bytes.TrimSpace(l)) > 0 {
+				lines++
+			}
+		}
+		if len(evs)+len(bad) != lines {
+			t.Fatalf("%d events and %d bad lines from %d lines", len(evs), len(bad), lines)
+		}
+		last := 0
+		for _, e := range bad {
+			var le *lineerr.Error
+			if !errors.As(e, &le) || le.Source != "trace.ndjson" || le.Line <= last || le.Expected == "" {
+				t.Fatalf("bad line error %v (after line %d): want it to name the file, a later line and what was expected", e, last)
+			}
+			last = le.Line
+		}
+		for i, ev := range evs {
+			if ev.Mono != uint64(ev.Time.UnixNano()-offset) {
+				t.Fatalf("event %d at %v: monotonic %d, want the wall time less %d", i, ev.Time, ev.Mono, offset)
+			}
+		}
+	})
+}

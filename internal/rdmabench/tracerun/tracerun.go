@@ -1,0 +1,355 @@
+// Package tracerun runs `rdmatrace trace -j` as its own process beside a
+// program that wants its own activity traced (rdmabench), and reads what
+// it recorded back as rdma.Event values on CLOCK_MONOTONIC.
+package tracerun
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+)
+
+// Options say which rdmatrace to run and whom it follows.
+type Options struct {
+	Path   string        // rdmatrace binary; "" finds it (Find)
+	Follow []int         // processes whose off-CPU spells are traced
+	Dir    string        // where its output goes ("": a new temporary directory)
+	Wait   time.Duration // for its hooks to attach; 0 means 60 s (the guest's emulated CPU is slow)
+}
+
+// Run is a running tracer.
+type Run struct {
+	cmd     *exec.Cmd
+	dir     string
+	tmp     bool
+	out     string // its NDJSON
+	errPath string // its stderr
+	offset  int64  // its clock: wall - monotonic ns
+	read    int64  // bytes of out already turned into events
+	errRead int64  // bytes of its stderr already looked at for warnings
+	// final are the warnings Stop read before removing the directory
+	// (the tracer's loss summary comes as it exits).
+	final   []string
+	stopped bool
+	done    chan error
+}
+
+// Find locates rdmatrace: path if given, else next to this executable,
+// else on PATH.
+func Find(path string) (string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("--rdmatrace %s: %w", path, err)
+		}
+		return path, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "rdmatrace")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("rdmatrace")
+	if err != nil {
+		return "", errors.New("rdmatrace not found next to this program nor on PATH: give --rdmatrace PATH, or --no-trace")
+	}
+	return p, nil
+}
+
+// Start starts the tracer and returns once every hook it can attach is
+// attached (its ready file exists).
+func Start(o Options) (*Run, error) {
+	path, err := Find(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{dir: o.Dir, done: make(chan error, 1)}
+	if r.dir == "" {
+		if r.dir, err = os.MkdirTemp("", "rdmabench-trace-"); err != nil {
+			return nil, err
+		}
+		r.tmp = true
+	}
+	r.out, r.errPath = filepath.Join(r.dir, "trace.ndjson"), filepath.Join(r.dir, "trace.err")
+	ready := filepath.Join(r.dir, "ready")
+	// Made as every file rdmatrace writes: Options.Dir may be shared.
+	out, err := safefile.Create(r.out, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	errf, err := safefile.Create(r.errPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer errf.Close()
+	// The benchmark joins events after its run: it needs them complete,
+	// not soon. Reading every 250 ms instead of 20 wakes the tracer, which
+	// takes a CPU from a busy-polling end each time, a twelfth as often.
+	args := []string{"trace", "-j", "--no-snapshot", "--ready-file", ready, "--poll", poll.String()}
+	for _, p := range o.Follow {
+		args = append(args, "--follow-pid", strconv.Itoa(p))
+	}
+	r.cmd = exec.Command(path, args...)
+	r.cmd.Stdout, r.cmd.Stderr = out, errf
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	go func() { r.done <- r.cmd.Wait() }()
+	wait := o.Wait
+	if wait == 0 {
+		wait = 60 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && bytes.Count(b, []byte("\n")) >= 2 {
+			if r.offset, err = clockOffset(b); err != nil {
+				r.Stop()
+				return nil, fmt.Errorf("%s: %w", ready, err)
+			}
+			return r, nil
+		}
+		select {
+		case err := <-r.done:
+			return nil, fmt.Errorf("rdmatrace exited before it was ready (%v): %s", err, r.stderrLine())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return nil, fmt.Errorf("rdmatrace not ready after %v: %s", wait, r.stderrLine())
+		}
+	}
+}
+
+// clockOffset reads the ready file's "clock-offset NS" line.
+func clockOffset(b []byte) (int64, error) {
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "clock-offset "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no clock-offset line: expected an rdmatrace with --follow-pid")
+}
+
+// stderrLine is the last line rdmatrace wrote on stderr, for errors.
+func (r *Run) stderrLine() string {
+	b, _ := os.ReadFile(r.errPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// poll is how often the tracer reads its ring buffer while events flow.
+const poll = 250 * time.Millisecond
+
+// settle is how long events of the moment before may still be on their
+// way: in the ring buffer until the reader's next look (poll), then in
+// its output buffer. Shorter than poll, the last events of a run were
+// read with the next run's, too late to explain its outliers.
+const settle = poll + 150*time.Millisecond
+
+// Events reads what the tracer recorded since the last call: complete
+// lines only. Bad lines are returned as errors beside the events.
+func (r *Run) Events() ([]rdma.Event, []error, error) {
+	var evs []rdma.Event
+	bad, err := r.Each(func(e *rdma.Event) { evs = append(evs, *e) })
+	return evs, bad, err
+}
+
+// Each is Events as a stream: fn gets each event recorded since the last
+// call, one at a time, in the file's order; the event is reused for the
+// next one (copy what you keep). Memory does not grow with the trace.
+func (r *Run) Each(fn func(*rdma.Event)) ([]error, error) {
+	time.Sleep(settle)
+	return r.each(fn)
+}
+
+// catchUp bounds how long EachUntil waits for a tracer that lags.
+const catchUp = 10 * time.Second
+
+// EachUntil is Each for a run that ended at until (CLOCK_MONOTONIC ns): a
+// tracer behind a flood may not have read that far yet. It reads on
+// until the tracer has written an event from until on, or has written
+// nothing more for a while (it is idle: everything is out), or catchUp
+// has passed; behind still, it says so in an error among the bad ones.
+func (r *Run) EachUntil(until int64, fn func(*rdma.Event)) ([]error, error) {
+	deadline := time.Now().Add(catchUp)
+	reached := false
+	var bad []error
+	for {
+		time.Sleep(settle)
+		from := r.read
+		b, err := r.each(func(e *rdma.Event) {
+			reached = reached || int64(e.Mono) >= until
+			fn(e)
+		})
+		bad = append(bad, b...)
+		if err != nil || reached || r.read == from {
+			return bad, err
+		}
+		if time.Now().After(deadline) {
+			return append(bad, fmt.Errorf("the tracer had not caught up with the run's end %v after it: the last outliers may lack causes", catchUp)), nil
+		}
+	}
+}
+
+func (r *Run) each(fn func(*rdma.Event)) ([]error, error) {
+	f, err := os.Open(r.out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	end, err := lastLineEnd(f, r.read)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(r.read, io.SeekStart); err != nil {
+		return nil, err
+	}
+	bad, err := ParseEach(bufio.NewReaderSize(io.LimitReader(f, end-r.read), 1<<16), r.out, r.offset, fn)
+	r.read = end
+	return bad, err
+}
+
+// lastLineEnd is the offset just past the last newline of f at or after
+// from (from itself if there is none): where complete lines end.
+func lastLineEnd(f *os.File, from int64) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	for hi := st.Size(); hi > from; {
+		lo := max(from, hi-int64(len(buf)))
+		n, err := f.ReadAt(buf[:hi-lo], lo)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return lo + int64(i) + 1, nil
+		}
+		hi = lo
+	}
+	return from, nil
+}
+
+// Parse reads trace -j lines and puts each event back on CLOCK_MONOTONIC
+// with the tracer's clock offset.
+func Parse(in io.Reader, source string, offset int64) ([]rdma.Event, []error, error) {
+	var evs []rdma.Event
+	bad, err := ParseEach(in, source, offset, func(e *rdma.Event) { evs = append(evs, *e) })
+	return evs, bad, err
+}
+
+// ParseEach is Parse as a stream: fn gets each event (reused for the
+// next: copy what you keep). The bad lines are bounded as every reader's
+// are (lineerr.Limit): the first ones, then one error counting the rest.
+func ParseEach(in io.Reader, source string, offset int64, fn func(*rdma.Event)) (bad []error, err error) {
+	rd := replay.NewReader(in, source)
+	var ev rdma.Event
+	for {
+		ev = rdma.Event{}
+		err := rd.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			return bad, nil
+		}
+		var re *lineerr.Error
+		if errors.As(err, &re) {
+			bad = append(bad, err)
+			continue
+		}
+		if err != nil {
+			return bad, err
+		}
+		ev.Mono = uint64(ev.Time.UnixNano() - offset)
+		fn(&ev)
+	}
+}
+
+// Warnings are the lines the tracer wrote on stderr since the last call
+// that say it lost events (ring buffer full, programs skipped or missed):
+// a benchmark must pass them on, or an outlier with nothing to explain it
+// would be read as one nothing disturbed.
+func (r *Run) Warnings() []string {
+	if r.stopped {
+		w := r.final
+		r.final = nil
+		return w
+	}
+	f, err := os.Open(r.errPath)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(r.errRead, io.SeekStart); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(f)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[:i+1]
+	} else {
+		b = nil
+	}
+	r.errRead += int64(len(b))
+	var w []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "WARNING") {
+			w = append(w, l)
+		}
+	}
+	return w
+}
+
+// Stop ends the tracer (SIGINT: it reads what is queued, then exits) and
+// removes its temporary directory.
+func (r *Run) Stop() error {
+	if r.cmd == nil { // Recorded
+		r.final, r.stopped = r.Warnings(), true
+		return nil
+	}
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Signal(syscall.SIGINT)
+	}
+	var err error
+	select {
+	case err = <-r.done:
+	case <-time.After(10 * time.Second):
+		_ = r.cmd.Process.Kill()
+		err = <-r.done
+		err = fmt.Errorf("rdmatrace did not stop in 10 s after SIGINT, killed: %v", err)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = fmt.Errorf("rdmatrace: %v: %s", err, r.stderrLine())
+	}
+	r.final, r.stopped = r.Warnings(), true
+	if r.tmp {
+		os.RemoveAll(r.dir)
+	}
+	return err
+}
+
+// Dir is where the tracer's output is.
+func (r *Run) Dir() string { return r.dir }
+
+// Recorded reads a trace already recorded in path (trace -j output, e.g. a
+// --trace-dir's trace.ndjson) as if a tracer were writing it, with the
+// given clock offset (wall − monotonic ns, the ready file's): for replays
+// and for measuring the benchmark's side without a tracer. Stop only tells
+// the warnings of traceErr ("" : none).
+func Recorded(path, traceErr string, offset int64) *Run {
+	return &Run{dir: filepath.Dir(path), out: path, errPath: traceErr, offset: offset}
+}

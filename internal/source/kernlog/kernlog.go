@@ -1,0 +1,333 @@
+// Package kernlog finds the kernel's reports of RDMA resource leaks and of
+// device removals that hang in kernel logs (dmesg, dmesg -T, journalctl
+// text, or bare lines), for post-mortems. It recognises:
+//
+//   - the named restrack report of kernels up to 6.9 and of MLNX_OFED
+//     ("restrack: User QP object allocated by rping is not freed", after
+//     "infiniband DEV: BUG: RESTRACK detected leak of resources");
+//   - the bare WARNING at drivers/infiniband/core/restrack.c that newer
+//     kernels (and Debian's 6.1 and 6.12, with the backport) print instead,
+//     one per type still tracked, without names (its first line in both
+//     forms: "WARNING: CPU: N PID: P at FILE:LINE FUNC", and on newer kernels
+//     (sid's 7.2 here) "WARNING: FILE:LINE at FUNC, CPU#N: COMM/PID");
+//   - rxe's WARNING at rxe_pool.c (its own objects left at dealloc);
+//   - hung-task reports whose stack is inside a device unregistration
+//     (ib_uverbs_remove_one waiting for processes to close their files).
+//
+// Everything else in a log is skipped; that is not an error. A report cut
+// short (a new one starts, or the log ends) is returned marked Truncated,
+// with an error naming the source and line.
+package kernlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/base/lines"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// MaxFrames bounds the frames kept per report; the rest are counted.
+const MaxFrames = 64
+
+var (
+	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
+	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
+	dateStamp  = regexp.MustCompile(`^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?`)
+	// journalctl: "Nov 22 10:00:00 host kernel: " (-o short), with
+	// microseconds (short-precise), an ISO time (short-iso, -iso-precise),
+	// a weekday, date and zone (short-full), the time since boot
+	// (short-monotonic) or since the epoch (short-unix).
+	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.,+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|` +
+		`[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+|\[\s*\d+\.\d+\]|\d+\.\d+)) \S+ kernel: `)
+
+	warning = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
+	// Newer kernels (sid's 7.2 here): "WARNING: FILE:LINE at FUNC+0x../0x..
+	// [MOD], CPU#N: COMM/PID"; the comm may hold any character, the pid
+	// is after its last slash.
+	warningComm = regexp.MustCompile(`^WARNING: (\S+:\d+) at ([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[[A-Za-z0-9_]+\])?, CPU#\d+: (.*)/(\d+)\s*$`)
+	cpuComm     = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
+	frame       = regexp.MustCompile(`^\s*()([A-Za-z0-9_.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[([A-Za-z0-9_]+)\])?\s*$`)
+	hung        = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
+	bugLeak     = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
+	notFreed    = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
+)
+
+// rdmaWaits are the functions a blocked unregistration waits in, innermost
+// first.
+var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remove_one", "remove_client_context",
+	"disable_device", "__ib_unregister_device", "ib_unregister_device_and_put", "ib_unregister_driver",
+	"ib_unregister_device", "ib_unregister_device_queued"}
+
+// Reader reads reports from a log.
+type Reader struct {
+	lr     *lines.Reader
+	source string
+	line   int                // of the line being read; at the end, one past the last
+	cur    *rdma.KernelReport // a WARNING or hung task being read
+	inCall bool               // inside its call trace
+	device string             // of the named report being read
+	queue  []*rdma.KernelReport
+	errs   []error
+	eof    bool
+	limit  lineerr.Limit
+	err    error // what ended the input early: told last
+	// stamped counts lines with a kernel log prefix: a file with none
+	// (and no report) is probably not a kernel log at all.
+	stamped int
+}
+
+// NewReader reads the log r, called source in errors and reports.
+func NewReader(r io.Reader, source string) *Reader {
+	return &Reader{lr: lines.NewReader(r, source), source: source}
+}
+
+// Stamped is how many lines so far began as kernel log lines do (a dmesg
+// or dmesg -T time, or journalctl's "HOST kernel:").
+func (r *Reader) Stamped() int { return r.stamped }
+
+// Next returns the next report, io.EOF at the end, or a *lineerr.Error (call Next
+// again to go on). Of a log's errors, the first lineerr.Shown are returned
+// each and the rest counted in one error at the end.
+func (r *Reader) Next() (*rdma.KernelReport, error) {
+	for {
+		if len(r.errs) > 0 {
+			err := r.errs[0]
+			r.errs = r.errs[1:]
+			var le *lineerr.Error
+			if errors.As(err, &le) {
+				if le = r.limit.Bad(le); le == nil {
+					continue
+				}
+				return nil, le
+			}
+			return nil, err
+		}
+		if len(r.queue) > 0 {
+			rep := r.queue[0]
+			r.queue = r.queue[1:]
+			r.limit.Good()
+			return rep, nil
+		}
+		if r.eof {
+			if le := r.limit.End(); le != nil {
+				return nil, le
+			}
+			if r.err != nil {
+				return nil, r.err
+			}
+			return nil, io.EOF
+		}
+		line, err := r.readLine()
+		if errors.Is(err, io.EOF) {
+			r.eof = true
+			r.cut("the end of the log")
+			continue
+		}
+		if err != nil {
+			var le *lineerr.Error
+			if errors.As(err, &le) {
+				r.errs = append(r.errs, err)
+				continue
+			}
+			// Told after the errors not shown; a report being read is
+			// cut by it.
+			r.eof, r.err = true, err
+			r.cut("the end of what could be read")
+			continue
+		}
+		r.feed(line)
+	}
+}
+
+func (r *Reader) readLine() (string, error) {
+	b, err := r.lr.Next()
+	r.line = r.lr.Line()
+	if err == io.EOF {
+		r.line++ // a report cut by the end is cut after the last line
+	}
+	return string(b), err
+}
+
+// split separates a line's time prefix from its text.
+func split(line string) (stamp string, secs float64, hasSecs bool, body string) {
+	if m := journal.FindStringSubmatch(line); m != nil {
+		stamp, line = m[1], line[len(m[0]):]
+	}
+	if m := dmesgStamp.FindStringSubmatch(line); m != nil {
+		s, err := strconv.ParseFloat(m[1], 64)
+		if stamp == "" {
+			stamp = "[" + m[1] + "]"
+		}
+		return stamp, s, err == nil, line[len(m[0]):]
+	}
+	if m := dateStamp.FindStringSubmatch(line); m != nil {
+		return m[1], 0, false, line[len(m[0]):]
+	}
+	return stamp, 0, false, line
+}
+
+// cut ends the report being read before its end: truncated.
+func (r *Reader) cut(why string) {
+	if r.cur == nil {
+		return
+	}
+	rep := r.cur
+	r.cur, r.inCall = nil, false
+	if rep.Kind == 0 {
+		return // a cut-here line with no RDMA WARNING after it
+	}
+	if rep.Kind == rdma.KernHungUnregister && len(rep.Frames) > 0 && !r.eof {
+		// Hung-task reports have no end marker on older kernels: the call
+		// trace ending is their end.
+		r.finish(rep)
+		return
+	}
+	rep.Truncated = true
+	r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
+		Expected: fmt.Sprintf("the call trace and end of the %s report of line %d", rep.Kind, rep.Line), Found: why})
+	r.finish(rep)
+}
+
+// finish queues a complete (or truncated) report if it is about RDMA.
+func (r *Reader) finish(rep *rdma.KernelReport) {
+	if rep.Kind == rdma.KernHungUnregister {
+		rep.WaitsIn = waitsIn(rep.Frames)
+		if rep.WaitsIn == "" {
+			return // a hung task elsewhere
+		}
+	}
+	r.queue = append(r.queue, rep)
+}
+
+func waitsIn(fs []rdma.Frame) string {
+	for _, w := range rdmaWaits {
+		for _, f := range fs {
+			if f.Func == w {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+func (r *Reader) start(kind rdma.KernelReportKind, stamp string, secs float64, hasSecs bool) *rdma.KernelReport {
+	r.cut("a new report")
+	r.cur = &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line, Stamp: stamp, Seconds: secs, HasSeconds: hasSecs}
+	return r.cur
+}
+
+func (r *Reader) feed(line string) {
+	stamp, secs, hasSecs, body := split(line)
+	if stamp != "" {
+		r.stamped++
+	}
+	trimmed := strings.TrimSpace(body)
+
+	// The named form: one line per object.
+	if strings.HasPrefix(trimmed, "restrack: ") {
+		if strings.HasPrefix(trimmed, "restrack: ------------[ cut here ]") {
+			// Cut-here lines open and close each named report: the device
+			// of one is not the next one's (a log cut or grepped may lack
+			// the "infiniband DEV: BUG" line that names it).
+			r.device = ""
+			return
+		}
+		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
+			r.queue = append(r.queue, &rdma.KernelReport{Kind: rdma.KernRestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
+				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Kernel: m[1] == "Kernel",
+				ResType: strings.ToLower(m[2]), Owner: m[3]})
+		}
+		return
+	}
+	if m := bugLeak.FindStringSubmatch(trimmed); m != nil {
+		r.device = m[1]
+		return
+	}
+
+	switch {
+	case strings.HasPrefix(trimmed, "------------[ cut here ]------------"):
+		r.start(0, stamp, secs, hasSecs) // its kind comes with the WARNING line
+		return
+	case strings.HasPrefix(trimmed, "WARNING: "):
+		var pid, loc, fn, task string
+		if m := warning.FindStringSubmatch(trimmed); m != nil {
+			pid, loc, fn = m[1], m[2], m[3]
+		} else if m := warningComm.FindStringSubmatch(trimmed); m != nil {
+			loc, fn, task, pid = m[1], m[2], m[3], m[4]
+		}
+		rep := r.cur
+		if rep == nil || rep.Kind != 0 {
+			rep = r.start(0, stamp, secs, hasSecs) // a WARNING without its cut-here line
+		}
+		switch {
+		case strings.Contains(loc, "infiniband/core/restrack.c"):
+			rep.Kind = rdma.KernRestrackWarning
+		case strings.Contains(loc, "infiniband/sw/rxe/rxe_pool.c"):
+			rep.Kind = rdma.KernDriverWarning
+		default:
+			r.cur = nil // not about RDMA resources, or a form not known
+			return
+		}
+		rep.PID, _ = strconv.Atoi(pid)
+		rep.Location, rep.Function, rep.Task = loc, fn, task
+		return
+	case strings.HasPrefix(trimmed, "INFO: task "):
+		if m := hung.FindStringSubmatch(trimmed); m != nil {
+			rep := r.start(rdma.KernHungUnregister, stamp, secs, hasSecs)
+			rep.Task = m[1]
+			rep.PID, _ = strconv.Atoi(m[2])
+			rep.BlockedSecs, _ = strconv.Atoi(m[3])
+		}
+		return
+	}
+
+	rep := r.cur
+	if rep == nil {
+		return
+	}
+	if rep.Kind == 0 {
+		if strings.HasPrefix(trimmed, "---[ end trace") {
+			r.cur = nil
+		}
+		return // between cut-here and the WARNING line
+	}
+	switch {
+	case strings.HasPrefix(trimmed, "---[ end trace"):
+		r.cur, r.inCall = nil, false
+		r.finish(rep)
+	case rep.Task == "" && cpuComm.MatchString(trimmed):
+		rep.Task = cpuComm.FindStringSubmatch(trimmed)[2]
+	case trimmed == "Call Trace:":
+		r.inCall = true
+	case trimmed == "<TASK>" || strings.HasPrefix(trimmed, "<IRQ>") || strings.HasPrefix(trimmed, "</IRQ>"):
+	case trimmed == "</TASK>":
+		r.inCall = false
+		if rep.Kind == rdma.KernHungUnregister {
+			r.cur = nil
+			r.finish(rep)
+		}
+	case r.inCall && strings.HasPrefix(trimmed, "? "):
+		// "? func+0x...": a guess from the stack, not a caller.
+	case r.inCall:
+		m := frame.FindStringSubmatch(body)
+		if m == nil {
+			r.inCall = false
+			if rep.Kind == rdma.KernHungUnregister && len(rep.Frames) > 0 {
+				r.cur = nil // older kernels: the trace ends without </TASK>
+				r.finish(rep)
+			}
+			return
+		}
+		if len(rep.Frames) < MaxFrames {
+			rep.Frames = append(rep.Frames, rdma.Frame{Func: m[2], Module: m[3]})
+		} else {
+			rep.MoreFrames++
+		}
+	}
+}

@@ -1,0 +1,508 @@
+// Package replay reads a saved `rdmatrace trace -j` recording (NDJSON) back
+// into events, so that a post-mortem can rebuild the resource table of that
+// boot. It streams: memory does not grow with the recording, every line
+// gives an event or an error naming the source and line, and reading goes
+// on after a bad line.
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/base/lines"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// Reader reads events from a recording.
+type Reader struct {
+	lr    *lines.Reader
+	limit lineerr.Limit
+	err   error // a read error, returned after the count of hidden bad lines
+	// Device indexes are not in the recording: a device gets a new one
+	// each time it appears after it was unregistered, as in the kernel.
+	devs    map[string]uint32
+	nextDev uint32
+}
+
+// NewReader reads the recording r, called source in errors.
+func NewReader(r io.Reader, source string) *Reader {
+	return &Reader{lr: lines.NewReader(r, source), devs: map[string]uint32{}, limit: lineerr.Limit{What: "an event of rdmatrace trace -j"}}
+}
+
+// object is one line of `trace -j`, with formats.EventObject's keys.
+type object struct {
+	Time      string  `json:"time"`
+	Event     string  `json:"event"`
+	Res       string  `json:"res"`
+	Ifname    *string `json:"ifname"`
+	Port      *uint32 `json:"port"`
+	ID        *uint32 `json:"id"`
+	LQPN      *uint32 `json:"lqpn"`
+	Type      string  `json:"type"`
+	State     string  `json:"state"`
+	PrevState string  `json:"prev-state"`
+	CMEvent   string  `json:"cm-event"`
+	Status    int32   `json:"status"`
+	PS        string  `json:"ps"`
+	Src       string  `json:"src-addr"`
+	Dst       string  `json:"dst-addr"`
+	PID       *uint32 `json:"pid"`
+	TGID      *uint32 `json:"tgid"`
+	Comm      string  `json:"comm"`
+	KernName  string  `json:"kern-name"`
+	CgroupID  uint64  `json:"cgroup-id"`
+	// Where the owner ran (formats' place keys).
+	Cgroup      string `json:"cgroup"`
+	Runtime     string `json:"runtime"`
+	ContainerID string `json:"container-id"`
+	PodUID      string `json:"pod-uid"`
+	PidnsPID    uint32 `json:"pidns-pid"`
+	NetNS       uint64 `json:"netns"`
+	ActorPID    uint32 `json:"actor-pid"`
+	ActorComm   string `json:"actor-comm"`
+	Cleanup     string `json:"cleanup"`
+	// Spans and off-CPU spells; an MR's size.
+	Func      string       `json:"func"`
+	DurUS     *json.Number `json:"dur-us"`
+	Size      *uint64      `json:"size"`
+	WaitUS    *json.Number `json:"wait-us"`
+	Preempted bool         `json:"preempted"`
+	NextPID   *uint32      `json:"next-pid"`
+	NextComm  string       `json:"next-comm"`
+	// Port conflicts and SMC fallbacks.
+	Holders  []string `json:"holders"`
+	Fallback *uint32  `json:"fallback"`
+	Inode    uint64   `json:"inode"`
+	// SMC-R link events.
+	LGRID     string `json:"lgr-id"`
+	Role      string `json:"role"`
+	LinkID    uint8  `json:"link-id"`
+	LinkState string `json:"link-state"`
+	// Names trace -j derives from a number (status, fallback): read, not
+	// needed; rendering derives them again.
+	StatusName     string `json:"status-name"`
+	FallbackReason string `json:"fallback-reason"`
+}
+
+// Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
+// that is not one (call Next again to go on). Of an input's bad lines, the
+// first lineerr.Shown are returned each and the rest counted in one error
+// at the end; after lineerr.GiveUp in a row the input is read no further.
+func (r *Reader) Next(ev *rdma.Event) error {
+	for {
+		if r.err != nil || r.limit.GaveUp() {
+			if e := r.limit.End(); e != nil {
+				return e
+			}
+			if r.err != nil {
+				return r.err
+			}
+			return io.EOF
+		}
+		line, err := r.lr.Next()
+		if err != nil {
+			var le *lineerr.Error
+			if errors.As(err, &le) {
+				if e := r.limit.Bad(le); e != nil {
+					return e
+				}
+				continue
+			}
+			r.err = err
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if e := r.decode(line, ev); e != nil {
+			if e = r.limit.Bad(e); e != nil {
+				return e
+			}
+			continue
+		}
+		r.limit.Good()
+		return nil
+	}
+}
+
+// decode reads one line into ev.
+func (r *Reader) decode(line []byte, ev *rdma.Event) *lineerr.Error {
+	if !utf8.Valid(line) {
+		i := invalidUTF8(line)
+		return r.errorAt("an event of rdmatrace trace -j in UTF-8 (as trace -j writes)",
+			lineerr.Quote(line[max(0, i-8):])+" (byte "+strconv.Itoa(i+1)+" of the line is not)")
+	}
+	if fe := checkKeys(line); fe != nil {
+		return r.errorAt(fe.expected, fe.found)
+	}
+	var o object
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return r.errorAt(te.Field+": "+keyWords[te.Field], valueWords(te.Value))
+		}
+		return r.errorAt("an event of rdmatrace trace -j", lineerr.Quote(line)+" ("+err.Error()+")")
+	}
+	if fe := r.event(&o, ev); fe != nil {
+		return r.errorAt(fe.expected, fe.found)
+	}
+	return nil
+}
+
+func (r *Reader) errorAt(expected, found string) *lineerr.Error {
+	return &lineerr.Error{Source: r.lr.Source(), Line: r.lr.Line(), Expected: expected, Found: found}
+}
+
+// The times an event can hold: time.Time.UnixNano's range.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// fieldError is a key of an event with a value that is not one.
+type fieldError struct{ expected, found string }
+
+// badField says what a key wanted: err is the rdma parser's own message.
+func badField(key, value string, err error) *fieldError {
+	return &fieldError{expected: "a valid " + key, found: lineerr.Quote([]byte(value)) + " (" + err.Error() + ")"}
+}
+
+func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
+	*ev = rdma.Event{}
+	t, err := time.Parse(time.RFC3339Nano, o.Time)
+	if err != nil {
+		return &fieldError{"time in RFC 3339", lineerr.Quote([]byte(o.Time))}
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		// Events carry nanoseconds since 1970 in an int64: a time outside
+		// would come back as another one.
+		return &fieldError{"time between " + minTime.Format(time.RFC3339) + " and " + maxTime.Format(time.RFC3339) +
+			" (nanoseconds since 1970 in 64 bits)", lineerr.Quote([]byte(o.Time))}
+	}
+	ev.Time, ev.Mono = t.UTC(), uint64(t.UnixNano())
+	kinds, err := rdma.ParseEventKind(o.Event)
+	if err != nil || len(kinds) != 1 {
+		return &fieldError{"event: one of rdmatrace's event names", lineerr.Quote([]byte(o.Event))}
+	}
+	ev.Kind = kinds[0]
+	if o.Res != "" {
+		if ev.Res, err = rdma.ParseResType(o.Res); err != nil {
+			return badField("res", o.Res, err)
+		}
+		ev.Flags |= rdma.EvHasRes
+	}
+	if o.Ifname != nil {
+		ev.DevName = *o.Ifname
+		ev.DevIndex = r.devIndex(ev.DevName, ev.Kind)
+		ev.Flags |= rdma.EvHasDev
+	}
+	if o.Port != nil {
+		ev.Port, ev.Flags = *o.Port, ev.Flags|rdma.EvHasPort
+	}
+	if o.ID != nil {
+		ev.ID = *o.ID
+	}
+	if o.LQPN != nil {
+		ev.LQPN, ev.Flags = *o.LQPN, ev.Flags|rdma.EvHasQP
+		if ev.QPType, err = rdma.ParseQPType(o.Type); err != nil {
+			return badField("type", o.Type, err)
+		}
+	}
+	if o.State != "" {
+		if ev.State, err = parseState(ev.Res, o.State); err != nil {
+			return badField("state", o.State, err)
+		}
+		ev.Flags |= rdma.EvHasState
+	}
+	if o.PrevState != "" {
+		if ev.PrevState, err = parseState(ev.Res, o.PrevState); err != nil {
+			return badField("prev-state", o.PrevState, err)
+		}
+		ev.Flags |= rdma.EvHasPrevState
+	}
+	if o.CMEvent != "" {
+		if ev.CMEvent, err = rdma.ParseCMEvent(o.CMEvent); err != nil {
+			return badField("cm-event", o.CMEvent, err)
+		}
+		ev.Flags |= rdma.EvHasCM
+	}
+	ev.Status = o.Status
+	if o.Src != "" {
+		if ev.PS, err = rdma.ParsePortSpace(o.PS); err != nil {
+			return badField("ps", o.PS, err)
+		}
+		if ev.Src, err = parseAddr(o.Src); err != nil {
+			return &fieldError{"src-addr: IP:PORT", lineerr.Quote([]byte(o.Src))}
+		}
+		if o.Dst != "" {
+			if ev.Dst, err = parseAddr(o.Dst); err != nil {
+				return &fieldError{"dst-addr: IP:PORT", lineerr.Quote([]byte(o.Dst))}
+			}
+		}
+		ev.Flags |= rdma.EvHasAddr
+	}
+	if o.PID != nil {
+		ev.Owner = rdma.Owner{PID: *o.PID, TID: *o.PID, Comm: o.Comm}
+		if o.TGID != nil {
+			ev.Owner.PID = *o.TGID
+		}
+		ev.Flags |= rdma.EvHasOwner | rdma.EvUser
+		ev.OwnerCgroup = o.CgroupID
+	}
+	ev.Owner.KernName = o.KernName
+	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}
+	if o.ActorPID == 0 && o.PID != nil {
+		ev.Actor = ev.Owner // the key is left out when the owner acted
+	}
+	if p := (rdma.Placement{Cgroup: o.Cgroup, Runtime: o.Runtime, ContainerID: o.ContainerID, PodUID: o.PodUID,
+		NSPid: o.PidnsPID, NetNS: o.NetNS}); o.PID != nil && p != (rdma.Placement{}) {
+		ev.Owner.Place = &p
+	}
+	switch o.Cleanup {
+	case "":
+	case "exit":
+		ev.Flags |= rdma.EvActorExiting
+	case "close":
+		ev.Flags |= rdma.EvFileClose
+	default:
+		return &fieldError{"cleanup: exit or close", lineerr.Quote([]byte(o.Cleanup))}
+	}
+	return spanFields(o, ev)
+}
+
+// spanFields reads what spans and off-CPU spells carry.
+func spanFields(o *object, ev *rdma.Event) *fieldError {
+	ev.Func = o.Func
+	if ev.Kind == rdma.EvSpan && o.Func == "" {
+		return &fieldError{"func: the kernel function's name of a span", "none"}
+	}
+	if o.DurUS != nil {
+		ns, err := micros(*o.DurUS)
+		if err != nil {
+			return &fieldError{"dur-us: microseconds with up to three decimals", fmt.Sprint(*o.DurUS)}
+		}
+		ev.Dur, ev.Flags = ns, ev.Flags|rdma.EvHasDur
+	}
+	if o.Size != nil {
+		ev.Size, ev.Flags = *o.Size, ev.Flags|rdma.EvHasSize
+	}
+	if o.WaitUS != nil {
+		ns, err := micros(*o.WaitUS)
+		if err != nil {
+			return &fieldError{"wait-us: microseconds with up to three decimals", fmt.Sprint(*o.WaitUS)}
+		}
+		ev.Wait = ns
+	}
+	if o.Preempted {
+		ev.Flags |= rdma.EvPreempted
+	}
+	if o.NextPID != nil {
+		ev.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
+	}
+	if ev.Kind == rdma.EvSpan && o.PID != nil {
+		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
+	}
+	ev.Holders, ev.Inode = o.Holders, o.Inode
+	if ev.Kind.IsSMCLink() {
+		if fe := smcLinkFields(o, ev); fe != nil {
+			return fe
+		}
+	}
+	if ev.Kind == rdma.EvSMCFallback {
+		if o.Fallback == nil {
+			return &fieldError{"fallback: the SMC fallback reason of an smc-fallback", "none"}
+		}
+		ev.Status = int32(*o.Fallback)
+	}
+	return nil
+}
+
+// micros reads microseconds with up to three decimals as nanoseconds,
+// exactly (no float rounding).
+func micros(n json.Number) (uint64, error) {
+	s := string(n)
+	whole, frac, _ := strings.Cut(s, ".")
+	w, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || len(frac) > 3 {
+		return 0, fmt.Errorf("%q: expected microseconds with up to three decimals", s)
+	}
+	var f uint64
+	if frac != "" {
+		if f, err = strconv.ParseUint(frac+strings.Repeat("0", 3-len(frac)), 10, 64); err != nil {
+			return 0, fmt.Errorf("%q: expected microseconds with up to three decimals", s)
+		}
+	}
+	return w*1000 + f, nil
+}
+
+// devIndex numbers devices by name, anew after each unregistration.
+func (r *Reader) devIndex(name string, kind rdma.EventKind) uint32 {
+	idx, ok := r.devs[name]
+	if !ok {
+		r.nextDev++
+		idx = r.nextDev
+		r.devs[name] = idx
+	}
+	if kind == rdma.EvDevUnregistered {
+		delete(r.devs, name)
+	}
+	return idx
+}
+
+func parseState(res rdma.ResType, s string) (uint8, error) {
+	if res == rdma.ResCMID {
+		v, err := rdma.ParseCMState(s)
+		return uint8(v), err
+	}
+	v, err := rdma.ParseQPState(s)
+	return uint8(v), err
+}
+
+// parseAddr reads iproute2's "ip:port", with IPv6 as given by the kernel
+// ("fe80::1%2:4791" or "[fe80::1]:4791").
+func parseAddr(s string) (netip.AddrPort, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return netip.AddrPort{}, fmt.Errorf("%q: expected IP:PORT", s)
+	}
+	port, err := strconv.ParseUint(s[i+1:], 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q: expected IP:PORT", s)
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s[:i], "["), "]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q: expected IP:PORT", s)
+	}
+	return netip.AddrPortFrom(a, uint16(port)), nil
+}
+
+// smcLinkFields reads an SMC-R link event's link: its group, role, id and
+// state.
+func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
+	ev.SMC.ID = o.LinkID
+	if o.LGRID != "" {
+		id, err := strconv.ParseUint(o.LGRID, 16, 32)
+		if err != nil || len(o.LGRID) != 8 {
+			return &fieldError{"lgr-id: a link group id of 8 hex digits", lineerr.Quote([]byte(o.LGRID))}
+		}
+		if o.Role != "client" && o.Role != "server" {
+			return &fieldError{"role: client or server", lineerr.Quote([]byte(o.Role))}
+		}
+		ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(id), o.Role, true
+	}
+	if o.LinkState != "" {
+		if !slices.Contains(rdma.SMCLinkStates, o.LinkState) {
+			return &fieldError{"link-state: " + strings.Join(rdma.SMCLinkStates, ", "), lineerr.Quote([]byte(o.LinkState))}
+		}
+		ev.SMC.State = o.LinkState
+	}
+	return nil
+}
+
+// keyWords says, for each key of an event, what its value must be, in
+// the words of the manual rather than Go's types; its keys are the only
+// ones an event has.
+var keyWords = func() map[string]string {
+	words := map[string]string{}
+	t := reflect.TypeFor[object]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		var w string
+		switch {
+		case ft == reflect.TypeFor[json.Number]():
+			w = "a number"
+		case ft.Kind() == reflect.String:
+			w = "a string"
+		case ft.Kind() == reflect.Bool:
+			w = "true or false"
+		case ft.Kind() == reflect.Slice:
+			w = "an array of strings"
+		case ft.Kind() >= reflect.Uint && ft.Kind() <= reflect.Uint64:
+			w = fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<ft.Bits()-1)
+		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64:
+			w = fmt.Sprintf("a whole number from %d to %d", -(int64(1) << (ft.Bits() - 1)), int64(1)<<(ft.Bits()-1)-1)
+		default:
+			panic("replay: no words for " + ft.String())
+		}
+		words[strings.Split(f.Tag.Get("json"), ",")[0]] = w
+	}
+	return words
+}()
+
+// valueWords says what JSON value was found where another was expected:
+// encoding/json names it "string", "number -1", "array"...
+func valueWords(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "true or false"
+	case "number":
+		return "a number"
+	}
+	return "a " + v
+}
+
+// checkKeys makes sure each key of the line's object is one of an event's,
+// spelled exactly, and given once: encoding/json takes "TIME" for "time",
+// and the last of two for both.
+func checkKeys(line []byte) *fieldError {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: Decode says so
+	}
+	var seen [8]string
+	keys := seen[:0]
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		if _, ok := keyWords[k]; !ok {
+			return &fieldError{"an event of rdmatrace trace -j", "unknown key " + lineerr.Quote([]byte(k))}
+		}
+		if slices.Contains(keys, k) {
+			return &fieldError{"an event of rdmatrace trace -j, each key once", lineerr.Quote([]byte(k)) + " twice"}
+		}
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
