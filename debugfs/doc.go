@@ -74,7 +74,7 @@
 // otherwise the row is an error.
 //
 // Escapes. Cells are decoded: \\ is a backslash, \xHH a byte, \u00HH that
-// code point. These are the escapes formats.LegacyWriter writes, so any
+// code point. These are the escapes LegacyWriter writes, so any
 // value (blanks, control bytes, invalid UTF-8) survives a round trip; a
 // backslash that starts no escape stays as it is. A dump in which a name
 // really holds "\x41" reads as "A": such names do not occur in practice.

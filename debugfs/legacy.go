@@ -90,15 +90,21 @@ func NewLayout(names []string) (*Layout, error) {
 		if slices.Contains(names[:i], n) {
 			return nil, &layoutError{"each column once", "column " + n + " twice"}
 		}
-		c, ok := knownColumns[n]
-		if !ok {
-			c = column{kind: colExtra, optional: true, expected: n + " (any value)"}
-		}
-		c.name = n
-		l.cols[i] = c
+		l.cols[i] = columnNamed(n)
 	}
 	l.restComm = l.cols[len(l.cols)-1].kind == colComm
 	return l, nil
+}
+
+// columnNamed is the column a header names n: a known one, or an extra
+// that holds any value.
+func columnNamed(n string) column {
+	c, ok := knownColumns[n]
+	if !ok {
+		c = column{kind: colExtra, optional: true, expected: n + " (any value)"}
+	}
+	c.name = n
+	return c
 }
 
 type layoutError struct{ expected, found string }
@@ -139,8 +145,8 @@ func isHeader(cells [][]byte) bool {
 }
 
 // Forms. A cell's form decides which columns it may fill; every test runs
-// on the decoded cell, so that a value rewritten by formats.LegacyWriter
-// fits exactly the columns it fitted when it was read.
+// on the decoded cell, so that a value rewritten by LegacyWriter fits
+// exactly the columns it fitted when it was read.
 
 var devTypes = [...]string{"IB", "IW", "ETH"}
 
@@ -468,6 +474,75 @@ func (rd *Reader) setCell(r *rdma.Resource, c *column, b []byte) {
 	default:
 		r.Extra = append(r.Extra, rdma.KV{Key: c.name, Value: rd.intern(b)})
 	}
+}
+
+// appendCell appends r's cell of column c, escaped; nothing when r has no
+// value there (a cell left out). It is setCell's inverse: what it writes,
+// setCell reads back as it was.
+func appendCell(b []byte, r *rdma.Resource, c *column) []byte {
+	has := func(f rdma.Field) bool { return r.Has&f != 0 }
+	switch c.kind {
+	case colType:
+		return appendEscaped(b, r.DevType)
+	case colDevice:
+		return appendEscaped(b, r.DevName)
+	case colPort:
+		if !has(rdma.HasPort) {
+			return append(b, '0')
+		}
+		return strconv.AppendUint(b, uint64(r.Port), 10)
+	case colNetdev:
+		return appendEscaped(b, r.Netdev)
+	case colSrc:
+		if has(rdma.HasSrcAddr) {
+			return appendEndpoint(b, r.Src, r.SrcZone)
+		}
+	case colDst:
+		if has(rdma.HasDstAddr) {
+			return appendEndpoint(b, r.Dst, r.DstZone)
+		}
+	case colSpace:
+		if has(rdma.HasPS) {
+			return append(b, spaceName(r.PS)...)
+		}
+	case colState:
+		if has(rdma.HasState) {
+			return append(b, r.CMState.String()...)
+		}
+	case colQPN:
+		if !has(rdma.HasLQPN) {
+			return append(b, '0')
+		}
+		return strconv.AppendUint(b, uint64(r.LQPN), 10)
+	case colPID:
+		if has(rdma.HasPID) {
+			return strconv.AppendUint(b, uint64(r.Owner.PID), 10)
+		}
+	case colComm:
+		if r.Owner.KernName != "" {
+			// A kernel owner, bracketed as `rdma res show` prints it.
+			return appendEscaped(b, "["+r.Owner.KernName+"]")
+		}
+		return appendEscaped(b, r.Owner.Comm)
+	default:
+		for _, kv := range r.Extra {
+			if kv.Key == c.name {
+				return appendEscaped(b, kv.Value)
+			}
+		}
+	}
+	return b
+}
+
+// spaceName names a port space as the legacy layout does ("IPOIB",
+// "SDP"); a space it has no name for is written as iproute2 does, "---".
+func spaceName(ps rdma.PortSpace) string {
+	for _, s := range legacySpaces {
+		if s.ps == ps {
+			return s.name
+		}
+	}
+	return ps.String()
 }
 
 // parseLegacyRow reads one row under layout l into rec.

@@ -163,7 +163,7 @@ func (rd *Reader) split(body []byte) int {
 	return n
 }
 
-// decode undoes the escapes formats.LegacyWriter (and formats.Sanitize)
+// decode undoes the escapes LegacyWriter (and termsafe.Sanitize)
 // write: \\, \xHH, \uHHHH and \UHHHHHHHH. A backslash that starts no
 // such escape is kept. Cells without a backslash are returned as they are.
 func (rd *Reader) decode(cell []byte, always bool) []byte {

@@ -37,7 +37,7 @@ type Record struct {
 	Kind   Kind
 	// Layout is the legacy header the row was read under; nil for records
 	// of rdma output. Writing the record under the same layout gives back
-	// the row (see formats.LegacyWriter).
+	// the row (see LegacyWriter).
 	Layout *Layout
 	Res    rdma.Resource
 }

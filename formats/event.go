@@ -14,7 +14,8 @@ import (
 // EventObject lays out a traced event with the keys of `rdmatrace trace -j`:
 // iproute2's names wherever the same thing exists. pid is the kernel's
 // notion (the creating thread, as `rdma res` shows it), tgid its process
-// when that differs.
+// when that differs. Its keys are rdma.EventKeys, the table
+// replay.Reader reads recordings back by.
 func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0, 20), e) }
 
 // AppendEventObject is EventObject into a reused slice, for the hot path.

@@ -2,7 +2,9 @@ package formats
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,43 @@ func TestEventStampsGolden(t *testing.T) {
 	golden.Check(t, "../testdata/formats/stamps.txt", out.Bytes())
 	if _, err := ParseStamp("epoch"); err == nil || !strings.Contains(err.Error(), "absolute, relative, date, none") {
 		t.Errorf("ParseStamp(epoch) = %v, want the valid names", err)
+	}
+}
+
+// Every key EventObject writes, for an event of each kind with every
+// optional part set, is in rdma.EventKeys with its value's kind: the table
+// replay.Reader reads recordings by.
+func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
+	kinds := map[Kind][]rdma.EventValue{
+		Str: {rdma.ValString}, Time: {rdma.ValString}, Bool: {rdma.ValBool}, StrList: {rdma.ValStrings},
+		Micros: {rdma.ValMicros}, Int: {rdma.ValInt32}, Num: {rdma.ValUint8, rdma.ValUint32, rdma.ValUint64},
+	}
+	seen := map[string]bool{}
+	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
+		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
+			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Res: res,
+				DevName: "rxe0", Port: 1, ID: 7, LQPN: 17, Status: -98, Src: netip.MustParseAddrPort("10.0.0.1:1"),
+				Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
+					Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}},
+				Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, Wait: 1,
+				Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}, Holders: []string{"h"}, Suppressed: 1, Inode: 1,
+				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true}}
+			for _, f := range EventObject(&e) {
+				seen[f.Key] = true
+				key, ok := rdma.EventKeyNamed(f.Key)
+				if !ok {
+					t.Errorf("%s: key %q is not in rdma.EventKeys", k, f.Key)
+					continue
+				}
+				if !slices.Contains(kinds[f.Kind], key.Value) {
+					t.Errorf("%s: key %q is written as kind %d, the table says %d", k, f.Key, f.Kind, key.Value)
+				}
+			}
+		}
+	}
+	for _, k := range rdma.EventKeys {
+		if !seen[k.Name] {
+			t.Errorf("rdma.EventKeys has %q, which no event was written with", k.Name)
+		}
 	}
 }

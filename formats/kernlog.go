@@ -17,11 +17,11 @@ func KernelReportObject(r *rdma.KernelReport) Object {
 		if r.Device != "" { // a grepped or cut log may lack the line naming it
 			o = o.str("ifname", r.Device)
 		}
-		o = o.str("res", r.ResType)
-		if r.Kernel {
-			o = o.str("kern-name", r.Owner)
+		o = o.str("res", r.Res.String())
+		if r.Owner.Kernel() {
+			o = o.str("kern-name", r.Owner.KernName)
 		} else {
-			o = o.str("comm", r.Owner)
+			o = o.str("comm", r.Owner.Comm)
 		}
 		return o
 	case rdma.KernHungUnregister:
@@ -41,14 +41,14 @@ func KernelReportLine(r *rdma.KernelReport) string {
 	task := Sanitize(r.Task) + "[" + strconv.Itoa(r.PID) + "]"
 	switch r.Kind {
 	case rdma.KernRestrackNamed:
-		who := "process " + Sanitize(r.Owner)
-		if r.Kernel {
-			who = "module " + Sanitize(r.Owner)
+		who := "process " + Sanitize(r.Owner.Comm)
+		if r.Owner.Kernel() {
+			who = "module " + Sanitize(r.Owner.KernName)
 		}
 		if r.Device == "" {
-			return at + fmt.Sprintf("restrack: a %s of %s was never freed (the log does not say on which device)", Sanitize(r.ResType), who)
+			return at + fmt.Sprintf("restrack: a %s of %s was never freed (the log does not say on which device)", r.Res, who)
 		}
-		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), Sanitize(r.ResType), who)
+		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), r.Res, who)
 	case rdma.KernHungUnregister:
 		return at + fmt.Sprintf("%s blocked for more than %d s in %s: a device's unregistration waits", task, r.BlockedSecs, Sanitize(r.WaitsIn))
 	case rdma.KernDriverWarning:

@@ -1,5 +1,6 @@
 // Package formats renders rdma values for people and programs: tables,
-// iproute2-style text lines, JSON and NDJSON, and the legacy rdma_cm layout.
+// iproute2-style text lines, JSON and NDJSON. (The legacy rdma_cm layout is
+// written by debugfs.LegacyWriter, beside its reader.)
 package formats
 
 import "github.com/rdmatrace/rdmatrace/internal/base/termsafe"

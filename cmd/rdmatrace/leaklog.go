@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"io"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
@@ -15,14 +15,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/source/kernlog"
 	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
-
-// defaultMaxTable is --max-table's default: the resources tracked at once.
-const defaultMaxTable = 1 << 18
-
-// maxRecorded bounds the findings kept from a recording (each a few
-// hundred bytes): a recording of a device unregistered again and again
-// with many objects alive names millions.
-const maxRecorded = 1 << 16
 
 // postMortem is one run of `rdmatrace leaks --log`: where it reads and
 // writes, and what went wrong (bad: lines or files not understood, exit 1;
@@ -114,65 +106,9 @@ func (p *postMortem) readLog(path string, each func(*rdma.KernelReport)) {
 	}
 }
 
-// wanted is what a log's reports ask of a recording: the findings of the
-// unregistrations by the tasks its WARNINGs and hung tasks name, and what
-// was left of the objects its named reports name. Nothing else of a
-// recording is kept.
-type wanted struct {
-	pids  map[uint32]bool // the tasks of WARNINGs and hung tasks
-	hung  map[uint32]bool // of hung tasks: what was alive when they began
-	named map[namedKey]bool
-}
-
-type namedKey struct{ dev, res, owner string }
-
-func wantedBy(reps []*rdma.KernelReport) *wanted {
-	w := &wanted{pids: map[uint32]bool{}, hung: map[uint32]bool{}, named: map[namedKey]bool{}}
-	for _, r := range reps {
-		switch {
-		case r.Kind == rdma.KernRestrackNamed:
-			w.named[namedKey{r.Device, r.ResType, r.Owner}] = true
-		case r.PID > 0:
-			w.pids[uint32(r.PID)] = true
-			w.hung[uint32(r.PID)] = w.hung[uint32(r.PID)] || r.Kind == rdma.KernHungUnregister
-		}
-	}
-	return w
-}
-
-func (w *wanted) keeps(f *rdma.Finding) bool {
-	switch f.Report {
-	case rdma.LeakUnregister:
-		return w.hung[f.By.PID]
-	case rdma.LeakUnregistered:
-		return w.pids[f.By.PID]
-	case rdma.LeakLeft:
-		if w.pids[f.By.PID] {
-			return true
-		}
-		res := f.Res.Res.String()
-		for _, owner := range []string{f.Res.Owner.KernName, f.Res.Owner.Comm} {
-			if owner != "" && (w.named[namedKey{f.Res.DevName, res, owner}] || w.named[namedKey{"", res, owner}]) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// recorded is what a saved trace says about each device unregistration:
-// the findings `rdmatrace leaks` would have made live, by the task that
-// did the unregistration (the task a kernel WARNING or hung-task report
-// names).
-type recorded struct {
-	byPID   map[uint32][]rdma.Finding
-	kept    int
-	dropped int // wanted, but past maxRecorded
-}
-
-// replayRecording rebuilds the resource table from a `trace -j` recording
-// and keeps the findings want asks for; nil when it cannot be read.
-func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, want *wanted) *recorded {
+// replayRecording replays a `trace -j` recording against the logs'
+// reports reps, keeping what keep selects; nil when it cannot be read.
+func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, keep func(*rdma.Event) bool) *leaks.PostMortem {
 	in, done, err := p.open(path)
 	if err != nil {
 		p.failed++
@@ -180,84 +116,32 @@ func (p *postMortem) replayRecording(path string, keep func(*rdma.Event) bool, w
 		return nil
 	}
 	defer done()
-	rec := &recorded{byPID: map[uint32][]rdma.Finding{}}
-	maxTable := p.limits.maxTable
-	if maxTable <= 0 {
-		maxTable = defaultMaxTable
-	}
-	table := restable.New(maxTable)
-	w := leaks.New(table, func(fd *rdma.Finding) {
-		if fd.By.PID == 0 || !want.keeps(fd) {
-			return
-		}
-		if rec.kept >= maxRecorded {
-			rec.dropped++
-			return
-		}
-		rec.kept++
-		rec.byPID[fd.By.PID] = append(rec.byPID[fd.By.PID], *fd)
-	})
-	w.Keep = keep
-	reorder := restable.NewReorder(reorderWindow)
+	pm := leaks.NewPostMortem(reps, keep, leaks.PostMortemLimits{MaxTable: p.limits.maxTable, Window: reorderWindow})
 	name := sourceName(path)
 	r := replay.NewReader(in, name)
 	var ev rdma.Event
 	p.drain(name, func() error {
 		err := r.Next(&ev)
-		if err != nil {
-			return err
+		if err == nil {
+			pm.Add(&ev)
 		}
-		if ev.Kind == rdma.EvDevUnregister && !want.pids[ev.Actor.PID] {
-			// What was alive when it began is kept only for the tasks the
-			// log names: naming it for every beginning costs the whole
-			// device's table each time.
-			return nil
-		}
-		reorder.Push(&ev, w.Handle)
-		return nil
+		return err
 	})
-	reorder.Flush(w.Handle)
-	if n := reorder.Overflowed(); n > 0 {
-		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", name, n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
+	lost := pm.Finish()
+	if lost.Reordered > 0 {
+		p.warn("%s: %d events left the reorder window early (more than %d within %v): their order may be wrong", name, lost.Reordered, restable.DefaultMaxHeld, time.Duration(reorderWindow))
 	}
-	if rec.dropped > 0 {
-		p.warn("%s: %d findings about the log's reports past the first %d were not kept", name, rec.dropped, maxRecorded)
+	if lost.Findings > 0 {
+		p.warn("%s: %d findings about the log's reports past the first %d were not kept", name, lost.Findings, leaks.DefaultMaxFindings)
 	}
-	if n := table.Untracked(); n > 0 {
-		p.warn("%s: table full (--max-table %d), %d resources untracked: what the log's reports left may be missing", name, maxTable, n)
-	}
-	return rec
-}
-
-// matches picks what the recording says about a kernel report.
-func (rec *recorded) matches(r *rdma.KernelReport) []rdma.Finding {
-	var out []rdma.Finding
-	switch r.Kind {
-	case rdma.KernRestrackWarning, rdma.KernDriverWarning:
-		// What the unregistration left: the objects behind the WARNING.
-		for _, f := range rec.byPID[uint32(r.PID)] {
-			if f.Report == rdma.LeakLeft || f.Report == rdma.LeakUnregistered {
-				out = append(out, f)
-			}
+	if lost.Untracked > 0 {
+		maxTable := p.limits.maxTable
+		if maxTable <= 0 {
+			maxTable = leaks.DefaultMaxTable
 		}
-	case rdma.KernHungUnregister:
-		// What was alive when it began: what it waits for.
-		for _, f := range rec.byPID[uint32(r.PID)] {
-			if f.Report == rdma.LeakUnregister && f.Res.Has(rdma.EvHasOwner) {
-				out = append(out, f)
-			}
-		}
-	case rdma.KernRestrackNamed:
-		for _, fs := range rec.byPID {
-			for _, f := range fs {
-				if f.Report == rdma.LeakLeft && (r.Device == "" || f.Res.DevName == r.Device) && f.Res.Res.String() == r.ResType &&
-					(f.Res.Owner.KernName == r.Owner || f.Res.Owner.Comm == r.Owner) {
-					out = append(out, f)
-				}
-			}
-		}
+		p.warn("%s: table full (--max-table %d), %d resources untracked: what the log's reports left may be missing", name, maxTable, lost.Untracked)
 	}
-	return out
+	return pm
 }
 
 // runLeakLog is `rdmatrace leaks --log FILE... [--recording FILE]`: the
@@ -293,26 +177,18 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 				reps = append(reps, rep)
 			})
 		}
-		rec := p.replayRecording(recording, f.Match, wantedBy(reps))
-		shown := map[string]string{} // each unregistration's findings once: where they were
-		for _, rep := range reps {
-			reports++
-			var named []rdma.Finding
-			sameAs := ""
-			if rec != nil {
-				named = rec.matches(rep)
-				key := fmt.Sprint(rep.Kind == rdma.KernHungUnregister, rep.PID)
-				switch {
-				case rep.Kind == rdma.KernRestrackNamed || len(named) == 0:
-				case shown[key] != "":
-					named, sameAs = nil, shown[key] // told with the first report of this unregistration
-				default:
-					shown[key] = fmt.Sprintf("%s:%d", rep.Source, rep.Line)
-				}
+		reports = len(reps)
+		pm := p.replayRecording(recording, reps, f.Match)
+		if pm == nil {
+			for _, rep := range reps {
+				sink.kernel(rep, false, 0, "")
 			}
-			sink.kernel(rep, rec != nil, len(named), sameAs)
-			for i := range named {
-				sink.write(&named[i])
+		} else {
+			for _, x := range pm.Join() {
+				sink.kernel(x.Report, true, len(x.Findings), x.SameAs)
+				for i := range x.Findings {
+					sink.write(&x.Findings[i])
+				}
 			}
 		}
 	}

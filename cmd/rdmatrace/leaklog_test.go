@@ -1,17 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestLeakLogGoldens runs the post-mortem `rdmatrace leaks --log` over the
@@ -111,35 +107,5 @@ func TestLeakLogEscapesFileNames(t *testing.T) {
 				t.Errorf("rdmatrace %q wrote %q", args, out)
 			}
 		}
-	}
-}
-
-// A recording whose device was unregistered again and again with many
-// objects alive named every object at every beginning, and all of it was
-// kept: a 1.2 MB recording took 7.4 GB (D8). Only what the log's reports
-// are about is kept now.
-func TestRecordingKeepsOnlyWhatTheLogNames(t *testing.T) {
-	var b strings.Builder
-	at := func(i int) string { return time.Unix(1_800_000_000, int64(i)*1000).UTC().Format(time.RFC3339Nano) }
-	n := 0
-	for i := 0; i < 500; i++ {
-		n++
-		fmt.Fprintf(&b, `{"time":%q,"event":"create","res":"pd","ifname":"rxe0","id":%d,"pid":100,"comm":"app"}`+"\n", at(n), i)
-	}
-	for i := 0; i < 2000; i++ {
-		n++
-		fmt.Fprintf(&b, `{"time":%q,"event":"dev_unregister","ifname":"rxe0","actor-pid":%d,"actor-comm":"rdma"}`+"\n", at(n), 1000+i)
-	}
-	p := &postMortem{stdin: strings.NewReader(b.String()), stderr: io.Discard, sink: newFindingSink(io.Discard, false)}
-	// A hung task (pid 1500) and a WARNING (pid 1501) of the log.
-	rec := p.replayRecording("-", func(*rdma.Event) bool { return true }, wantedBy([]*rdma.KernelReport{
-		{Kind: rdma.KernHungUnregister, PID: 1500}, {Kind: rdma.KernRestrackWarning, PID: 1501}}))
-	if rec == nil || p.bad != 0 || p.failed != 0 {
-		t.Fatalf("replay: %d bad lines, %d failures", p.bad, p.failed)
-	}
-	// The hung task's unregistration began with the 500 PDs alive; the
-	// WARNING's task has no finding (it did not finish).
-	if rec.kept != 500 || len(rec.byPID[1500]) != 500 || len(rec.byPID) != 1 {
-		t.Errorf("kept %d findings of %d tasks, want the 500 of pid 1500 only", rec.kept, len(rec.byPID))
 	}
 }

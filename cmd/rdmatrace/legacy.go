@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
@@ -43,5 +43,5 @@ func writeLegacy(w io.Writer, cl *nldev.Client, devs []rdma.Device, rs []rdma.Re
 			r.Netdev, r.Has = n, r.Has|rdma.HasNetdev
 		}
 	}
-	return formats.WriteLegacy(w, rs, []string{"PID", "COMM"})
+	return debugfs.WriteLegacy(w, rs, []string{"PID", "COMM"})
 }

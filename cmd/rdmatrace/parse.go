@@ -75,7 +75,7 @@ func runParse(c *cli.Context) error {
 	case "json":
 		sink = &ndjsonSink{w: formats.NewNDJSONWriter(stdout)}
 	case "legacy":
-		sink = &legacySink{w: formats.NewLegacyWriter(stdout), stderr: stderr}
+		sink = &legacySink{w: debugfs.NewLegacyWriter(stdout), stderr: stderr}
 	default:
 		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, ndjson, legacy", out))
 	}
@@ -238,7 +238,7 @@ func (s *ndjsonSink) close() error { return s.w.Flush() }
 // header it was read under; records of `rdma` output get the 2009 columns
 // plus PID and COMM. QPs have no place in the layout and are counted.
 type legacySink struct {
-	w       *formats.LegacyWriter
+	w       *debugfs.LegacyWriter
 	stderr  io.Writer
 	skipped int
 }

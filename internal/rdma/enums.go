@@ -36,6 +36,17 @@ func (t ResType) String() string {
 // ResourceTypes lists the types `rdma res` dumps, in iproute2's summary order.
 var ResourceTypes = []ResType{ResPD, ResCQ, ResQP, ResCMID, ResMR, ResCTX, ResSRQ}
 
+// ResTypeNamed is the type the kernel's restrack code names s ("QP",
+// "CM_ID", "COUNTER"...; any case): an exact name, no prefix.
+func ResTypeNamed(s string) (ResType, bool) {
+	for i, n := range resTypeNames {
+		if strings.EqualFold(n, s) {
+			return ResType(i), true
+		}
+	}
+	return 0, false
+}
+
 // ParseResType accepts a type name ("qp", "cm_id", ...) or a unique prefix
 // of one, as iproute2 does for its object names.
 func ParseResType(s string) (ResType, error) {

@@ -40,12 +40,13 @@ type KernelReport struct {
 	Stamp      string
 	Seconds    float64
 	HasSeconds bool
-	// Named form: the device, whether the object was the kernel's, its
-	// type (lower case: qp, cm_id, ...) and owner (module or comm).
-	Device  string
-	Kernel  bool
-	ResType string
-	Owner   string
+	// Named form: the device (empty when the log does not say), the
+	// object's type, and its owner: the module (Owner.KernName) of a
+	// kernel object, the process name (Owner.Comm) of a user one. The
+	// kernel names no pid.
+	Device string
+	Res    ResType
+	Owner  Owner
 	// WARNING and hung task: the task that hit it.
 	Task string
 	PID  int

@@ -7,5 +7,5 @@ package rdma
 const PSSDP PortSpace = 0x0042
 
 // LegacyColumns are the columns of the 2009 rdma_cm debugfs patch, in its
-// order: what debugfs reads and formats writes.
+// order: the header debugfs reads rows under before any, and writes.
 var LegacyColumns = []string{"TYPE", "DEVICE", "PORT", "NET_DEV", "SRC_ADDR", "DST_ADDR", "SPACE", "STATE", "QP_NUM"}

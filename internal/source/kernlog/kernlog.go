@@ -58,6 +58,15 @@ var (
 	notFreed    = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
 )
 
+// restrackTypes are the object types as restrack.c's type2str names them.
+var restrackTypes = func() string {
+	var names []string
+	for t := rdma.ResPD; t <= rdma.ResSRQ; t++ {
+		names = append(names, strings.ToUpper(t.String()))
+	}
+	return strings.Join(names, ", ")
+}()
+
 // rdmaWaits are the functions a blocked unregistration waits in, innermost
 // first.
 var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remove_one", "remove_client_context",
@@ -239,9 +248,19 @@ func (r *Reader) feed(line string) {
 			return
 		}
 		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
+			res, ok := rdma.ResTypeNamed(m[2])
+			if !ok {
+				// restrack.c's type2str names every type it tracks.
+				r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
+					Expected: "a restrack object type (" + restrackTypes + ")", Found: lineerr.Quote([]byte(m[2]))})
+				return
+			}
+			owner := rdma.Owner{Comm: m[3]}
+			if m[1] == "Kernel" {
+				owner = rdma.Owner{KernName: m[3]}
+			}
 			r.queue = append(r.queue, &rdma.KernelReport{Kind: rdma.KernRestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
-				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Kernel: m[1] == "Kernel",
-				ResType: strings.ToLower(m[2]), Owner: m[3]})
+				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Res: res, Owner: owner})
 		}
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -35,7 +36,11 @@ func render(r *Reader) string {
 		}
 		switch rep.Kind {
 		case rdma.KernRestrackNamed:
-			fmt.Fprintf(&b, " device=%q kernel=%v res=%s owner=%q\n", rep.Device, rep.Kernel, rep.ResType, rep.Owner)
+			owner := rep.Owner.Comm
+			if rep.Owner.Kernel() {
+				owner = rep.Owner.KernName
+			}
+			fmt.Fprintf(&b, " device=%q kernel=%v res=%s owner=%q\n", rep.Device, rep.Owner.Kernel(), rep.Res, owner)
 			continue
 		case rdma.KernHungUnregister:
 			fmt.Fprintf(&b, " task=%s pid=%d blocked=%ds waits-in=%s", rep.Task, rep.PID, rep.BlockedSecs, rep.WaitsIn)
@@ -315,5 +320,37 @@ func TestErrorsAreBoundedAndAReadErrorToldLast(t *testing.T) {
 	if reports != 1000 || len(errs) != lineerr.Shown+1 || errs[lineerr.Shown] != "big.log: … and 980 more bad lines (not shown)" ||
 		last == nil || last.Error() != "xz: unexpected end of data" {
 		t.Errorf("%d reports, %d errors (last %q), then %v", reports, len(errs), errs[len(errs)-1], last)
+	}
+}
+
+// A named report's type and owner are the model's: the type the kernel
+// names in upper case, a module as a kernel owner and a process name as a
+// user one. A type restrack.c does not name is a line not understood, not
+// a report of something else.
+func TestNamedReportGivesTheTypeAndTheOwner(t *testing.T) {
+	log := `[  10.000002] restrack: User CM_ID object allocated by rping is not freed
+[  10.000003] restrack: Kernel COUNTER object allocated by ib_core is not freed
+[  10.000004] restrack: User (null) object allocated by rping is not freed
+`
+	r := NewReader(strings.NewReader(log), "log")
+	var got []string
+	for {
+		rep, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			got = append(got, err.Error())
+			continue
+		}
+		got = append(got, fmt.Sprintf("%v %+v", rep.Res, rep.Owner))
+	}
+	want := []string{
+		"cm_id {PID:0 TID:0 Comm:rping KernName: Place:<nil>}",
+		"counter {PID:0 TID:0 Comm: KernName:ib_core Place:<nil>}",
+		`log:3: expected a restrack object type (PD, CQ, QP, CM_ID, MR, CTX, COUNTER, SRQ), found "(null)"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

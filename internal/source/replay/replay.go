@@ -13,7 +13,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +40,8 @@ func NewReader(r io.Reader, source string) *Reader {
 	return &Reader{lr: lines.NewReader(r, source), devs: map[string]uint32{}, limit: lineerr.Limit{What: "an event of rdmatrace trace -j"}}
 }
 
-// object is one line of `trace -j`, with formats.EventObject's keys.
+// object is one line of `trace -j`: a field for each key of
+// rdma.EventKeys, of its value's type (TestObjectHoldsEveryKeyOfTheTable).
 type object struct {
 	Time      string  `json:"time"`
 	Event     string  `json:"event"`
@@ -82,9 +82,10 @@ type object struct {
 	NextPID   *uint32      `json:"next-pid"`
 	NextComm  string       `json:"next-comm"`
 	// Port conflicts and SMC fallbacks.
-	Holders  []string `json:"holders"`
-	Fallback *uint32  `json:"fallback"`
-	Inode    uint64   `json:"inode"`
+	Holders    []string `json:"holders"`
+	Suppressed uint32   `json:"suppressed"`
+	Fallback   *uint32  `json:"fallback"`
+	Inode      uint64   `json:"inode"`
 	// SMC-R link events.
 	LGRID     string `json:"lgr-id"`
 	Role      string `json:"role"`
@@ -316,7 +317,7 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 	if ev.Kind == rdma.EvSpan && o.PID != nil {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
-	ev.Holders, ev.Inode = o.Holders, o.Inode
+	ev.Holders, ev.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
 	if ev.Kind.IsSMCLink() {
 		if fe := smcLinkFields(o, ev); fe != nil {
 			return fe
@@ -413,39 +414,27 @@ func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
 	return nil
 }
 
-// keyWords says, for each key of an event, what its value must be, in
-// the words of the manual rather than Go's types; its keys are the only
-// ones an event has.
+// keyWords says, for each key of an event (rdma.EventKeys, the table
+// trace -j writes by), what its value must be, in the words of the manual
+// rather than Go's types; its keys are the only ones an event has.
 var keyWords = func() map[string]string {
 	words := map[string]string{}
-	t := reflect.TypeFor[object]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		var w string
-		switch {
-		case ft == reflect.TypeFor[json.Number]():
-			w = "a number"
-		case ft.Kind() == reflect.String:
-			w = "a string"
-		case ft.Kind() == reflect.Bool:
-			w = "true or false"
-		case ft.Kind() == reflect.Slice:
-			w = "an array of strings"
-		case ft.Kind() >= reflect.Uint && ft.Kind() <= reflect.Uint64:
-			w = fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<ft.Bits()-1)
-		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64:
-			w = fmt.Sprintf("a whole number from %d to %d", -(int64(1) << (ft.Bits() - 1)), int64(1)<<(ft.Bits()-1)-1)
-		default:
-			panic("replay: no words for " + ft.String())
-		}
-		words[strings.Split(f.Tag.Get("json"), ",")[0]] = w
+	for _, k := range rdma.EventKeys {
+		words[k.Name] = valueKindWords[k.Value]
 	}
 	return words
 }()
+
+var valueKindWords = [...]string{
+	rdma.ValString:  "a string",
+	rdma.ValBool:    "true or false",
+	rdma.ValStrings: "an array of strings",
+	rdma.ValMicros:  "a number",
+	rdma.ValUint8:   "a whole number from 0 to 255",
+	rdma.ValUint32:  "a whole number from 0 to 4294967295",
+	rdma.ValUint64:  "a whole number from 0 to 18446744073709551615",
+	rdma.ValInt32:   "a whole number from -2147483648 to 2147483647",
+}
 
 // valueWords says what JSON value was found where another was expected:
 // encoding/json names it "string", "number -1", "array"...

@@ -3,10 +3,13 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -360,5 +363,55 @@ func TestAFileOfNoEventsIsGivenUp(t *testing.T) {
 	if len(evs) != 0 || len(errs) != lineerr.Shown+2 || errs[lineerr.Shown] != want ||
 		errs[lineerr.Shown+1] != "rec.ndjson: … and 9979 more bad lines (not shown)" {
 		t.Errorf("%d events, %d errors: %q", len(evs), len(errs), errs[lineerr.Shown:])
+	}
+}
+
+// The reader's object has one field for each key of rdma.EventKeys, the
+// table trace -j writes by, of its value's type: a key the writer puts in
+// an event is never refused when the recording is read back.
+func TestObjectHoldsEveryKeyOfTheTable(t *testing.T) {
+	types := map[rdma.EventValue][]reflect.Type{
+		rdma.ValString:  {reflect.TypeFor[string]()},
+		rdma.ValBool:    {reflect.TypeFor[bool]()},
+		rdma.ValStrings: {reflect.TypeFor[[]string]()},
+		rdma.ValMicros:  {reflect.TypeFor[json.Number]()},
+		rdma.ValUint8:   {reflect.TypeFor[uint8]()},
+		rdma.ValUint32:  {reflect.TypeFor[uint32]()},
+		rdma.ValUint64:  {reflect.TypeFor[uint64]()},
+		rdma.ValInt32:   {reflect.TypeFor[int32]()},
+	}
+	fields := map[string]reflect.Type{}
+	ot := reflect.TypeFor[object]()
+	for i := range ot.NumField() {
+		f := ot.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		fields[strings.Split(f.Tag.Get("json"), ",")[0]] = ft
+	}
+	for _, k := range rdma.EventKeys {
+		ft, ok := fields[k.Name]
+		switch {
+		case !ok:
+			t.Errorf("the table's key %q has no field in the reader's object", k.Name)
+		case !slices.Contains(types[k.Value], ft):
+			t.Errorf("key %q: the field is a %v, the table says %v", k.Name, ft, types[k.Value])
+		}
+		delete(fields, k.Name)
+	}
+	for name := range fields {
+		t.Errorf("the reader's object has key %q, which is not in rdma.EventKeys", name)
+	}
+}
+
+// A port-busy event after others the kernel's rate limit held back says
+// how many ("suppressed"): trace -j wrote the key and the reader refused
+// it as unknown, so a recording with one could not be read back.
+func TestPortBusyWithHeldBackEventsRoundTrips(t *testing.T) {
+	lines := `{"time":"2026-11-26T08:43:45.28249711Z","event":"port-busy","func":"bind","ps":"TCP","src-addr":"10.99.1.1:7410","pid":221,"comm":"rping","status":-98,"status-name":"EADDRINUSE","suppressed":3}
+`
+	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
 	}
 }

@@ -1,4 +1,4 @@
-package formats_test
+package debugfs_test
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/debugfs"
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -32,7 +31,7 @@ func TestWriteLegacyPrintsTheRdmastatLayout(t *testing.T) {
 		{Type: rdma.ResQP, DevName: "rxe0", LQPN: 17}, // not an rdma_cm ID: skipped
 	}
 	var b bytes.Buffer
-	if err := formats.WriteLegacy(&b, rs, []string{"PID", "COMM"}); err != nil {
+	if err := debugfs.WriteLegacy(&b, rs, []string{"PID", "COMM"}); err != nil {
 		t.Fatal(err)
 	}
 	want := `TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM PID COMM
@@ -57,7 +56,7 @@ rxe0 0 0.0.0.0:4420 TCP LISTEN 0 [nvmet_rdma]
 
 func TestWriteLegacyWithNoIDsWritesTheHeader(t *testing.T) {
 	var b bytes.Buffer
-	if err := formats.WriteLegacy(&b, nil, nil); err != nil {
+	if err := debugfs.WriteLegacy(&b, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b.String() != "TYPE DEVICE PORT NET_DEV SRC_ADDR DST_ADDR SPACE STATE QP_NUM\n" {
@@ -87,7 +86,7 @@ func read(t testing.TB, in []byte) (recs []debugfs.Record, lerrs []*lineerr.Erro
 // rewrite writes legacy records under their own layouts.
 func rewrite(t testing.TB, recs []debugfs.Record) []byte {
 	var b bytes.Buffer
-	lw := formats.NewLegacyWriter(&b)
+	lw := debugfs.NewLegacyWriter(&b)
 	for i := range recs {
 		if err := lw.Write(&recs[i].Res, recs[i].Layout.Names); err != nil {
 			t.Fatal(err)

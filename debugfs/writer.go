@@ -1,52 +1,67 @@
-package formats
+package debugfs
 
 import (
 	"bufio"
 	"bytes"
 	"io"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // LegacyWriter writes rdma_cm IDs in the legacy debugfs layout
-// (debugfs/FORMAT.md): a header line, then one row per
-// ID with empty cells left out, cells separated by one space. It writes the
-// header again whenever the columns change, as concatenated device files
-// do, so records of several layouts can stream through one writer.
+// (FORMAT.md): a header line, then one row per ID with empty cells left
+// out, cells separated by one space. It writes the header again whenever
+// the columns change, as concatenated device files do, so records of
+// several layouts can stream through one writer.
 //
-// Cells are escaped so that a row stays one line of blank-free cells and
-// nothing reaches a terminal raw: Sanitize's escapes (\\, \xHH, \uHHHH),
-// plus \x20 for a space, and a ':' in the first cell or a leading "==>"
-// (which a reader would take for a grep prefix or a head/tail separator).
-// The debugfs reader undoes them, which is what makes the round trip exact.
+// It is the Reader's inverse, as encoding/csv's Writer is its Reader's: each
+// cell is written by the column table the Reader parses with (appendCell
+// beside setCell), and escaped so that a row stays one line of blank-free
+// cells and nothing reaches a terminal raw: termsafe's escapes (\\, \xHH,
+// \uHHHH), plus \x20 for a space, and a ':' in the first cell or a leading
+// "==>" (which the Reader would take for a grep prefix or a head/tail
+// separator). The Reader undoes them, which is what makes the round trip
+// exact.
 type LegacyWriter struct {
-	w    *bufio.Writer
-	cols []string
-	buf  []byte
+	w     *bufio.Writer
+	names []string
+	cols  []column
+	buf   []byte
 }
 
 // NewLegacyWriter writes to w; call Flush at the end.
 func NewLegacyWriter(w io.Writer) *LegacyWriter { return &LegacyWriter{w: bufio.NewWriter(w)} }
 
-// Write writes r under the columns cols: rdma.LegacyColumns, optionally
-// followed by extra columns. PID and COMM come from the owner; any other
-// name from r.Extra. Only rdma_cm IDs can be written.
+// Write writes r under the columns cols: a Layout's Names, such as
+// rdma.LegacyColumns optionally followed by extra columns. PID and COMM
+// come from the owner; a name the layout does not know from r.Extra. Only
+// rdma_cm IDs can be written.
 func (lw *LegacyWriter) Write(r *rdma.Resource, cols []string) error {
-	if !slices.Equal(cols, lw.cols) {
-		lw.cols = slices.Clone(cols)
+	if !slices.Equal(cols, lw.names) {
+		lw.setColumns(cols)
 		lw.buf = append(lw.buf[:0], strings.Join(cols, " ")...)
 		lw.buf = append(lw.buf, '\n')
 		if _, err := lw.w.Write(lw.buf); err != nil {
 			return err
 		}
 	}
-	lw.buf = AppendLegacyRow(lw.buf[:0], r, cols)
+	lw.buf = appendRow(lw.buf[:0], r, lw.cols)
 	lw.buf = append(lw.buf, '\n')
 	_, err := lw.w.Write(lw.buf)
 	return err
+}
+
+func (lw *LegacyWriter) setColumns(names []string) {
+	lw.names = slices.Clone(names)
+	lw.cols = lw.cols[:0]
+	for _, n := range names {
+		lw.cols = append(lw.cols, columnNamed(n))
+	}
 }
 
 // Flush writes out buffered rows.
@@ -77,16 +92,25 @@ func WriteLegacy(w io.Writer, resources []rdma.Resource, extraCols []string) err
 	return lw.Flush()
 }
 
-// AppendLegacyRow appends the row of r under cols, without a line end.
+// AppendLegacyRow appends the row of r under the columns cols, without a
+// line end.
 func AppendLegacyRow(b []byte, r *rdma.Resource, cols []string) []byte {
+	cs := make([]column, len(cols))
+	for i, n := range cols {
+		cs[i] = columnNamed(n)
+	}
+	return appendRow(b, r, cs)
+}
+
+func appendRow(b []byte, r *rdma.Resource, cols []column) []byte {
 	start := len(b)
-	for _, c := range cols {
+	for i := range cols {
 		n := len(b)
 		if n > start {
 			b = append(b, ' ')
 		}
 		before := len(b)
-		b = appendLegacyCell(b, r, c)
+		b = appendCell(b, r, &cols[i])
 		if len(b) == before { // empty cell: left out, with its blank
 			b = b[:n]
 		}
@@ -123,76 +147,10 @@ func guardFirstCell(b []byte, start int) []byte {
 	return append(b[:start], guarded...)
 }
 
-func appendLegacyCell(b []byte, r *rdma.Resource, col string) []byte {
-	has := func(f rdma.Field) bool { return r.Has&f != 0 }
-	switch col {
-	case "TYPE":
-		return appendEscaped(b, r.DevType)
-	case "DEVICE":
-		return appendEscaped(b, r.DevName)
-	case "PORT":
-		if !has(rdma.HasPort) {
-			return append(b, '0')
-		}
-		return strconv.AppendUint(b, uint64(r.Port), 10)
-	case "NET_DEV":
-		return appendEscaped(b, r.Netdev)
-	case "SRC_ADDR":
-		if has(rdma.HasSrcAddr) {
-			return appendEndpoint(b, r.Src.Addr().String(), r.SrcZone, r.Src.Port(), r.Src.Addr().Is4())
-		}
-	case "DST_ADDR":
-		if has(rdma.HasDstAddr) {
-			return appendEndpoint(b, r.Dst.Addr().String(), r.DstZone, r.Dst.Port(), r.Dst.Addr().Is4())
-		}
-	case "SPACE":
-		if has(rdma.HasPS) {
-			return append(b, legacySpace(r.PS)...)
-		}
-	case "STATE":
-		if has(rdma.HasState) {
-			return append(b, r.CMState.String()...)
-		}
-	case "QP_NUM":
-		if !has(rdma.HasLQPN) {
-			return append(b, '0')
-		}
-		return strconv.AppendUint(b, uint64(r.LQPN), 10)
-	case "PID":
-		if has(rdma.HasPID) {
-			return strconv.AppendUint(b, uint64(r.Owner.PID), 10)
-		}
-	case "COMM":
-		if r.Owner.KernName != "" {
-			// A kernel owner, bracketed as `rdma res show` prints it.
-			return appendEscaped(b, "["+r.Owner.KernName+"]")
-		}
-		return appendEscaped(b, r.Owner.Comm)
-	default:
-		for _, kv := range r.Extra {
-			if kv.Key == col {
-				return appendEscaped(b, kv.Value)
-			}
-		}
-	}
-	return b
-}
-
-// legacySpace names a port space as the legacy layout does ("IPOIB",
-// "SDP"); a space it has no name for is written as iproute2 does, "---".
-func legacySpace(ps rdma.PortSpace) string {
-	switch ps {
-	case rdma.PSIPoIB:
-		return "IPOIB"
-	case rdma.PSSDP:
-		return "SDP"
-	}
-	return ps.String()
-}
-
 // appendEndpoint writes ip:port, or [ip%zone]:port for IPv6.
-func appendEndpoint(b []byte, ip, zone string, port uint16, v4 bool) []byte {
-	if v4 {
+func appendEndpoint(b []byte, ap netip.AddrPort, zone string) []byte {
+	ip := ap.Addr().String()
+	if ap.Addr().Is4() {
 		b = append(b, ip...)
 	} else {
 		b = append(b, '[')
@@ -204,13 +162,13 @@ func appendEndpoint(b []byte, ip, zone string, port uint16, v4 bool) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, ':')
-	return strconv.AppendUint(b, uint64(port), 10)
+	return strconv.AppendUint(b, uint64(ap.Port()), 10)
 }
 
-// appendEscaped writes a cell: Sanitize's escapes, and a space as \x20 so
+// appendEscaped writes a cell: termsafe's escapes, and a space as \x20 so
 // that the cell stays one.
 func appendEscaped(b []byte, s string) []byte {
-	s = Sanitize(s)
+	s = termsafe.Sanitize(s)
 	for i := 0; i < len(s); i++ {
 		if s[i] == ' ' {
 			b = append(b, `\x20`...)

@@ -1,0 +1,59 @@
+package rdma
+
+// EventValue is what the value of an event object's key is (`trace -j`).
+type EventValue uint8
+
+const (
+	ValString  EventValue = iota // a JSON string (a time is one, in RFC 3339)
+	ValBool                      // true or false
+	ValStrings                   // an array of strings
+	ValMicros                    // a number of microseconds with up to three decimals
+	ValUint8                     // a whole number from 0 to 255
+	ValUint32                    // a whole number from 0 to 2^32-1
+	ValUint64                    // a whole number from 0 to 2^64-1
+	ValInt32                     // a whole number from -2^31 to 2^31-1
+)
+
+// EventKey is one key of the event objects `rdmatrace trace -j` writes
+// (formats.AppendEventObject) and `leaks --recording` reads back
+// (replay.Reader): iproute2's names wherever the same thing exists.
+type EventKey struct {
+	Name  string
+	Value EventValue
+}
+
+// EventKeys are every key an event object may have, each once, in the
+// order the writer first puts them: the one table both directions hold
+// to (their tests check it), so that nothing trace -j writes is refused
+// when a recording is read back.
+var EventKeys = []EventKey{
+	{"time", ValString}, {"event", ValString}, {"func", ValString}, {"res", ValString},
+	{"ifname", ValString}, {"port", ValUint32}, {"id", ValUint32}, {"lqpn", ValUint32},
+	{"type", ValString}, {"state", ValString}, {"prev-state", ValString}, {"cm-event", ValString},
+	{"status", ValInt32}, {"status-name", ValString}, {"ps", ValString},
+	{"src-addr", ValString}, {"dst-addr", ValString},
+	// The owner, and where it ran (formats.AppendPlace's keys).
+	{"pid", ValUint32}, {"tgid", ValUint32}, {"comm", ValString}, {"cgroup-id", ValUint64},
+	{"cgroup", ValString}, {"runtime", ValString}, {"container-id", ValString}, {"pod-uid", ValString},
+	{"pidns-pid", ValUint32}, {"netns", ValUint64},
+	{"kern-name", ValString}, {"actor-pid", ValUint32}, {"actor-comm", ValString}, {"cleanup", ValString},
+	// Spans and off-CPU spells; an MR's size.
+	{"dur-us", ValMicros}, {"size", ValUint64},
+	// Port conflicts and SMC fallbacks.
+	{"holders", ValStrings}, {"suppressed", ValUint32},
+	{"fallback", ValUint32}, {"fallback-reason", ValString}, {"inode", ValUint64},
+	// SMC-R links.
+	{"lgr-id", ValString}, {"role", ValString}, {"link-id", ValUint8}, {"link-state", ValString},
+	// Off-CPU spells.
+	{"wait-us", ValMicros}, {"preempted", ValBool}, {"next-pid", ValUint32}, {"next-comm", ValString},
+}
+
+// EventKeyNamed finds a key of the table by its exact name.
+func EventKeyNamed(name string) (EventKey, bool) {
+	for _, k := range EventKeys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return EventKey{}, false
+}
