@@ -127,7 +127,7 @@ func CheckRingSize(n int) error {
 }
 
 // ErrPrivileges wraps failures that need more privileges.
-var ErrPrivileges = errors.New("loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and CAP_SYS_RESOURCE on kernels that charge BPF memory to RLIMIT_MEMLOCK: run rdmatrace trace as root")
+var ErrPrivileges = errors.New("loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and CAP_SYS_RESOURCE on kernels that charge BPF memory to RLIMIT_MEMLOCK: run it as root")
 
 // Open loads the maps and attaches every hook it can. It fails only when
 // nothing can be loaded at all; per-hook failures are in Reports.
