@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -63,8 +64,7 @@ func runPorts(c *cli.Context) error {
 		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
 	}
 	in, gerr := gatherPorts()
-	var comms proc.CommCache
-	rows := ports.Join(in, &comms)
+	rows := ports.Join(in, enrich.New(enrich.Options{}))
 	match := func(r *ports.Row) bool {
 		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
 			return false
@@ -160,8 +160,7 @@ func portHolders(e *rdma.Event) []string {
 	if len(in.Sockets)+len(in.CMIDs) == 0 { // a holder newer than the dump?
 		in = onPort(holderInputs.get(true))
 	}
-	var comms proc.CommCache
-	for _, h := range ports.Holders(ports.Join(in, &comms), "tcp", e.Src) {
+	for _, h := range ports.Holders(ports.Join(in, enrich.New(enrich.Options{})), "tcp", e.Src) {
 		who := ports.Owner(&h)
 		if who == "" {
 			who = "?"
