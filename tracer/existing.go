@@ -1,22 +1,16 @@
 package tracer
 
 import (
-	"sync"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-)
-
-var (
-	comms      proc.CommCache
-	placesOnce sync.Once
-	places     *proc.PlaceCache
 )
 
 // ExistingEvent describes a resource from a netlink snapshot as an "exists"
 // event: it was there before tracing started, so its creation was not seen.
-func ExistingEvent(r *rdma.Resource, now time.Time) rdma.Event {
+// x names its owner's process (the kernel gives the creating thread).
+func ExistingEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Event {
 	e := rdma.Event{Time: now, Kind: rdma.EvExists, Res: r.Type, ID: r.ID(),
 		DevIndex: r.DevIndex, DevName: r.DevName,
 		Flags: rdma.EvHasRes | rdma.EvHasDev}
@@ -38,13 +32,8 @@ func ExistingEvent(r *rdma.Resource, now time.Time) rdma.Event {
 	}
 	if r.Has&rdma.HasPID != 0 {
 		// The kernel reports the creating thread; its process may differ.
-		e.Owner = rdma.Owner{PID: r.Owner.PID, TID: r.Owner.PID, Comm: comms.Comm(r.Owner.PID)}
-		if tgid := comms.TGID(r.Owner.PID); tgid != 0 {
-			e.Owner.PID = tgid
-		}
+		e.Owner = x.Process(r)
 		e.Flags |= rdma.EvHasOwner | rdma.EvUser
-		placesOnce.Do(func() { places = proc.NewPlaceCache("", "") })
-		e.Owner.Place = places.Place(e.Owner.PID, 0)
 	}
 	e.Owner.KernName = r.Owner.KernName
 	return e

@@ -14,7 +14,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -91,9 +91,7 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 					c.Bad(err)
 				}
 			} else {
-				if t.ev.Has(rdma.EvHasOwner) {
-					t.ev.Owner.Place = t.places.Place(t.ev.Owner.PID, t.ev.OwnerCgroup)
-				}
+				t.enrich.Event(&t.ev)
 				if err := c.Event(&t.ev); err != nil {
 					return err
 				}
@@ -137,11 +135,14 @@ const activePoll = 20 * time.Millisecond
 // ringbuf reader then only takes what is queued, and Run does the waiting.
 var longAgo = time.Unix(1, 0)
 
-// open starts reading the ring buffer map events.
-func (r *ring) open(events *ebpf.Map) (err error) {
+// open starts reading the ring buffer map events; x names the events'
+// owners (nil: an Enricher of its own, which places them).
+func (r *ring) open(events *ebpf.Map, x *enrich.Enricher) (err error) {
 	r.clock = NewClock()
 	r.dec = NewDecoder(r.clock)
-	r.places = proc.NewPlaceCache("", "")
+	if r.enrich = x; x == nil {
+		r.enrich = enrich.New(enrich.Options{})
+	}
 	if r.reader, err = ringbuf.NewReader(events); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func flood(t *testing.T, ringBytes uint32) *Tracer {
 	}
 	t.Cleanup(func() { l.Close() })
 	tr := &Tracer{}
-	if err := tr.ring.open(events); err != nil {
+	if err := tr.ring.open(events, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.ring.close)
@@ -157,7 +157,7 @@ func TestRunIdleAndStopWithoutEvents(t *testing.T) {
 			}
 			defer events.Close()
 			tr := &Tracer{}
-			if err := tr.ring.open(events); err != nil {
+			if err := tr.ring.open(events, nil); err != nil {
 				t.Fatal(err)
 			}
 			defer tr.ring.close()

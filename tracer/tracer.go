@@ -17,7 +17,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -37,6 +37,10 @@ type Options struct {
 	// ucma_get_event calls are traced; with any, the spans of every
 	// process are too. None: none of those hooks is attached.
 	Follow []uint32
+	// Enrich names each event's owner before Run hands it over: where it
+	// runs, and what else its Options ask (a port-busy event's holders,
+	// an SMC socket's process). nil: an Enricher that places owners only.
+	Enrich *enrich.Enricher
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -73,7 +77,7 @@ type ring struct {
 	reader *ringbuf.Reader
 	clock  Clock
 	dec    *Decoder
-	places *proc.PlaceCache // where each event's owner runs
+	enrich *enrich.Enricher // names each event's owner: where it runs
 	poll   time.Duration    // how often to look while events flow
 	rec    ringbuf.Record
 	ev     rdma.Event
@@ -195,7 +199,7 @@ func Open(opts Options) (*Tracer, error) {
 	if t.ring.poll <= 0 {
 		t.ring.poll = activePoll
 	}
-	if err := t.ring.open(t.maps["events"]); err != nil {
+	if err := t.ring.open(t.maps["events"], opts.Enrich); err != nil {
 		t.Close()
 		return nil, err
 	}

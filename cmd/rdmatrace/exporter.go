@@ -16,7 +16,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/exporter"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -134,15 +134,9 @@ func runExporter(c *cli.Context) error {
 			defer func() { stop(); <-traced; closeOTLP() }()
 		}
 		// The objects that exist now, for the live table that names the
-		// holders of a blocked unregistration; owners placed in their
-		// containers as they come.
-		places := proc.NewPlaceCache("", "")
-		feed := func(e *rdma.Event) {
-			if e.Has(rdma.EvHasOwner) && (e.Kind == rdma.EvCreate || e.Kind == rdma.EvExists) {
-				e.Owner.Place = places.Place(e.Owner.PID, e.OwnerCgroup)
-			}
-			x.Event(e)
-		}
+		// holders of a blocked unregistration; owners come placed in their
+		// containers (the snapshot and the tracer place them).
+		feed := x.Event
 		if err := snapshotEvents(t.Clock(), feed); err != nil {
 			fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 		}
@@ -205,29 +199,18 @@ func netlinkSnapshot() exporter.Snapshot {
 			s.Errors = append(s.Errors, &exporter.PartError{Part: part, Err: err})
 		}
 	}
+	inv := cl.Inventory(nldev.InventoryOptions{Owners: enrich.New(enrich.Options{})})
+	s.Devices, s.Resources, s.Unknown = inv.Devices, inv.Resources, inv.Unknown
+	add("devices", inv.DevicesErr)
 	var err2 error
-	s.Devices, err2 = cl.Devices()
-	add("devices", err2)
 	s.Ports, err2 = cl.Ports(s.Devices)
 	add("ports", err2)
 	s.Stats, err2 = cl.PortStats(s.Ports)
 	add("port_stats", err2)
-	var comms proc.CommCache
-	places := proc.NewPlaceCache("", "")
-	for _, t := range rdma.ResourceTypes {
-		rs, err := cl.Resources(t, s.Devices)
-		if errors.Is(err, errors.ErrUnsupported) {
-			s.Unknown = append(s.Unknown, t)
-		} else {
-			add(exporter.ResourcesPart(t), err)
+	for _, e := range inv.TypeErrs {
+		if !errors.Is(e.Err, errors.ErrUnsupported) { // in s.Unknown
+			add(exporter.ResourcesPart(e.Type), e.Err)
 		}
-		for i := range rs {
-			if !rs[i].Owner.Kernel() {
-				rs[i].Owner.Comm = comms.Comm(rs[i].Owner.PID)
-				rs[i].Owner.Place = places.Place(rs[i].Owner.PID, 0)
-			}
-		}
-		s.Resources = append(s.Resources, rs...)
 	}
 	return s
 }

@@ -103,17 +103,9 @@ func sharedMode(c *cli.Context) bool {
 
 // gatherIn runs gather on a socket made in ns.
 func gatherIn(ns netns.NS, gather func(*nldev.Client) listing) (listing, error) {
-	f, err := os.Open(ns.Path)
+	cl, err := nldev.DialIn(ns)
 	if err != nil {
-		return listing{}, fmt.Errorf("network namespace %s: %w", ns.Name, err)
-	}
-	defer f.Close()
-	cl, err := nldev.DialNetNS(int(f.Fd()))
-	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return listing{}, fmt.Errorf("network namespace %s: %w (entering a namespace needs CAP_SYS_ADMIN: run as root)", ns.Name, err)
-		}
-		return listing{}, fmt.Errorf("network namespace %s: %w", ns.Name, err)
+		return listing{}, err
 	}
 	defer cl.Close()
 	return gather(cl), nil

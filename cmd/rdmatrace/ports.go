@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"sync"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -63,8 +62,7 @@ func runPorts(c *cli.Context) error {
 		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
 	}
 	in, gerr := gatherPorts()
-	var comms proc.CommCache
-	rows := ports.Join(in, &comms)
+	rows := ports.Join(in, enrich.New(enrich.Options{}))
 	match := func(r *ports.Row) bool {
 		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
 			return false
@@ -131,78 +129,9 @@ func runPorts(c *cli.Context) error {
 // gatherPorts is ports.Gather; tests replace it.
 var gatherPorts = ports.Gather
 
-// portHolders names who holds the port that e's bind, rdma_listen or
-// rdma_connect could not have, as it is now (a moment after the failure):
-// "python3[300] tcp LISTEN 0.0.0.0:7400". The failing rdma_cm ID itself
-// (bound, in rdma_cm's space) is left out. Empty, not nil, when no one
-// holds it any more.
-func portHolders(e *rdma.Event) []string {
-	out := []string{}
-	if !e.Src.IsValid() || e.Src.Port() == 0 {
-		return out
-	}
-	port := e.Src.Port()
-	onPort := func(all ports.Input) ports.Input {
-		in := ports.Input{IWarp: all.IWarp, SMC: all.SMC}
-		for _, s := range all.Sockets {
-			if s.Src.Port() == port {
-				in.Sockets = append(in.Sockets, s)
-			}
-		}
-		for _, r := range all.CMIDs {
-			if r.Src.Port() == port && !(e.Has(rdma.EvHasRes) && r.DevName == e.DevName && r.CMIDN == e.ID) {
-				in.CMIDs = append(in.CMIDs, r)
-			}
-		}
-		return in
-	}
-	in := onPort(holderInputs.get(false))
-	if len(in.Sockets)+len(in.CMIDs) == 0 { // a holder newer than the dump?
-		in = onPort(holderInputs.get(true))
-	}
-	var comms proc.CommCache
-	for _, h := range ports.Holders(ports.Join(in, &comms), "tcp", e.Src) {
-		who := ports.Owner(&h)
-		if who == "" {
-			who = "?"
-		}
-		out = append(out, who+" "+h.Stack+" "+h.State+" "+h.Src.String())
-	}
-	return out
-}
+// holderLookup names port-busy events' holders (a dump shared for a second).
+var holderLookup = ports.NewHolderLookup()
 
-// holderInputs is what portHolders looks holders up in: a dump of every
-// socket and rdma_cm ID. A program that loops on a failing bind would
-// otherwise cost a full sock_diag and RDMA netlink dump per failure: a
-// dump that has a holder of the port is used again for a second, and a
-// new dump is made at most every 100 ms even when none has one.
-var holderInputs = &dumpCache{reuse: time.Second, least: 100 * time.Millisecond, gather: ports.Gather, now: time.Now}
-
-// dumpCache keeps the last ports.Gather. Its result is shared: callers
-// must not change it.
-type dumpCache struct {
-	reuse  time.Duration // a dump that answers is used again this long
-	least  time.Duration // between two dumps, whatever they answer
-	gather func() (ports.Input, error)
-	now    func() time.Time
-
-	mu    sync.Mutex
-	at    time.Time
-	in    ports.Input
-	dumps int // how many it made (for tests)
-}
-
-// get returns the last dump if it is younger than least, or younger than
-// reuse when the caller does not need a fresher one; else a new dump.
-func (c *dumpCache) get(fresher bool) ports.Input {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	age := c.now().Sub(c.at)
-	if c.dumps > 0 && age >= 0 && (age < c.least || !fresher && age < c.reuse) {
-		return c.in
-	}
-	c.in, _ = c.gather() // what could be read; a holder not found is shown as none
-	c.at = c.now()
-	c.dumps++
-	return c.in
-}
+// portHolders names who holds the port that e could not have, as it is
+// now (ports.HolderLookup.Names): the hook enrich.Options.Holders takes.
+func portHolders(e *rdma.Event) []string { return holderLookup.Names(e) }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -9,8 +8,10 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ps"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 func init() { commands = append(commands, psCommand()) }
@@ -51,38 +52,11 @@ func runPs(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	devs, derr := cl.Devices()
-	var comms proc.CommCache
-	places := proc.NewPlaceCache("", "")
-	var all []rdma.Resource
-	errs := []error{derr}
-	var unknown []rdma.ResType
-	for _, t := range rdma.ResourceTypes {
-		f := filters[t]
-		rs, err := cl.Resources(t, devs)
-		if errors.Is(err, errors.ErrUnsupported) {
-			// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
-			unknown = append(unknown, t)
-			err = nil
-		}
-		errs = append(errs, err)
-		for i := range rs {
-			if !rs[i].Owner.Kernel() {
-				rs[i].Owner.Comm = comms.Comm(rs[i].Owner.PID)
-				rs[i].Owner.Place = places.Place(rs[i].Owner.PID, 0)
-			}
-			if f.Match(&rs[i]) {
-				all = append(all, rs[i])
-			}
-		}
-	}
+	en := enrich.New(enrich.Options{})
+	inv := cl.Inventory(nldev.InventoryOptions{Owners: en, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
 	proc.WarnPIDNamespace(os.Stderr)
-	rows := ps.Rows(all, &comms, "", unknown...)
-	for i := range rows {
-		if rows[i].Module == "" {
-			rows[i].Place = places.Place(rows[i].PID, 0)
-		}
-	}
+	// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
+	rows := ps.Rows(inv.Resources, en, "", inv.Unknown...)
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
 		objs[i] = formats.ProcessObject(&rows[i])
@@ -91,7 +65,7 @@ func runPs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return partial(errors.Join(errs...))
+	return partial(inv.Partial())
 }
 
 // listFlags are the output flags of the commands that list a table: -j,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -95,8 +96,7 @@ func runSMCLinkGroups(c *cli.Context) error {
 	}
 	qps, err := smcQPs()
 	errs = append(errs, err)
-	var comms proc.CommCache
-	rows := ports.JoinLinkGroups(groups, ports.JoinSMC(socks, nil, &comms), qps)
+	rows := ports.JoinLinkGroups(groups, ports.JoinSMC(socks, nil, enrich.New(enrich.Options{})), qps)
 	objs := make([]formats.Object, len(rows))
 	for i := range rows {
 		objs[i] = formats.LinkGroupObject(&rows[i])
@@ -163,8 +163,7 @@ func runSMC(c *cli.Context) error {
 	errs := []error{err}
 	qps, err := smcQPs()
 	errs = append(errs, err)
-	var comms proc.CommCache
-	rows := ports.JoinSMC(socks, qps, &comms)
+	rows := ports.JoinSMC(socks, qps, enrich.New(enrich.Options{}))
 	// Link groups where SMC's generic netlink exists (5.11+); without
 	// it the sockets are still the answer.
 	if cl, err := smcnl.Dial(); err == nil {
@@ -185,12 +184,6 @@ func runSMC(c *cli.Context) error {
 }
 
 // smcOwner names the process that holds the SMC socket of a fallback
-// event, by its inode: the server side falls back in a kworker, so the
-// task that ran says nothing. A socket not accepted yet has no process.
-func smcOwner(e *rdma.Event) {
-	var comms proc.CommCache
-	if pid, ok := comms.SocketOwners(map[uint64]bool{e.Inode: true})[e.Inode]; ok {
-		e.Owner.PID, e.Owner.TID, e.Owner.Comm = pid, pid, comms.Comm(pid)
-		e.Flags |= rdma.EvHasOwner
-	}
-}
+// event (enrich.Enricher.SMCOwner). A tracer given
+// enrich.Options{SMCOwners: true} does it already.
+func smcOwner(e *rdma.Event) { enrich.New(enrich.Options{}).SMCOwner(e) }

@@ -15,7 +15,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
@@ -344,44 +344,30 @@ func runRes(c *cli.Context) error {
 			return err
 		}
 		defer cl.Close()
-		devs, derr := cl.Devices()
-		kept, rerr := resources(cl, t, devs, f)
-		if err := writeLegacy(os.Stdout, cl, devs, kept); err != nil {
+		inv := cl.Inventory(resInventory(t, f))
+		if err := writeLegacy(os.Stdout, cl, inv.Devices, inv.Resources); err != nil {
 			return err
 		}
-		return partial(errors.Join(derr, rerr))
+		return partial(inv.Err())
 	}
 	return snapshot(c, format, func(cl *nldev.Client) listing {
-		devs, derr := cl.Devices()
-		rs, rerr := resources(cl, t, devs, f)
+		inv := cl.Inventory(resInventory(t, f))
+		rs := inv.Resources
 		objs := make([]formats.Object, len(rs))
 		for i := range rs {
 			objs[i] = formats.ResourceObject(&rs[i])
 		}
-		return listing{objs: objs, err: errors.Join(derr, rerr),
+		return listing{objs: objs, err: inv.Err(),
 			text:  func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
 			table: func() *formats.Table { return formats.ResourceTable(t, rs) }}
 	})
 }
 
-// resources lists the resources of type t that f keeps, each owner named
-// and placed.
-func resources(cl *nldev.Client, t rdma.ResType, devs []rdma.Device, f *filter.Filter) ([]rdma.Resource, error) {
-	rs, err := cl.Resources(t, devs)
-	var comms proc.CommCache
-	places := proc.NewPlaceCache("", "")
-	kept := rs[:0]
-	for i := range rs {
-		r := &rs[i]
-		if !r.Owner.Kernel() {
-			r.Owner.Comm = comms.Comm(r.Owner.PID)
-			r.Owner.Place = places.Place(r.Owner.PID, 0) // before Match: cgroup, container and pod filter on it
-		}
-		if f.Match(r) {
-			kept = append(kept, *r)
-		}
-	}
-	return kept, err
+// resInventory asks for the resources of type t that f keeps, each owner
+// named and placed before f sees it (cgroup, container and pod filter on
+// the place).
+func resInventory(t rdma.ResType, f *filter.Filter) nldev.InventoryOptions {
+	return nldev.InventoryOptions{Types: []rdma.ResType{t}, Owners: enrich.New(enrich.Options{}), Keep: f.Match}
 }
 
 // sysClassInfiniband is where the kernel lists RDMA devices by name.

@@ -22,9 +22,8 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
-	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/launch"
-	"github.com/rdmatrace/rdmatrace/internal/host/netns"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -481,20 +480,10 @@ func pushFilters(t *tracer.Tracer, f *filter.Events, prog *launch.Program) (refr
 		}
 		on = true
 	case f.HasPlace():
-		root, err := cgroup.Mount()
+		selected, err := enrich.New(enrich.Options{}).CgroupSelector(f.MatchPlace)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "rdmatrace: the cgroup, container and pod filters act in user space: %v\n", err)
 			return refresh, on, nil
-		}
-		r := cgroup.NewResolver(root)
-		selected := func() []uint64 {
-			var ids []uint64
-			for id, path := range r.Rescan() {
-				if p := proc.PlacementOf(path); f.MatchPlace(&p) {
-					ids = append(ids, id)
-				}
-			}
-			return ids
 		}
 		if err := t.OnlyCgroups(selected()); err != nil {
 			// More cgroups than the map holds: user space filters alone.
@@ -672,41 +661,15 @@ func summary(t *tracer.Tracer, seen, shown, drops uint64) {
 // only from there).
 func snapshotEvents(clock tracer.Clock, emit func(*rdma.Event)) error {
 	proc.WarnPIDNamespace(os.Stderr)
-	cl, err := nldev.Dial()
+	en := enrich.New(enrich.Options{})
+	inv, err := nldev.TakeInventory(nldev.InventoryOptions{Owners: en, AllNetNS: true})
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
 	now := time.Now().UTC()
-	list := func(cl *nldev.Client) []error {
-		devs, err := cl.Devices()
-		if err != nil {
-			return []error{err}
-		}
-		var errs []error
-		for _, typ := range rdma.ResourceTypes {
-			rs, err := cl.Resources(typ, devs)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			for i := range rs {
-				e := tracer.ExistingEvent(&rs[i], now)
-				emit(&e)
-			}
-		}
-		return errs
+	for i := range inv.Resources {
+		e := tracer.ExistingEvent(&inv.Resources[i], now, en)
+		emit(&e)
 	}
-	errs := list(cl)
-	if sys, err := cl.System(); err == nil && sys.NetNSMode == "exclusive" {
-		all, _ := netns.DefaultRoots.All()
-		for _, ns := range all[min(1, len(all)):] { // all[0] is ours
-			if _, err := gatherIn(ns, func(cl *nldev.Client) listing {
-				errs = append(errs, list(cl)...)
-				return listing{}
-			}); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return inv.Err()
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/netns"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 	"github.com/rdmatrace/rdmatrace/internal/source/sockdiag"
@@ -26,7 +26,7 @@ func ContainerPID(id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	places := proc.NewPlaceCache("", "")
+	places := enrich.New(enrich.Options{})
 	best := 0
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -114,7 +114,7 @@ func Gather(t Target) View {
 // cmHolders are the rdma_cm IDs bound to port in the TCP port space, each
 // process once per state and device; threads are folded into processes.
 func cmHolders(ids []rdma.Resource, port uint16) []PortHolder {
-	var comms proc.CommCache
+	comms := enrich.New(enrich.Options{})
 	seen := map[PortHolder]bool{}
 	var out []PortHolder
 	for _, r := range ids {
@@ -150,7 +150,7 @@ func tcpHolders(socks []sockdiag.Socket, port uint16) []PortHolder {
 			inodes[s.Inode] = true
 		}
 	}
-	var comms proc.CommCache
+	comms := enrich.New(enrich.Options{})
 	owners := comms.SocketOwners(inodes)
 	var out []PortHolder
 	for _, s := range socks {
@@ -190,7 +190,7 @@ func mrBytes(pid int) uint64 {
 	defer cl.Close()
 	devs, _ := cl.Devices()
 	rs, _ := cl.Resources(rdma.ResMR, devs)
-	var comms proc.CommCache
+	comms := enrich.New(enrich.Options{})
 	var n uint64
 	for _, r := range rs {
 		tgid := comms.TGID(r.Owner.PID)

@@ -47,7 +47,7 @@ type Row struct {
 	PS      rdma.PortSpace
 }
 
-// Procs is what /proc tells (proc.CommCache).
+// Procs names the process holding a socket (enrich.Enricher does).
 type Procs interface {
 	SocketOwners(inodes map[uint64]bool) map[uint64]uint32
 	Comm(pid uint32) string

@@ -23,11 +23,13 @@ type Row struct {
 	Place *rdma.Placement
 }
 
-// Procs answers what /proc knows of a process (proc.CommCache does).
+// Procs names a process (enrich.Enricher does): its name, the process of
+// a thread, its open files and where it runs.
 type Procs interface {
 	Comm(pid uint32) string
 	TGID(tid uint32) uint32
 	RDMAFiles(pid uint32, sys string) []string
+	Place(pid uint32, cgroupID uint64) *rdma.Placement
 }
 
 // Rows groups rs by holder: processes by PID (the kernel names the creating
@@ -80,6 +82,7 @@ func Rows(rs []rdma.Resource, p Procs, sys string, unknown ...rdma.ResType) []Ro
 		if row.Module == "" {
 			row.Comm = p.Comm(row.PID)
 			row.Files = p.RDMAFiles(row.PID, sys)
+			row.Place = p.Place(row.PID, 0)
 		}
 		out = append(out, *row)
 	}

@@ -16,7 +16,8 @@ type fakeProcs struct{}
 func (fakeProcs) Comm(pid uint32) string {
 	return map[uint32]string{812: "rping", 900: "ib_write_bw\x1b[31m"}[pid]
 }
-func (fakeProcs) TGID(tid uint32) uint32 { return map[uint32]uint32{813: 812}[tid] }
+func (fakeProcs) TGID(tid uint32) uint32               { return map[uint32]uint32{813: 812}[tid] }
+func (fakeProcs) Place(uint32, uint64) *rdma.Placement { return nil }
 func (fakeProcs) RDMAFiles(pid uint32, _ string) []string {
 	if pid == 812 {
 		return []string{"/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs0 (rxe0)"}

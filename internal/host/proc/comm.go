@@ -1,4 +1,6 @@
-// Package proc reads process facts from /proc.
+// Package proc reads process facts from /proc: names, thread groups,
+// parents, open files and sockets. It keeps no answer of its own beyond
+// CommCache's names; internal/host/enrich is what names owners with it.
 package proc
 
 import (
@@ -38,3 +40,6 @@ func (c *CommCache) Comm(pid uint32) string {
 	c.names[pid] = name
 	return name
 }
+
+// Len is how many pids c has names for.
+func (c *CommCache) Len() int { return len(c.names) }

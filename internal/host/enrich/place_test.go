@@ -1,4 +1,4 @@
-package proc
+package enrich
 
 import (
 	"os"
@@ -36,7 +36,7 @@ func fakeProc(t *testing.T, root string, pid, cgroupLine, nspid, netns string) {
 func TestPlaceOfAProcessInAPod(t *testing.T) {
 	root := t.TempDir()
 	fakeProc(t, root, "4242", "0::"+podScope, "4242\t7", "4026532301")
-	c := NewPlaceCache(root, t.TempDir())
+	c := New(Options{ProcRoot: root, CgroupRoot: t.TempDir()})
 	p := c.Place(4242, 0)
 	want := rdma.Placement{
 		Cgroup: podScope, Runtime: "containerd",
@@ -54,14 +54,14 @@ func TestPlaceOfAProcessInAPod(t *testing.T) {
 func TestPlaceOfAHostProcessHasNoPidnsPid(t *testing.T) {
 	root := t.TempDir()
 	fakeProc(t, root, "10", "0::/user.slice/user-0.slice/session-1.scope", "10", "4026531840")
-	p := NewPlaceCache(root, t.TempDir()).Place(10, 0)
+	p := New(Options{ProcRoot: root, CgroupRoot: t.TempDir()}).Place(10, 0)
 	if p == nil || p.NSPid != 0 || p.ContainerID != "" || p.Cgroup != "/user.slice/user-0.slice/session-1.scope" || p.NetNS != 4026531840 {
 		t.Fatalf("Place = %+v", p)
 	}
 }
 
 func TestPlaceOfAGoneProcessIsNil(t *testing.T) {
-	if p := NewPlaceCache(t.TempDir(), t.TempDir()).Place(99, 0); p != nil {
+	if p := New(Options{ProcRoot: t.TempDir(), CgroupRoot: t.TempDir()}).Place(99, 0); p != nil {
 		t.Fatalf("Place of a missing pid = %+v, want nil", p)
 	}
 }
@@ -83,7 +83,7 @@ func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 	}
 	docker := "system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope"
 	id := mk(docker)
-	c := NewPlaceCache(t.TempDir(), cg)
+	c := New(Options{ProcRoot: t.TempDir(), CgroupRoot: cg})
 	p := c.Place(555, id)
 	if p == nil || p.Runtime != "docker" || p.Cgroup != "/"+docker || p.NetNS != 0 {
 		t.Fatalf("Place = %+v, want docker's scope", p)
@@ -91,7 +91,7 @@ func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 
 	// A cgroup made after the walk: made outside and moved in (a rename
 	// keeps the inode, which is the id), so the same id is asked twice.
-	c.cgroups.MinRescan = 0
+	c.places.cgroups.MinRescan = 0
 	outside := t.TempDir()
 	dir := filepath.Join(outside, "slurm", "uid_0", "job_42", "step_3")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -115,7 +115,7 @@ func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 // BenchmarkPlaceCached is what every traced event with an owner pays: a
 // cached answer (the tracer's Run looks each event's owner up).
 func BenchmarkPlaceCached(b *testing.B) {
-	c := NewPlaceCache("", "")
+	c := New(Options{})
 	pid := uint32(os.Getpid())
 	c.Place(pid, 0)
 	b.ReportAllocs()
@@ -131,7 +131,7 @@ func BenchmarkPlaceFirst(b *testing.B) {
 	pid := uint32(os.Getpid())
 	b.ReportAllocs()
 	for b.Loop() {
-		if NewPlaceCache("", "").Place(pid, 0) == nil {
+		if New(Options{}).Place(pid, 0) == nil {
 			b.Fatal("no place for ourselves")
 		}
 	}

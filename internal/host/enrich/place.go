@@ -1,4 +1,4 @@
-package proc
+package enrich
 
 import (
 	"strings"
@@ -14,10 +14,10 @@ import (
 // short-lived processes; past the bound the cache starts again.
 const maxPlaces = 4096
 
-// PlaceCache says where processes run: cgroup, container, pod, pid
+// placeCache says where processes run: cgroup, container, pod, pid
 // namespace and network namespace. One answer per process and cgroup is
 // kept and shared, so events can carry it without allocating.
-type PlaceCache struct {
+type placeCache struct {
 	fs      procfs.FS
 	fsErr   error
 	cgroups *cgroup.Resolver // nil without cgroup v2
@@ -36,17 +36,17 @@ type placeKey struct {
 	cgroupID uint64
 }
 
-// NewPlaceCache reads processes under procRoot ("" for /proc) and
+// newPlaceCache reads processes under procRoot ("" for /proc) and
 // resolves cgroup ids under cgroupRoot ("" for the cgroup v2 mount; no
 // ids are resolved when there is none).
-func NewPlaceCache(procRoot, cgroupRoot string) *PlaceCache {
+func newPlaceCache(procRoot, cgroupRoot string) *placeCache {
 	if procRoot == "" {
 		procRoot = procfs.DefaultMountPoint
 	}
 	if cgroupRoot == "" {
 		cgroupRoot, _ = cgroup.Mount()
 	}
-	c := &PlaceCache{places: map[placeKey]placed{}}
+	c := &placeCache{places: map[placeKey]placed{}}
 	c.fs, c.fsErr = procfs.NewFS(procRoot)
 	if cgroupRoot != "" {
 		c.cgroups = cgroup.NewResolver(cgroupRoot)
@@ -54,11 +54,11 @@ func NewPlaceCache(procRoot, cgroupRoot string) *PlaceCache {
 	return c
 }
 
-// Place says where process pid runs; cgroupID, when not 0, is the cgroup
+// place says where process pid runs; cgroupID, when not 0, is the cgroup
 // it ran in when an event happened (from BPF) and names the cgroup even
 // after the process has gone. nil when nothing is known (a kernel owner,
 // a process gone, no /proc) or c is nil.
-func (c *PlaceCache) Place(pid uint32, cgroupID uint64) *rdma.Placement {
+func (c *placeCache) place(pid uint32, cgroupID uint64) *rdma.Placement {
 	if c == nil || pid == 0 && cgroupID == 0 {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (c *PlaceCache) Place(pid uint32, cgroupID uint64) *rdma.Placement {
 	return got.place
 }
 
-func (c *PlaceCache) look(pid uint32, cgroupID uint64) placed {
+func (c *placeCache) look(pid uint32, cgroupID uint64) placed {
 	var p rdma.Placement
 	unresolved := false
 	if cgroupID != 0 && c.cgroups != nil {
@@ -121,13 +121,6 @@ func (c *PlaceCache) look(pid uint32, cgroupID uint64) placed {
 		return placed{unresolved: unresolved}
 	}
 	return placed{place: &p, unresolved: unresolved}
-}
-
-// PlacementOf is what a cgroup path alone says: the container and pod.
-func PlacementOf(cgroupPath string) rdma.Placement {
-	p := rdma.Placement{Cgroup: cgroupPath}
-	identify(&p)
-	return p
 }
 
 // identify names the container and pod of p's cgroup path.

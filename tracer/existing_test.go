@@ -1,0 +1,41 @@
+package tracer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+func TestExistingEventOwnedByAThreadNamesItsProcess(t *testing.T) {
+	root := t.TempDir()
+	for pid, files := range map[string]map[string]string{
+		"812": {"comm": "rping\n", "status": "Tgid:\t812\n", "cgroup": "0::/user.slice\n"},
+		"813": {"comm": "rping-worker\n", "status": "Tgid:\t812\n", "cgroup": "0::/user.slice\n"},
+	} {
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(root, pid, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	x := enrich.New(enrich.Options{ProcRoot: root, CgroupRoot: t.TempDir()})
+	qp := rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, Has: rdma.HasPID | rdma.HasLQPN, Owner: rdma.Owner{PID: 813}}
+	e := ExistingEvent(&qp, time.Unix(1, 0), x)
+	if e.Kind != rdma.EvExists || !e.Has(rdma.EvHasOwner) || !e.Has(rdma.EvUser) {
+		t.Fatalf("event %+v, want an exists event of a user object", e)
+	}
+	if o := e.Owner; o.PID != 812 || o.TID != 813 || o.Comm != "rping-worker" || o.Place == nil || o.Place.Cgroup != "/user.slice" {
+		t.Errorf("owner %+v (place %+v), want process 812, thread 813, the thread's comm, the process's place", o, o.Place)
+	}
+	kern := rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 1, Has: rdma.HasLQPN, Owner: rdma.Owner{KernName: "ib_core"}}
+	if e := ExistingEvent(&kern, time.Unix(1, 0), x); e.Has(rdma.EvHasOwner) || e.Owner != (rdma.Owner{KernName: "ib_core"}) {
+		t.Errorf("kernel object's event owner %+v, flags %#x", e.Owner, e.Flags)
+	}
+}
