@@ -55,7 +55,8 @@ func traceCommand() *cli.Command {
 			"   only the objects it and its children hold; ends when it exits, with its exit status.\n" +
 			"   -w FILE writes the recording (trace -j's lines) instead of printing (--print: both);\n" +
 			"   -r FILE reads one back through the same filters and views, without BPF or root.",
-		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is)"),
+		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is; same as -o ndjson)",
+			"text, json (one array, closed at the end) or ndjson (one object a line, as -j)"),
 			filterFlags(true, traceFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
@@ -149,7 +150,7 @@ func runTrace(c *cli.Context) error {
 // recording (-w) and to an OpenTelemetry collector (--otlp), any of which
 // may be absent.
 type eventSink struct {
-	print, record *formats.EventWriter
+	print, record formats.Sink[*rdma.Event]
 	otlp          *otlp.Sink
 	live          bool
 	closers       []func() error
@@ -191,9 +192,13 @@ func (s *eventSink) flush() error {
 	return errors.Join(errs...)
 }
 
-// close closes the OTLP sink, then the recording.
+// close ends the printed events (a JSON array's "]"), closes the OTLP
+// sink, then the recording.
 func (s *eventSink) close() error {
 	var errs []error
+	if s.print != nil {
+		errs = append(errs, s.print.Close())
+	}
 	for _, c := range s.closers {
 		errs = append(errs, c())
 	}
@@ -214,7 +219,7 @@ func splitCommand(args []string) (words, argv []string) {
 // newEventSink makes trace's sink from -j/-o, --timestamp, -w -, --print
 // and --otlp; openRecording adds -w FILE.
 func newEventSink(c *cli.Context) (*eventSink, error) {
-	format, err := streamFormat(c)
+	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +240,7 @@ func newEventSink(c *cli.Context) (*eventSink, error) {
 		return nil, usage(c, "-w - writes the recording to stdout: no --print or -C there")
 	}
 	if w == "" || c.Bool("print") {
-		sink.print = formats.NewEventWriter(os.Stdout, format == outJSON)
-		sink.print.Stamp = stamp
+		sink.print = formats.NewEventSink(os.Stdout, format, stamp)
 	}
 	if w == "-" {
 		sink.record = formats.NewEventWriter(os.Stdout, true)
