@@ -58,17 +58,17 @@ func TestOutputsRefusePlantedLinksAndAreOwnerOnly(t *testing.T) {
 		rw.Close()
 		wantMode(t, p)
 	})
-	t.Run("leaks --output", func(t *testing.T) {
+	t.Run("leaks --report", func(t *testing.T) {
 		dir := t.TempDir()
 		link, untouched := plant(t, dir, "report")
 		log := filepath.Join("..", "..", "testdata", "kernlog", "named-restrack.dmesg")
-		_, stderr, code := rdmatrace(t, "leaks", "--log", log, "--output", link)
+		_, stderr, code := rdmatrace(t, "leaks", "--log", log, "--report", link)
 		if code == 0 || !strings.Contains(stderr, "symbolic link") {
-			t.Errorf("leaks --output LINK: exit %d, %q; want a refusal", code, stderr)
+			t.Errorf("leaks --report LINK: exit %d, %q; want a refusal", code, stderr)
 		}
 		untouched()
 		p := filepath.Join(dir, "new-report")
-		_, stderr, _ = rdmatrace(t, "leaks", "--log", log, "--output", p)
+		_, stderr, _ = rdmatrace(t, "leaks", "--log", log, "--report", p)
 		if b, _ := os.ReadFile(p); len(b) == 0 {
 			t.Fatalf("no report in %s: %s", p, stderr)
 		}

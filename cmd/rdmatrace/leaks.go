@@ -53,7 +53,7 @@ func leaksCommand() *cli.Command {
 			"    what is still alive. CMD runs in a cgroup v2 of its own (what is its, children\n" +
 			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
 			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
-			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
+			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --report keeps the report apart\n" +
 			"    from CMD's own output;\n" +
 			"  - a port CMD (or, without CMD, anyone) could not have: each bind, rdma_listen or\n" +
 			"    rdma_connect that got EADDRINUSE, with who held the port.\n" +
@@ -66,14 +66,14 @@ func leaksCommand() *cli.Command {
 			"   (leaks takes no filter words: its arguments are CMD's.)\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace leaks -- ./my_rdma_app --server      # what it left behind\n" +
-			"   rdmatrace leaks --output report.txt -- ib_write_bw -d rxe0\n" +
+			"   rdmatrace leaks --report report.txt -- ib_write_bw -d rxe0\n" +
 			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
 			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
 			"3  leaks were reported",
 			"N  with -- CMD and no leak: CMD's own status"),
 		Flags: append(append([]cli.Flag{
-			// No -o here: --output is the report's file (stdout stays CMD's).
+			// No -o here: stdout stays CMD's, --report is the report's file.
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON, as a stream is)"},
 		}, filterFlags(true, leaksFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
@@ -90,7 +90,8 @@ func leaksCommand() *cli.Command {
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
 			maxInputFlag,
 			userFlag,
-			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` instead of stdout (which stays the program's)"},
+			&cli.StringFlag{Name: "report", Usage: "write the report to `FILE` instead of stdout (which stays the program's)"},
+			&cli.StringFlag{Name: "output", Hidden: true, Usage: "the old spelling of --report: an error that says so"},
 		),
 		Action: runLeaks,
 	}
@@ -171,6 +172,9 @@ func (s *findingSink) flush() error {
 }
 
 func runLeaks(c *cli.Context) error {
+	if c.IsSet("output") {
+		return usage(c, "--output is now --report FILE")
+	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	o.DropHint = "the report may be incomplete; raise --ring-size"
+	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
 	s, err := tracer.NewSession(o)
 	if err != nil {
 		return err
@@ -308,16 +312,16 @@ func (r *leakRun) notes() {
 	}
 }
 
-// reportOutput is where leaks writes its report: --output, or stdout
+// reportOutput is where leaks writes its report: --report, or stdout
 // (which Close leaves open).
 func reportOutput(c *cli.Context) (io.WriteCloser, error) {
-	name := c.String("output")
+	name := c.String("report")
 	if name == "" || name == "-" {
 		return nopCloser{c.App.Writer}, nil
 	}
 	f, err := safefile.Create(name, outputOwner())
 	if err != nil {
-		return nil, exitWith(2, fmt.Errorf("--output: %s", formats.Sanitize(err.Error())))
+		return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
 	}
 	return f, nil
 }
