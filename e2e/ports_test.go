@@ -393,7 +393,7 @@ func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
 	}
 	// The human report, kept for docs/ports.md.
 	report := filepath.Join(t.TempDir(), "report.txt")
-	_ = exec.Command(*rdmatraceBin, "leaks", "--output", report, "--", "rping", "-s", "-a", siwAddr, "-p", "7430", "-C", "1").Run()
+	_ = exec.Command(*rdmatraceBin, "leaks", "--report", report, "--", "rping", "-s", "-a", siwAddr, "-p", "7430", "-C", "1").Run()
 	text, err := os.ReadFile(report)
 	if err != nil || !strings.Contains(string(text), "port busy: rping[") {
 		t.Errorf("leaks' human report (%v): %q, want a port busy line", err, text)

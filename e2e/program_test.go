@@ -17,14 +17,14 @@ import (
 )
 
 // leaksOut runs `rdmatrace leaks -j ARGS...`; with output, the findings go
-// to --output FILE and stdout is only the program's (without, the tests
-// also run against rdmatrace binaries from before --output).
+// to --report FILE and stdout is only the program's (without, the tests
+// also run against rdmatrace binaries from before --report).
 func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []map[string]any, code int, stdout, stderr string) {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "report.ndjson")
 	flags := []string{"leaks", "-j"}
 	if output {
-		flags = append(flags, "--output", report)
+		flags = append(flags, "--report", report)
 	}
 	cmd := exec.Command(*rdmatraceBin, append(flags, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -49,7 +49,7 @@ func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []map
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("--output line %q: %v", sc.Text(), err)
+			t.Fatalf("--report line %q: %v", sc.Text(), err)
 		}
 		fs = append(fs, m)
 	}
@@ -190,11 +190,11 @@ func TestLeaksRunsTheProgramAsTheSudoUser(t *testing.T) {
 		t.Errorf("status %d, findings %v; want 0 and none\n%s", code, fs, stderr)
 	}
 
-	// --output: the report in the file, the program's output alone on stdout.
+	// --report: the report in the file, the program's output alone on stdout.
 	leakqp := filepath.Join(*workloads, "leakqp")
 	fs, code, stdout, stderr = leaksOut(t, nil, true, "--", leakqp, device)
 	if code != 3 || len(fs) == 0 {
-		t.Errorf("leaks --output F -- leakqp: status %d, %d findings in F; want 3 and some\n%s", code, len(fs), stderr)
+		t.Errorf("leaks --report F -- leakqp: status %d, %d findings in F; want 3 and some\n%s", code, len(fs), stderr)
 	}
 	if !strings.HasPrefix(stdout, "lqpn ") || strings.Contains(stdout, "{") {
 		t.Errorf("stdout should hold leakqp's output only: %q", stdout)

@@ -2,11 +2,8 @@ package main
 
 import (
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 // hoistFlags rewrites the command line the way iproute2 reads it:
@@ -163,21 +160,6 @@ func maxArgs(c *cli.Context, n int) error {
 func atLeast(c *cli.Context, name string, min int, want string) error {
 	if v := c.Int(name); v < min {
 		return usage(c, "--%s %d: expected %s", name, v, want)
-	}
-	return nil
-}
-
-// checkTracerFlags checks the flags that trace and leaks share, before
-// anything is loaded.
-func checkTracerFlags(c *cli.Context) error {
-	if d := c.Duration("duration"); d < 0 {
-		return usage(c, "--duration %v: expected a positive duration such as 30s (0: no limit)", d)
-	}
-	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
-		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
-	}
-	if p := c.Duration("poll"); p < 0 || p > time.Minute {
-		return usage(c, "--poll %v: expected a duration up to a minute, such as 250ms", p)
 	}
 	return nil
 }

@@ -197,7 +197,7 @@ _rdmatrace() {
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "` + join(s.types) + `" -- "$cur")); return; } ;;
     event | --filter-event) COMPREPLY=($(compgen -W "` + join(s.events) + `" -- "$cur")); return ;;
-    --log | --recording | --output | --ready-file) [[ $prev != --output || $cmd == leaks ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    --log | --recording | --report | --ready-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     local flags= words= formats=
     case $cmd in

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -59,9 +58,9 @@ func exporterCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "serve /metrics on `ADDR`"},
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "owners per device and type with their own series"},
 			&cli.BoolFlag{Name: "no-trace", Usage: "serve only what netlink says (no event counters)"},
-			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
-			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
-			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once serving"},
+			ringSizeFlag,
+			fallbackFlag,
+			readyFileFlag("once serving"),
 			&cli.StringFlag{Name: "web.config.file", Usage: "TLS and basic auth from `FILE`, the exporter-toolkit web configuration every Prometheus exporter reads (tls_server_config, basic_auth_users)"},
 			&cli.IntFlag{Name: "web.max-connections", Value: exporter.DefaultMaxConnections, Usage: "accept `N` connections at once; the others wait in the listen queue"},
 			&cli.IntFlag{Name: "web.max-requests", Value: exporter.DefaultMaxRequests, Usage: "serve `N` scrapes at once; the others are answered 503"},
@@ -74,14 +73,72 @@ func exporterCommand() *cli.Command {
 }
 
 func runExporter(c *cli.Context) error {
+	if err := checkExporterFlags(c); err != nil {
+		return err
+	}
+	logs := ratelog.New(os.Stderr, 10*time.Second)
+	x := exporter.New(netlinkSnapshot, c.Int("top"))
+	x.LogTo(logs)
+	reg := prometheus.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return exitWith(1, fmt.Errorf("listen on %s: %w (--listen sets another address)", c.String("listen"), err))
+	}
+	defer ln.Close()
+	o, err := sessionOptions(c, nil)
+	if err != nil {
+		return err
+	}
+	// The ready file names the address served on: scripts read it whole.
+	o.NoTrace, o.Handle = c.Bool("no-trace"), ln.Addr().String()
+	s, err := tracer.NewSession(o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	feed, closeOTLP, err := exporterFeed(c, s, x, reg)
+	if err != nil {
+		return err
+	}
+	srv := exporter.NewServer(reg, exporter.ServeOptions{
+		MaxConnections: c.Int("web.max-connections"),
+		MaxRequests:    c.Int("web.max-requests"),
+		Timeout:        c.Duration("web.timeout"),
+		WebConfigFile:  c.String("web.config.file"),
+		Log:            logs,
+	})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln); s.Stop() }()
+	if p := c.String("web.config.file"); p != "" {
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", ln.Addr(), formats.Sanitize(p))
+	} else {
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
+	}
+	err = s.Run(tracer.Loop{Consumer: tracer.Consumer{Event: feed}})
+	closeOTLP() // the last events first: the session has stopped
+	select {
+	case serr := <-served: // the server ended by itself
+		return errors.Join(err, serr)
+	default:
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return errors.Join(err, srv.Shutdown(shut))
+}
+
+// checkExporterFlags checks the exporter's flags before anything starts.
+func checkExporterFlags(c *cli.Context) error {
 	if c.Int("top") < 0 {
 		return usage(c, "--top %d: expected 0 or more", c.Int("top"))
 	}
 	if c.Bool("no-trace") && c.IsSet("otlp") {
 		return usage(c, "--otlp sends the tracer's events: not with --no-trace")
 	}
-	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
-		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
+	if err := checkTracerFlags(c); err != nil {
+		return err
 	}
 	for _, f := range []string{"web.max-connections", "web.max-requests"} {
 		if c.Int(f) < 1 {
@@ -96,92 +153,49 @@ func runExporter(c *cli.Context) error {
 			return exitWith(1, errors.New(formats.Sanitize(err.Error())))
 		}
 	}
-	logs := ratelog.New(os.Stderr, 10*time.Second)
-	x := exporter.New(netlinkSnapshot, c.Int("top"))
-	x.LogTo(logs)
-	reg := prometheus.NewRegistry()
-	if err := x.Register(reg); err != nil {
-		return err
+	return nil
+}
+
+// exporterFeed registers the tracer's metrics and gives the exporter the
+// objects that exist now, for the live table that names the holders of a
+// blocked unregistration; it returns the consumer of the session's events
+// (to the exporter and --otlp) and the OTLP sink's closer.
+func exporterFeed(c *cli.Context, s *tracer.Session, x *exporter.Exporter, reg *prometheus.Registry) (func(*rdma.Event) error, func(), error) {
+	t := s.Tracer()
+	if t == nil {
+		return func(*rdma.Event) error { return nil }, func() {}, nil
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	defer onInterrupt(func(os.Signal) { stop() })()
-	done := make(chan error, 2) // the tracer and the server each send once
-	if !c.Bool("no-trace") {
-		t, err := openTracer(c)
+	failed := 0
+	for _, r := range t.Reports {
+		if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
+			failed++
+		}
+	}
+	if err := exporter.RegisterTracer(reg, t.Attached(), failed, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
+		return nil, nil, err
+	}
+	var logs *otlp.Sink
+	closeOTLP := func() {}
+	if ep := c.String("otlp"); ep != "" {
+		o, closer, err := openOTLP(c, ep)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer t.Close()
-		attached, failed := t.Attached(), 0
-		for _, r := range t.Reports {
-			if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
-				failed++
-			}
-		}
-		if err := exporter.RegisterTracer(reg, attached, failed, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
-			return err
-		}
-		var logs *otlp.Sink
-		traced := make(chan struct{})
-		if ep := c.String("otlp"); ep != "" {
-			o, closeOTLP, err := openOTLP(c, ep)
-			if err != nil {
-				return err
-			}
-			logs = o
-			// The last events first: stop the tracer, let Run return.
-			defer func() { stop(); <-traced; closeOTLP() }()
-		}
-		// The objects that exist now, for the live table that names the
-		// holders of a blocked unregistration; owners come placed in their
-		// containers (the snapshot and the tracer place them).
-		feed := x.Event
-		if err := snapshotEvents(t.Clock(), feed); err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
-		}
-		go func() {
-			err := t.Run(ctx, tracer.Consumer{Event: func(e *rdma.Event) error {
-				feed(e)
-				if logs != nil {
-					logs.Write(e)
-				}
-				return nil
-			}})
-			close(traced)
-			done <- err
-		}()
+		logs, closeOTLP = o, closer
 	}
-	ln, err := net.Listen("tcp", c.String("listen"))
-	if err != nil {
-		return exitWith(1, fmt.Errorf("listen on %s: %w (--listen sets another address)", c.String("listen"), err))
+	// Owners come placed in their containers: the snapshot and the
+	// tracer place them.
+	toTable := x.Event
+	if err := snapshotEvents(s.Clock(), toTable); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-	srv := exporter.NewServer(reg, exporter.ServeOptions{
-		MaxConnections: c.Int("web.max-connections"),
-		MaxRequests:    c.Int("web.max-requests"),
-		Timeout:        c.Duration("web.timeout"),
-		WebConfigFile:  c.String("web.config.file"),
-		Log:            logs,
-	})
-	go func() { done <- srv.Serve(ln) }()
-	if p := c.String("web.config.file"); p != "" {
-		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", ln.Addr(), formats.Sanitize(p))
-	} else {
-		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
-	}
-	if err := writeReadyFile(c, ln.Addr().String()+"\n"); err != nil {
-		return err
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-done:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
+	return func(e *rdma.Event) error {
+		toTable(e)
+		if logs != nil {
+			logs.Write(e)
 		}
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return srv.Shutdown(shut)
+		return nil
+	}, closeOTLP, nil
 }
 
 // netlinkSnapshot is one scrape's read of the kernel; each error names

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
 )
 
 // plant makes dir/name a symbolic link to a file of root's, as anyone who
@@ -41,12 +38,6 @@ func wantMode(t *testing.T, path string) {
 	}
 }
 
-func readyContext(path string) *cli.Context {
-	set := flag.NewFlagSet("trace", flag.ContinueOnError)
-	set.String("ready-file", path, "")
-	return cli.NewContext(cli.NewApp(), set, nil)
-}
-
 // Every file rdmatrace makes refuses a symbolic link planted at its name
 // (and names it), and is 0600 otherwise.
 func TestOutputsRefusePlantedLinksAndAreOwnerOnly(t *testing.T) {
@@ -67,33 +58,17 @@ func TestOutputsRefusePlantedLinksAndAreOwnerOnly(t *testing.T) {
 		rw.Close()
 		wantMode(t, p)
 	})
-	t.Run("--ready-file", func(t *testing.T) {
-		dir := t.TempDir()
-		link, untouched := plant(t, dir, "ready")
-		if err := writeReadyFile(readyContext(link), "1\n"); err == nil || !strings.Contains(err.Error(), link) {
-			t.Errorf("writeReadyFile = %v, want a refusal naming %s", err, link)
-		}
-		untouched()
-		p := filepath.Join(dir, "new-ready")
-		if err := writeReadyFile(readyContext(p), "42\n"); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(p); string(b) != "42\n" {
-			t.Errorf("ready file holds %q", b)
-		}
-		wantMode(t, p)
-	})
-	t.Run("leaks --output", func(t *testing.T) {
+	t.Run("leaks --report", func(t *testing.T) {
 		dir := t.TempDir()
 		link, untouched := plant(t, dir, "report")
 		log := filepath.Join("..", "..", "testdata", "kernlog", "named-restrack.dmesg")
-		_, stderr, code := rdmatrace(t, "leaks", "--log", log, "--output", link)
+		_, stderr, code := rdmatrace(t, "leaks", "--log", log, "--report", link)
 		if code == 0 || !strings.Contains(stderr, "symbolic link") {
-			t.Errorf("leaks --output LINK: exit %d, %q; want a refusal", code, stderr)
+			t.Errorf("leaks --report LINK: exit %d, %q; want a refusal", code, stderr)
 		}
 		untouched()
 		p := filepath.Join(dir, "new-report")
-		_, stderr, _ = rdmatrace(t, "leaks", "--log", log, "--output", p)
+		_, stderr, _ = rdmatrace(t, "leaks", "--log", log, "--report", p)
 		if b, _ := os.ReadFile(p); len(b) == 0 {
 			t.Fatalf("no report in %s: %s", p, stderr)
 		}

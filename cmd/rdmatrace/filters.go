@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 )
 
@@ -82,14 +84,14 @@ func filterHelp(keys ...string) string {
 		"   (pid 1234,2000-2100), names take comma lists (comm rping,ib_srpt).\n"
 }
 
-// streamOutputFlags are -j and -o of the streams (trace, leaks, parse):
-// JSON there is one object a line, so that a consumer can read it as it
-// comes; -o ndjson is the same.
-func streamOutputFlags(jsonUsage string) []cli.Flag {
+// streamOutputFlags are -j and -o of the streams (trace, parse): -j is
+// one JSON object a line (NDJSON), so that a consumer can read it as it
+// comes, as -o ndjson; -o json is an array, as everywhere.
+func streamOutputFlags(jsonUsage, formats string) []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: jsonUsage},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText,
-			Usage: "output `FORMAT`: text, json or ndjson (both one object a line)"},
+			Usage: "output `FORMAT`: " + formats},
 	}
 }
 
@@ -98,17 +100,16 @@ func streamOutputFlags(jsonUsage string) []cli.Flag {
 var streamDetailsFlag = &cli.BoolFlag{Name: "details", Aliases: []string{"d"},
 	Usage: "accepted as in iproute2 (-dd too); the human view shows every field already, -j has them all"}
 
-// streamFormat is the output of trace and leaks: text, or JSON (NDJSON).
-func streamFormat(c *cli.Context) (string, error) {
-	switch o := c.String("output"); o {
-	case outText, "table":
-		if c.Bool("json") {
-			return outJSON, nil
-		}
-		return outText, nil
-	case outJSON, outNDJSON:
-		return outJSON, nil
-	default:
-		return "", usage(c, "unknown output format %q: valid formats are text, json, ndjson", o)
+// streamFormat is a stream's -o and -j (NDJSON), through the one -o
+// parser: valid, the first the default.
+func streamFormat(c *cli.Context, valid ...formats.Format) (formats.Format, error) {
+	name := c.String("output")
+	if name == outTable && !slices.Contains(valid, formats.FormatTable) {
+		name = outText // trace's human view was -o table too
 	}
+	f, err := formats.ParseFormat(name, c.Bool("json"), formats.FormatNDJSON, valid...)
+	if err != nil {
+		return "", usage(c, "%w", err)
+	}
+	return f, nil
 }

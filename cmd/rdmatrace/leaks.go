@@ -2,21 +2,19 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
-	"github.com/rdmatrace/rdmatrace/internal/host/launch"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -55,7 +53,7 @@ func leaksCommand() *cli.Command {
 			"    what is still alive. CMD runs in a cgroup v2 of its own (what is its, children\n" +
 			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
 			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
-			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --output keeps the report apart\n" +
+			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --report keeps the report apart\n" +
 			"    from CMD's own output;\n" +
 			"  - a port CMD (or, without CMD, anyone) could not have: each bind, rdma_listen or\n" +
 			"    rdma_connect that got EADDRINUSE, with who held the port.\n" +
@@ -68,30 +66,33 @@ func leaksCommand() *cli.Command {
 			"   (leaks takes no filter words: its arguments are CMD's.)\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace leaks -- ./my_rdma_app --server      # what it left behind\n" +
-			"   rdmatrace leaks --output report.txt -- ib_write_bw -d rxe0\n" +
+			"   rdmatrace leaks --report report.txt -- ib_write_bw -d rxe0\n" +
 			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
 			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
 			"3  leaks were reported",
 			"N  with -- CMD and no leak: CMD's own status"),
-		Flags: append(append(append([]cli.Flag{
-			// No -o here: --output is the report's file (stdout stays CMD's).
+		Flags: append(append([]cli.Flag{
+			// No -o here: stdout stays CMD's, --report is the report's file.
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object per finding (NDJSON, as a stream is)"},
 		}, filterFlags(true, leaksFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
 			streamDetailsFlag,
-			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (-d is --details, as in iproute2)"},
+			durationFlag,
 			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "how often to name what a blocked unregistration waits for"},
 			&cli.IntFlag{Name: "max-table", Value: 1 << 18, Usage: "most resources tracked at once (the rest are counted as untracked)"},
-			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
-			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
-			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
+			readyFileFlag("once every available hook is attached"),
+			ringSizeFlag,
+			fallbackFlag,
 			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},
 			maxInputFlag,
-		), programFlags()...),
+			userFlag,
+			&cli.StringFlag{Name: "report", Usage: "write the report to `FILE` instead of stdout (which stays the program's)"},
+			&cli.StringFlag{Name: "output", Hidden: true, Usage: "the old spelling of --report: an error that says so"},
+		),
 		Action: runLeaks,
 	}
 }
@@ -171,6 +172,9 @@ func (s *findingSink) flush() error {
 }
 
 func runLeaks(c *cli.Context) error {
+	if c.IsSet("output") {
+		return usage(c, "--output is now --report FILE")
+	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}
@@ -185,168 +189,143 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
-	argv := c.Args().Slice()
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
-	}
+	argv := positional(c)
 	if logs := c.StringSlice("log"); len(logs) > 0 {
-		if len(argv) > 0 {
-			return usage(c, "--log reads saved logs: it runs no program")
-		}
-		var out io.Writer = c.App.Writer
-		if c.String("output") != "" {
-			file, err := reportOutput(c)
-			if err != nil {
-				return err
-			}
-			defer file.Close()
-			out = file
-		}
-		return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+		return leaksFromLogs(c, logs, argv, f)
 	}
 	if c.String("recording") != "" {
 		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
 	}
-	t, err := openTracer(c)
+	o, err := sessionOptions(c, argv)
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-
+	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
+	s, err := tracer.NewSession(o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
 	out, err := reportOutput(c)
 	if err != nil {
 		return err
 	}
-	if out != os.Stdout {
-		defer out.Close()
-	}
-	sink := newFindingSink(out, c.Bool("json"))
-	table := restable.New(c.Int("max-table"))
-	w := leaks.New(table, sink.write)
-	w.Keep = f.Match
-	w.Interval = c.Duration("interval")
-	clock := t.Clock()
-	if err := snapshotEvents(clock, func(e *rdma.Event) { w.Handle(e) }); err != nil {
+	defer out.Close()
+	r := newLeakRun(c, s.Clock(), newFindingSink(out, c.Bool("json")), f)
+	if err := snapshotEvents(s.Clock(), r.w.Handle); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-	// Without a program, a signal or the end of --duration stops the
-	// tracer: it delivers what is queued at that moment. With one, the
-	// program decides when it ends; SIGTERM is passed on (a terminal's
-	// SIGINT reached it already). A second signal exits at once. Signals
-	// are caught before the ready file tells a script it may send them.
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var prog atomic.Pointer[launch.Program]
-	defer onInterrupt(func(s os.Signal) {
-		if len(argv) == 0 {
-			stop()
-		} else if p := prog.Load(); p != nil {
-			p.Forward(s)
-		}
-	})()
-	if err := writeReadyFile(c, strconv.Itoa(os.Getpid())+"\n"); err != nil {
-		return err
-	}
-
-	var cmd *launch.Program
-	exited := make(chan error, 1)
-	if len(argv) > 0 {
-		if cmd, err = startProgram(c, argv); err != nil {
-			return err
-		}
-		defer endProgram(cmd)
-		prog.Store(cmd)
-		w.Program(uint32(cmd.Cmd.Process.Pid), programCgroup(cmd))
-		go func() { exited <- cmd.Wait() }()
-	}
-	if d := c.Duration("duration"); d > 0 {
-		// Without a program the tracer stops; with one, the program is
-		// stopped and the tracer follows when it has exited.
-		end := stop
-		if cmd != nil {
-			end = func() { cmd.Stop(stopGrace) }
-		}
-		defer time.AfterFunc(d, end).Stop()
-	}
-	var cmdErr error
-	waited := make(chan struct{})
-	if cmd != nil {
-		go func() {
-			cmdErr = <-exited
-			// Its exit cleanup ran before the wait returned; read what is
-			// queued, and a little longer for the reorder window.
-			time.AfterFunc(200*time.Millisecond, stop)
-			close(waited)
-		}()
-	}
-
-	reorder := restable.NewReorder(reorderWindow)
-	var seen uint64
-	// Losses (drops, skipped or missed runs) are reported as soon as
-	// they are seen.
-	lw := &lossWatch{dropHint: "the report may be incomplete; raise --ring-size"}
-	warnedUntracked := uint64(0)
-	// tick does what is due at a moment without events, and under a
-	// flood every tickInterval all the same.
-	tick := func() {
-		now := tracer.Mono()
-		if now > reorderWindow {
-			reorder.FlushUntil(now-reorderWindow, w.Handle)
-		}
-		w.Tick(clock.Wall(now))
-		lw.check(t)
-		if n := table.Untracked(); n > warnedUntracked {
-			fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: table full (--max-table %d), %d resources untracked\n", c.Int("max-table"), n)
-			warnedUntracked = n
-		}
-		_ = sink.flush()
-	}
-	err = t.Run(ctx, tracer.Consumer{
-		Event: func(ev *rdma.Event) error {
-			seen++
-			if ev.Kind == rdma.EvPortBusy && ev.Holders == nil {
-				ev.Holders = portHolders(ev) // now, before the holder lets go
-			}
-			reorder.Push(ev, w.Handle)
-			return nil
-		},
-		Tick:  tick,
-		Every: tickInterval,
-		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
-	})
-	if err != nil && !errors.Is(err, tracer.ErrClosed) {
-		return err
-	}
-	if cmd != nil {
-		<-waited // cmdErr is set
-	}
-	reorder.Flush(w.Handle)
-	tick()
-	now := time.Now().UTC()
-	if cmd != nil {
-		w.ProgramExited(now)
-	} else {
-		w.End(now)
-	}
-	if err := sink.flush(); err != nil {
-		return err
-	}
-	drops, _ := t.Drops()
-	summary(t, seen, seen, drops)
-	if n := reorder.Overflowed(); n > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d events left the reorder window early (more than %d within %v): their order may be wrong\n", n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
-	}
-	if r := table.Replaced(); r > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d resource ids were reused without a traced destroy\n", r)
-	}
-	if w.Leaked() > 0 {
+	err = s.Run(r.loop(len(argv) > 0))
+	r.notes()
+	var status *tracer.ExitError // the program's: leaks come first
+	if r.w.Leaked() > 0 && (err == nil || errors.As(err, &status)) {
 		return exitWith(exitLeaked, nil)
 	}
-	if cmd != nil && cmdErr != nil {
-		if code := launch.ExitCode(cmdErr); code >= 0 {
-			return exitWith(code, nil)
-		}
-		return cmdErr
-	}
-	return nil
+	return err
 }
+
+// leaksFromLogs is leaks --log: the post-mortem of saved kernel logs.
+func leaksFromLogs(c *cli.Context, logs, argv []string, f *filter.Events) error {
+	if len(argv) > 0 {
+		return usage(c, "--log reads saved logs: it runs no program")
+	}
+	out, err := reportOutput(c)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+}
+
+// leakRun is leaks' consumer of a session: the live table, the watcher
+// that reports on it, and the window that puts events from several CPUs
+// in order.
+type leakRun struct {
+	w        *leaks.Watcher
+	table    *restable.Table
+	reorder  *restable.Reorder
+	sink     *findingSink
+	clock    tracer.Clock
+	maxTable int
+	warned   uint64 // untracked resources warned of
+}
+
+func newLeakRun(c *cli.Context, clock tracer.Clock, sink *findingSink, f *filter.Events) *leakRun {
+	r := &leakRun{table: restable.New(c.Int("max-table")), reorder: restable.NewReorder(reorderWindow), sink: sink, clock: clock, maxTable: c.Int("max-table")}
+	r.w = leaks.New(r.table, sink.write)
+	r.w.Keep = f.Match
+	r.w.Interval = c.Duration("interval")
+	return r
+}
+
+// loop is what the session runs; withProgram says whether leaks runs
+// -- CMD, whose exit ends the report.
+func (r *leakRun) loop(withProgram bool) tracer.Loop {
+	return tracer.Loop{
+		Consumer: tracer.Consumer{
+			Event: func(ev *rdma.Event) error {
+				if ev.Kind == rdma.EvPortBusy && ev.Holders == nil {
+					ev.Holders = portHolders(ev) // now, before the holder lets go
+				}
+				r.reorder.Push(ev, r.w.Handle)
+				return nil
+			},
+			Tick:  r.tick,
+			Every: tickInterval,
+		},
+		Program: r.w.Program,
+		End: func() error {
+			r.reorder.Flush(r.w.Handle)
+			r.tick()
+			if now := time.Now().UTC(); withProgram {
+				r.w.ProgramExited(now)
+			} else {
+				r.w.End(now)
+			}
+			return r.sink.flush()
+		},
+	}
+}
+
+// tick does what is due at a moment without events, and under a flood
+// every tickInterval all the same.
+func (r *leakRun) tick() {
+	now := tracer.Mono()
+	if now > reorderWindow {
+		r.reorder.FlushUntil(now-reorderWindow, r.w.Handle)
+	}
+	r.w.Tick(r.clock.Wall(now))
+	if n := r.table.Untracked(); n > r.warned {
+		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: table full (--max-table %d), %d resources untracked\n", r.maxTable, n)
+		r.warned = n
+	}
+	_ = r.sink.flush()
+}
+
+// notes says, after the summary, what may make the report wrong.
+func (r *leakRun) notes() {
+	if n := r.reorder.Overflowed(); n > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d events left the reorder window early (more than %d within %v): their order may be wrong\n", n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
+	}
+	if n := r.table.Replaced(); n > 0 {
+		fmt.Fprintf(os.Stderr, "rdmatrace: %d resource ids were reused without a traced destroy\n", n)
+	}
+}
+
+// reportOutput is where leaks writes its report: --report, or stdout
+// (which Close leaves open).
+func reportOutput(c *cli.Context) (io.WriteCloser, error) {
+	name := c.String("report")
+	if name == "" || name == "-" {
+		return nopCloser{c.App.Writer}, nil
+	}
+	f, err := safefile.Create(name, outputOwner())
+	if err != nil {
+		return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
+	}
+	return f, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

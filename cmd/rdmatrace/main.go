@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 // commands is filled by each command's file in init, so commands stay in
@@ -33,6 +34,9 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 func (e *exitError) Unwrap() error { return e.err }
+
+// exit is os.Exit, replaced in tests.
+var exit = os.Exit
 
 // exitWith returns an error that makes rdmatrace exit with code; err may be
 // nil when the message was already printed.
@@ -268,9 +272,13 @@ func main() {
 	}
 	code := 1
 	var ee *exitError
+	var se *tracer.ExitError // a session's: the program's status, or a failure said already
 	if errors.As(err, &ee) {
 		code = ee.code
 		err = ee.err
+	} else if errors.As(err, &se) {
+		code = se.Code
+		err = se.Err
 	}
 	printError(os.Stderr, err)
 	os.Exit(code)

@@ -42,8 +42,8 @@ EXIT STATUS:
 ` + exitStatus("some lines were rejected (each is named on stderr; every good record is still printed)",
 			"usage error, or an input that cannot be read"),
 		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON, as a stream is); same as -o json"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json or ndjson (both one object a line), legacy"},
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "write one JSON object per record (NDJSON, as a stream is); same as -o ndjson"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table, json (one array), ndjson (one object a line, as -j), legacy"},
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records matching `EXPR`, with the filters of `rdmatrace res cm_id` (e.g. 'state LISTEN ps TCP src-port 7174')"},
 			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); every output shows all a record has already"},
 			maxInputFlag,
@@ -53,31 +53,35 @@ EXIT STATUS:
 	}
 }
 
-// parseSink is where parsed records go.
-type parseSink interface {
-	add(rec *debugfs.Record) error
-	close() error
+// parseSink is where parsed records go: one writer per format.
+type parseSink = formats.Sink[*debugfs.Record]
+
+// newParseSink is parse's writer for -o and -j.
+func newParseSink(c *cli.Context, stdout, stderr io.Writer) (parseSink, error) {
+	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatNDJSON,
+		formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON, formats.FormatLegacy)
+	if err != nil {
+		return nil, exitWith(2, err)
+	}
+	switch f {
+	case formats.FormatTable:
+		return &tableSink{w: stdout, stderr: stderr}, nil
+	case formats.FormatLegacy:
+		return &legacySink{w: debugfs.NewLegacyWriter(stdout), stderr: stderr}, nil
+	}
+	return formats.NewObjectSink(stdout, f, false, func(o formats.Object, rec *debugfs.Record) formats.Object {
+		return formats.ParsedObject(rec.Source, rec.Line, &rec.Res)
+	}), nil
 }
 
 func runParse(c *cli.Context) error {
-	out := c.String("output")
-	if c.Bool("json") || out == outNDJSON {
-		out = "json"
-	}
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	var sink parseSink
-	switch out {
-	case "table":
-		sink = &tableSink{w: stdout, stderr: stderr}
-	case "json":
-		sink = &ndjsonSink{w: formats.NewNDJSONWriter(stdout)}
-	case "legacy":
-		sink = &legacySink{w: debugfs.NewLegacyWriter(stdout), stderr: stderr}
-	default:
-		return exitWith(2, fmt.Errorf("unknown output %q: valid outputs are table, json, ndjson, legacy", out))
+	sink, err := newParseSink(c, stdout, stderr)
+	if err != nil {
+		return err
 	}
 	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
 	if err != nil {
@@ -136,7 +140,7 @@ func runParse(c *cli.Context) error {
 				}
 				records++
 				if keep(&rec.Res) {
-					if err := sink.add(rec); err != nil {
+					if err := sink.Write(rec); err != nil {
 						rc.Close()
 						return exitWith(2, fmt.Errorf("write: %w", err))
 					}
@@ -145,7 +149,7 @@ func runParse(c *cli.Context) error {
 			rc.Close()
 		}
 	}
-	if err := sink.close(); err != nil {
+	if err := sink.Close(); err != nil {
 		return exitWith(2, fmt.Errorf("write: %w", err))
 	}
 	switch {
@@ -195,7 +199,7 @@ type tableSink struct {
 	blocks    int
 }
 
-func (s *tableSink) add(rec *debugfs.Record) error {
+func (s *tableSink) Write(rec *debugfs.Record) error {
 	s.t.Add(rec.Source, rec.Line, &rec.Res)
 	if s.t.Len() < formats.TableRows {
 		return nil
@@ -211,7 +215,10 @@ func (s *tableSink) add(rec *debugfs.Record) error {
 	return err
 }
 
-func (s *tableSink) close() error {
+// Flush has nothing to do: each block is aligned on its own, written whole.
+func (s *tableSink) Flush() error { return nil }
+
+func (s *tableSink) Close() error {
 	var err error
 	if s.blocks == 0 || s.t.Len() > 0 {
 		if s.blocks > 0 {
@@ -227,13 +234,6 @@ func (s *tableSink) close() error {
 	return err
 }
 
-type ndjsonSink struct{ w *formats.NDJSONWriter }
-
-func (s *ndjsonSink) add(rec *debugfs.Record) error {
-	return s.w.Write(formats.ParsedObject(rec.Source, rec.Line, &rec.Res))
-}
-func (s *ndjsonSink) close() error { return s.w.Flush() }
-
 // legacySink writes rdma_cm IDs in the legacy layout, each under the
 // header it was read under; records of `rdma` output get the 2009 columns
 // plus PID and COMM. QPs have no place in the layout and are counted.
@@ -245,7 +245,7 @@ type legacySink struct {
 
 var rdmaLegacyColumns = append(slices.Clip(rdma.LegacyColumns), "PID", "COMM")
 
-func (s *legacySink) add(rec *debugfs.Record) error {
+func (s *legacySink) Write(rec *debugfs.Record) error {
 	if rec.Res.Type != rdma.ResCMID {
 		s.skipped++
 		return nil
@@ -257,7 +257,9 @@ func (s *legacySink) add(rec *debugfs.Record) error {
 	return s.w.Write(&rec.Res, cols)
 }
 
-func (s *legacySink) close() error {
+func (s *legacySink) Flush() error { return s.w.Flush() }
+
+func (s *legacySink) Close() error {
 	if s.skipped > 0 {
 		fmt.Fprintf(s.stderr, "rdmatrace: %d qp record(s) not written: the legacy layout holds rdma_cm IDs only\n", s.skipped)
 	}

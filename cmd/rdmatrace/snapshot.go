@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,18 +48,18 @@ func detailsFlag(what string) cli.Flag {
 	return &cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "show details, as rdma -d does (-dd is the same): " + what}
 }
 
+// outputFormat is a snapshot's -o and -j (a JSON array), through the one
+// -o parser: table, text, json, ndjson and extra.
 func outputFormat(c *cli.Context, extra ...string) (string, error) {
-	o := c.String("output")
-	for _, v := range append([]string{outTable, outText, outJSON, outNDJSON}, extra...) {
-		if o == v && c.Bool("json") {
-			return outJSON, nil
-		}
-		if o == v {
-			return o, nil
-		}
+	valid := []formats.Format{formats.FormatTable, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON}
+	for _, e := range extra {
+		valid = append(valid, formats.Format(e))
 	}
-	return "", usage(c, "unknown output format %q: valid formats are %s", o,
-		strings.Join(append([]string{outTable, outText, outJSON, outNDJSON}, extra...), ", "))
+	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, valid...)
+	if err != nil {
+		return "", usage(c, "%w", err)
+	}
+	return string(f), nil
 }
 
 // dial opens the netlink client, recording raw replies when asked.
@@ -100,36 +98,19 @@ func partial(err error) error {
 	return exitWith(1, nil)
 }
 
+// writeObjects writes a snapshot's objects in format: JSON (an array,
+// indented when pretty) and NDJSON by formats' object sinks, text by
+// text (each object's lines), the table by table.
 func writeObjects(w io.Writer, format string, pretty bool, objs []formats.Object, text func(*formats.TextWriter, int) error, table func() *formats.Table) error {
 	switch format {
-	case outJSON:
-		var buf bytes.Buffer
-		jw := formats.NewJSONArrayWriter(&buf)
+	case outJSON, outNDJSON:
+		s := formats.NewObjectSink(w, formats.Format(format), pretty, formats.Objects)
 		for _, o := range objs {
-			if err := jw.Write(o); err != nil {
+			if err := s.Write(o); err != nil {
 				return err
 			}
 		}
-		if err := jw.Close(); err != nil {
-			return err
-		}
-		if pretty {
-			var ind bytes.Buffer
-			if err := json.Indent(&ind, buf.Bytes(), "", "    "); err != nil {
-				return err
-			}
-			buf = ind
-		}
-		_, err := w.Write(buf.Bytes())
-		return err
-	case outNDJSON:
-		nw := formats.NewNDJSONWriter(w)
-		for _, o := range objs {
-			if err := nw.Write(o); err != nil {
-				return err
-			}
-		}
-		return nw.Flush()
+		return s.Close()
 	case outText:
 		tw := formats.NewTextWriter(w)
 		for i := range objs {

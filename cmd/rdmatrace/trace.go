@@ -6,12 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
-	"slices"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -23,7 +18,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -61,17 +55,18 @@ func traceCommand() *cli.Command {
 			"   only the objects it and its children hold; ends when it exits, with its exit status.\n" +
 			"   -w FILE writes the recording (trace -j's lines) instead of printing (--print: both);\n" +
 			"   -r FILE reads one back through the same filters and views, without BPF or root.",
-		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is)"),
+		Flags: append(append(streamOutputFlags("one JSON object per event (NDJSON, as a stream is; same as -o ndjson)",
+			"text, json (one array, closed at the end) or ndjson (one object a line, as -j)"),
 			filterFlags(true, traceFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
 			streamDetailsFlag,
-			&cli.DurationFlag{Name: "duration", Usage: "stop after this long (-d is --details, as in iproute2)"},
+			durationFlag,
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
-			&cli.StringFlag{Name: "ready-file", Usage: "create `PATH` once every available hook is attached"},
-			&cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"},
-			&cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"},
-			&cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "while events flow, read them every `DURATION` (a quarter-full ring wakes the reader sooner): longer costs less CPU and shows events later"},
+			readyFileFlag("once every available hook is attached"),
+			ringSizeFlag,
+			fallbackFlag,
+			pollFlag,
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
@@ -95,13 +90,70 @@ func traceCommand() *cli.Command {
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
+func runTrace(c *cli.Context) error {
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
+		return err
+	}
+	words, argv := splitCommand(c.Args().Slice())
+	f, err := parseEvents(c, words, traceFilterKeys...)
+	if err != nil {
+		return usage(c, "%w", err)
+	}
+	sink, err := newEventSink(c)
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	if path := c.String("read"); path != "" {
+		if len(argv) > 0 || c.String("write") != "" {
+			return usage(c, "-r reads a recording: no -w, no -- CMD")
+		}
+		return readRecording(c, path, f, sink)
+	}
+	o, err := sessionOptions(c, argv)
+	if err != nil {
+		return err
+	}
+	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
+	if !c.Bool("no-kernel-filter") {
+		o.Kernel = f
+	}
+	s, err := tracer.NewSession(o)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sink.live = true // a port-busy event's holders are looked up as it arrives
+	if err := sink.openRecording(c); err != nil {
+		return err
+	}
+	defer startProfile(c.String("cpuprofile"))()
+	// With a program, what exists already is not its: no snapshot.
+	if !c.Bool("no-snapshot") && len(argv) == 0 {
+		snapshotTo(s.Clock(), f, sink)
+	}
+	raw, closeRaw, err := openRaw(c.String("record-raw"), s.Clock())
+	if err != nil {
+		return err
+	}
+	defer closeRaw()
+	return s.Run(tracer.Loop{
+		Consumer: tracer.Consumer{Event: sink.write, Idle: func() { _ = sink.flush() }, Raw: raw},
+		Flush:    sink.flush,
+	})
+}
+
 // eventSink writes events to the screen (NDJSON or human lines), to a
 // recording (-w) and to an OpenTelemetry collector (--otlp), any of which
 // may be absent.
 type eventSink struct {
-	print, record *formats.EventWriter
+	print, record formats.Sink[*rdma.Event]
 	otlp          *otlp.Sink
 	live          bool
+	closers       []func() error
 }
 
 func (s *eventSink) write(e *rdma.Event) error {
@@ -140,6 +192,19 @@ func (s *eventSink) flush() error {
 	return errors.Join(errs...)
 }
 
+// close ends the printed events (a JSON array's "]"), closes the OTLP
+// sink, then the recording.
+func (s *eventSink) close() error {
+	var errs []error
+	if s.print != nil {
+		errs = append(errs, s.print.Close())
+	}
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
 // splitCommand parts trace's arguments at the first "--": filter words
 // before it, the program to run after it.
 func splitCommand(args []string) (words, argv []string) {
@@ -151,25 +216,31 @@ func splitCommand(args []string) (words, argv []string) {
 	return args, nil
 }
 
-// newEventSink makes trace's sink from -j/-o, --timestamp, -w - and
-// --print; closeRec closes the OTLP sink and, once openRecording opened
-// it, the recording.
-func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eventSink, closeRec func() error, err error) {
-	sink, closeRec = &eventSink{}, func() error { return nil }
+// newEventSink makes trace's sink from -j/-o, --timestamp, -w -, --print
+// and --otlp; openRecording adds -w FILE.
+func newEventSink(c *cli.Context) (*eventSink, error) {
+	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
+	if err != nil {
+		return nil, err
+	}
+	stamp, err := formats.ParseStamp(c.String("timestamp"))
+	if err != nil {
+		return nil, usage(c, "--timestamp: %w", err)
+	}
+	sink := &eventSink{}
 	w := c.String("write")
 	switch {
 	case c.Int("file-size") < 0 || c.Int("file-count") < 1:
-		return nil, nil, usage(c, "-C and -W take a positive number")
+		return nil, usage(c, "-C and -W take a positive number")
 	case w == "" && (c.IsSet("file-size") || c.IsSet("file-count") || c.Bool("print")):
-		return nil, nil, usage(c, "-C, -W and --print go with -w FILE")
+		return nil, usage(c, "-C, -W and --print go with -w FILE")
 	case c.IsSet("file-count") && !c.IsSet("file-size"):
-		return nil, nil, usage(c, "-W N keeps N files of -C MB: give -C too")
+		return nil, usage(c, "-W N keeps N files of -C MB: give -C too")
 	case w == "-" && (c.Bool("print") || c.IsSet("file-size")):
-		return nil, nil, usage(c, "-w - writes the recording to stdout: no --print or -C there")
+		return nil, usage(c, "-w - writes the recording to stdout: no --print or -C there")
 	}
 	if w == "" || c.Bool("print") {
-		sink.print = formats.NewEventWriter(os.Stdout, format == outJSON)
-		sink.print.Stamp = stamp
+		sink.print = formats.NewEventSink(os.Stdout, format, stamp)
 	}
 	if w == "-" {
 		sink.record = formats.NewEventWriter(os.Stdout, true)
@@ -177,18 +248,17 @@ func newEventSink(c *cli.Context, format string, stamp formats.Stamp) (sink *eve
 	if ep := c.String("otlp"); ep != "" {
 		o, closeOTLP, err := openOTLP(c, ep)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		closeFile := closeRec
-		sink.otlp, closeRec = o, func() error { closeOTLP(); return closeFile() }
+		sink.otlp = o
+		sink.closers = append(sink.closers, func() error { closeOTLP(); return nil })
 	}
-	return sink, closeRec, nil
+	return sink, nil
 }
 
 // openRecording starts -w FILE, once the tracer is attached: a run that
-// fails before leaves an earlier recording as it was. The recording's
-// closer runs after closeRec's.
-func openRecording(c *cli.Context, sink *eventSink, closeRec *func() error) error {
+// fails before leaves an earlier recording as it was.
+func (s *eventSink) openRecording(c *cli.Context) error {
 	w := c.String("write")
 	if w == "" || w == "-" {
 		return nil
@@ -197,9 +267,8 @@ func openRecording(c *cli.Context, sink *eventSink, closeRec *func() error) erro
 	if err != nil {
 		return err
 	}
-	sink.record = formats.NewEventWriter(rw, true)
-	closeOther := *closeRec
-	*closeRec = func() error { return errors.Join(closeOther(), rw.Close()) }
+	s.record = formats.NewEventWriter(rw, true)
+	s.closers = append(s.closers, rw.Close)
 	return nil
 }
 
@@ -210,6 +279,51 @@ func createRecording(path string, sizeMB, count int) (*rotate.Writer, error) {
 		return nil, exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
 	}
 	return rw, nil
+}
+
+// snapshotTo writes the resources that exist now, as f keeps them.
+func snapshotTo(clock tracer.Clock, f *filter.Events, sink *eventSink) {
+	if err := snapshotEvents(clock, func(e *rdma.Event) {
+		if f.Match(e) {
+			_ = sink.write(e)
+		}
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	}
+	_ = sink.flush()
+}
+
+// startProfile starts --cpuprofile's Go CPU profile, when asked; its
+// result stops it.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	pf, err := safefile.Create(path, outputOwner())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: --cpuprofile: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		fmt.Fprintf(os.Stderr, "rdmatrace: --cpuprofile: %v\n", err)
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }
+}
+
+// openRaw opens --record-raw's file of raw ring buffer records.
+func openRaw(path string, clock tracer.Clock) (*tracer.RawWriter, func(), error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	// The records hold kernel addresses: for root's eyes only.
+	rf, err := safefile.Create(path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw := tracer.NewRawWriter(rf, clock)
+	return raw, func() { raw.Flush(); rf.Close() }, nil
 }
 
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
@@ -275,384 +389,6 @@ func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSin
 		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
 	}
 	return nil
-}
-
-func runTrace(c *cli.Context) error {
-	format, err := streamFormat(c)
-	if err != nil {
-		return err
-	}
-	if err := checkTracerFlags(c); err != nil {
-		return err
-	}
-	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
-		return err
-	}
-	stamp, err := formats.ParseStamp(c.String("timestamp"))
-	if err != nil {
-		return usage(c, "--timestamp: %w", err)
-	}
-	words, argv := splitCommand(c.Args().Slice())
-	f, err := parseEvents(c, words, traceFilterKeys...)
-	if err != nil {
-		return usage(c, "%w", err)
-	}
-	sink, closeRec, err := newEventSink(c, format, stamp)
-	if err != nil {
-		return err
-	}
-	defer func() { closeRec() }() // openRecording adds the recording's close
-	if path := c.String("read"); path != "" {
-		if len(argv) > 0 || c.String("write") != "" {
-			return usage(c, "-r reads a recording: no -w, no -- CMD")
-		}
-		return readRecording(c, path, f, sink)
-	}
-	sink.live = true // a port-busy event's holders are looked up as it arrives
-	t, err := openTracer(c)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	if err := openRecording(c, sink, &closeRec); err != nil {
-		return err
-	}
-	if p := c.String("cpuprofile"); p != "" {
-		pf, err := safefile.Create(p, outputOwner())
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-
-	var seen, shown uint64
-	limit := uint64(c.Int("count"))
-
-	// With a program, what exists already is not its: no snapshot.
-	if !c.Bool("no-snapshot") && len(argv) == 0 {
-		if err := snapshotEvents(t.Clock(), func(e *rdma.Event) {
-			if f.Match(e) {
-				_ = sink.write(e)
-			}
-		}); err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
-		}
-		_ = sink.flush()
-	}
-	var raw *tracer.RawWriter
-	if p := c.String("record-raw"); p != "" {
-		// The records hold kernel addresses: for root's eyes only.
-		rf, err := safefile.Create(p, nil)
-		if err != nil {
-			return err
-		}
-		defer rf.Close()
-		raw = tracer.NewRawWriter(rf, t.Clock())
-		defer raw.Flush()
-	}
-	// A signal or the end of --duration stops the tracer: it delivers
-	// what is queued at that moment, then Run returns. Signals are caught
-	// before the ready file tells a script it may send them.
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var prog atomic.Pointer[launch.Program]
-	defer onInterrupt(func(sig os.Signal) {
-		if p := prog.Load(); p != nil {
-			p.Forward(sig) // the program decides; its exit ends the trace
-		} else {
-			stop()
-		}
-	})()
-	// The second line is the clock that turns the events' wall times back
-	// into CLOCK_MONOTONIC (wall ns - monotonic ns), for programs that join
-	// them with their own monotonic timestamps (rdmabench).
-	if err := writeReadyFile(c, strconv.Itoa(os.Getpid())+"\nclock-offset "+strconv.FormatInt(t.Clock().Offset(), 10)+"\n"); err != nil {
-		return err
-	}
-	var cmd *launch.Program
-	var cmdErr error
-	waited := make(chan struct{})
-	owns := func(*rdma.Event) bool { return true }
-	if len(argv) > 0 {
-		if cmd, err = startProgram(c, argv); err != nil {
-			return err
-		}
-		defer endProgram(cmd)
-		prog.Store(cmd)
-		owns = programOwns(cmd)
-		go func() {
-			cmdErr = cmd.Wait()
-			// Its exit cleanup ran before the wait returned: read what is
-			// queued, then stop.
-			time.AfterFunc(200*time.Millisecond, stop)
-			close(waited)
-		}()
-	}
-	refreshFilter, kernelFilter := func() {}, false
-	if !c.Bool("no-kernel-filter") {
-		if refreshFilter, kernelFilter, err = pushFilters(t, f, cmd); err != nil {
-			return err
-		}
-	}
-	if d := c.Duration("duration"); d > 0 {
-		end := stop
-		if cmd != nil {
-			end = func() { cmd.Stop(stopGrace) }
-		}
-		defer time.AfterFunc(d, end).Stop()
-	}
-
-	// Losses (drops, skipped or missed runs) are reported as soon as
-	// they are seen.
-	lw := &lossWatch{dropHint: "raise --ring-size or filter", before: func() { _ = sink.flush() }}
-	checkDrops := func() { lw.check(t); refreshFilter() }
-	err = t.Run(ctx, tracer.Consumer{
-		Event: func(ev *rdma.Event) error {
-			seen++
-			if !f.Match(ev) || !owns(ev) {
-				return nil
-			}
-			if err := sink.write(ev); err != nil {
-				return err
-			}
-			if shown++; shown == limit {
-				return errCountReached
-			}
-			return nil
-		},
-		Idle:  func() { _ = sink.flush() }, // about to wait: show what we have
-		Tick:  checkDrops,
-		Every: time.Second,
-		Bad:   func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) },
-		Raw:   raw,
-	})
-	if errors.Is(err, errCountReached) {
-		err = nil
-	}
-	if ferr := sink.flush(); err == nil {
-		err = ferr
-	}
-	checkDrops()
-	drops, _ := t.Drops()
-	summary(t, seen, shown, drops)
-	if n := t.Unread(); n > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: %d events left unread in the ring buffer: the stop reads for at most %v\n", n, tracer.StopDrain)
-	}
-	if kernelFilter {
-		n, _ := t.Filtered()
-		fmt.Fprintf(os.Stderr, "rdmatrace: the kernel discarded %d events the filters exclude\n", n)
-	}
-	if err == nil && cmd != nil {
-		<-waited
-		if cmdErr != nil {
-			if code := launch.ExitCode(cmdErr); code >= 0 {
-				return exitWith(code, nil)
-			}
-			return cmdErr
-		}
-	}
-	return err
-}
-
-// pushFilters hands the tracer the filters the kernel can check: a set of
-// pids, the program's cgroup, the cgroups the cgroup, container and pod
-// filters select (found again at each refresh: containers start). What
-// they exclude then never reaches user space; user space still applies
-// every filter.
-func pushFilters(t *tracer.Tracer, f *filter.Events, prog *launch.Program) (refresh func(), on bool, err error) {
-	refresh = func() {}
-	if pids, ok := f.PIDs(4096); ok {
-		if err := t.OnlyPIDs(pids); err != nil {
-			return nil, false, err
-		}
-		on = true
-	}
-	switch {
-	case prog != nil && programCgroup(prog) != 0:
-		// The program's cgroup holds it and its children; a place filter
-		// as well is left to user space.
-		if err := t.OnlyCgroups([]uint64{programCgroup(prog)}); err != nil {
-			return nil, false, err
-		}
-		on = true
-	case f.HasPlace():
-		selected, err := enrich.New(enrich.Options{}).CgroupSelector(f.MatchPlace)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: the cgroup, container and pod filters act in user space: %v\n", err)
-			return refresh, on, nil
-		}
-		if err := t.OnlyCgroups(selected()); err != nil {
-			// More cgroups than the map holds: user space filters alone.
-			fmt.Fprintf(os.Stderr, "rdmatrace: the cgroup, container and pod filters act in user space: %v\n", err)
-			return refresh, on, nil
-		}
-		warned := false
-		refresh = func() {
-			if err := t.OnlyCgroups(selected()); err != nil && !warned {
-				warned = true
-				fmt.Fprintf(os.Stderr, "rdmatrace: the kernel's cgroup filter is no longer updated (%v): events of new cgroups may be missed; --no-kernel-filter avoids it\n", err)
-			}
-		}
-		on = true
-	}
-	return refresh, on, nil
-}
-
-// programOwns says whether an event's object is the program's or its
-// children's: its owner was in the program's cgroup when it happened, or,
-// without a cgroup, descends from the program now (from /proc).
-func programOwns(p *launch.Program) func(*rdma.Event) bool {
-	root := uint32(p.Cmd.Process.Pid)
-	if cg := programCgroup(p); cg != 0 {
-		return func(e *rdma.Event) bool { return e.Has(rdma.EvHasOwner) && e.OwnerCgroup == cg }
-	}
-	var procs proc.CommCache
-	return func(e *rdma.Event) bool {
-		for q, depth := e.Owner.PID, 0; e.Has(rdma.EvHasOwner) && q > 1 && depth < 32; q, depth = procs.ParentPID(q), depth+1 {
-			if q == root {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// errCountReached ends a trace at --count events.
-var errCountReached = errors.New("--count reached")
-
-// verboseFlag asks for each hook's attach report.
-var verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say how each hook was attached, or why it was not"}
-
-// openTracer checks the system, loads and attaches the tracer as the flags
-// say, and tells on stderr, in a line or two, what it could not attach
-// (each hook's reason with -v).
-func openTracer(c *cli.Context) (*tracer.Tracer, error) {
-	fatal := false
-	for _, p := range tracer.Preflight() {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", privilegeProblem(c, p.Msg))
-		fatal = fatal || p.Fatal
-	}
-	// -v tries all the same, and shows each hook's reason: a way out if
-	// the check is wrong about some kernel.
-	if fatal && !c.Bool("verbose") {
-		return nil, exitWith(1, nil)
-	}
-	// One goroutine reads one ring buffer: more Ps only add scheduler work
-	// at each wakeup (measured: a quarter less CPU under TCG with 1).
-	runtime.GOMAXPROCS(1)
-	var follow []uint32
-	for _, p := range c.IntSlice("follow-pid") {
-		if p <= 0 {
-			return nil, exitWith(2, fmt.Errorf("--follow-pid %d: expected a process ID", p))
-		}
-		follow = append(follow, uint32(p))
-	}
-	t, err := tracer.Open(tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Follow: follow, Poll: c.Duration("poll")})
-	if err != nil {
-		return nil, privilegeError(c, err)
-	}
-	attached := t.Attached()
-	var skipped, absent []string
-	noTracefs := false
-	if k := t.Kprobes; !k.First && k.Why != "" && (c.Bool("verbose") || t.Preemption.Preemptible()) {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", k.Why)
-	}
-	for _, r := range t.Reports {
-		switch {
-		case r.Variant != "" && r.Preferred != "" && c.Bool("verbose"):
-			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s; %s)\n", r.Hook, r.Variant, r.Preferred)
-		case r.Variant != "" && c.Bool("verbose"):
-			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
-		case r.Skipped && c.Bool("verbose"):
-			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s skipped: %s\n", r.Hook, r.Reason)
-		case r.Variant == "" && c.Bool("verbose"):
-			fmt.Fprintf(os.Stderr, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
-		}
-		if r.Skipped {
-			absent = append(absent, r.Hook)
-			continue
-		}
-		if r.Variant == "" {
-			skipped = append(skipped, r.Hook)
-			noTracefs = noTracefs || strings.Contains(r.Reason, "nor tracefs")
-		}
-	}
-	if noTracefs {
-		fmt.Fprintln(os.Stderr, "rdmatrace: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing): hooks that fall back to kprobes need it")
-	}
-	why := ""
-	if len(skipped) > 0 && !c.Bool("verbose") {
-		why = " (-v says why)"
-	}
-	if attached == 0 {
-		t.Close()
-		return nil, fmt.Errorf("no hook could be attached%s", why)
-	}
-	choice := kprobeChoice(t)
-	// Hooks in a module that is not loaded (smc) are not counted: there is
-	// nothing of theirs to trace, and they are named at the end.
-	if len(absent) > 0 {
-		choice += "; not traced, module not loaded: " + strings.Join(absent, ", ")
-	}
-	total := len(t.Reports) - len(absent)
-	if len(skipped) > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s; skipped: %s%s\n", attached, total, choice, strings.Join(skipped, ", "), why)
-	} else {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d of %d hooks attached%s\n", attached, total, choice)
-	}
-	return t, nil
-}
-
-// kprobeChoice tells, for the attach summary, which hooks use kprobes
-// rather than their usual fentry/fexit, and why: "; kprobes for restrack
-// and _ib_modify_qp hooks: preemptible kernel (lazy)".
-func kprobeChoice(t *tracer.Tracer) string {
-	var names []string
-	for _, r := range t.Reports {
-		if r.Preferred == "" {
-			continue
-		}
-		n := r.Hook
-		if strings.HasPrefix(n, "rdma_restrack_") {
-			n = "restrack"
-		}
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	list := strings.Join(names, ", ")
-	if i := strings.LastIndex(list, ", "); i >= 0 {
-		list = list[:i] + " and " + list[i+2:]
-	}
-	return "; kprobes for " + list + " hooks: " + t.Kprobes.Why
-}
-
-// summary tells, on stderr, what was attached and what was seen.
-func summary(t *tracer.Tracer, seen, shown, drops uint64) {
-	var on, off []string
-	for _, r := range t.Reports {
-		if r.Variant != "" && r.Reason != "" {
-			on = append(on, r.Hook+" ("+r.Variant+", as "+r.Reason+")")
-		} else if r.Variant != "" {
-			on = append(on, r.Hook+" ("+r.Variant+")")
-		} else {
-			off = append(off, r.Hook+": "+r.Reason)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: hooks attached: %d: %s\n", len(on), strings.Join(on, ", "))
-	if len(off) > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
-	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: events: %d seen, %d shown, %d dropped\n", seen, shown, drops)
-	busySummary(t, os.Stderr)
-	missedSummary(t)
 }
 
 // snapshotEvents lists the resources that exist now as "exists" events:

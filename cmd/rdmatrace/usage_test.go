@@ -73,6 +73,8 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"parse -x", "unknown flag -x"},
 		{"leaks --pid x", `filter pid: bad number "x"`},
 		{"leaks --filter-event create", "unknown flag --filter-event"},
+		{"leaks --output report.txt -- true", "--output is now --report FILE"},
+		{"trace -o xml", `unknown output format "xml": valid formats are text, json, ndjson`},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			args := strings.Fields(tc.args)

@@ -16,7 +16,7 @@ _rdmatrace() {
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
     event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm" -- "$cur")); return ;;
-    --log | --recording | --output | --ready-file) [[ $prev != --output || $cmd == leaks ]] && { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
+    --log | --recording | --report | --ready-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     local flags= words= formats=
     case $cmd in
@@ -41,7 +41,7 @@ _rdmatrace() {
         words=""
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --output --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         ;;
     link)

@@ -89,7 +89,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l log
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l recording
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l max-input
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l user
-complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l output
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l report
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -F

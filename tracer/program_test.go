@@ -1,4 +1,4 @@
-package main
+package tracer
 
 import (
 	"os"
@@ -49,7 +49,7 @@ func startDaemonizing(t *testing.T) (*launch.Program, int) {
 // stay behind, nor what runs in it.
 func TestExitingAtOnceKillsAndRemovesTheProgramsCgroup(t *testing.T) {
 	p, child := startDaemonizing(t)
-	abandonProgram(p)
+	abandonProgram(p, os.Stderr)
 	p.Wait()
 	if _, err := os.Stat(p.Cgroup.Path); !os.IsNotExist(err) {
 		t.Errorf("the program's cgroup is still there: %v", err)

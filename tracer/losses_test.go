@@ -1,11 +1,9 @@
-package main
+package tracer
 
 import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 // TestLiveWarningSaysSkippedRuns: a tick that sees new recursion misses
@@ -21,7 +19,7 @@ func TestLiveWarningSaysSkippedRuns(t *testing.T) {
 	if out.Len() != 0 || flushed != 0 {
 		t.Fatalf("nothing lost, but: %q", out.String())
 	}
-	m := tracer.Misses{Recursion: 30, RecursionBy: []tracer.ProgMisses{{Prog: "fentry_restrack_del", N: 18}, {Prog: "fentry_restrack_begin_del", N: 12}}}
+	m := Misses{Recursion: 30, RecursionBy: []ProgMisses{{Prog: "fentry_restrack_del", N: 18}, {Prog: "fentry_restrack_begin_del", N: 12}}}
 	w.update(losses{drops: 2, missed: m}, &out)
 	got := out.String()
 	for _, want := range []string{
@@ -52,7 +50,7 @@ func TestLiveWarningSaysSkippedRuns(t *testing.T) {
 // the programs whose runs the kernel skipped.
 func TestEndSummarySaysSkippedRuns(t *testing.T) {
 	var out bytes.Buffer
-	endLosses(losses{missed: tracer.Misses{Recursion: 18, RecursionBy: []tracer.ProgMisses{{Prog: "fentry_restrack_del", N: 18}}, KprobeKnown: true}}, true, &out)
+	endLosses(losses{missed: Misses{Recursion: 18, RecursionBy: []ProgMisses{{Prog: "fentry_restrack_del", N: 18}}, KprobeKnown: true}}, true, &out)
 	if got := out.String(); !strings.HasPrefix(got, "rdmatrace: WARNING: the kernel skipped 18 runs of rdmatrace's programs (fentry_restrack_del 18;") || strings.Count(got, "\n") != 1 {
 		t.Errorf("end summary %q", got)
 	}
@@ -61,15 +59,15 @@ func TestEndSummarySaysSkippedRuns(t *testing.T) {
 // TestAttachSummarySaysKprobesAndWhy: the one-line attach summary says
 // which hooks use kprobes instead of fentry/fexit, and why.
 func TestAttachSummarySaysKprobesAndWhy(t *testing.T) {
-	tr := &tracer.Tracer{Kprobes: tracer.KprobeChoice{First: true, Why: "preemptible kernel (lazy)"}}
+	tr := &Tracer{Kprobes: KprobeChoice{First: true, Why: "preemptible kernel (lazy)"}}
 	for _, h := range []string{"rdma_restrack_add", "rdma_restrack_del", "_ib_modify_qp"} {
-		tr.Reports = append(tr.Reports, tracer.Report{Hook: h, Variant: "kprobe", Preferred: "preferred to fentry: preemptible kernel (lazy)"})
+		tr.Reports = append(tr.Reports, Report{Hook: h, Variant: "kprobe", Preferred: "preferred to fentry: preemptible kernel (lazy)"})
 	}
-	tr.Reports = append(tr.Reports, tracer.Report{Hook: "ib_uverbs_close", Variant: "fentry+fexit"})
+	tr.Reports = append(tr.Reports, Report{Hook: "ib_uverbs_close", Variant: "fentry+fexit"})
 	if got, want := kprobeChoice(tr), "; kprobes for restrack and _ib_modify_qp hooks: preemptible kernel (lazy)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got := kprobeChoice(&tracer.Tracer{Reports: tr.Reports[3:]}); got != "" {
+	if got := kprobeChoice(&Tracer{Reports: tr.Reports[3:]}); got != "" {
 		t.Errorf("no hook preferred kprobes, but: %q", got)
 	}
 }

@@ -1,12 +1,9 @@
-package main
+package tracer
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 // losses is what was lost, as counted at one moment: events the ring
@@ -15,10 +12,10 @@ import (
 type losses struct {
 	drops, side uint64
 	busyDrops   uint64 // port-busy events, counted apart from drops
-	missed      tracer.Misses
+	missed      Misses
 }
 
-func readLosses(t *tracer.Tracer) losses {
+func readLosses(t *Tracer) losses {
 	var l losses
 	l.drops, _ = t.Drops()
 	l.busyDrops, _ = t.BusyDrops()
@@ -35,9 +32,11 @@ type lossWatch struct {
 	dropHint string
 	// before runs once before any warning (to flush the output first).
 	before func()
+	// out gets the warnings.
+	out io.Writer
 }
 
-func (w *lossWatch) check(t *tracer.Tracer) { w.update(readLosses(t), os.Stderr) }
+func (w *lossWatch) check(t *Tracer) { w.update(readLosses(t), w.out) }
 
 func (w *lossWatch) update(now losses, out io.Writer) {
 	warned := false
@@ -67,7 +66,7 @@ func (w *lossWatch) update(now losses, out io.Writer) {
 }
 
 // recursionBy lists the programs that skipped runs and why they can.
-func recursionBy(m tracer.Misses) string {
+func recursionBy(m Misses) string {
 	var by []string
 	for _, p := range m.RecursionBy {
 		by = append(by, fmt.Sprintf("%s %d", p.Prog, p.N))
@@ -80,7 +79,7 @@ const busyDropWhy = "they may fill only a quarter of the ring buffer, the rest i
 
 // busySummary tells, at the end, what the port-busy limits held back or
 // dropped, when anything.
-func busySummary(t *tracer.Tracer, out io.Writer) {
+func busySummary(t *Tracer, out io.Writer) {
 	held, _ := t.BusySuppressed()
 	dropped, _ := t.BusyDrops()
 	writeBusySummary(out, held, dropped)
@@ -95,11 +94,9 @@ func writeBusySummary(out io.Writer, held, dropped uint64) {
 	}
 }
 
-// missedSummary tells, at the end, what the kernel did not run and what the
+// endLosses tells, at the end, what the kernel did not run and what the
 // kretprobe fallbacks lost between entry and return, when there is
 // anything to tell.
-func missedSummary(t *tracer.Tracer) { endLosses(readLosses(t), hasKprobes(t), os.Stderr) }
-
 func endLosses(l losses, kprobes bool, out io.Writer) {
 	if l.side > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d creates, QP state changes or file closes lost by the kprobe fallbacks (a return without its saved entry)\n", l.side)
@@ -116,7 +113,7 @@ func endLosses(l losses, kprobes bool, out io.Writer) {
 	}
 }
 
-func hasKprobes(t *tracer.Tracer) bool {
+func hasKprobes(t *Tracer) bool {
 	for _, r := range t.Reports {
 		if r.Variant == "kprobe" || r.Variant == "kprobe+kretprobe" {
 			return true
