@@ -15,6 +15,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -201,6 +202,7 @@ func runLeaks(c *cli.Context) error {
 		return err
 	}
 	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
+	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders}) // named now, before the holder lets go
 	s, err := tracer.NewSession(o)
 	if err != nil {
 		return err
@@ -264,9 +266,6 @@ func (r *leakRun) loop(withProgram bool) tracer.Loop {
 	return tracer.Loop{
 		Consumer: tracer.Consumer{
 			Event: func(ev *rdma.Event) error {
-				if ev.Kind == rdma.EvPortBusy && ev.Holders == nil {
-					ev.Holders = portHolders(ev) // now, before the holder lets go
-				}
 				r.reorder.Push(ev, r.w.Handle)
 				return nil
 			},

@@ -182,8 +182,3 @@ func runSMC(c *cli.Context) error {
 	}
 	return partial(errors.Join(errs...))
 }
-
-// smcOwner names the process that holds the SMC socket of a fallback
-// event (enrich.Enricher.SMCOwner). A tracer given
-// enrich.Options{SMCOwners: true} does it already.
-func smcOwner(e *rdma.Event) { enrich.New(enrich.Options{}).SMCOwner(e) }

@@ -118,6 +118,9 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
+	// A port-busy event's holders and an SMC fallback's process are named
+	// as the event arrives, before the holder lets go.
+	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true})
 	if !c.Bool("no-kernel-filter") {
 		o.Kernel = f
 	}
@@ -126,7 +129,6 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	defer s.Close()
-	sink.live = true // a port-busy event's holders are looked up as it arrives
 	if err := sink.openRecording(c); err != nil {
 		return err
 	}
@@ -152,17 +154,10 @@ func runTrace(c *cli.Context) error {
 type eventSink struct {
 	print, record formats.Sink[*rdma.Event]
 	otlp          *otlp.Sink
-	live          bool
 	closers       []func() error
 }
 
 func (s *eventSink) write(e *rdma.Event) error {
-	if s.live && e.Kind == rdma.EvPortBusy && e.Holders == nil {
-		e.Holders = portHolders(e)
-	}
-	if s.live && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
-		smcOwner(e)
-	}
 	if s.otlp != nil {
 		s.otlp.Write(e)
 	}
