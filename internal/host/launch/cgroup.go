@@ -48,12 +48,17 @@ func NewCgroup() (*Cgroup, error) {
 
 // parents lists where the cgroup may go: rdmatrace's own cgroup, then the root.
 func parents(mnt string) []string {
+	b, _ := os.ReadFile(selfCgroup)
+	return parentsIn(b, mnt)
+}
+
+// parentsIn is parents from the text of /proc/self/cgroup: the cgroup v2
+// line's path below mnt, never above it, then mnt.
+func parentsIn(selfCgroup []byte, mnt string) []string {
 	out := []string{}
-	if b, err := os.ReadFile(selfCgroup); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" && !strings.Contains(rest, "..") {
-				out = append(out, filepath.Join(mnt, rest))
-			}
+	for _, line := range strings.Split(string(selfCgroup), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" && !strings.Contains(rest, "..") {
+			out = append(out, filepath.Join(mnt, rest))
 		}
 	}
 	return append(out, mnt)
