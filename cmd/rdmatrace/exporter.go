@@ -171,7 +171,11 @@ func exporterFeed(c *cli.Context, s *tracer.Session, x *exporter.Exporter, reg *
 			failed++
 		}
 	}
-	if err := exporter.RegisterTracer(reg, t.Attached(), failed, func() uint64 { d, _ := t.Drops(); return d }); err != nil {
+	if err := exporter.RegisterTracer(reg, t.Attached(), failed, exporter.TracerCounts{
+		Drops:            func() uint64 { d, _ := t.Drops(); return d },
+		PortBusyHeldBack: func() uint64 { n, _ := t.BusySuppressed(); return n },
+		PortBusyDropped:  func() uint64 { n, _ := t.BusyDrops(); return n },
+	}); err != nil {
 		return nil, nil, err
 	}
 	var logs *otlp.Sink

@@ -23,7 +23,7 @@ func TestDeployFilesUseServedMetrics(t *testing.T) {
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterTracer(reg, 27, 0, func() uint64 { return 0 }); err != nil {
+	if err := RegisterTracer(reg, 27, 0, TracerCounts{}); err != nil {
 		t.Fatal(err)
 	}
 	served := map[string]bool{}

@@ -402,17 +402,32 @@ func (x *Exporter) Event(e *rdma.Event) {
 	}
 }
 
+// TracerCounts are the tracer's loss counters, read at each scrape.
+type TracerCounts struct {
+	Drops            func() uint64 // events the ring buffer had no room for
+	PortBusyHeldBack func() uint64 // port-busy events the kernel's rate limit held back
+	PortBusyDropped  func() uint64 // port-busy events refused to keep room for lifecycle events
+}
+
 // RegisterTracer adds the tracer's health: hooks attached and skipped,
-// events the kernel could not queue.
-func RegisterTracer(reg prometheus.Registerer, attached, skipped int, drops func() uint64) error {
+// events the kernel could not queue, and the port-busy events it held
+// back or refused (a bind flood is bounded, and says so).
+func RegisterTracer(reg prometheus.Registerer, attached, skipped int, n TracerCounts) error {
 	hooks := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rdmatrace_hooks",
 		Help: "The tracer's hooks, by whether they are attached."}, []string{"state"})
 	hooks.WithLabelValues("attached").Set(float64(attached))
 	hooks.WithLabelValues("skipped").Set(float64(skipped))
-	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rdmatrace_events_dropped_total",
-		Help: "Events the kernel could not queue for the tracer (the ring buffer was full)."},
-		func() float64 { return float64(drops()) })
-	for _, c := range []prometheus.Collector{hooks, dropped} {
+	counter := func(name, help string, f func() uint64) prometheus.Collector {
+		if f == nil {
+			f = func() uint64 { return 0 }
+		}
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+	}
+	for _, c := range []prometheus.Collector{hooks,
+		counter("rdmatrace_events_dropped_total", "Events the kernel could not queue for the tracer (the ring buffer was full).", n.Drops),
+		counter("rdmatrace_port_busy_held_back_total", "Port-busy events the kernel held back: at most one a second per process, port and call.", n.PortBusyHeldBack),
+		counter("rdmatrace_port_busy_dropped_total", "Port-busy events refused while the ring buffer was a quarter full, to keep room for lifecycle events.", n.PortBusyDropped),
+	} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
