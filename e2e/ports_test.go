@@ -385,13 +385,13 @@ func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
 	holder := fmt.Sprintf("[%d] tcp LISTEN %s:7430", os.Getpid(), siwAddr)
 	n := 0
 	for _, f := range fs {
-		if f["report"] != "port-busy" {
+		if f.Report != "port-busy" {
 			t.Errorf("a finding other than port-busy: %v", f)
 			continue
 		}
 		n++
-		hs, _ := f["holders"].([]any)
-		if f["func"] != "rdma_listen" || f["comm"] != "rping" || f["ifname"] != "siw0" || len(hs) != 1 || !strings.HasSuffix(fmt.Sprint(hs[0]), holder) {
+		hs := f.Holders
+		if f.Func != "rdma_listen" || f.Comm != "rping" || f.Ifname != "siw0" || len(hs) != 1 || !strings.HasSuffix(hs[0], holder) {
 			t.Errorf("port-busy finding %v: want rping's rdma_listen on siw0, held by the test (%s)", f, holder)
 		}
 	}

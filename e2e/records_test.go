@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -155,4 +157,38 @@ type countsRow struct {
 type devRow struct {
 	Ifname    string `json:"ifname"`
 	NetnsName string `json:"netns-name"`
+}
+
+// finding is one record of `rdmatrace leaks -j` (a finding, or the
+// unregistered and kernel-log reports), with the keys the tests read.
+type finding struct {
+	Report      string   `json:"report"`
+	Res         string   `json:"res"`
+	Ifname      string   `json:"ifname"`
+	PID         *uint32  `json:"pid"`
+	TGID        *uint32  `json:"tgid"`
+	Comm        string   `json:"comm"`
+	KernName    string   `json:"kern-name"`
+	Cleanup     string   `json:"cleanup"`
+	LQPN        *uint32  `json:"lqpn"`
+	ID          *uint32  `json:"id"`
+	CgroupID    *uint64  `json:"cgroup-id"`
+	Left        *uint64  `json:"left"`
+	FreedAtExit *uint64  `json:"freed-at-exit"`
+	Kind        string   `json:"kind"`
+	Func        string   `json:"func"`
+	Holders     []string `json:"holders"`
+	line        string   // as printed
+}
+
+func (f finding) String() string { return f.line }
+
+// readFinding reads one line of `leaks -j`.
+func readFinding(t *testing.T, what, line string) finding {
+	t.Helper()
+	f := finding{line: line}
+	if err := json.Unmarshal([]byte(line), &f); err != nil {
+		t.Fatalf("%s line %q: %v", what, line, err)
+	}
+	return f
 }
