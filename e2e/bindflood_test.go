@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // bindFloodEnv makes the test binary a bind flooder (see TestMain): it
@@ -129,19 +131,17 @@ func TestBindFloodDoesNotStarveLifecycleEvents(t *testing.T) {
 	got, pds, shown, carried := 0, 0, 0, 0
 	for _, e := range evs {
 		switch {
-		case str(e["pid"]) == pid:
+		case e.tid() == pid:
 			got++
-			if e["event"] == "create" && e["res"] == "pd" {
+			if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResPD {
 				pds++
 			}
-		case e["event"] == "port-busy" && (str(e["pid"]) == floodPid || str(e["tgid"]) == floodPid): // Go binds from any of its threads
+		case e.Kind == rdma.EvPortBusy && (e.tid() == floodPid || e.process() == floodPid): // Go binds from any of its threads
 			shown++
-			if e["func"] != "bind" || e["src-addr"] != "127.0.0.1:"+port {
+			if e.Func != "bind" || !e.Has(rdma.EvHasAddr) || e.Src.String() != "127.0.0.1:"+port {
 				t.Errorf("flood's port-busy event %v: want a bind on 127.0.0.1:%s", e, port)
 			}
-			if n, ok := e["suppressed"].(float64); ok {
-				carried += int(n)
-			}
+			carried += int(e.Suppressed)
 		}
 	}
 	held, dropped := stderrCount(said, `port-busy events: (\d+) held back`), stderrCount(said, `(\d+) port-busy events dropped:`)

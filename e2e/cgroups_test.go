@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,15 +98,7 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 			}
 		}
 	}
-	// An event names the creating thread as pid and its process as tgid.
-	owner := func(e map[string]any) int {
-		pid, _ := strconv.Atoi(str(e["pid"]))
-		if e["tgid"] != nil {
-			pid, _ = strconv.Atoi(str(e["tgid"]))
-		}
-		return pid
-	}
-	wantPlace := func(what string, o map[string]any, rel string) {
+	wantPlace := func(what string, p place, o any, rel string) {
 		t.Helper()
 		want := map[string]string{"cgroup": rel, "pidns-pid": "1"}
 		if rel == podCgroup {
@@ -115,24 +106,25 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 		} else {
 			want["runtime"], want["container-id"] = "podman", podmanID
 		}
+		got := p.keys()
 		for k, v := range want {
-			if got := str(o[k]); got != v {
-				t.Errorf("%s: %s = %v, want %s (%v)", what, k, o[k], v, o)
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %s (%+v)", what, k, got[k], v, o)
 			}
 		}
 	}
 
-	var qps []map[string]any
+	var qps []resRow
 	if err := json.Unmarshal(run(t, *rdmatraceBin, "res", "qp", "-j"), &qps); err != nil {
 		t.Fatal(err)
 	}
 	placedQPs := map[string]int{}
 	for _, q := range qps {
-		rel, ours := where[owner(q)]
-		if !ours || str(q["type"]) != "RC" {
+		rel, ours := where[q.owner()]
+		if !ours || q.Type != "RC" {
 			continue
 		}
-		wantPlace("res qp pid "+str(q["pid"]), q, rel)
+		wantPlace("res qp pid "+q.pid(), q.place, q, rel)
 		placedQPs[rel]++
 	}
 	if placedQPs[podCgroup] < 2 || placedQPs[podmanCgroup] < 2 {
@@ -140,13 +132,13 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 	}
 	// The place filters of res select one pair.
 	for rel, want := range map[string]string{podCgroup: "pod " + podUID, podmanCgroup: "container " + podmanID[:12]} {
-		var got []map[string]any
+		var got []resRow
 		if err := json.Unmarshal(run(t, *rdmatraceBin, append([]string{"res", "qp", "-j"}, strings.Fields(want)...)...), &got); err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range got {
-			if str(q["cgroup"]) != rel {
-				t.Errorf("res qp %s: a QP of %v (%v)", want, q["cgroup"], q)
+			if q.Cgroup != rel {
+				t.Errorf("res qp %s: a QP of %q (%+v)", want, q.Cgroup, q)
 			}
 		}
 		if len(got) < 2 {
@@ -167,11 +159,11 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 	// Unfiltered: both pairs' QP creations, each placed.
 	created := map[string]int{}
 	for _, e := range aevs {
-		rel, ours := where[owner(e)]
-		if e["event"] != "create" || e["res"] != "qp" || !ours {
+		rel, ours := where[int(e.Owner.PID)]
+		if e.Kind != rdma.EvCreate || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResQP || !e.Has(rdma.EvHasOwner) || !ours {
 			continue
 		}
-		wantPlace("trace create qp", e, rel)
+		wantPlace("trace create qp", placeOf(e.Owner.Place), e, rel)
 		created[rel]++
 	}
 	if created[podCgroup] < 2 || created[podmanCgroup] < 2 {
@@ -180,14 +172,14 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 	// Filtered by the pod's cgroup: only rping's events with an owner.
 	fcreated := 0
 	for _, e := range fevs {
-		if e["pid"] == nil {
+		if !e.Has(rdma.EvHasOwner) {
 			continue // no owner (a kernel object's event): user space passes those
 		}
-		if str(e["cgroup"]) != podCgroup {
-			t.Errorf("trace --filter-cgroup %s delivered an event of %v: %v", podCgroup, e["cgroup"], e)
+		if got := placeOf(e.Owner.Place).Cgroup; got != podCgroup {
+			t.Errorf("trace --filter-cgroup %s delivered an event of %q: %v", podCgroup, got, e)
 			continue
 		}
-		if e["event"] == "create" && e["res"] == "qp" {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP {
 			fcreated++
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // dockerID is the container id of the scope the holder is started in:
@@ -82,36 +83,33 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	}
 	netnsInode := strings.TrimSuffix(strings.TrimPrefix(theirs, "net:["), "]")
 
-	placed := func(what string, o map[string]any) {
+	placed := func(what string, p place, o any) {
 		t.Helper()
 		want := map[string]string{"runtime": "docker", "container-id": dockerID, "cgroup": rel, "pidns-pid": "1", "netns": netnsInode}
+		got := p.keys()
 		for k, v := range want {
-			got := str(o[k])
-			if f, ok := o[k].(float64); ok {
-				got = strconv.FormatFloat(f, 'f', -1, 64) // an inode is past %v's exponent
-			}
-			if got != v {
-				t.Errorf("%s: %s = %v, want %s (%v)", what, k, o[k], v, o)
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %s (%+v)", what, k, got[k], v, o)
 			}
 		}
 	}
-	var rows []map[string]any
+	var rows []resRow
 	if err := json.Unmarshal(run(t, *rdmatraceBin, "res", "qp", "lqpn", lqpn, "-j"), &rows); err != nil || len(rows) != 1 {
 		t.Fatalf("res qp lqpn %s: %d rows (%v)", lqpn, len(rows), err)
 	}
-	placed("res qp", rows[0])
-	if str(rows[0]["pid"]) != pid {
-		t.Errorf("res qp: pid %v, want the host's %s", rows[0]["pid"], pid)
+	placed("res qp", rows[0].place, rows[0])
+	if rows[0].pid() != pid {
+		t.Errorf("res qp: pid %q, want the host's %s", rows[0].pid(), pid)
 	}
-	var procs []map[string]any
+	var procs []resRow
 	if err := json.Unmarshal(run(t, *rdmatraceBin, "ps", "-j"), &procs); err != nil {
 		t.Fatal(err)
 	}
 	found := false
 	for _, p := range procs {
-		if str(p["pid"]) == pid {
+		if p.pid() == pid {
 			found = true
-			placed("ps", p)
+			placed("ps", p.place, p)
 		}
 	}
 	if !found {
@@ -119,11 +117,11 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	}
 	// The place filters select it, and only it.
 	for _, args := range [][]string{{"--filter-container", dockerID[:12]}, {"container", dockerID[:6]}, {"cgroup", "/system.slice"}} {
-		var got []map[string]any
+		var got []resRow
 		if err := json.Unmarshal(run(t, *rdmatraceBin, append([]string{"res", "qp", "-j"}, args...)...), &got); err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || str(got[0]["lqpn"]) != lqpn {
+		if len(got) != 1 || got[0].LQPN == nil || fmt.Sprint(*got[0].LQPN) != lqpn {
 			t.Errorf("res qp %v: %v, want only lqpn %s", args, got, lqpn)
 		}
 	}
@@ -145,12 +143,12 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	if err := inNS.Run(); err != nil {
 		t.Errorf("res in a pid namespace: %v\n%s", err, nsErr.String())
 	}
-	var nsRows []map[string]any
+	var nsRows []resRow
 	if err := json.Unmarshal([]byte(nsOut.String()), &nsRows); err != nil {
 		t.Fatalf("res in a pid namespace: %v: %q", err, nsOut.String())
 	}
 	for _, r := range nsRows {
-		if _, ok := r["pid"]; ok {
+		if r.PID != nil {
 			t.Errorf("res in a pid namespace shows an owner outside it: %v", r)
 		}
 	}
@@ -165,9 +163,9 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	time.Sleep(time.Second) // the create event reaches the trace's output
 	created := false
 	for _, e := range tr.stop() {
-		if e["event"] == "create" && e["res"] == "qp" && str(e["lqpn"]) == lqpn {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn {
 			created = true
-			placed("trace create qp", e)
+			placed("trace create qp", placeOf(e.Owner.Place), e)
 		}
 	}
 	if !created {
@@ -257,13 +255,13 @@ func TestExclusiveNetnsMode(t *testing.T) {
 	inBlue := run(t, "ip", "netns", "exec", "blue", "rdma", "-j", "dev", "show")
 	ours := run(t, *rdmatraceBin, "dev", "--netns", "blue", "-j")
 	compareObjects(t, "dev", inBlue, ours)
-	var all []map[string]any
+	var all []devRow
 	if err := json.Unmarshal(run(t, *rdmatraceBin, "dev", "--netns", "all", "-j"), &all); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
 	for _, d := range all {
-		seen[str(d["ifname"])] = str(d["netns-name"])
+		seen[d.Ifname] = d.NetnsName
 	}
 	if seen[device] != "self" {
 		t.Errorf("dev --netns all: %s is in %q, want self (%v)", device, seen[device], all)
@@ -295,15 +293,15 @@ func doctorRun(t *testing.T, args ...string) (map[string]string, int) {
 	} else if err != nil {
 		t.Fatalf("doctor %v: %v", args, err)
 	}
-	var fs []map[string]any
+	var fs []doctorCheck
 	if err := json.Unmarshal(out, &fs); err != nil {
 		t.Fatalf("doctor %v -j: %v\n%s%s", args, err, out, stderr)
 	}
 	got := map[string]string{}
 	for _, f := range fs {
-		got[str(f["check"])] = str(f["status"])
-		if f["status"] == "fail" {
-			t.Logf("doctor %v: %s: %s; fix: %s", args, f["check"], f["detail"], f["fix"])
+		got[f.Check] = f.Status
+		if f.Status == "fail" {
+			t.Logf("doctor %v: %s: %s; fix: %s", args, f.Check, f.Detail, f.Fix)
 		}
 	}
 	return got, code

@@ -76,16 +76,16 @@ func TestExporterCountsWhatNetlinkAndTheTracerSee(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // its events reach the exporter
 	m := scrape(t, addr)
 
-	var sums []map[string]any
+	var sums []resSummary
 	if err := json.Unmarshal(run(t, "rdma", "-j", "res", "show"), &sums); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sums {
-		if s["ifname"] != device {
+		if s.Ifname != device {
 			continue
 		}
 		for _, typ := range []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"} {
-			want, ok := s[typ].(float64)
+			want, ok := s.count(typ)
 			if !ok {
 				continue
 			}

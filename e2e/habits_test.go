@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestIproute2Habits runs the forms that iproute2's rdma users type by
@@ -19,21 +21,21 @@ import (
 func TestIproute2Habits(t *testing.T) {
 	needDevice(t)
 	rt := *rdmatraceBin
-	objs := func(js []byte) []map[string]any {
+	objs := func(js []byte) []countsRow {
 		t.Helper()
-		var o []map[string]any
+		var o []countsRow
 		if err := json.Unmarshal(js, &o); err != nil {
 			t.Fatalf("%v: %s", err, js)
 		}
 		return o
 	}
-	if o := objs(run(t, rt, "dev", "show", device, "-j")); len(o) != 1 || o[0]["ifname"] != device {
+	if o := objs(run(t, rt, "dev", "show", device, "-j")); len(o) != 1 || o[0].Ifname != device {
 		t.Errorf("dev show %s -j: %v, want that device only", device, o)
 	}
-	if o := objs(run(t, rt, "link", "show", device+"/1", "-j")); len(o) != 1 || o[0]["ifname"] != device {
+	if o := objs(run(t, rt, "link", "show", device+"/1", "-j")); len(o) != 1 || o[0].Ifname != device {
 		t.Errorf("link show %s/1 -j: %v, want its port 1 only", device, o)
 	}
-	if o := objs(run(t, rt, "-j", "res", "show", device)); len(o) != 1 || o[0]["ifname"] != device {
+	if o := objs(run(t, rt, "-j", "res", "show", device)); len(o) != 1 || o[0].Ifname != device {
 		t.Errorf("-j res show %s: %v, want its counts only", device, o)
 	}
 	for _, args := range [][]string{{"-j", "res", "show", "qp"}, {"res", "-j", "s", "qp", "-d"}, {"res", "qp", "-dd", "-j"}} {
@@ -71,9 +73,9 @@ func TestIproute2Habits(t *testing.T) {
 	total := map[string]float64{}
 	sawCore := false
 	for _, r := range rows {
-		sawCore = sawCore || r["kern-name"] == "ib_core"
+		sawCore = sawCore || r.KernName == "ib_core"
 		for _, k := range []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"} {
-			n, _ := r[k].(float64)
+			n, _ := r.count(k)
 			total[k] += n
 		}
 	}
@@ -82,7 +84,7 @@ func TestIproute2Habits(t *testing.T) {
 	}
 	for _, sum := range objs(run(t, rt, "res", "-j")) {
 		for k := range total {
-			n, _ := sum[k].(float64)
+			n, _ := sum.count(k)
 			total[k] -= n
 		}
 	}
@@ -125,12 +127,12 @@ func TestCMRejectReasonIsNamed(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	evs := tr.stop()
 	for _, e := range evs {
-		if e["event"] != "cm_event_handler" || e["res"] != "cm_id" {
+		if e.Kind != rdma.EvCMEventHandler || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResCMID {
 			t.Errorf("the filter cm_id event cm_event_handler let through %v", e)
 		}
-		if e["cm-event"] == "REJECTED" {
-			if str(e["status"]) != "8" || e["status-name"] != "invalid service ID" {
-				t.Errorf("REJECTED with status %v, status-name %v; want 8, \"invalid service ID\"", e["status"], e["status-name"])
+		if e.Has(rdma.EvHasCM) && e.CMEvent == rdma.CMRejected {
+			if e.Status != 8 || e.StatusName != "invalid service ID" {
+				t.Errorf("REJECTED with status %v, status-name %q; want 8, \"invalid service ID\"", e.Status, e.StatusName)
 			}
 			return
 		}

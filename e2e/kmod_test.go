@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -58,17 +57,17 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 	mark := string(run(t, "dmesg"))
 	run(t, "rdma", "link", "delete", dev)
 
-	var done map[string]any
+	var done finding
 	waitFor(t, 30*time.Second, "the unregistered report of "+dev, func() bool {
 		for _, f := range l.out.findings(t) {
-			if f["report"] == "unregistered" && f["ifname"] == dev {
+			if f.Report == "unregistered" && f.Ifname == dev {
 				done = f
 				return true
 			}
 		}
 		return false
 	})
-	if str(done["left"]) != "3" {
+	if text(done.Left) != "3" {
 		t.Errorf("unregistered: %v, want 3 left (the module's PD, CQ and QP)", done)
 	}
 	after := string(run(t, "dmesg"))
@@ -78,10 +77,10 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the module did not say which QP it holds:\n%s", after)
 	}
-	left := map[string]map[string]any{}
+	left := map[string]*finding{}
 	for _, f := range l.out.findings(t) {
-		if f["report"] == "left" && f["ifname"] == dev {
-			left[str(f["res"])] = f
+		if f.Report == "left" && f.Ifname == dev {
+			left[f.Res] = &f
 		}
 	}
 	for _, res := range []string{"pd", "cq", "qp"} {
@@ -89,11 +88,11 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 		switch {
 		case f == nil:
 			t.Errorf("the module's %s is not reported as left behind:\n%s", res, l.out.String())
-		case f["kern-name"] != "rdmatrace_leak":
-			t.Errorf("left %s: kern-name %v, want rdmatrace_leak", res, f["kern-name"])
-		case res == "qp" && str(f["lqpn"]) != m[1]:
-			t.Errorf("left QP lqpn %v, the module holds %s", f["lqpn"], m[1])
-		case res != "qp" && f["id"] == nil:
+		case f.KernName != "rdmatrace_leak":
+			t.Errorf("left %s: kern-name %q, want rdmatrace_leak", res, f.KernName)
+		case res == "qp" && text(f.LQPN) != m[1]:
+			t.Errorf("left QP lqpn %v, the module holds %s", text(f.LQPN), m[1])
+		case res != "qp" && f.ID == nil:
 			t.Errorf("left %s has no id: %v", res, f)
 		}
 	}
@@ -127,15 +126,12 @@ func TestLeaksNamesWhatAKernelModuleLeft(t *testing.T) {
 	}
 	warnings, named := 0, map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var f map[string]any
-		if err := json.Unmarshal([]byte(line), &f); err != nil {
-			t.Fatalf("leaks --log -j line %q: %v", line, err)
-		}
+		f := readFinding(t, "leaks --log -j", line)
 		switch {
-		case f["report"] == "kernel-log" && f["kind"] == "restrack-warning":
+		case f.Report == "kernel-log" && f.Kind == "restrack-warning":
 			warnings++
-		case f["report"] == "left" && f["kern-name"] == "rdmatrace_leak" && f["ifname"] == dev:
-			named[str(f["res"])] = true
+		case f.Report == "left" && f.KernName == "rdmatrace_leak" && f.Ifname == dev:
+			named[f.Res] = true
 		}
 	}
 	if warnings != 3 || !named["pd"] || !named["cq"] || !named["qp"] {

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,19 +43,15 @@ func (l *lines) Write(p []byte) (int, error) {
 }
 
 // findings returns the JSON objects among the lines so far.
-func (l *lines) findings(t *testing.T) []map[string]any {
+func (l *lines) findings(t *testing.T) []finding {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []map[string]any
+	var out []finding
 	for _, s := range l.all {
 		if !strings.HasPrefix(s, "{") {
 			continue // the traced program's own output
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			t.Fatalf("leaks -j line %q: %v", s, err)
-		}
-		out = append(out, m)
+		out = append(out, readFinding(t, "leaks -j", s))
 	}
 	return out
 }
@@ -98,9 +93,9 @@ func startLeaks(t *testing.T, args ...string) *leakRun {
 
 // belongsTo tells whether a finding's owner is process pid (its "pid" is
 // the creating thread, "tgid" its process when they differ).
-func belongsTo(f map[string]any, pid int) bool {
+func belongsTo(f finding, pid int) bool {
 	p := fmt.Sprint(pid)
-	return str(f["pid"]) == p || str(f["tgid"]) == p
+	return text(f.PID) == p || text(f.TGID) == p
 }
 
 // TestLeaksNamesWhatHoldsAnUnregister stops a connected rping pair, starts
@@ -142,19 +137,19 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"qp", "cq", "mr", "pd", "cm_id"}
-	named := func(fs []map[string]any, pid int) (missing []string, waiting bool) {
+	named := func(fs []finding, pid int) (missing []string, waiting bool) {
 		have := map[string]bool{}
 		for _, f := range fs {
 			if !belongsTo(f, pid) {
 				continue
 			}
-			switch f["report"] {
+			switch f.Report {
 			case "unregister":
-				if f["ifname"] == device {
-					have[str(f["res"])] = true
+				if f.Ifname == device {
+					have[f.Res] = true
 				}
 			case "waiting":
-				waiting = f["ifname"] == device
+				waiting = f.Ifname == device
 			}
 		}
 		for _, r := range want {
@@ -196,8 +191,8 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the unregistered report", func() bool {
 		for _, f := range l.out.findings(t) {
-			if f["report"] == "unregistered" && f["ifname"] == device {
-				if str(f["left"]) != "0" || str(f["freed-at-exit"]) == "0" {
+			if f.Report == "unregistered" && f.Ifname == device {
+				if text(f.Left) != "0" || text(f.FreedAtExit) == "0" {
 					t.Errorf("unregistered report: %v, want nothing left and frees at exit", f)
 				}
 				return true
@@ -215,7 +210,7 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 
 // runLeaks runs `rdmatrace leaks -j -- CMD...` to the end.
 // Its log is stderr and the program's own output.
-func runLeaks(t *testing.T, argv ...string) (fs []map[string]any, code int, log string) {
+func runLeaks(t *testing.T, argv ...string) (fs []finding, code int, log string) {
 	t.Helper()
 	needModuleBTF(t)
 	fs, code, stdout, stderr := leaksOut(t, nil, false, append([]string{"--"}, argv...)...)
@@ -241,13 +236,13 @@ func TestLeaksOfAProgram(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for _, f := range fs {
-		if f["report"] != "exit-cleanup" || f["comm"] != "leakqp" || f["cleanup"] != "exit" || f["ifname"] != device {
+		if f.Report != "exit-cleanup" || f.Comm != "leakqp" || f.Cleanup != "exit" || f.Ifname != device {
 			t.Errorf("unexpected finding %v", f)
 			continue
 		}
-		got[str(f["res"])] = true
-		if f["res"] == "qp" && str(f["lqpn"]) != lqpn {
-			t.Errorf("leaked QP lqpn %v, leakqp printed %s", f["lqpn"], lqpn)
+		got[f.Res] = true
+		if f.Res == "qp" && text(f.LQPN) != lqpn {
+			t.Errorf("leaked QP lqpn %v, leakqp printed %s", text(f.LQPN), lqpn)
 		}
 	}
 	for _, r := range []string{"qp", "cq", "pd"} {

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"testing"
 )
@@ -30,14 +29,14 @@ func legacyLayoutFromLiveData(t *testing.T) {
 		t.Fatalf("rdmatrace parse of our own legacy output: %v\n%s", err, legacy)
 	}
 
-	var ids []map[string]any
+	var ids []cmIDRow
 	if err := json.Unmarshal(live, &ids); err != nil {
 		t.Fatal(err)
 	}
-	var rows []map[string]any
+	var rows []cmIDRow
 	sc := bufio.NewScanner(bytes.NewReader(parsed))
 	for sc.Scan() {
-		var m map[string]any
+		var m cmIDRow
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("parse -j line %q: %v", sc.Text(), err)
 		}
@@ -48,29 +47,29 @@ func legacyLayoutFromLiveData(t *testing.T) {
 	}
 	for i, id := range ids {
 		row := rows[i]
-		check := func(key string, want any) {
-			if fmt.Sprint(row[key]) != fmt.Sprint(want) {
-				t.Errorf("row %d: %s = %v, want %v\n  live:   %s\n  legacy: %s", i, key, row[key], want, mustJSON(id), mustJSON(row))
+		check := func(key, got, want string) {
+			if got != want {
+				t.Errorf("row %d: %s = %v, want %v\n  live:   %s\n  legacy: %s", i, key, got, want, mustJSON(id), mustJSON(row))
 			}
 		}
-		check("ifname", id["ifname"])
-		check("port", id["port"])
-		check("state", id["state"])
-		check("ps", id["ps"])
-		check("src-addr", id["src-addr"])
-		check("pid", id["pid"])
-		check("comm", id["comm"])
-		check("dev-type", "ETH")
-		if id["port"] != nil {
-			check("netdev", "veth0")
+		check("ifname", text(row.Ifname), text(id.Ifname))
+		check("port", text(row.Port), text(id.Port))
+		check("state", text(row.State), text(id.State))
+		check("ps", text(row.PS), text(id.PS))
+		check("src-addr", text(row.Src), text(id.Src))
+		check("pid", text(row.PID), text(id.PID))
+		check("comm", text(row.Comm), text(id.Comm))
+		check("dev-type", text(row.DevType), "ETH")
+		if id.Port != nil {
+			check("netdev", text(row.Netdev), "veth0")
 		} else {
-			check("netdev", nil) // a wildcard listener: a device, no port
+			check("netdev", text(row.Netdev), "<nil>") // a wildcard listener: a device, no port
 		}
-		if lqpn, ok := id["lqpn"]; ok {
-			check("lqpn", lqpn)
+		if id.LQPN != nil {
+			check("lqpn", text(row.LQPN), text(id.LQPN))
 		}
-		if id["state"] != "LISTEN" {
-			check("dst-addr", id["dst-addr"])
+		if text(id.State) != "LISTEN" {
+			check("dst-addr", text(row.Dst), text(id.Dst))
 		}
 	}
 }

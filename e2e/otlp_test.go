@@ -14,6 +14,8 @@ import (
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestTraceSendsEventsToAnOTLPReceiver: trace --otlp while the churn runs:
@@ -75,13 +77,21 @@ func TestTraceSendsEventsToAnOTLPReceiver(t *testing.T) {
 	}
 	for i, e := range evs {
 		r := got[i]
+		// trace -j's keys, those it has: the same values.
+		keys := map[string]string{"event": e.Kind.String()}
+		if e.Has(rdma.EvHasRes) {
+			keys["res"] = e.Res.String()
+		}
+		if e.Has(rdma.EvHasOwner) {
+			keys["comm"], keys["pid"] = e.Owner.Comm, e.tid()
+		}
 		for _, k := range []string{"event", "res", "comm", "pid"} {
-			if want := e[k]; want != nil && attr(r, k) != str(want) {
+			if want, ok := keys[k]; ok && attr(r, k) != want {
 				t.Errorf("record %d: %s = %q, trace -j says %v (%v)", i, k, attr(r, k), want, e)
 			}
 		}
-		if r.EventName != "rdma."+str(e["event"]) {
-			t.Errorf("record %d: event name %q, want rdma.%v", i, r.EventName, e["event"])
+		if r.EventName != "rdma."+e.Kind.String() {
+			t.Errorf("record %d: event name %q, want rdma.%v", i, r.EventName, e.Kind)
 		}
 	}
 	t.Logf("%d events, %d records; %s", len(evs), len(got), strings.TrimSpace(said))

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // siwAddr is siw0's address, on a veth pair of its own (veth2/veth3): on
@@ -248,16 +250,24 @@ func TestPortConflictsOnIWarp(t *testing.T) {
 			t.Fatalf("ports --conflicts: %v\n%s", err, stderr)
 		}
 		keep(t, "ports/conflicts.json", out)
-		var cs []map[string]any
+		// A record of ports --conflicts -j: the port, whether the kernel
+		// refuses one side, and both claimants' keys.
+		var cs []struct {
+			Port       uint16  `json:"port"`
+			Conflict   *bool   `json:"conflict"`
+			RDMAPID    *uint32 `json:"rdma-pid"`
+			HostPID    *uint32 `json:"host-pid"`
+			RDMAIfname string  `json:"rdma-ifname"`
+		}
 		if err := json.Unmarshal(out, &cs); err != nil {
 			t.Fatal(err)
 		}
 		found := false
 		for _, c := range cs {
-			if str(c["port"]) == "7420" {
+			if c.Port == 7420 {
 				found = true
-				if c["conflict"] != false || str(c["rdma-pid"]) != fmt.Sprint(server.Process.Pid) || str(c["host-pid"]) != fmt.Sprint(os.Getpid()) || c["rdma-ifname"] != "rxe0" {
-					t.Errorf("conflict record %v: want no conflict, rping on rxe0 and the test as the two holders", c)
+				if c.Conflict == nil || *c.Conflict || text(c.RDMAPID) != fmt.Sprint(server.Process.Pid) || text(c.HostPID) != fmt.Sprint(os.Getpid()) || c.RDMAIfname != "rxe0" {
+					t.Errorf("conflict record %s: want no conflict, rping on rxe0 and the test as the two holders", mustJSON(c))
 				}
 			}
 		}
@@ -270,10 +280,11 @@ func TestPortConflictsOnIWarp(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ports --conflicts --pid: %v\n%s", err, stderr)
 		}
+		cs = nil // decoded afresh: not into the rows above
 		if err := json.Unmarshal(out, &cs); err != nil {
 			t.Fatal(err)
 		}
-		if len(cs) != 1 || str(cs[0]["port"]) != "7420" || str(cs[0]["host-pid"]) != fmt.Sprint(os.Getpid()) {
+		if len(cs) != 1 || cs[0].Port != 7420 || text(cs[0].HostPID) != fmt.Sprint(os.Getpid()) {
 			t.Errorf("ports --conflicts --pid %d: %s, want the one pair on 7420 with the test as the host holder", server.Process.Pid, out)
 		}
 	})
@@ -313,9 +324,9 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			if mode == "fallback" && !strings.Contains(tr.stderr.String(), "rdma_listen (kprobe+kretprobe") {
 				t.Errorf("--fallback did not use kprobes for rdma_listen:\n%s", tr.stderr.String())
 			}
-			var busy []map[string]any
+			var busy []traced
 			for _, e := range evs {
-				if e["event"] == "port-busy" {
+				if e.Kind == rdma.EvPortBusy {
 					busy = append(busy, e)
 				}
 			}
@@ -332,19 +343,15 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			for _, w := range want {
 				n := 0
 				for _, e := range busy {
-					if e["func"] != w.fn || e["src-addr"] != w.addr {
+					if e.Func != w.fn || !e.Has(rdma.EvHasAddr) || e.Src.String() != w.addr {
 						continue
 					}
 					n++
-					pid := str(e["pid"])
-					if e["tgid"] != nil {
-						pid = str(e["tgid"])
-					}
-					holders := fmt.Sprint(e["holders"])
-					if pid != fmt.Sprint(w.pid) || str(e["status"]) != "-98" || !strings.Contains(holders, w.holder) {
+					holders := fmt.Sprint(e.Holders)
+					if e.process() != fmt.Sprint(w.pid) || e.Status != -98 || !strings.Contains(holders, w.holder) {
 						t.Errorf("port-busy %v: want pid %d, status -98, holders with %q", e, w.pid, w.holder)
 					}
-					if w.fn == "rdma_listen" && (e["ifname"] != "siw0" || e["res"] != "cm_id") {
+					if w.fn == "rdma_listen" && (e.DevName != "siw0" || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResCMID) {
 						t.Errorf("rdma_listen's port-busy %v: want the cm_id on siw0", e)
 					}
 				}
@@ -378,13 +385,13 @@ func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
 	holder := fmt.Sprintf("[%d] tcp LISTEN %s:7430", os.Getpid(), siwAddr)
 	n := 0
 	for _, f := range fs {
-		if f["report"] != "port-busy" {
+		if f.Report != "port-busy" {
 			t.Errorf("a finding other than port-busy: %v", f)
 			continue
 		}
 		n++
-		hs, _ := f["holders"].([]any)
-		if f["func"] != "rdma_listen" || f["comm"] != "rping" || f["ifname"] != "siw0" || len(hs) != 1 || !strings.HasSuffix(fmt.Sprint(hs[0]), holder) {
+		hs := f.Holders
+		if f.Func != "rdma_listen" || f.Comm != "rping" || f.Ifname != "siw0" || len(hs) != 1 || !strings.HasSuffix(hs[0], holder) {
 			t.Errorf("port-busy finding %v: want rping's rdma_listen on siw0, held by the test (%s)", f, holder)
 		}
 	}

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +18,7 @@ import (
 // leaksOut runs `rdmatrace leaks -j ARGS...`; with output, the findings go
 // to --report FILE and stdout is only the program's (without, the tests
 // also run against rdmatrace binaries from before --report).
-func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []map[string]any, code int, stdout, stderr string) {
+func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []finding, code int, stdout, stderr string) {
 	t.Helper()
 	report := filepath.Join(t.TempDir(), "report.ndjson")
 	flags := []string{"leaks", "-j"}
@@ -47,11 +46,7 @@ func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []map
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("--report line %q: %v", sc.Text(), err)
-		}
-		fs = append(fs, m)
+		fs = append(fs, readFinding(t, "the report file of leaks -j", sc.Text()))
 	}
 	return fs, code, out.String(), errOut.String()
 }
@@ -88,12 +83,12 @@ func childThatExitsAtOnce(t *testing.T, mode string) {
 	got := map[string]bool{}
 	cgroups := map[string]bool{}
 	for _, f := range fs {
-		if f["report"] != "exit-cleanup" || f["comm"] != "leakqp" {
+		if f.Report != "exit-cleanup" || f.Comm != "leakqp" {
 			t.Errorf("unexpected finding %v", f)
 			continue
 		}
-		got[str(f["res"])] = true
-		cgroups[str(f["cgroup-id"])] = true
+		got[f.Res] = true
+		cgroups[text(f.CgroupID)] = true
 	}
 	for _, r := range []string{"qp", "cq", "pd"} {
 		if !got[r] {
@@ -119,7 +114,7 @@ func TestLeaksIgnoresAReusedPID(t *testing.T) {
 	script := fmt.Sprintf("rping -s -a %s -p %s & echo $! >%s.tmp; mv %s.tmp %s; sleep 1; kill -KILL $!; wait; sleep 4",
 		addr, port1, pidFile, pidFile, pidFile)
 	type result struct {
-		fs             []map[string]any
+		fs             []finding
 		code           int
 		stdout, stderr string
 	}
@@ -166,7 +161,7 @@ func TestLeaksIgnoresAReusedPID(t *testing.T) {
 	}
 	log := r.stderr + "\nstdout:\n" + r.stdout
 	for _, f := range r.fs {
-		if f["report"] != "exit-cleanup" || str(f["pid"]) != strconv.Itoa(child) {
+		if f.Report != "exit-cleanup" || text(f.PID) != strconv.Itoa(child) {
 			t.Errorf("finding %v: want only exit cleanups of the program's rping %d\n%s", f, child, log)
 		}
 	}

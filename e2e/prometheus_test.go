@@ -86,15 +86,15 @@ func TestPrometheusScrapesTheExporter(t *testing.T) {
 
 	startHolder(t, device)
 
-	var sums []map[string]any
+	var sums []resSummary
 	if err := json.Unmarshal(run(t, "rdma", "-j", "res", "show"), &sums); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{}
 	for _, s := range sums {
-		if s["ifname"] == device {
+		if s.Ifname == device {
 			for _, typ := range []string{"pd", "cq", "qp", "mr"} {
-				if v, ok := s[typ].(float64); ok {
+				if v, ok := s.count(typ); ok {
 					want[typ] = v
 				}
 			}

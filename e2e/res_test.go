@@ -70,18 +70,18 @@ func compareObjects(t *testing.T, typ string, theirs, ours []byte) {
 // types where iproute2's own comm cannot serve as the reference.
 func checkCommsFromProc(t *testing.T, ours []byte) {
 	t.Helper()
-	var objs []map[string]any
+	var objs []owned
 	if err := json.Unmarshal(ours, &objs); err != nil {
 		t.Fatal(err)
 	}
 	var c proc.CommCache
 	for i, o := range objs {
-		pid, ok := o["pid"].(float64)
-		if !ok {
+		if o.PID == nil {
 			continue
 		}
-		if want := c.Comm(uint32(pid)); o["comm"] != want || want == "" {
-			t.Errorf("object %d: comm %v, /proc/%v/comm says %q", i, o["comm"], pid, want)
+		pid := *o.PID
+		if want := c.Comm(pid); o.Comm == nil || *o.Comm != want || want == "" {
+			t.Errorf("object %d: comm %v, /proc/%v/comm says %q", i, text(o.Comm), pid, want)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 const afSMC = 43
@@ -58,7 +60,15 @@ func TestSMCNamesFallbackAndReason(t *testing.T) {
 	}
 	keep(t, "smc/smc.json", out)
 	keep(t, "smc/smc.txt", run(t, *rdmatraceBin, "smc"))
-	var socks []map[string]any
+	var socks []struct {
+		PID            *uint32 `json:"pid"`
+		State          string  `json:"state"`
+		Mode           string  `json:"mode"`
+		Src            string  `json:"src-addr"`
+		Dst            string  `json:"dst-addr"`
+		FallbackReason string  `json:"fallback-reason"`
+		PeerDiagnosis  string  `json:"peer-diagnosis"`
+	}
 	if err := json.Unmarshal(out, &socks); err != nil {
 		t.Fatalf("smc -j: %v\n%s", err, out)
 	}
@@ -66,21 +76,21 @@ func TestSMCNamesFallbackAndReason(t *testing.T) {
 	client, server := fmt.Sprintf("10.99.0.1:%d", cport), fmt.Sprintf("10.99.0.1:%d", port)
 	found := map[string]bool{}
 	for _, s := range socks {
-		if str(s["pid"]) != me {
+		if s.PID == nil || fmt.Sprint(*s.PID) != me {
 			continue
 		}
 		switch {
-		case s["state"] == "LISTEN" && s["src-addr"] == server:
+		case s.State == "LISTEN" && s.Src == server:
 			found["listener"] = true
-		case s["src-addr"] == client && s["dst-addr"] == server:
+		case s.Src == client && s.Dst == server:
 			found["client"] = true
-			if s["mode"] != "TCP" || !strings.HasPrefix(str(s["fallback-reason"]), "0x03030000") {
-				t.Errorf("client %v: want mode TCP (fallback), reason 0x03030000 (no SMC device)", s)
+			if s.Mode != "TCP" || !strings.HasPrefix(s.FallbackReason, "0x03030000") {
+				t.Errorf("client %+v: want mode TCP (fallback), reason 0x03030000 (no SMC device)", s)
 			}
-		case s["src-addr"] == server && s["dst-addr"] == client:
+		case s.Src == server && s.Dst == client:
 			found["server"] = true
-			if s["mode"] != "TCP" || !strings.HasPrefix(str(s["fallback-reason"]), "0x05000000") || !strings.HasPrefix(str(s["peer-diagnosis"]), "0x03030000") {
-				t.Errorf("server %v: want mode TCP, reason 0x05000000 (peer declined), peer diagnosis 0x03030000", s)
+			if s.Mode != "TCP" || !strings.HasPrefix(s.FallbackReason, "0x05000000") || !strings.HasPrefix(s.PeerDiagnosis, "0x03030000") {
+				t.Errorf("server %+v: want mode TCP, reason 0x05000000 (peer declined), peer diagnosis 0x03030000", s)
 			}
 		}
 	}
@@ -118,18 +128,18 @@ func checkSMCFallbackEvents(t *testing.T, tr *tracing, client, server string) {
 	evs := tr.stop()
 	seen := map[string]bool{}
 	for _, e := range evs {
-		if e["event"] != "smc-fallback" {
+		if e.Kind != rdma.EvSMCFallback || !e.Has(rdma.EvHasAddr) {
 			continue
 		}
-		switch {
-		case e["src-addr"] == client && e["dst-addr"] == server:
+		switch src, dst := e.Src.String(), e.Dst.String(); {
+		case src == client && dst == server:
 			seen["client"] = true
-			if !strings.HasPrefix(str(e["fallback-reason"]), "0x03030000") || str(e["pid"]) != fmt.Sprint(os.Getpid()) && str(e["tgid"]) != fmt.Sprint(os.Getpid()) {
+			if !strings.HasPrefix(e.FallbackReason, "0x03030000") || e.tid() != fmt.Sprint(os.Getpid()) && e.process() != fmt.Sprint(os.Getpid()) {
 				t.Errorf("client's smc-fallback %v: want reason 0x03030000 and the test's pid", e)
 			}
-		case e["src-addr"] == server && e["dst-addr"] == client:
+		case src == server && dst == client:
 			seen["server"] = true
-			if !strings.HasPrefix(str(e["fallback-reason"]), "0x05000000") {
+			if !strings.HasPrefix(e.FallbackReason, "0x05000000") {
 				t.Errorf("server's smc-fallback %v: want reason 0x05000000 (peer declined)", e)
 			}
 		}

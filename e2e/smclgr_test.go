@@ -16,6 +16,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/smcnl"
 )
 
@@ -164,17 +165,21 @@ func TestSMCDevicesAndLinkGroups(t *testing.T) {
 		t.Fatalf("smc device: %v\n%s", err, stderr)
 	}
 	keep(t, "smc/device.json", out)
-	var devs []map[string]any
+	var devs []struct {
+		Ifname string `json:"ifname"`
+		Port   uint32 `json:"port"`
+		Active *bool  `json:"active"`
+	}
 	if err := json.Unmarshal(out, &devs); err != nil {
 		t.Fatal(err)
 	}
 	state, _ := os.ReadFile("/sys/class/infiniband/" + device + "/ports/1/state")
 	found := false
 	for _, d := range devs {
-		if d["ifname"] == device && str(d["port"]) == "1" {
+		if d.Ifname == device && d.Port == 1 {
 			found = true
-			if active := strings.Contains(string(state), "ACTIVE"); d["active"] != active {
-				t.Errorf("smc device says %s/1 active %v, sysfs says %q", device, d["active"], strings.TrimSpace(string(state)))
+			if active := strings.Contains(string(state), "ACTIVE"); d.Active == nil || *d.Active != active {
+				t.Errorf("smc device says %s/1 active %v, sysfs says %q", device, d.Active, strings.TrimSpace(string(state)))
 			}
 		}
 	}
@@ -227,7 +232,7 @@ func smcLinkGroup(t *testing.T) {
 	var connErr error
 	connected := false
 	// The link group lives about 2 s: look until it shows.
-	var rows []map[string]any
+	var rows []linkGroupRow
 	var qps []rdmaQP
 	var socks []byte // smc -j while the link groups exist
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && len(rows) == 0; {
@@ -235,12 +240,12 @@ func smcLinkGroup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("smc linkgroup: %v\n%s", err, stderr)
 		}
-		var all []map[string]any
+		var all []linkGroupRow
 		if err := json.Unmarshal(out, &all); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range all {
-			if r["ifname"] == device {
+			if r.Ifname == device {
 				rows = append(rows, r)
 			}
 		}
@@ -265,38 +270,37 @@ func smcLinkGroup(t *testing.T) {
 	if len(rows) == 0 {
 		t.Fatal("smc linkgroup showed no link group on " + device + " within 20 s")
 	}
-	t.Logf("link group rows: %v; [smc] QPs in rdma res then: %v", rows, qps)
+	t.Logf("link group rows: %+v; [smc] QPs in rdma res then: %v", rows, qps)
 	// The client's socket is the test's; the server's is no one's until
 	// it is accepted, which is after SMC-R or its fallback.
 	mine := fmt.Sprintf("[%d]", os.Getpid())
 	sockets, listed := 0, 0
 	for _, r := range rows {
-		for _, s := range r["sockets"].([]any) {
+		for _, who := range r.Sockets {
 			sockets++
-			who := fmt.Sprint(s)
-			if r["role"] == "client" && !strings.HasSuffix(who, mine) || r["role"] == "server" && !strings.HasSuffix(who, " -") {
-				t.Errorf("socket %q on the %v link group %v: want the test's (%s) on the client's, no process on the server's", who, r["role"], r["lgr-id"], mine)
+			if r.Role == "client" && !strings.HasSuffix(who, mine) || r.Role == "server" && !strings.HasSuffix(who, " -") {
+				t.Errorf("socket %q on the %v link group %v: want the test's (%s) on the client's, no process on the server's", who, r.Role, r.LGRID, mine)
 			}
 		}
-		for _, q := range r["smc-qps"].([]any) {
+		for _, q := range r.SMCQPs {
 			listed++
 			ok := false
 			for _, p := range qps {
-				ok = ok || fmt.Sprint(p.LQPN) == fmt.Sprint(q)
+				ok = ok || uint32(p.LQPN) == q
 			}
 			if !ok {
-				t.Errorf("link group %v lists [smc] QP %v, which rdma res did not have: %v", r["lgr-id"], q, qps)
+				t.Errorf("link group %v lists [smc] QP %v, which rdma res did not have: %v", r.LGRID, q, qps)
 			}
 		}
-		if r["link-state"] == "" || r["role"] == "" {
-			t.Errorf("link group row without link state or role: %v", r)
+		if r.LinkState == "" || r.Role == "" {
+			t.Errorf("link group row without link state or role: %+v", r)
 		}
 	}
 	// smc names the client socket's link group, the client's.
 	var clientLgr string
 	for _, r := range rows {
-		if r["role"] == "client" {
-			clientLgr = fmt.Sprint(r["lgr-id"])
+		if r.Role == "client" {
+			clientLgr = r.LGRID
 		}
 	}
 	if !strings.Contains(string(socks), `"lgr-id":"`+clientLgr+`"`) || !strings.Contains(string(socks), `"role":"client"`) {
@@ -329,7 +333,7 @@ func smcLinkGroup(t *testing.T) {
 // port), each with a QP that rdma res lists as [smc], no two links with
 // the same QP; and, as both sides fell back before the trace stopped,
 // one smc-link-destroy of that QP each. The smc hooks must have attached.
-func smcLinksTraced(t *testing.T, tr *tracing, rows []map[string]any, qps []rdmaQP) {
+func smcLinksTraced(t *testing.T, tr *tracing, rows []linkGroupRow, qps []rdmaQP) {
 	t.Helper()
 	evs := tr.stop()
 	for _, hook := range []string{"smc_ib_create_queue_pair", "smc_ib_destroy_queue_pair", "smc:smcr_link_down"} {
@@ -337,36 +341,44 @@ func smcLinksTraced(t *testing.T, tr *tracing, rows []map[string]any, qps []rdma
 			t.Errorf("hook %s did not attach: %s", hook, tr.stderr.String())
 		}
 	}
-	byLink := map[string][]map[string]any{} // "lgr-id role link-id" -> its create events
-	destroyed := map[string]int{}           // "lgr-id role link-id lqpn" -> destroys
+	byLink := map[string][]traced{} // "lgr-id role link-id" -> its create events
+	destroyed := map[string]int{}   // "lgr-id role link-id lqpn" -> destroys
+	// The link's key as the link group dump spells it.
+	link := func(e *traced) string {
+		lgr := ""
+		if e.SMC.HasLGR {
+			lgr = rdma.LGRID(e.SMC.LGR)
+		}
+		return fmt.Sprint(lgr, " ", e.SMC.Role, " ", e.SMC.ID)
+	}
 	var other []string
-	for _, e := range evs {
-		switch e["event"] {
-		case "smc-link-create":
-			if e["ifname"] != device {
+	for i := range evs {
+		e := &evs[i]
+		switch e.Kind {
+		case rdma.EvSMCLinkCreate:
+			if e.DevName != device {
 				continue
 			}
-			k := fmt.Sprint(e["lgr-id"], " ", e["role"], " ", e["link-id"])
-			byLink[k] = append(byLink[k], e)
-		case "smc-link-destroy":
-			destroyed[fmt.Sprint(e["lgr-id"], " ", e["role"], " ", e["link-id"], " ", e["lqpn"])]++
-			other = append(other, fmt.Sprint(e))
-		case "smc-link-down", "smc-fallback":
-			other = append(other, fmt.Sprint(e))
+			byLink[link(e)] = append(byLink[link(e)], *e)
+		case rdma.EvSMCLinkDestroy:
+			destroyed[fmt.Sprint(link(e), " ", e.LQPN)]++
+			other = append(other, e.line)
+		case rdma.EvSMCLinkDown, rdma.EvSMCFallback:
+			other = append(other, e.line)
 		}
 	}
 	t.Logf("smc-link-create: %v; then: %v", byLink, other)
 	seen := map[string]string{} // lqpn -> link
 	for _, r := range rows {
-		k := fmt.Sprint(r["lgr-id"], " ", r["role"], " ", r["link-id"])
+		k := fmt.Sprint(r.LGRID, " ", r.Role, " ", r.LinkID)
 		creates := byLink[k]
 		if len(creates) != 1 {
 			t.Errorf("link %s (the dump's): %d smc-link-create events, want 1", k, len(creates))
 			continue
 		}
 		e := creates[0]
-		q := fmt.Sprint(e["lqpn"])
-		if str(e["port"]) != "1" || e["type"] != "RC" || str(e["status"]) != "<nil>" {
+		q := fmt.Sprint(e.LQPN)
+		if !e.Has(rdma.EvHasPort) || e.Port != 1 || !e.Has(rdma.EvHasQP) || e.QPType != rdma.QPTypeRC || e.Status != 0 || strings.Contains(e.line, `"status"`) {
 			t.Errorf("link %s created %v: want port 1, an RC QP, no error status", k, e)
 		}
 		inRes := false
@@ -384,6 +396,18 @@ func smcLinksTraced(t *testing.T, tr *tracing, rows []map[string]any, qps []rdma
 			t.Errorf("link %s, QP %s: %d smc-link-destroy events, want 1 (both sides fell back)", k, q, n)
 		}
 	}
+}
+
+// linkGroupRow is a row of `rdmatrace smc linkgroup -j` (one link of a
+// link group), with the keys the tests read.
+type linkGroupRow struct {
+	LGRID     string   `json:"lgr-id"`
+	Role      string   `json:"role"`
+	LinkID    uint8    `json:"link-id"`
+	Ifname    string   `json:"ifname"`
+	LinkState string   `json:"link-state"`
+	Sockets   []string `json:"sockets"`
+	SMCQPs    []uint32 `json:"smc-qps"`
 }
 
 type rdmaQP struct {

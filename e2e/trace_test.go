@@ -3,10 +3,11 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	replayreader "github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
 // tracing runs `rdmatrace trace -j` in the background.
@@ -44,22 +47,66 @@ func startTrace(t *testing.T, args ...string) *tracing {
 }
 
 // stop ends the trace with SIGINT and returns its events.
-func (tr *tracing) stop() []map[string]any {
+func (tr *tracing) stop() []traced {
 	tr.t.Helper()
 	_ = tr.cmd.Process.Signal(syscall.SIGINT)
 	if err := tr.cmd.Wait(); err != nil {
 		tr.t.Fatalf("rdmatrace trace: %v\n%s", err, tr.stderr.String())
 	}
 	keep(tr.t, "trace/"+strings.ReplaceAll(tr.t.Name(), "/", "_")+".ndjson", tr.out.Bytes())
-	var evs []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(tr.out.Bytes()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			tr.t.Fatalf("trace -j line %q: %v", sc.Text(), err)
+	return readTrace(tr.t, tr.out.Bytes())
+}
+
+// traced is one line of `trace -j`: the event as the project's reader of
+// that output reads it (internal/source/replay), and the keys the
+// renderer derives from its fields, which the reader does not keep.
+type traced struct {
+	rdma.Event
+	StatusName     string // status-name
+	FallbackReason string // fallback-reason
+	line           string // as printed
+}
+
+func (e traced) String() string { return e.line }
+
+// tid is the "pid" key: the owner's thread (the creating thread), "" for
+// an event without an owner.
+func (e *traced) tid() string {
+	if !e.Has(rdma.EvHasOwner) {
+		return ""
+	}
+	return fmt.Sprint(e.Owner.TID)
+}
+
+// process is the owner's process ("tgid", else "pid"), "" without one.
+func (e *traced) process() string {
+	if !e.Has(rdma.EvHasOwner) {
+		return ""
+	}
+	return fmt.Sprint(e.Owner.PID)
+}
+
+// readTrace reads `trace -j` output, one event a line.
+func readTrace(t *testing.T, out []byte) []traced {
+	t.Helper()
+	var evs []traced
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
 		}
-		evs = append(evs, m)
+		e := traced{line: string(line)}
+		var derived struct {
+			StatusName     string `json:"status-name"`
+			FallbackReason string `json:"fallback-reason"`
+		}
+		if err := json.Unmarshal(line, &derived); err != nil {
+			t.Fatalf("trace -j line %q: %v", line, err)
+		}
+		e.StatusName, e.FallbackReason = derived.StatusName, derived.FallbackReason
+		if err := replayreader.NewReader(bytes.NewReader(line), "trace -j").Next(&e.Event); err != nil {
+			t.Fatalf("trace -j line %q: %v", line, err)
+		}
+		evs = append(evs, e)
 	}
 	return evs
 }
@@ -83,9 +130,8 @@ func TestTraceSeesEveryResourceWithItsOwner(t *testing.T) {
 			tr := startTrace(t, args...)
 			w := startAll(t)
 			w.signal(syscall.SIGSTOP)
-			var qps, ids []map[string]any
-			_ = json.Unmarshal(run(t, "rdma", "-j", "res", "show", "qp"), &qps)
-			_ = json.Unmarshal(run(t, "rdma", "-j", "res", "show", "cm_id"), &ids)
+			qps := rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp"))
+			ids := rdmaResources(t, "rdma -j res show cm_id", run(t, "rdma", "-j", "res", "show", "cm_id"))
 			w.stop()
 			// A device added while tracing: its GSI QP belongs to ib_core.
 			run(t, "rdma", "link", "add", "rxe9", "type", "rxe", "netdev", "veth1")
@@ -107,8 +153,8 @@ func TestTraceSeesEveryResourceWithItsOwner(t *testing.T) {
 				t.Errorf("--fallback did not use kprobes:\n%s", tr.stderr.String())
 			}
 			// 14 RC QPs (startAll); rping's 3 IDs and ib_write_lat's.
-			checkResources(t, evs, qps, "qp", "lqpn", 14)
-			checkResources(t, evs, ids, "cm_id", "cm-idn", 5)
+			checkResources(t, evs, qps, rdma.ResQP, 14)
+			checkResources(t, evs, ids, rdma.ResCMID, 5)
 			checkGSI(t, evs, "rxe9")
 		})
 	}
@@ -126,69 +172,98 @@ func userObjects(t *testing.T, typ rdma.ResType) []rdma.Resource {
 	return out
 }
 
-// checkResources matches objects of `rdma -j res show TYPE` to the trace.
-func checkResources(t *testing.T, evs []map[string]any, objs []map[string]any, res, idKey string, atLeast int) {
+// rdmaResources reads `rdma -j res show qp|cm_id` with the project's
+// reader of that output (debugfs).
+func rdmaResources(t *testing.T, what string, out []byte) []rdma.Resource {
 	t.Helper()
+	rd := debugfs.NewReader(bytes.NewReader(out), what)
+	var rs []rdma.Resource
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return rs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		}
+		rs = append(rs, rec.Res)
+	}
+}
+
+// checkResources matches objects of `rdma -j res show TYPE` to the trace.
+func checkResources(t *testing.T, evs []traced, objs []rdma.Resource, res rdma.ResType, atLeast int) {
+	t.Helper()
+	idKey := map[rdma.ResType]string{rdma.ResQP: "lqpn", rdma.ResCMID: "cm-idn"}[res]
+	for _, o := range objs {
+		if o.Type != res {
+			t.Fatalf("a %v among the %v objects of rdma res", o.Type, res)
+		}
+	}
 	checked := 0
 	for _, o := range objs {
-		if o["pid"] == nil {
+		if o.Has&rdma.HasPID == 0 {
 			continue // kernel objects that existed before tracing
 		}
 		checked++
-		evKey := "id"
-		if res == "qp" {
-			evKey = "lqpn"
+		id := o.CMIDN // the event's id
+		if res == rdma.ResQP {
+			id = o.LQPN // the event's lqpn
 		}
-		same := func(e map[string]any) bool {
-			return e["res"] == res && e["ifname"] == o["ifname"] && str(e[evKey]) == str(o[idKey])
+		same := func(e *traced) bool {
+			evID := e.ID
+			if res == rdma.ResQP {
+				evID = e.LQPN
+			}
+			return e.Has(rdma.EvHasRes) && e.Res == res && e.DevName == o.DevName && evID == id
 		}
 		var created, destroyed bool
-		states := map[string]bool{}
-		last := "RESET" // QPs are created in RESET
-		for _, e := range evs {
+		states := map[rdma.QPState]bool{}
+		last := rdma.QPStateReset // QPs are created in RESET
+		for i := range evs {
+			e := &evs[i]
 			if !same(e) {
 				continue
 			}
-			switch e["event"] {
-			case "create":
+			switch e.Kind {
+			case rdma.EvCreate:
 				created = true
-				if str(e["pid"]) != str(o["pid"]) || e["comm"] != o["comm"] {
-					t.Errorf("%s %s=%v: created by pid %v comm %v, rdma res says pid %v comm %v", res, idKey, o[idKey], e["pid"], e["comm"], o["pid"], o["comm"])
+				if e.tid() != fmt.Sprint(o.Owner.PID) || e.Owner.Comm != o.Owner.Comm {
+					t.Errorf("%v %s=%d: created by pid %s comm %s, rdma res says pid %d comm %s", res, idKey, id, e.tid(), e.Owner.Comm, o.Owner.PID, o.Owner.Comm)
 				}
-			case "destroy":
+			case rdma.EvDestroy:
 				destroyed = true
-			case "modify":
-				states[str(e["state"])] = true
-				last = str(e["state"])
+			case rdma.EvModify:
+				states[rdma.QPState(e.State)] = true
+				last = rdma.QPState(e.State)
 			}
 		}
 		if !created {
-			t.Errorf("%s %s=%v (pid %v %v) has no create event", res, idKey, o[idKey], o["pid"], o["comm"])
+			t.Errorf("%v %s=%d (pid %d %s) has no create event", res, idKey, id, o.Owner.PID, o.Owner.Comm)
 		}
 		if !destroyed {
-			t.Errorf("%s %s=%v (pid %v %v) has no destroy event after its program was killed", res, idKey, o[idKey], o["pid"], o["comm"])
+			t.Errorf("%v %s=%d (pid %d %s) has no destroy event after its program was killed", res, idKey, id, o.Owner.PID, o.Owner.Comm)
 		}
 		// Not every QP reaches RTS (a CI run met an RC QP with no
 		// transition traced, and did not record its state): the trace must
 		// end in the state rdma res shows, and RTS must come after INIT and RTR.
-		if res == "qp" && last != o["state"] {
-			t.Errorf("qp %v (%v %v): last state traced %s, rdma res says %v (transitions seen %v)", o[idKey], o["pid"], o["comm"], last, o["state"], states)
+		if res == rdma.ResQP && last != o.QPState {
+			t.Errorf("qp %d (%d %s): last state traced %v, rdma res says %v (transitions seen %v)", id, o.Owner.PID, o.Owner.Comm, last, o.QPState, states)
 		}
-		if res == "qp" && o["state"] == "RTS" && o["type"] == "RC" && !(states["INIT"] && states["RTR"]) {
-			t.Errorf("qp %v (%v %v) is in RTS, but transitions seen are %v, want INIT and RTR before", o[idKey], o["pid"], o["comm"], states)
+		if res == rdma.ResQP && o.QPState == rdma.QPStateRTS && o.QPType == rdma.QPTypeRC && !(states[rdma.QPStateInit] && states[rdma.QPStateRTR]) {
+			t.Errorf("qp %d (%d %s) is in RTS, but transitions seen are %v, want INIT and RTR before", id, o.Owner.PID, o.Owner.Comm, states)
 		}
 	}
 	if checked < atLeast {
-		t.Errorf("only %d user %s objects in rdma res mid-run", checked, res)
+		t.Errorf("only %d user %v objects in rdma res mid-run", checked, res)
 	}
 }
 
-func checkGSI(t *testing.T, evs []map[string]any, dev string) {
+func checkGSI(t *testing.T, evs []traced, dev string) {
 	t.Helper()
 	for _, e := range evs {
-		if e["event"] == "create" && e["res"] == "qp" && e["ifname"] == dev && e["type"] == "GSI" {
-			if e["kern-name"] != "ib_core" || e["pid"] != nil {
-				t.Errorf("GSI QP of %s: kern-name %v pid %v, want ib_core and no pid", dev, e["kern-name"], e["pid"])
+		if e.Kind == rdma.EvCreate && e.Res == rdma.ResQP && e.Has(rdma.EvHasRes) && e.DevName == dev && e.Has(rdma.EvHasQP) && e.QPType == rdma.QPTypeGSI {
+			if e.Owner.KernName != "ib_core" || e.Has(rdma.EvHasOwner) {
+				t.Errorf("GSI QP of %s: kern-name %q pid %s, want ib_core and no pid", dev, e.Owner.KernName, e.tid())
 			}
 			return
 		}

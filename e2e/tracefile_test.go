@@ -4,13 +4,15 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestTraceOfAProgramRecordsAndReadsBack: `trace -w F --print -j --
@@ -56,15 +58,11 @@ func TestTraceOfAProgramRecordsAndReadsBack(t *testing.T) {
 		t.Errorf("the recording differs from what --print showed:\nrecorded %d lines\nprinted %d lines", len(recorded), len(printed))
 	}
 	createdQP := false
-	for _, l := range recorded {
-		var e map[string]any
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatal(err)
+	for _, e := range readTrace(t, b) {
+		if e.Owner.Comm != "leakqp" || e.tid() == strconv.Itoa(other.Process.Pid) {
+			t.Errorf("an event not of the program: %s", e.line)
 		}
-		if e["comm"] != "leakqp" || str(e["pid"]) == strconv.Itoa(other.Process.Pid) {
-			t.Errorf("an event not of the program: %s", l)
-		}
-		if e["event"] == "create" && e["res"] == "qp" && str(e["lqpn"]) == lqpn[0] {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn[0] {
 			createdQP = true
 		}
 	}

@@ -24,7 +24,10 @@ import (
 // process, a locked thread sleeps 30 ms three times, and each sleep must
 // come back as one off-cpu event of that thread, not preempted, lasting
 // about the sleep, naming the task that ran instead. Both the tp_btf
-// variant and the raw_tp fallback.
+// variant and the raw_tp fallback. The thread is SCHED_FIFO and sleeps in
+// nanosleep: on a machine busy with compilers, a thread of the fair class
+// sleeping on a Go timer was preempted for 25 ms and more between its
+// sleeps, or had a sleep come back as two spells.
 func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading BPF programs needs root (CI runs as root)")
@@ -43,42 +46,83 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 				}
 			}
 			tid := make(chan int, 1)
-			// The thread may have been idle before and after: count the
-			// spells between these.
-			var began, finished uint64
+			fifo := make(chan error, 1)
+			// Each sleep's spell is the first of the thread's to begin
+			// within its call: the thread may also be off CPU after the
+			// call, waiting in the Go runtime for a P to run on (52 ms
+			// once on a busy machine), which is no sleep of ours.
+			var calls [3][2]uint64
 			go func() {
+				// Never unlocked: the real-time thread ends with the
+				// goroutine, and serves no other.
 				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				began = Mono()
-				tid <- gettid()
-				for range 3 {
-					time.Sleep(30 * time.Millisecond)
+				// SCHED_FIFO: woken, the sleeper runs at once, and no
+				// task of a busy machine's preempts it between its
+				// sleeps (a spell of 25 ms or more that would be
+				// preempted). Reset on fork: a thread the runtime starts
+				// from this one is not real-time.
+				err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+				fifo <- err
+				if err != nil {
+					return
 				}
-				finished = Mono()
+				tid <- gettid()
+				for i := range calls {
+					calls[i][0] = Mono()
+					sleep(30 * time.Millisecond) // in the kernel: one spell a sleep
+					calls[i][1] = Mono()
+				}
 				tid <- 0
 			}()
+			if err := <-fifo; err != nil {
+				t.Skip("the sleeper cannot be a SCHED_FIFO thread here:", err)
+			}
 			sleeper := <-tid
 			<-tid
-			var spells []rdma.Event
+			var all []rdma.Event // the thread's spells during its sleeps
 			// The reader is in the followed process too: its own spells
 			// keep coming, so read until a deadline, not until quiet.
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			err = tr.Run(ctx, Consumer{Event: func(ev *rdma.Event) error {
-				if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == sleeper && ev.Mono >= began && ev.End() <= finished && ev.Dur >= 25e6 {
-					spells = append(spells, *ev)
+				if ev.Kind == rdma.EvOffCPU && int(ev.Owner.TID) == sleeper && ev.Mono >= calls[0][0] && ev.Mono <= calls[2][1] {
+					all = append(all, *ev)
 				}
 				return nil
 			}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(spells) < 3 {
-				t.Fatalf("%d off-cpu spells of 25 ms or more for thread %d, want 3", len(spells), sleeper)
+			var spells []rdma.Event
+			for i, c := range calls {
+				var first *rdma.Event
+				for j := range all {
+					if s := &all[j]; s.Mono >= c[0] && s.Mono <= c[1] && (first == nil || s.Mono < first.Mono) {
+						first = s
+					}
+				}
+				if first == nil {
+					t.Errorf("sleep %d (+%.2f ms, %.2f ms): no off-cpu spell of thread %d began in it", i+1,
+						float64(c[0]-calls[0][0])/1e6, float64(c[1]-c[0])/1e6, sleeper)
+					continue
+				}
+				spells = append(spells, *first)
 			}
-			for _, s := range spells {
-				if s.Owner.PID != uint32(os.Getpid()) || s.Has(rdma.EvPreempted) || s.Dur > 200e6 || !s.Has(rdma.EvHasDur) {
-					t.Errorf("spell %+v: want pid %d, asleep (not preempted), 25-200 ms", s, os.Getpid())
+			if len(spells) < 3 {
+				t.FailNow()
+			}
+			for i, s := range spells {
+				// One spell a sleep: not cut short, nor preempted.
+				if s.Owner.PID != uint32(os.Getpid()) || s.Has(rdma.EvPreempted) || s.Dur < 25e6 || s.Dur > 200e6 || !s.Has(rdma.EvHasDur) {
+					for _, s := range all {
+						t.Logf("spell at +%.2f ms: %.2f ms, preempted %v, woken %d µs before it ran, %s[%d] ran instead",
+							float64(s.Mono-calls[0][0])/1e6, float64(s.Dur)/1e6, s.Has(rdma.EvPreempted), s.Wait/1000, s.Next.Comm, s.Next.TID)
+					}
+					t.Errorf("sleep %d of 30 ms: a spell of %.2f ms of pid %d, preempted %v: want pid %d, asleep (not preempted), 25-200 ms",
+						i+1, float64(s.Dur)/1e6, s.Owner.PID, s.Has(rdma.EvPreempted), os.Getpid())
+				}
+				if s.Next.Comm == "" {
+					t.Errorf("spell %+v: names no task that ran instead", s)
 				}
 				if s.Wait > s.Dur {
 					t.Errorf("spell of %d ns: wait from wakeup %d ns, want wait <= dur", s.Dur, s.Wait)
@@ -105,9 +149,13 @@ func gettid() int { return unix.Gettid() }
 
 // runnersEnv makes the test binary the helper of
 // TestOffCPUNamesTheLongestRunner (TestMain): a thread that spins on one
-// CPU, and three SCHED_FIFO threads that take that CPU for 3, 60 and 3 ms
+// CPU, and three real-time threads that take that CPU for 3, 60 and 3 ms
 // in a row.
 const runnersEnv = "RDMATRACE_TEST_RUNNERS_CPU"
+
+// noRealTime is the helper's exit status when it cannot have what it
+// needs (CPU affinity, SCHED_FIFO): the test skips, saying why.
+const noRealTime = 3
 
 func TestMain(m *testing.M) {
 	if cpu, ok := os.LookupEnv(runnersEnv); ok {
@@ -122,16 +170,49 @@ func TestMain(m *testing.M) {
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
+// realTime pins the calling thread to cpu and makes it SCHED_FIFO at
+// prio, named name. Reset on fork: a thread the Go runtime starts from
+// this one is not real-time (its CPU is still this one).
+func realTime(name string, cpu int, prio uint32) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("%s: affinity: %w", name, err)
+	}
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: prio, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0); err != nil {
+		return fmt.Errorf("%s: SCHED_FIFO %d: %w", name, prio, err)
+	}
+	return unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(name), 0)[0])), 0, 0, 0)
+}
+
+// sleep sleeps in the kernel, not on a Go timer: the thread wakes by
+// itself, with no other thread of the runtime to run the timer.
+func sleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
+
 // runRunners runs, with GODEBUG=asyncpreemptoff=1 and no GC, so that the
 // Go runtime never stops a spinning thread to reschedule it (a locked
 // thread then sleeps until another thread hands its goroutine back: a
-// spell cut in two, or a sleep instead of a preemption):
-//   - spinner, pinned to cpu at SCHED_OTHER, spinning until the end; it
-//     prints "spinner TID" and waits for a line on stdin;
-//   - first, hog and last, pinned to cpu at SCHED_FIFO priorities 3, 2 and
-//     1, each blocked on a pipe, then woken at once from another CPU. The
-//     highest runs first: spinner's spell sees first (3 ms), hog (60 ms),
-//     last (3 ms).
+// spell cut in two, or a sleep instead of a preemption). Every thread of
+// the run is SCHED_FIFO, so that no task of the machine's but
+// higher-priority real-time ones (the kernel's own, which run briefly)
+// can take cpu while it is ours, nor delay the waker on the other CPU
+// (a busy machine's compilers did both: spells that named clang, or
+// spells split in two):
+//   - spinner, pinned to cpu at priority 1, blocked on a pipe until the
+//     waker starts it, then spinning until the end; the helper prints
+//     "spinner TID" and waits for a line on stdin before starting it;
+//   - first, hog and last, pinned to cpu at priorities 4, 3 and 2, each
+//     blocked on a pipe, then woken at once from another CPU by the
+//     waker (the main thread, priority 5 there). The highest runs first:
+//     spinner's spell sees first (3 ms), hog (60 ms), last (3 ms).
+//
+// Pipes and nanosleep, not channels and Go timers, carry the run: a
+// thread of the runtime's that is not real-time (one it started, on cpu)
+// is then never waited for.
 func runRunners(cpuArg string) int {
 	var cpu int
 	if _, err := fmt.Sscan(cpuArg, &cpu); err != nil {
@@ -142,90 +223,94 @@ func runRunners(cpuArg string) int {
 	// CPUs, the waker's write of hog's pipe waited for first to end.
 	runtime.GOMAXPROCS(8)
 	runtime.LockOSThread() // the waker stays off cpu
-	var set unix.CPUSet
-	set.Set(1 - cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		fmt.Fprintln(os.Stderr, "waker affinity:", err)
+	// Every thread the process has yet, and those they start, off cpu:
+	// there, a thread of ours preempted as the run begins, and left
+	// waiting, would hold cpu's slot, and the spinner's spell would keep
+	// its first runner. (The runtime starts the threads that locked
+	// goroutines need from its template thread, off cpu too.)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	pin := func(name string) error {
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return err
+	var off unix.CPUSet
+	off.Set(1 - cpu)
+	for _, task := range tasks {
+		var tid int
+		fmt.Sscan(task.Name(), &tid)
+		if err := unix.SchedSetaffinity(tid, &off); err != nil && err != unix.ESRCH {
+			fmt.Fprintln(os.Stderr, "affinity of thread", tid, err)
+			return noRealTime
 		}
-		return unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(name), 0)[0])), 0, 0, 0)
+	}
+	if err := realTime("waker", 1-cpu, 5); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return noRealTime
 	}
 	var quit atomic.Uint32
-	spinning, spun := make(chan error), make(chan struct{})
-	var spinner int
-	go func() {
-		runtime.LockOSThread()
-		spinner = unix.Gettid()
-		err := pin("spinner")
-		spinning <- err
-		if err != nil {
-			return
-		}
-		for quit.Load() == 0 {
-		}
-		close(spun)
-	}()
-	if err := <-spinning; err != nil {
-		fmt.Fprintln(os.Stderr, "spinner:", err)
-		return 1
-	}
 	type runner struct {
 		name string
 		prio uint32
 		spin time.Duration
-		fds  [2]int
+		fds  [2]int // the waker writes [1], the runner waits on [0]
 	}
-	rs := []*runner{{name: "first", prio: 3, spin: 3 * time.Millisecond}, {name: "hog", prio: 2, spin: 60 * time.Millisecond}, {name: "last", prio: 1, spin: 3 * time.Millisecond}}
-	ready, done := make(chan error), make(chan struct{})
-	for _, r := range rs {
+	spinner := &runner{name: "spinner", prio: 1}
+	rs := []*runner{{name: "first", prio: 4, spin: 3 * time.Millisecond}, {name: "hog", prio: 3, spin: 60 * time.Millisecond}, {name: "last", prio: 2, spin: 3 * time.Millisecond}}
+	var done [2]int // each runner writes a byte when it has spun
+	if err := unix.Pipe(done[:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ready := make(chan error)
+	var spinnerTID int
+	for _, r := range append([]*runner{spinner}, rs...) {
 		if err := unix.Pipe(r.fds[:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-			err := pin(r.name)
-			if err == nil {
-				// Reset on fork: a thread the Go runtime starts from this
-				// one is not real-time (its CPU is still this one).
-				err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: r.prio, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
+			if r == spinner {
+				spinnerTID = unix.Gettid()
 			}
+			err := realTime(r.name, cpu, r.prio)
 			ready <- err
 			if err != nil {
 				return
 			}
 			var b [1]byte
 			unix.Read(r.fds[0], b[:]) // blocked in the kernel until the waker writes
-			for end := nanotime() + int64(r.spin); nanotime() < end; {
+			if r == spinner {
+				for quit.Load() == 0 {
+				}
+			} else {
+				for end := nanotime() + int64(r.spin); nanotime() < end; {
+				}
 			}
-			done <- struct{}{}
+			unix.Write(done[1], b[:])
 		}()
 		if err := <-ready; err != nil {
-			fmt.Fprintf(os.Stderr, "runner %s: %v\n", r.name, err)
-			return 1
+			fmt.Fprintln(os.Stderr, err)
+			return noRealTime
 		}
 	}
-	fmt.Printf("spinner %d\n", spinner)
+	fmt.Printf("spinner %d\n", spinnerTID)
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fmt.Fprintln(os.Stderr, "waiting for go:", err)
 		return 1
 	}
-	time.Sleep(20 * time.Millisecond) // all three asleep in read
+	one := []byte{1}
+	unix.Write(spinner.fds[1], one)
+	sleep(20 * time.Millisecond) // spinner spins
 	for _, r := range rs {
-		unix.Write(r.fds[1], []byte{1})
+		unix.Write(r.fds[1], one)
 	}
 	for range rs {
-		<-done
+		unix.Read(done[0], one)
 	}
-	time.Sleep(20 * time.Millisecond) // spinner runs again: its spell ends
+	sleep(20 * time.Millisecond) // spinner runs again: its spell ends
 	quit.Store(1)
-	<-spun
+	unix.Read(done[0], one)
 	return 0
 }
 
@@ -237,7 +322,10 @@ func runRunners(cpuArg string) int {
 // process's, where the Go runtime cannot preempt them (runRunners): with
 // the spinner in this test's process, the runtime's preemptions could make
 // a 60 ms spell two, or a sleep (CI failed once so, 2026-11-26, on a busy
-// machine). The runners are followed too, as siblings in a traced program
+// machine). All four, and the thread that wakes the runners, are
+// SCHED_FIFO: on a machine busy with compilers, a spinner of the fair
+// class waited for them (a spell that named clang, or a second spell of
+// 50 ms) and a late waker split the spell. The runners are followed too, as siblings in a traced program
 // are: one preempted inside the spinner's spell must not take its count
 // (it did: 6 of 6 runs named first, before the BPF kept the slot).
 func TestOffCPUNamesTheLongestRunner(t *testing.T) {
@@ -249,13 +337,6 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
 	}
 	const cpu = 1
-	// Following this process attaches the scheduler hooks; the helper is
-	// followed once it runs.
-	tr, err := Open(Options{RingBytes: 1 << 20, Follow: []uint32{uint32(os.Getpid())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
 	helper := exec.Command(os.Args[0])
 	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%d", runnersEnv, cpu), "GODEBUG=asyncpreemptoff=1")
 	var stderr bytes.Buffer
@@ -274,12 +355,21 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 	var spinner int
 	if _, err := fmt.Fscanf(stdout, "spinner %d\n", &spinner); err != nil {
 		stdin.Close()
-		helper.Wait()
-		t.Fatalf("helper: %v: %s", err, stderr.String())
+		werr := helper.Wait()
+		if ee, ok := werr.(*exec.ExitError); ok && ee.ExitCode() == noRealTime {
+			t.Skipf("the runners cannot be pinned real-time threads here: %s", stderr.String())
+		}
+		t.Fatalf("helper: %v (%v): %s", err, werr, stderr.String())
 	}
-	if err := tr.Follow(uint32(helper.Process.Pid)); err != nil {
+	// Only the helper is followed: a thread of this process preempted on
+	// cpu as the run begins would hold its slot as the helper's would.
+	tr, err := Open(Options{RingBytes: 1 << 20, Follow: []uint32{uint32(helper.Process.Pid)}})
+	if err != nil {
+		stdin.Close()
+		helper.Wait()
 		t.Fatal(err)
 	}
+	defer tr.Close()
 	began := Mono()
 	fmt.Fprintln(stdin, "go")
 	err = helper.Wait()

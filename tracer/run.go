@@ -55,13 +55,17 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 	t.unread = 0
 	unhook := context.AfterFunc(ctx, t.stop)
 	defer unhook()
+	clock := t.tickNow
+	if clock == nil {
+		clock = time.Now
+	}
 	var nextTick time.Time
 	if c.Tick != nil && c.Every > 0 {
-		nextTick = time.Now().Add(c.Every)
+		nextTick = clock().Add(c.Every)
 	}
 	tick := func() {
 		if !nextTick.IsZero() {
-			if now := time.Now(); !now.Before(nextTick) {
+			if now := clock(); !now.Before(nextTick) {
 				c.Tick()
 				nextTick = now.Add(c.Every)
 			}

@@ -130,21 +130,122 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 	}
 }
 
+// filled returns a tracer whose ring holds n device-register records
+// before Run starts and gets no more: from Run's side a flood, as the ring
+// does not empty until it has read all n. A socket filter run n times
+// (BPF_PROG_TEST_RUN, once a call) writes them. Skips where BPF cannot be
+// used.
+func filled(t *testing.T, n int) *Tracer {
+	t.Helper()
+	ringBytes := uint32(os.Getpagesize())
+	for int(ringBytes) < n*(recordSize+8) {
+		ringBytes *= 2
+	}
+	events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: ringBytes})
+	if err != nil {
+		t.Skip("no BPF ring buffer here:", err)
+	}
+	t.Cleanup(func() { events.Close() })
+	var insns asm.Instructions
+	for off := int16(-recordSize); off < 0; off += 4 {
+		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
+	}
+	insns = append(insns,
+		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
+		asm.LoadMapPtr(asm.R1, events.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -recordSize),
+		asm.Mov.Imm(asm.R3, recordSize),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	)
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, Instructions: insns, License: "GPL"})
+	if err != nil {
+		t.Skip("cannot load a socket filter that writes a ring buffer:", err)
+	}
+	defer prog.Close()
+	packet := make([]byte, 64) // at least an Ethernet header
+	for i := range n {
+		// Repeat 1: exactly one run a call, even when a signal
+		// interrupts it (a run repeated n times would start over).
+		if _, err := prog.Run(&ebpf.RunOptions{Data: packet, Repeat: 1}); err != nil {
+			if i == 0 {
+				t.Skip("cannot test-run a socket filter:", err)
+			}
+			t.Fatal(err)
+		}
+	}
+	tr := &Tracer{}
+	if err := tr.ring.open(events, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.ring.close)
+	if got, want := tr.ring.reader.AvailableBytes(), n*(recordSize+8); got != want {
+		t.Fatalf("the ring holds %d bytes, want %d records of %d", got, n, recordSize+8)
+	}
+	return tr
+}
+
+// TestRunTicksUnderAFlood: Tick is called about every Every while events
+// flow without a pause, not only when the ring empties. The ring holds n
+// records before Run starts, and the test's clock moves step a delivered
+// event: ticks are due every Every/step events of the flood, whatever the
+// machine's load, and are counted against that.
 func TestRunTicksUnderAFlood(t *testing.T) {
-	tr := flood(t, 1<<16)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	const (
+		n     = 64 * 80 // records: 512 ms of the test's clock
+		step  = 100 * time.Microsecond
+		every = 50 * time.Millisecond
+		due   = int(n * step / every) // 10
+	)
+	tr := filled(t, n)
+	start := time.Unix(1_000_000, 0)
+	clock := start
+	tr.tickNow = func() time.Time { return clock }
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ticks, events := 0, 0
+	events, idle := 0, -1
+	var ticks []time.Duration // on the test's clock, from the start
 	err := tr.Run(ctx, Consumer{
-		Event: func(*rdma.Event) error { events++; return nil },
-		Tick:  func() { ticks++ }, Every: 50 * time.Millisecond,
+		Event: func(*rdma.Event) error {
+			events++
+			clock = clock.Add(step)
+			if events == n {
+				cancel() // everything queued is read: Run returns
+			}
+			return nil
+		},
+		Tick: func() { ticks = append(ticks, clock.Sub(start)) }, Every: every,
+		Idle: func() {
+			if idle < 0 {
+				idle = events
+			}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 20 are due in the second; allow for a slow, shared machine.
-	if ticks < 10 {
-		t.Errorf("%d ticks in 1s of flood at 50ms (%d events), want about 20", ticks, events)
+	t.Logf("%d events, %d ticks at %v, first idle after %d events", events, len(ticks), ticks, idle)
+	if events != n {
+		t.Fatalf("%d events delivered, the ring held %d", events, n)
+	}
+	if idle >= 0 && idle < n {
+		t.Fatalf("the ring emptied after %d of %d events: not a flood", idle, n)
+	}
+	// Due at 50, 100, ... 500 ms of the clock; Run looks at the clock
+	// every so many events, so a tick may come a little late, and one
+	// lateness may push the last past the end.
+	if len(ticks) < due-1 || len(ticks) > due {
+		t.Errorf("%d ticks in %v of flood at %v, want %d (or %d)", len(ticks), time.Duration(n)*step, every, due, due-1)
+	}
+	var last time.Duration
+	for i, at := range ticks {
+		if gap := at - last; gap < every || gap >= 2*every {
+			t.Errorf("tick %d came %v after the one before (or the start), want %v to %v", i+1, gap, every, 2*every)
+		}
+		last = at
 	}
 }
 

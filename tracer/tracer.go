@@ -108,6 +108,10 @@ type ring struct {
 	pollingMem []byte
 	quarter    int  // a quarter of the ring: the kernel wakes a polling reader then
 	gotData    bool // Run read records since it last waited
+
+	// tickNow is the clock Run schedules Consumer.Tick by: time.Now (nil),
+	// or a test's own, which makes the ticks of a run countable.
+	tickNow func() time.Time
 }
 
 type loadedProg struct {
