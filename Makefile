@@ -7,10 +7,10 @@ GO       ?= go
 KERNELS  ?= 5.10 6.1 6.12 sid
 # capture and bench need the live tracer: 5.10 has no module BTF for it.
 TRACE_KERNELS ?= 6.1 6.12
-# Kernels that run every guest test. The others run all but the
-# benchmarks (rdmabench against perftest and cmtime, the tracer's cost) and
-# Prometheus' scrape, whose kernel side other tests cover on each kernel:
-# they are 8 of CI's minutes (e2e/main_test.go: needFullTier).
+# Kernels that run every guest test. The others run all but rdmabench's
+# guest tests (against cmtime, bad input, the outliers' causes) and
+# Prometheus' scrape, whose kernel side other tests cover on each kernel
+# (e2e/main_test.go: needFullTier). Measurements run under make bench only.
 E2E_FULL_KERNELS ?= $(TRACE_KERNELS)
 # Kernels whose guest runs both vCPUs on one host thread (guest/run,
 # RDMATRACE_GUEST_TCG=single): sid's kernel died of a half-patched
@@ -179,13 +179,14 @@ out/%: guest/workloads/%.c
 
 # Measurements: Go benchmarks, then in the guest the netlink and tracer
 # scripts and the e2e measurements (RDMATRACE_E2E_BENCH=1: the tracer's
-# cost on rdmabench), which the landing path (make test) skips.
+# cost on rdmabench, rdmabench lat against perftest, reg_mr against size),
+# which the landing path (make test) skips.
 bench: build $(WORKLOADS) $(E2E_BIN)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@set -e; for k in $(TRACE_KERNELS); do \
 	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
 	  guest/run -k $$k -t 1200 -o out/bench-trace-$$k -- guest/bench-trace.sh $(BIN) out/churn; \
-	  RDMATRACE_E2E_BENCH=1 guest/run -k $$k -t 1200 -o out/bench-e2e-$$k -- $(E2E_BIN) -test.v -test.run 'TestBenchTracerCost' -rdmatrace $(BIN); \
+	  RDMATRACE_E2E_BENCH=1 guest/run -k $$k -t 1200 -o out/bench-e2e-$$k -- $(E2E_BIN) -test.v -test.run 'TestBenchTracerCost|TestBenchLatMatchesPerftest|TestBenchCtrlRegistrationGrowsWithSize' -rdmatrace $(BIN); \
 	done
 
 # The container image of deploy/container (buildah, as Debian packages it;
