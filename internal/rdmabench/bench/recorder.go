@@ -310,7 +310,10 @@ func (r *Recorder) keepSeries(x Indexed) {
 		}
 	}
 	if r.series == nil {
-		r.series = make([]Sample, 0, r.cfg.Series)
+		r.series = make([]Sample, 0, min(r.cfg.Series, 4096))
+	}
+	if len(r.series) == cap(r.series) { // grow to the cap, no further
+		r.series = append(make([]Sample, 0, min(r.cfg.Series, 2*cap(r.series))), r.series...)
 	}
 	r.series = append(r.series, x.Sample)
 }
