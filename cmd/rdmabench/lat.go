@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"time"
@@ -14,9 +15,8 @@ import (
 )
 
 const (
-	maxSamples      = 50_000_000      // 800 MB of samples
-	durationSamples = 5_000_000       // kept at most with -D unless -n says otherwise
-	baselineDur     = 5 * time.Second // the untraced series before a traced -D run
+	maxSamples  = math.MaxInt32   // -n; a series is held in bounded memory (bench.Recorder)
+	baselineDur = 5 * time.Second // the untraced series before a traced -D run
 )
 
 func latCommand() *cli.Command {
@@ -31,7 +31,7 @@ func latCommand() *cli.Command {
 			&cli.StringFlag{Name: "size", Aliases: []string{"s"}, Value: "2", Usage: "message size(s): 2, 4K, or a list 2,64,4K"},
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every size from 2 to 8M (powers of two), as perftest -a"},
 			&cli.IntFlag{Name: "iters", Aliases: []string{"n"}, Value: 1000, Usage: "samples per size"},
-			&cli.IntFlag{Name: "duration", Aliases: []string{"D"}, Usage: "run each size for this many seconds instead"},
+			&cli.IntFlag{Name: "duration", Aliases: []string{"D"}, Usage: "run each size for this many seconds instead (with -n: until either is reached)"},
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Value: 18515, Usage: "rdma_cm port"},
 			addrFlag,
 			&cli.BoolFlag{Name: "no-pin", Usage: "leave the threads unpinned (default: server and client each on its own CPU)"},
@@ -67,7 +67,7 @@ func runLat(c *cli.Context) (err error) {
 		return fmt.Errorf("-D %d: want a number of seconds", c.Int("duration"))
 	}
 	if dur > 0 && !c.IsSet("iters") {
-		iters = durationSamples
+		iters = 0 // no count: the duration ends the series
 	}
 	if c.Bool("server") && c.IsSet("client") {
 		return fmt.Errorf("--server and --client: one end or the other")
@@ -120,11 +120,12 @@ func runLat(c *cli.Context) (err error) {
 			if bc.Duration > baselineDur {
 				bc.Duration = baselineDur
 			}
-			res, err := quietGC(func() (verbs.LatResult, error) { return verbs.Lat(bc) })
-			if err != nil {
+			rec := newRecorder(c)
+			bc.Consume = consumer(rec)
+			if _, err := quietGC(func() (verbs.LatResult, error) { return verbs.Lat(bc) }); err != nil {
 				return err
 			}
-			s := bench.Summarize(res.Samples)
+			s := rec.Summary()
 			untraced[size] = &s
 		}
 	}
@@ -146,6 +147,8 @@ func runLat(c *cli.Context) (err error) {
 	emu := emulated("/sys", dev.Name)
 	for _, size := range sizes {
 		cfg.Size = int(size)
+		rec := newRecorder(c)
+		cfg.Consume = consumer(rec)
 		var res verbs.LatResult
 		if c.IsSet("client") {
 			res, err = quietGC(func() (verbs.LatResult, error) { return verbs.LatClient(cfg) })
@@ -155,17 +158,21 @@ func runLat(c *cli.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		if dur > 0 && res.Ended == "count" {
+			fmt.Fprintf(os.Stderr, "rdmabench: -n %d reached before -D %d s ended\n", iters, c.Int("duration"))
+		}
+		sum := rec.Summary()
 		r := &report.LatReport{Op: op.String(), Dev: res.Dev, Addr: fmt.Sprintf("%s:%d", addr, cfg.Port),
 			OneProcess: !c.IsSet("client"), Size: cfg.Size, Iters: iters, DurationSec: dur.Seconds(),
 			Client: report.BenchThread(res.Client), Server: report.BenchThread(res.Server), Inline: res.Inline,
 			ClockNs: clock, EmptyPollNs: res.EmptyPollNs, Emulated: emu, Tracing: tracingDesc,
-			Summary: bench.Summarize(res.Samples), Untraced: untraced[size]}
+			Summary: sum, Untraced: untraced[size]}
 		if sess != nil {
 			threads := []int{res.Client.TID}
 			if res.Server.TID != 0 {
 				threads = append(threads, res.Server.TID)
 			}
-			if r.Causes, err = sess.Lat(res.Samples, threads, cfg.Size); err != nil {
+			if r.Causes, err = sess.Lat(rec, &sum, threads, cfg.Size); err != nil {
 				return err
 			}
 		}
@@ -179,6 +186,26 @@ func runLat(c *cli.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// newRecorder holds one series in bounded memory: every sample up to
+// bench.ExactSamples, a histogram and outlier candidates beyond.
+func newRecorder(c *cli.Context) *bench.Recorder {
+	return bench.NewRecorder(bench.RecorderConfig{Factor: c.Float64("outlier-factor"), Series: keptSamples})
+}
+
+// consumer feeds the loop's chunks to rec. When the series outgrows the
+// exact budget the samples kept so far are let go of: with the collector
+// off during the loop, it runs once there, between two chunks (no sample
+// counts that time).
+func consumer(rec *bench.Recorder) func([]bench.Sample) {
+	return func(chunk []bench.Sample) {
+		exact := rec.Exact()
+		rec.Add(chunk)
+		if exact && !rec.Exact() {
+			debug.FreeOSMemory()
+		}
+	}
 }
 
 // quietGC runs a timing loop with the collector off: the loops run in C,

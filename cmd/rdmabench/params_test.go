@@ -63,10 +63,12 @@ func TestEmulatedNamesASoftwareDevice(t *testing.T) {
 
 type fakeSession struct{}
 
-func (fakeSession) Lat([]bench.Sample, []int, int) (map[string]int, error) { return nil, nil }
-func (fakeSession) Conn([]bench.Conn) error                                { return nil }
-func (fakeSession) Ctrl([]bench.Op) error                                  { return nil }
-func (fakeSession) Stop() error                                            { return nil }
+func (fakeSession) Lat(*bench.Recorder, *bench.Summary, []int, int) (map[string]int, error) {
+	return nil, nil
+}
+func (fakeSession) Conn([]bench.Conn) error { return nil }
+func (fakeSession) Ctrl([]bench.Op) error   { return nil }
+func (fakeSession) Stop() error             { return nil }
 
 func traceCtx(t *testing.T, args ...string) *cli.Context {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)

@@ -57,7 +57,7 @@ type traceRequest struct {
 // its outlier records carry), for conn the phases
 // of each connection, for ctrl the kernel's time per op. Stop ends tracing.
 type traceSession interface {
-	Lat(samples []bench.Sample, threads []int, size int) (causes map[string]int, err error)
+	Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, size int) (causes map[string]int, err error)
 	Conn(conns []bench.Conn) error
 	Ctrl(ops []bench.Op) error
 	Stop() error
@@ -104,7 +104,8 @@ type session struct {
 	phases  *correlate.ConnResult
 	events  []rdma.Event
 	// nSamples counts the lat samples; samples keeps a bounded share of
-	// them (every k-th) for the plot and the Perfetto file. leftOut
+	// them (every k-th, bench.Recorder.Series) for the plot and the
+	// Perfetto file. leftOut
 	// counts the traced events the Perfetto file does not show.
 	nSamples int
 	leftOut  int
@@ -146,16 +147,12 @@ func (s *session) newEvents() ([]rdma.Event, error) {
 	return evs, err
 }
 
-func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[string]int, error) {
-	sum := bench.Summarize(samples)
-	j := correlate.NewJoin(samples, correlate.Options{Factor: s.req.Factor, PID: uint32(s.req.PID), Threads: threads, Dev: s.req.Dev, Summary: &sum})
+func (s *session) Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, size int) (map[string]int, error) {
+	j := correlate.NewJoinRecorder(rec, correlate.Options{Factor: s.req.Factor, PID: uint32(s.req.PID), Threads: threads, Dev: s.req.Dev, Summary: sum})
 	seen := make(map[eventKey]bool)
 	// Every event that can overlap a sample is read before the join: the
 	// tracer may lag behind the run's end under a flood.
-	var end int64
-	if n := len(samples); n > 0 {
-		end = samples[n-1].Start + samples[n-1].Lat
-	}
+	end := rec.End()
 	bad, err := s.run.EachUntil(end, func(e *rdma.Event) {
 		j.Add(e)
 		if len(s.events) < keptEvents {
@@ -179,7 +176,8 @@ func (s *session) Lat(samples []bench.Sample, threads []int, size int) (map[stri
 			}
 		}
 	}
-	s.keepSamples(samples)
+	s.nSamples += rec.N()
+	s.samples = append(s.samples, rec.Series()...)
 	s.lat = append(s.lat, r)
 	if s.req.JSON {
 		err = report.WriteOutliersJSON(s.req.Out, &r, size)
@@ -199,15 +197,6 @@ type eventKey struct {
 
 func keyOf(e *rdma.Event) eventKey {
 	return eventKey{mono: e.Mono, dur: e.Dur, kind: e.Kind, tid: e.Owner.TID}
-}
-
-// keepSamples keeps every k-th sample of a run, at most keptSamples.
-func (s *session) keepSamples(samples []bench.Sample) {
-	s.nSamples += len(samples)
-	k := (len(samples) + keptSamples - 1) / keptSamples
-	for i := 0; i < len(samples); i += max(1, k) {
-		s.samples = append(s.samples, samples[i])
-	}
 }
 
 func (s *session) Conn(conns []bench.Conn) error {

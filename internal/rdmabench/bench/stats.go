@@ -20,6 +20,10 @@ type Summary struct {
 	P99     float64 // 99% percentile: kept[ceil(0.99·kept)]
 	P999    float64 // 99.9% percentile: kept[ceil(0.999·kept)]
 	TrueMax float64 // the largest sample, which perftest never shows
+	// FromHistogram: the percentiles come from a Recorder's histogram
+	// (within HistRelErr; exact below 4096 ns and among its worst samples),
+	// not from every sample; min, max, t_avg and t_stdev are exact.
+	FromHistogram bool
 }
 
 // MeasureTail is how many of the largest samples perftest leaves out.
@@ -28,13 +32,21 @@ const MeasureTail = 2
 // Summarize computes the Summary of samples; with fewer than MeasureTail+1
 // samples it returns only N (perftest has nothing to report either).
 func Summarize(samples []Sample) Summary {
-	s := Summary{N: len(samples)}
 	if len(samples) <= MeasureTail {
-		return s
+		return Summary{N: len(samples)}
 	}
 	d := make([]float64, len(samples))
 	for i, x := range samples {
 		d[i] = float64(x.Lat) / 1e3
+	}
+	return summarizeUS(d)
+}
+
+// summarizeUS is Summarize over latencies in µs, which it sorts.
+func summarizeUS(d []float64) Summary {
+	s := Summary{N: len(d)}
+	if len(d) <= MeasureTail {
+		return s
 	}
 	slices.Sort(d)
 	m := len(d) - MeasureTail

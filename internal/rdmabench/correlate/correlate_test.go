@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -136,5 +137,60 @@ func TestJoinGivesWhatOutliersGivesWhateverTheEventOrder(t *testing.T) {
 		if g.Index != w.Index || !slices.Equal(g.Causes, w.Causes) || len(g.Events) != len(w.Events) {
 			t.Errorf("outlier %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+func TestAJoinOfARecordedSeriesIsTheJoinOfItsSamples(t *testing.T) {
+	s, ev := Fixture()
+	rec := bench.NewRecorder(bench.RecorderConfig{})
+	rec.Add(s[:len(s)/2])
+	rec.Add(s[len(s)/2:])
+	o := Options{PID: 100, Threads: []int{101}, Dev: "rxe0"}
+	want := Outliers(s, ev, o)
+	j := NewJoinRecorder(rec, o)
+	for i := range ev {
+		j.Add(&ev[i])
+	}
+	got := j.Result()
+	if got.Threshold != want.Threshold || got.Total != len(want.Outliers) || !got.Complete || len(got.Outliers) != len(want.Outliers) {
+		t.Fatalf("threshold %d, %d of %d outliers (complete %v); want %d, %d", got.Threshold, len(got.Outliers), got.Total, got.Complete,
+			want.Threshold, len(want.Outliers))
+	}
+	for i := range got.Outliers {
+		if got.Outliers[i].Index != want.Outliers[i].Index || !slices.Equal(got.Outliers[i].Causes, want.Outliers[i].Causes) {
+			t.Errorf("outlier %d: %+v, want %+v", i, got.Outliers[i], want.Outliers[i])
+		}
+	}
+}
+
+func TestAJoinPastTheExactBudgetListsABoundedShare(t *testing.T) {
+	// 200 000 samples of 20 µs, every 50th slow: the threshold is the p99,
+	// about 2 000 outliers, of which a recorder with 100 worst and 100 at
+	// random lists at most 200 (the total is estimated from the
+	// histogram: here the threshold shares its bucket with a tenth of them).
+	s := make([]bench.Sample, 200_000)
+	for i := range s {
+		lat := int64(20_000 + i%7)
+		if i%50 == 0 {
+			lat = 100_000 + int64(i%1000)
+		}
+		s[i] = bench.Sample{Start: int64(i) * 50_000, Lat: lat}
+	}
+	rec := bench.NewRecorder(bench.RecorderConfig{Exact: 1000, Worst: 100, Reservoir: 100})
+	for i := 0; i < len(s); i += bench.ChunkSamples {
+		rec.Add(s[i:min(i+bench.ChunkSamples, len(s))])
+	}
+	r := NewJoinRecorder(rec, Options{}).Result()
+	exact := len(Outliers(s, nil, Options{}).Outliers)
+	if r.Complete || len(r.Outliers) > 200 || len(r.Outliers) < 100 || math.Abs(float64(r.Total-exact)) > 0.1*float64(exact) {
+		t.Errorf("%d listed, total %d (complete %v); want at most 200 of about %d", len(r.Outliers), r.Total, r.Complete, exact)
+	}
+	for _, o := range r.Outliers {
+		if o.Sample.Lat <= r.Threshold || s[o.Index] != o.Sample {
+			t.Fatalf("listed %+v: not an outlier of the series", o)
+		}
+	}
+	if r.Causes[Nothing] != len(r.Outliers) {
+		t.Errorf("causes %v: want the listed ones, nothing", r.Causes)
 	}
 }

@@ -44,8 +44,14 @@ type Result struct {
 	Threshold int64 // ns: samples above it are outliers
 	Median    int64 // ns (perftest's t_typical)
 	P99       int64 // ns
-	Outliers  []Outlier
-	// Causes counts, over all outliers, those that had each cause (an
+	// Total is how many samples are above Threshold; Outliers lists them
+	// all when Complete, else a bounded subset of them (a long series:
+	// bench.Recorder's worst samples and its reservoir), and Total is then
+	// estimated from its histogram.
+	Total    int
+	Complete bool
+	Outliers []Outlier
+	// Causes counts, over the outliers listed, those that had each cause (an
 	// outlier with two causes counts for both); "nothing" counts those
 	// that nothing overlapped.
 	Causes map[string]int
@@ -95,27 +101,53 @@ type Join struct {
 // NewJoin picks the outliers of samples (in time order, as a run gives
 // them); o.Summary, if set, is the series' summary already computed.
 func NewJoin(samples []bench.Sample, o Options) *Join {
-	factor := o.Factor
-	if factor <= 0 {
-		factor = 3
-	}
 	var s bench.Summary
 	if o.Summary != nil {
 		s = *o.Summary
 	} else {
 		s = bench.Summarize(samples)
 	}
+	return newJoin(s, o, func(threshold int64) ([]bench.Indexed, int, bool) {
+		var out []bench.Indexed
+		for i, smp := range samples {
+			if smp.Lat > threshold {
+				out = append(out, bench.Indexed{Index: i, Sample: smp})
+			}
+		}
+		return out, len(out), true
+	})
+}
+
+// NewJoinRecorder picks the outliers of a series a Recorder took: all of
+// them while it kept every sample, else those among its candidates.
+// o.Summary, if set, is r.Summary() already computed.
+func NewJoinRecorder(r *bench.Recorder, o Options) *Join {
+	var s bench.Summary
+	if o.Summary != nil {
+		s = *o.Summary
+	} else {
+		s = r.Summary()
+	}
+	return newJoin(s, o, r.Above)
+}
+
+func newJoin(s bench.Summary, o Options, above func(threshold int64) ([]bench.Indexed, int, bool)) *Join {
+	factor := o.Factor
+	if factor <= 0 {
+		factor = 3
+	}
 	j := &Join{o: o}
-	j.r = Result{Median: int64(math.Round(s.Typical * 1e3)), P99: int64(math.Round(s.P99 * 1e3)), Causes: map[string]int{}}
-	j.r.Threshold = max(j.r.P99, int64(math.Round(factor*s.Typical*1e3)))
-	if len(samples) <= bench.MeasureTail {
+	j.r = Result{Median: int64(math.Round(s.Typical * 1e3)), P99: int64(math.Round(s.P99 * 1e3)), Causes: map[string]int{}, Complete: true}
+	j.r.Threshold = bench.Threshold(s, factor)
+	if s.N <= bench.MeasureTail {
 		return j
 	}
-	for i, smp := range samples {
-		if smp.Lat > j.r.Threshold {
-			j.r.Outliers = append(j.r.Outliers, Outlier{Index: i, Sample: smp})
-			j.maxLat = max(j.maxLat, smp.Lat)
-		}
+	outs, total, complete := above(j.r.Threshold)
+	j.r.Total, j.r.Complete = total, complete
+	j.r.Outliers = make([]Outlier, 0, len(outs))
+	for _, x := range outs {
+		j.r.Outliers = append(j.r.Outliers, Outlier{Index: x.Index, Sample: x.Sample})
+		j.maxLat = max(j.maxLat, x.Lat)
 	}
 	// Searched by start below.
 	sort.SliceStable(j.r.Outliers, func(a, b int) bool { return j.r.Outliers[a].Sample.Start < j.r.Outliers[b].Sample.Start })

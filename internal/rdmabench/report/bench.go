@@ -80,7 +80,11 @@ func WriteLatTable(w io.Writer, r *LatReport) error {
 	if r.Op == "read" {
 		half = "each whole round trip, as perftest"
 	}
-	fmt.Fprintf(&b, " Samples         : CLOCK_MONOTONIC at each post, %s; one C call runs the series\n", half)
+	calls := "one C call runs the series"
+	if r.Summary.N > bench.ChunkSamples {
+		calls = fmt.Sprintf("one C call per %d samples", bench.ChunkSamples)
+	}
+	fmt.Fprintf(&b, " Samples         : CLOCK_MONOTONIC at each post, %s; %s\n", half, calls)
 	fmt.Fprintf(&b, " Timestamp cost  : %.1f ns per clock_gettime, %.1f ns per empty ibv_poll_cq\n", r.ClockNs, r.EmptyPollNs)
 	fmt.Fprintf(&b, " Tracing         : %s\n", formats.Sanitize(r.Tracing))
 	if r.Emulated != "" {
@@ -92,6 +96,11 @@ func WriteLatTable(w io.Writer, r *LatReport) error {
 	fmt.Fprintf(&b, " %-7d %-11d    %-11.2f    %-11.2f  %-15.2f    %-11.2f    %-13.2f   %-20.2f   %-22.2f   %.2f\n",
 		r.Size, s.N, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999, s.TrueMax)
 	b.WriteString(resultLine)
+	if s.FromHistogram {
+		fmt.Fprintf(&b, " Percentiles     : t_typical and the percentiles from a histogram (within %.3f %%; exact among the %d worst),\n"+
+			"                   t_min, t_max, max, t_avg and t_stdev exact: the series outgrew the %d samples kept whole\n",
+			100*bench.HistRelErr, bench.WorstSamples, bench.ExactSamples)
+	}
 	if u := r.Untraced; u != nil && u.Typical > 0 {
 		fmt.Fprintf(&b, " Tracer cost     : t_typical %.2f usec traced, %.2f usec in the same series untraced just before (x%.2f)\n",
 			s.Typical, u.Typical, s.Typical/u.Typical)
@@ -155,6 +164,9 @@ type latRecord struct {
 	Tracing     string         `json:"tracing"`
 	Emulated    string         `json:"emulated,omitempty"`
 	Causes      map[string]int `json:"causes,omitempty"`
+	// FromHistogram: t_typical and the percentiles come from a histogram
+	// (a series past bench.ExactSamples), within HistRelErr.
+	FromHistogram bool `json:"from-histogram,omitempty"`
 	// The same series untraced, just before: t_typical and traced/untraced.
 	UntracedTypicalUS float64 `json:"untraced-t_typical-us,omitempty"`
 	TracerRatio       float64 `json:"tracer-ratio,omitempty"`
@@ -167,7 +179,7 @@ func WriteLatJSON(w io.Writer, r *LatReport) error {
 		Iterations: s.N, DurationSec: r.DurationSec,
 		LatUS:  latUS{round2(s.Min), round2(s.Max), round2(s.Typical), round2(s.Avg), round2(s.Stdev), round2(s.P99), round2(s.P999), round2(s.TrueMax)},
 		Inline: r.Inline, Clock: "CLOCK_MONOTONIC", ClockNs: round2(r.ClockNs), EmptyPollNs: round2(r.EmptyPollNs),
-		Client: r.Client, Tracing: r.Tracing, Emulated: r.Emulated, Causes: r.Causes}
+		Client: r.Client, Tracing: r.Tracing, Emulated: r.Emulated, Causes: r.Causes, FromHistogram: s.FromHistogram}
 	if r.OneProcess {
 		rec.Server = &r.Server
 	}

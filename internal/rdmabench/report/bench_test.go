@@ -204,3 +204,30 @@ func TestLatTracerCostIsShown(t *testing.T) {
 		t.Errorf("no tracer cost line:\n%s", txt.String())
 	}
 }
+
+func TestALongSeriesSaysItsPercentilesComeFromAHistogram(t *testing.T) {
+	r := latReport()
+	if !strings.Contains(tableOf(t, r), "one C call runs the series") {
+		t.Error("a short series should say one C call ran it")
+	}
+	r.Summary.FromHistogram, r.Summary.N = true, 5_000_000
+	out := tableOf(t, r)
+	for _, want := range []string{"one C call per 65536 samples", "Percentiles     : t_typical and the percentiles from a histogram"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteLatJSON(&b, r); err != nil || !strings.Contains(b.String(), `"from-histogram":true`) {
+		t.Errorf("JSON %s (%v): want from-histogram", b.String(), err)
+	}
+}
+
+func tableOf(t *testing.T, r *LatReport) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteLatTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

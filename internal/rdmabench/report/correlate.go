@@ -104,8 +104,14 @@ func WriteOutliersJSON(w io.Writer, r *correlate.Result, size int) error {
 // the cause counts, under the latency table.
 func WriteOutliersText(w io.Writer, r *correlate.Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, " Outliers       : %d above %.2f usec (max of p99 %.2f and %.2f x median %.2f)\n", len(r.Outliers),
-		float64(r.Threshold)/1e3, float64(r.P99)/1e3, float64(r.Threshold)/max(1, float64(r.Median)), float64(r.Median)/1e3)
+	if r.Complete || r.Total <= len(r.Outliers) {
+		fmt.Fprintf(&b, " Outliers       : %d above %.2f usec (max of p99 %.2f and %.2f x median %.2f)\n", len(r.Outliers),
+			float64(r.Threshold)/1e3, float64(r.P99)/1e3, float64(r.Threshold)/max(1, float64(r.Median)), float64(r.Median)/1e3)
+	} else {
+		fmt.Fprintf(&b, " Outliers       : about %d above %.2f usec (max of p99 %.2f and %.2f x median %.2f); %d listed:\n"+
+			"                  the worst, and a random sample of the rest (causes count those listed)\n", r.Total,
+			float64(r.Threshold)/1e3, float64(r.P99)/1e3, float64(r.Threshold)/max(1, float64(r.Median)), float64(r.Median)/1e3, len(r.Outliers))
+	}
 	for _, o := range r.Outliers {
 		fmt.Fprintf(&b, "  #%-7d ts %d  %10.2f usec  ", o.Index, o.Sample.Start, float64(o.Sample.Lat)/1e3)
 		if len(o.Events) == 0 && o.More == 0 {

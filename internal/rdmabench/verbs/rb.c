@@ -444,14 +444,16 @@ static int recv_one(struct rb_ep *e, uint32_t *imm)
 	return 0;
 }
 
-// done tells whether the initiator should stop after i iterations.
-static int done(struct rb_ep *e, int i, int n, int64_t end)
+// over tells whether the initiator's series is over, and notes why in
+// e->lat_over: its count reached (-n), or its duration (-D). The clock is
+// read every 16 iterations, as before.
+static int over(struct rb_ep *e)
 {
-	if (i >= n)
-		return 1;
-	if (e->duration_ns && (i & 15) == 0 && rb_now() >= end)
-		return 1;
-	return 0;
+	if (e->iters > 0 && e->lat_i >= e->iters)
+		e->lat_over = RB_OVER_COUNT;
+	else if (e->duration_ns && (e->lat_i & 15) == 0 && rb_now() >= e->lat_end)
+		e->lat_over = RB_OVER_DURATION;
+	return e->lat_over;
 }
 
 /*
@@ -461,49 +463,66 @@ static int done(struct rb_ep *e, int i, int n, int64_t end)
  * post i+1 (the last one ends when the last answer arrived), as perftest
  * reports it. SEND does the same with receive completions, READ waits for its
  * own completion and reports whole round trips.
+ *
+ * The responder (rb_lat_respond) runs its whole side in one call. The
+ * initiator runs in chunks: rb_lat_start, then rb_lat_chunk until
+ * e->lat_over, then rb_lat_finish. A chunk's last sample ends when its answer
+ * arrived (the clock read after the loop), so the time the caller spends
+ * between chunks is in no sample.
  */
-int rb_lat(struct rb_ep *e, int initiator, struct rb_sample *s, int n)
+int rb_lat_respond(struct rb_ep *e)
 {
 	char *last = e->buf + e->size - 1;
 	uint64_t rrecv = e->raddr + e->size;
 	volatile uint64_t *stop = (volatile uint64_t *)(e->buf + 2 * e->size);
-	int64_t end = e->duration_ns ? rb_now() + e->duration_ns : 0;
-	int i = 0;
 	uint32_t imm;
-
-	if (!initiator) {
-		int limit = e->duration_ns ? 0x7fffffff : e->iters;
-		for (i = 0; i < limit; i++) {
-			if (e->op == RB_WRITE) {
-				if (spin(e, (char)(i + 1)))
-					return -1;
-				if (*stop)
-					break;
-				*last = (char)(i + 1);
-				if (post(e, IBV_WR_RDMA_WRITE, rrecv, e->buf, e->size, 0, 0))
-					return -1;
-			} else if (e->op == RB_SEND) {
-				if (recv_one(e, &imm))
-					return -1;
-				if (imm)
-					break;
-				if (post(e, IBV_WR_SEND, 0, e->buf, e->size, 0, 0))
-					return -1;
-			} else {
-				return rb_wait_disconnect(e);
-			}
-			if ((i & 63) == 0 && reap(e, 0))
+	// A run for a duration ends when the initiator says so, however long.
+	int64_t limit = e->duration_ns ? INT64_MAX : e->iters;
+	for (int64_t i = 0; i < limit; i++) {
+		if (e->op == RB_WRITE) {
+			if (spin(e, (char)(i + 1)))
 				return -1;
+			if (*stop)
+				break;
+			*last = (char)(i + 1);
+			if (post(e, IBV_WR_RDMA_WRITE, rrecv, e->buf, e->size, 0, 0))
+				return -1;
+		} else if (e->op == RB_SEND) {
+			if (recv_one(e, &imm))
+				return -1;
+			if (imm)
+				break;
+			if (post(e, IBV_WR_SEND, 0, e->buf, e->size, 0, 0))
+				return -1;
+		} else {
+			return rb_wait_disconnect(e);
 		}
-		return reap(e, 1) ? -1 : 0;
+		if ((i & 63) == 0 && reap(e, 0))
+			return -1;
 	}
+	return reap(e, 1) ? -1 : 0;
+}
 
-	for (i = 0; !done(e, i, n, end); i++) {
-		s[i].start = rb_now();
+void rb_lat_start(struct rb_ep *e)
+{
+	e->lat_i = 0;
+	e->lat_over = 0;
+	e->lat_end = e->duration_ns ? rb_now() + e->duration_ns : 0;
+}
+
+int rb_lat_chunk(struct rb_ep *e, struct rb_sample *s, int n)
+{
+	char *last = e->buf + e->size - 1;
+	uint64_t rrecv = e->raddr + e->size;
+	uint32_t imm;
+	int k;
+
+	for (k = 0; k < n && !over(e); k++, e->lat_i++) {
+		s[k].start = rb_now();
 		switch (e->op) {
 		case RB_WRITE:
-			*last = (char)(i + 1);
-			if (post(e, IBV_WR_RDMA_WRITE, rrecv, e->buf, e->size, 0, 0) || spin(e, (char)(i + 1)))
+			*last = (char)(e->lat_i + 1);
+			if (post(e, IBV_WR_RDMA_WRITE, rrecv, e->buf, e->size, 0, 0) || spin(e, (char)(e->lat_i + 1)))
 				return -1;
 			break;
 		case RB_SEND:
@@ -519,10 +538,17 @@ int rb_lat(struct rb_ep *e, int initiator, struct rb_sample *s, int n)
 			return -1;
 	}
 	int64_t t_end = rb_now();
-	for (int k = 0; k < i; k++) {
-		int64_t next = k + 1 < i ? s[k + 1].start : t_end;
-		s[k].lat = e->op == RB_READ ? next - s[k].start : (next - s[k].start) / 2;
+	for (int j = 0; j < k; j++) {
+		int64_t next = j + 1 < k ? s[j + 1].start : t_end;
+		s[j].lat = e->op == RB_READ ? next - s[j].start : (next - s[j].start) / 2;
 	}
+	return k;
+}
+
+int rb_lat_finish(struct rb_ep *e)
+{
+	char *last = e->buf + e->size - 1;
+	uint64_t rrecv = e->raddr + e->size;
 	// A run for a duration tells the responder it is over.
 	if (e->duration_ns) {
 		if (e->op == RB_WRITE) {
@@ -530,7 +556,7 @@ int rb_lat(struct rb_ep *e, int initiator, struct rb_sample *s, int n)
 			*one = 1;
 			if (post(e, IBV_WR_RDMA_WRITE, e->raddr + 2 * e->size, (char *)one, 8, 0, 0))
 				return -1;
-			*last = (char)(i + 1);
+			*last = (char)(e->lat_i + 1);
 			if (post(e, IBV_WR_RDMA_WRITE, rrecv, e->buf, e->size, 0, 1))
 				return -1;
 		} else if (e->op == RB_SEND) {
@@ -538,9 +564,7 @@ int rb_lat(struct rb_ep *e, int initiator, struct rb_sample *s, int n)
 				return -1;
 		}
 	}
-	if (reap(e, 1))
-		return -1;
-	return i;
+	return reap(e, 1) ? -1 : 0;
 }
 
 // rb_wait_disconnect waits for the peer to disconnect (READ's passive side).

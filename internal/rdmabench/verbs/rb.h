@@ -1,7 +1,7 @@
 // The C half of package verbs: connection setup over rdma_cm and the timing
-// loops. One call runs a whole series and writes its samples into an array
-// the caller allocated, so a measurement never pays a cgo call or the Go
-// scheduler per iteration. Every time is CLOCK_MONOTONIC in nanoseconds, the
+// loops. One call runs a whole series, or a chunk of a latency series, and
+// writes its samples into an array the caller allocated, so a measurement
+// never pays a cgo call or the Go scheduler per iteration. Every time is CLOCK_MONOTONIC in nanoseconds, the
 // clock of the tracer's bpf_ktime_get_ns.
 #ifndef RB_H
 #define RB_H
@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 enum rb_op { RB_WRITE = 0, RB_SEND = 1, RB_READ = 2 };
+enum { RB_OVER_COUNT = 1, RB_OVER_DURATION = 2 };
 
 // rb_sample has bench.Sample's layout (two int64), so Go passes its slice.
 struct rb_sample {
@@ -31,6 +32,8 @@ struct rb_ep {
 	int op, iters, connected;
 	int64_t duration_ns, timeout_ns;
 	volatile int *abort; // set by the other thread of a one-process run
+	int64_t lat_i, lat_end; // the initiator's iterations so far, its -D deadline
+	int lat_over;           // why its series is over: RB_OVER_COUNT, RB_OVER_DURATION (0: not yet)
 	int tid;
 	int outstanding; // sends not yet retired by a completion
 	int batch;       // sends since the last signalled one
@@ -55,10 +58,17 @@ int rb_server_listen(struct rb_ep *e, const char *addr, int port);
 int rb_server_accept(struct rb_ep *e, const char *want_dev);
 int rb_client_connect(struct rb_ep *e, const char *addr, int port, const char *want_dev, int op, size_t size,
 		      int iters, int64_t duration_ns);
-// rb_lat runs the loop; the initiator (the client) fills s (n entries) and
-// returns the number of samples, the responder passes s = NULL. -1 on error
-// (e->err says why).
-int rb_lat(struct rb_ep *e, int initiator, struct rb_sample *s, int n);
+// The latency loop. The responder (the server) runs its side in one call.
+// The initiator (the client) runs in chunks, one cgo call each and none per
+// iteration: rb_lat_start; rb_lat_chunk fills s with up to n samples and
+// returns how many, until e->lat_over says the series reached its count
+// (iters; 0 with a duration: no count) or its duration; then rb_lat_finish
+// tells the responder a run for a duration is over. -1 on error (e->err
+// says why).
+int rb_lat_respond(struct rb_ep *e);
+void rb_lat_start(struct rb_ep *e);
+int rb_lat_chunk(struct rb_ep *e, struct rb_sample *s, int n);
+int rb_lat_finish(struct rb_ep *e);
 int rb_wait_disconnect(struct rb_ep *e);
 void rb_disconnect(struct rb_ep *e);
 void rb_close(struct rb_ep *e);

@@ -3,8 +3,8 @@
 // loops are C (rb.c) compiled against rdma-core's own headers, because the
 // data path (ibv_post_send, ibv_poll_cq) is inline in verbs.h and a loop
 // must not pay a cgo call or the Go scheduler per iteration: one cgo call
-// runs a whole series and fills an array the caller allocated. Go does the
-// rest. Times are CLOCK_MONOTONIC ns, the tracer's clock.
+// runs a whole series, or a chunk of a latency series (bench.ChunkSamples),
+// and fills an array Go allocated. Go does the rest. Times are CLOCK_MONOTONIC ns, the tracer's clock.
 package verbs
 
 /*
@@ -65,15 +65,20 @@ type LatConfig struct {
 	Addr     string // the server's address (server: the address it listens on)
 	Port     int    // rdma_cm port
 	Size     int
-	Iters    int           // samples wanted; with Duration, the most kept
+	Iters    int           // samples wanted; with Duration, the most (0: no count)
 	Duration time.Duration // run for this long instead (0: Iters)
-	Timeout  time.Duration // a peer silent this long is dead
-	CPUs     []int         // CPUs to pin to: [server, client] in one process, [0] for one end
+	// Consume takes each chunk of samples, on the client's thread between
+	// two chunks of the loop (no sample counts the time it takes); it
+	// must not keep the slice. nil: the samples are only counted.
+	Consume func([]bench.Sample)
+	Timeout time.Duration // a peer silent this long is dead
+	CPUs    []int         // CPUs to pin to: [server, client] in one process, [0] for one end
 }
 
 // LatResult is what a latency run measured.
 type LatResult struct {
-	Samples        []bench.Sample
+	N              int    // samples taken (and handed to Consume)
+	Ended          string // why the series ended: "count" (Iters) or "duration"
 	Client, Server Thread // Server is zero when the server is another host
 	Dev            string
 	Inline         bool    // the messages went inline (size within the QP's max_inline_data)
@@ -178,7 +183,7 @@ func Lat(cfg LatConfig) (LatResult, error) {
 	go func() {
 		defer wg.Done()
 		defer pin(cpuAt(cfg.CPUs, 0))()
-		if C.rb_server_accept(srv.p, dev) != 0 || C.rb_lat(srv.p, 0, nil, 0) != 0 {
+		if C.rb_server_accept(srv.p, dev) != 0 || C.rb_lat_respond(srv.p) != 0 {
 			serr = srv.err("server")
 			*abort = 1
 		}
@@ -204,13 +209,14 @@ func Lat(cfg LatConfig) (LatResult, error) {
 	return res, cerr
 }
 
-// runClient connects and runs the loop on the calling (locked) thread.
+// runClient connects and runs the loop on the calling (locked) thread, a
+// chunk at a time, until its count or its duration is reached.
 func runClient(cli endpoint, cfg LatConfig, addr, dev *C.char) (LatResult, error) {
 	n := cfg.Iters
-	if n < 1 {
+	if n < 1 && cfg.Duration <= 0 {
 		return LatResult{}, fmt.Errorf("%d iterations: need at least 1", n)
 	}
-	if C.rb_client_connect(cli.p, addr, C.int(cfg.Port), dev, C.int(cfg.Op), C.size_t(cfg.Size), C.int(n),
+	if C.rb_client_connect(cli.p, addr, C.int(cfg.Port), dev, C.int(cfg.Op), C.size_t(cfg.Size), C.int(max(n, 0)),
 		C.int64_t(cfg.Duration)) != 0 {
 		return LatResult{}, cli.err("client")
 	}
@@ -220,12 +226,29 @@ func runClient(cli endpoint, cfg LatConfig, addr, dev *C.char) (LatResult, error
 		Inline: cfg.Op != Read && cfg.Size <= int(cli.p.max_inline),
 	}
 	res.EmptyPollNs = float64(C.rb_empty_poll_cost(cli.p, 10000))
-	res.Samples = make([]bench.Sample, n)
-	got := C.rb_lat(cli.p, 1, (*C.struct_rb_sample)(unsafe.Pointer(&res.Samples[0])), C.int(n))
-	if got < 0 {
+	chunk := bench.ChunkSamples
+	if n > 0 {
+		chunk = min(chunk, n)
+	}
+	buf := make([]bench.Sample, chunk)
+	C.rb_lat_start(cli.p)
+	for cli.p.lat_over == 0 {
+		got := int(C.rb_lat_chunk(cli.p, (*C.struct_rb_sample)(unsafe.Pointer(&buf[0])), C.int(chunk)))
+		if got < 0 {
+			return res, cli.err("client")
+		}
+		res.N += got
+		if cfg.Consume != nil && got > 0 {
+			cfg.Consume(buf[:got])
+		}
+	}
+	if C.rb_lat_finish(cli.p) != 0 {
 		return res, cli.err("client")
 	}
-	res.Samples = res.Samples[:got]
+	res.Ended = "count"
+	if cli.p.lat_over == C.RB_OVER_DURATION {
+		res.Ended = "duration"
+	}
 	C.rb_disconnect(cli.p) // READ's server waits for it
 	return res, nil
 }
@@ -251,7 +274,7 @@ func LatServer(cfg LatConfig) (Thread, error) {
 	}
 	srv.p.timeout_ns = C.int64_t(cfg.Timeout)
 	th := Thread{PID: os.Getpid(), TID: int(srv.p.tid), CPU: cpuAt(cfg.CPUs, 0)}
-	if C.rb_lat(srv.p, 0, nil, 0) != 0 {
+	if C.rb_lat_respond(srv.p) != 0 {
 		return th, srv.err("server")
 	}
 	return th, nil
