@@ -28,20 +28,16 @@ func TestTracingWithoutRDMASaysSoInALine(t *testing.T) {
 	}
 }
 
-// As a user without capabilities, trace and leaks name the capabilities
-// they need, in one line, before loading anything.
-func TestTracingWithoutPrivilegesNamesThemInALine(t *testing.T) {
+// asNobody gives setpriv and a copy of the test binary that nobody may run
+// (its directory is the third value), or skips: becoming nobody needs root.
+func asNobody(t *testing.T) (setpriv, bin, dir string) {
+	t.Helper()
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Geteuid() != 0 || err != nil {
-		t.Skip("needs root and setpriv, to become nobody")
+		t.Skip("needs root and setpriv, to become nobody (CI runs as root)")
 	}
-	// A copy of the test binary that nobody may run.
-	dir, err := os.MkdirTemp("", "rdmatrace-nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "rdmatrace")
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "rdmatrace")
 	b, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +45,18 @@ func TestTracingWithoutPrivilegesNamesThemInALine(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(dir, 0o755)
+	// t.TempDir's folders are 0700 below a root-only parent: open the
+	// path to nobody.
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	return setpriv, bin, dir
+}
+
+// As a user without capabilities, trace and leaks name the capabilities
+// they need, in one line, before loading anything.
+func TestTracingWithoutPrivilegesNamesThemInALine(t *testing.T) {
+	setpriv, bin, _ := asNobody(t)
 	for _, sub := range []string{"trace", "leaks"} {
 		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, sub)
 		cmd.Env = append(os.Environ(), "RDMATRACE_AS_MAIN=1")

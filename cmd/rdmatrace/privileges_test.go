@@ -12,30 +12,12 @@ import (
 // in one line that it, by its own name, needs root, what for, and how to
 // get it; not to "run rdmatrace trace as root".
 func TestEachCommandSaysItNeedsRootByItsName(t *testing.T) {
-	setpriv, err := exec.LookPath("setpriv")
-	if os.Geteuid() != 0 || err != nil {
-		t.Skip("needs root and setpriv, to become nobody (CI runs as root)")
-	}
-	// A copy of the test binary that nobody may run, and a directory
-	// nobody may write to.
-	dir, err := os.MkdirTemp("", "rdmatrace-nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "rdmatrace")
-	b, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	setpriv, bin, dir := asNobody(t)
+	// The recording goes in a directory the user nobody may write to.
 	w := filepath.Join(dir, "w")
 	if err := os.Mkdir(w, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(dir, 0o755)
 	os.Chmod(w, 0o777)
 	for _, c := range []struct {
 		args []string
