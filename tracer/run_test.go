@@ -17,6 +17,24 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
+// writeRecord is BPF that writes one zeroed device-register record of
+// recordSize bytes to events (the stack holds it first).
+func writeRecord(events *ebpf.Map) asm.Instructions {
+	var insns asm.Instructions
+	for off := int16(-recordSize); off < 0; off += 4 {
+		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
+	}
+	return append(insns,
+		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
+		asm.LoadMapPtr(asm.R1, events.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -recordSize),
+		asm.Mov.Imm(asm.R3, recordSize),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+	)
+}
+
 // flood returns a tracer whose ring of ringBytes gets one device-register
 // record per system call of this process, from a raw tracepoint on
 // sys_enter (the host has no RDMA, but has raw tracepoints), and starts a
@@ -34,20 +52,8 @@ func flood(t *testing.T, ringBytes uint32) *Tracer {
 		asm.RSh.Imm(asm.R0, 32),
 		asm.JNE.Imm(asm.R0, int32(os.Getpid()), "out"),
 	}
-	for off := int16(-recordSize); off < 0; off += 4 {
-		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
-	}
-	insns = append(insns,
-		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
-		asm.LoadMapPtr(asm.R1, events.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -recordSize),
-		asm.Mov.Imm(asm.R3, recordSize),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnRingbufOutput.Call(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		asm.Return(),
-	)
+	insns = append(insns, writeRecord(events)...)
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("out"), asm.Return())
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, Instructions: insns, License: "GPL"})
 	if err != nil {
 		t.Skip("cannot load a raw tracepoint program:", err)
@@ -146,21 +152,7 @@ func filled(t *testing.T, n int) *Tracer {
 		t.Skip("no BPF ring buffer here:", err)
 	}
 	t.Cleanup(func() { events.Close() })
-	var insns asm.Instructions
-	for off := int16(-recordSize); off < 0; off += 4 {
-		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
-	}
-	insns = append(insns,
-		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
-		asm.LoadMapPtr(asm.R1, events.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -recordSize),
-		asm.Mov.Imm(asm.R3, recordSize),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnRingbufOutput.Call(),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
-	)
+	insns := append(writeRecord(events), asm.Mov.Imm(asm.R0, 0), asm.Return())
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, Instructions: insns, License: "GPL"})
 	if err != nil {
 		t.Skip("cannot load a socket filter that writes a ring buffer:", err)

@@ -3,7 +3,6 @@ package enrich
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -99,17 +98,7 @@ func TestEventNamesHoldersAndSMCOwnersOnlyWhenAsked(t *testing.T) {
 
 func TestCgroupSelectorTurnsPlaceFiltersIntoCgroupIDs(t *testing.T) {
 	cg := t.TempDir()
-	id := func(rel string) uint64 {
-		dir := filepath.Join(cg, rel)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(dir, &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Ino
-	}
+	id := func(rel string) uint64 { return mkCgroup(t, cg, rel) }
 	docker := id("system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope")
 	id("user.slice/session-1.scope")
 	x := New(Options{ProcRoot: t.TempDir(), CgroupRoot: cg})

@@ -66,21 +66,26 @@ func TestPlaceOfAGoneProcessIsNil(t *testing.T) {
 	}
 }
 
+// mkCgroup makes root/rel, a stand-in cgroup, and returns its id: the
+// directory's inode number, as cgroup v2's ids are.
+func mkCgroup(t *testing.T, root, rel string) uint64 {
+	t.Helper()
+	dir := filepath.Join(root, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
 // An event's cgroup id names the cgroup it ran in, even after the process
 // has gone; a cgroup made after the last walk is found on a later event.
 func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 	cg := t.TempDir()
-	mk := func(rel string) uint64 {
-		dir := filepath.Join(cg, rel)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(dir, &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Ino
-	}
+	mk := func(rel string) uint64 { return mkCgroup(t, cg, rel) }
 	docker := "system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope"
 	id := mk(docker)
 	c := New(Options{ProcRoot: t.TempDir(), CgroupRoot: cg})
