@@ -127,12 +127,14 @@ check: bpf-tools test-tools arm64
 	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e
+	cd tools && $(GO) vet ./...
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./cmd/rdmatrace ./tracer ./bpf/...
 	bpf/check-generate.sh
 
 unit: check
 	@echo "== unit tests, $$(date -u +%T)"
 	$(GO) test -count=1 ./...
+	cd tools && $(GO) test -count=1 ./...
 
 # Every fuzz target for a number of inputs (a count, not a time: with a
 # short -fuzztime in seconds, go test can fail with "context deadline
@@ -234,6 +236,7 @@ bench: test-tools build $(WORKLOADS) $(E2E_BIN)
 DIST ?= dist
 RELEASE_ARCHES ?= amd64 arm64
 release: man
+	@echo "== release $(VERSION), $$(date -u +%T)"
 	@if [ -n "$(GIT_TAG)" ] && [ "$(GIT_TAG)" != "v$(RELEASE)" ]; then \
 	  echo "release: the commit's tag $(GIT_TAG) and VERSION ($(RELEASE)) disagree: change one" >&2; exit 1; fi
 	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' \
@@ -264,8 +267,11 @@ image: arm64 rdmatrace
 # --version, res and a short trace from the installed binary; the .rpm
 # inspected and installed into a scratch root with Debian's rpm.
 package-smoke: release test-tools
-	guest/package-smoke-rpm.sh $(DIST) $(VERSION)
-	guest/run -k 6.1 -t 600 -o out/package-smoke -- guest/package-smoke-deb.sh $(DIST) $(VERSION)
+	@echo "== package smoke (the .rpm, then the .deb in a 6.1 guest), $$(date -u +%T)"
+	@start=$$(date +%s); \
+	guest/package-smoke-rpm.sh $(DIST) '$(VERSION)' && \
+	guest/run -k 6.1 -t 600 -o out/package-smoke -- guest/package-smoke-deb.sh $(DIST) '$(VERSION)' && \
+	echo "== package smoke done in $$(( $$(date +%s) - start ))s, $$(date -u +%T)"
 
 demo: rdmatrace
 	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)

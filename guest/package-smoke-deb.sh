@@ -24,6 +24,10 @@ for f in /usr/share/man/man8/rdmatrace.8.gz /usr/share/bash-completion/completio
 done
 dpkg-query -W -f='${Conffiles}\n' rdmatrace | grep -q '/etc/default/rdmatrace-exporter' ||
 	fail "/etc/default/rdmatrace-exporter is not a conffile"
+if command -v systemd-analyze >/dev/null; then
+	echo "\$ systemd-analyze verify rdmatrace-exporter.service"
+	systemd-analyze verify /usr/lib/systemd/system/rdmatrace-exporter.service || fail "systemd rejects the unit"
+fi
 zcat /usr/share/man/man8/rdmatrace.8.gz | grep -q '^\.TH' || fail "the man page is no man page"
 
 echo "\$ rdmatrace --version"
