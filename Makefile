@@ -245,8 +245,8 @@ release: man
 # Builds the release twice, the second time with an empty build cache,
 # and compares: the same commit must give the same bytes.
 release-check:
-	@$(MAKE) --no-print-directory release DIST=out/release-a
-	@rm -rf out/gocache-b && GOCACHE=$(CURDIR)/out/gocache-b $(MAKE) --no-print-directory release DIST=out/release-b
+	@$(MAKE) --no-print-directory release DIST=out/release-a VERSION='$(VERSION)'
+	@rm -rf out/gocache-b && GOCACHE=$(CURDIR)/out/gocache-b $(MAKE) --no-print-directory release DIST=out/release-b VERSION='$(VERSION)'
 	@if diff out/release-a/SHA256SUMS out/release-b/SHA256SUMS; then \
 	  echo "release-check: two builds are identical"; rm -rf out/gocache-b; \
 	else echo "release-check: two builds of the same commit differ (above)" >&2; exit 1; fi
