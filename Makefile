@@ -71,7 +71,6 @@ GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -tags urfav
 # it is built with cgo and links libibverbs and librdmacm; rdmatrace stays
 # a static CGO_ENABLED=0 binary, checked here after every build.
 BENCH_BIN := bin/rdmabench
-CC ?= cc
 
 # Builds, and installs nothing: the guest's packages come with the guest
 # targets (guest/setup-host.sh).
