@@ -34,28 +34,62 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
+.PHONY: all build rdmatrace rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
 
 all: build
 
+# The version. VERSION holds the release's number (X.Y.Z). A commit
+# tagged vX.Y.Z is that release when the tag and VERSION agree (make
+# release stops when they do not); any other commit builds as
+# X.Y.Z-dev+gCOMMIT, with ".dirty" for uncommitted changes, so that a
+# binary says what it was built from. Without git (a source archive), the
+# version is VERSION's. `go build` without make: cmd/rdmatrace/version.go.
+RELEASE    := $(shell cat VERSION)
+GIT_TAG    := $(shell git describe --tags --exact-match --match 'v[0-9]*.[0-9]*.[0-9]*' 2>/dev/null)
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+GIT_DIRTY  := $(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo .dirty)
+ifeq ($(GIT_TAG),v$(RELEASE))
+VERSION ?= $(RELEASE)
+else ifneq ($(GIT_COMMIT),)
+VERSION ?= $(RELEASE)-dev+g$(GIT_COMMIT)$(GIT_DIRTY)
+else
+VERSION ?= $(RELEASE)
+endif
+# Reproducible builds: every time stamped into an archive, a package or
+# an image is the last commit's.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+
 # No symbol tables and no urfave/cli doc generator: a smaller binary starts
-# measurably faster, which matters under the guest's emulated CPU.
-# VERSION is stamped into rdmatrace (--version); without git, `go build`'s
-# own record of the revision is the fallback (cmd/rdmatrace/version.go).
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(if $(VERSION),-X main.version=$(VERSION))' -tags urfave_cli_no_docs
+# measurably faster, which matters under the guest's emulated CPU. No
+# build ID and no paths of this machine: the same commit builds the same
+# bytes (make release-check).
+LDFLAGS := -s -w -buildid= -X main.version=$(VERSION)
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -tags urfave_cli_no_docs
 
 # rdmabench's timing loops are C against rdma-core's headers (internal/rdmabench/verbs), so
 # it is built with cgo and links libibverbs and librdmacm; rdmatrace stays
 # a static CGO_ENABLED=0 binary, checked here after every build.
 BENCH_BIN := bin/rdmabench
 
-build:
+# Builds, and installs nothing: the guest's packages come with the guest
+# targets (guest/setup-host.sh).
+build: rdmatrace rdmabench
+
+rdmatrace:
 	$(GOBUILD) -o $(BIN) ./cmd/rdmatrace
 	@if readelf -lW $(BIN) | grep -q 'program interpreter'; then \
 	  echo "$(BIN) is dynamically linked: it must stay static (CGO_ENABLED=0)" >&2; exit 1; fi
-	guest/setup-host.sh
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags='-s -w' -tags urfave_cli_no_docs -o $(BENCH_BIN) ./cmd/rdmabench
+
+rdmabench:
+	@printf '#include <infiniband/verbs.h>\n#include <rdma/rdma_cma.h>\nint main(void){return 0;}\n' | \
+	  $(CC) -x c -o /dev/null - -libverbs -lrdmacm >/dev/null 2>&1 || { \
+	  echo "$(BENCH_BIN) needs a C compiler and rdma-core's libibverbs and librdmacm with their headers:" >&2; \
+	  echo "  Debian, Ubuntu:  apt-get install gcc libibverbs-dev librdmacm-dev" >&2; \
+	  echo "  RHEL, Rocky:     dnf install gcc rdma-core-devel" >&2; \
+	  echo "  SLES:            zypper install gcc rdma-core-devel" >&2; \
+	  echo "(make rdmatrace builds rdmatrace alone, which needs none of them)" >&2; exit 1; }
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -tags urfave_cli_no_docs -o $(BENCH_BIN) ./cmd/rdmabench
 
 # rdmatrace for arm64 hosts (BlueField DPUs, Grace): the same static
 # binary with the arm64 BPF object, which bpf2go builds next to amd64's.
@@ -87,18 +121,19 @@ install: man
 # (bpf/check-generate.sh, from the committed BTF: no guest); rdmatrace
 # builds for arm64 too (BlueField, Grace). vet compiles internal/rdmabench/verbs, which needs
 # gcc and rdma-core's headers (guest/setup-host.sh).
-check: bpf-tools arm64
-	guest/setup-host.sh
+check: bpf-tools test-tools arm64
 	@unformatted=$$($$($(GO) env GOROOT)/bin/gofmt -l .); if [ -n "$$unformatted" ]; then \
 	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e
+	cd tools && $(GO) vet ./...
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./cmd/rdmatrace ./tracer ./bpf/...
 	bpf/check-generate.sh
 
 unit: check
 	@echo "== unit tests, $$(date -u +%T)"
 	$(GO) test -count=1 ./...
+	cd tools && $(GO) test -count=1 ./...
 
 # Every fuzz target for a number of inputs (a count, not a time: with a
 # short -fuzztime in seconds, go test can fail with "context deadline
@@ -113,7 +148,12 @@ fuzz:
 	  done; \
 	done
 
-$(E2E_BIN): build $(WORKLOADS)
+# What the tests need on the host (and so in the guest, whose root is the
+# host's): perftest, prometheus, the shells, gcc and rdma-core's headers.
+test-tools:
+	guest/setup-host.sh test
+
+$(E2E_BIN): build $(WORKLOADS) | test-tools
 	CGO_ENABLED=0 $(GO) test -c -tags e2e -o $(E2E_BIN) ./e2e
 
 # The end-to-end tests run inside a qemu guest on each kernel in KERNELS.
@@ -154,7 +194,7 @@ e2e-landing: $(E2E_BIN)
 	rc=0; for k in $$beside; do cat out/e2e-$$k.log; [ "$$(cat out/e2e-$$k.rc)" = 0 ] || { echo "== e2e on Debian $$k failed" >&2; rc=1; }; done; \
 	echo "== e2e side by side done, $$(date -u +%T)"; exit $$rc
 
-test: unit fuzz-smoke e2e-landing
+test: unit fuzz-smoke package-smoke e2e-landing
 
 # Re-record the netlink replies and iproute2's output that the replay unit
 # tests use (testdata/netlink/KERNEL), from a guest running real workloads.
@@ -173,15 +213,14 @@ generate: bpf-generate
 
 # The workloads link the host's libibverbs, which the guest shares through
 # its 9p root.
-out/%: guest/workloads/%.c
-	guest/setup-host.sh
+out/%: guest/workloads/%.c | test-tools
 	mkdir -p out && gcc -O2 -Wall -o $@ $< -libverbs
 
 # Measurements: Go benchmarks, then in the guest the netlink and tracer
 # scripts and the e2e measurements (RDMATRACE_E2E_BENCH=1: the tracer's
 # cost on rdmabench, rdmabench lat against perftest, reg_mr against size),
 # which the landing path (make test) skips.
-bench: build $(WORKLOADS) $(E2E_BIN)
+bench: test-tools build $(WORKLOADS) $(E2E_BIN)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@set -e; for k in $(TRACE_KERNELS); do \
 	  guest/run -k $$k -t 1200 -o out/bench-res-$$k -- guest/bench-res.sh $(BIN); \
@@ -189,13 +228,52 @@ bench: build $(WORKLOADS) $(E2E_BIN)
 	  RDMATRACE_E2E_BENCH=1 guest/run -k $$k -t 1200 -o out/bench-e2e-$$k -- $(E2E_BIN) -test.v -test.run 'TestBenchTracerCost|TestBenchLatMatchesPerftest|TestBenchCtrlRegistrationGrowsWithSize' -rdmatrace $(BIN); \
 	done
 
-# The container image of deploy/container (buildah, as Debian packages it;
-# vfs storage and chroot isolation work without a daemon or privileges).
-image: build
-	buildah --storage-driver vfs bud --isolation chroot -f deploy/container/Containerfile -t rdmatrace:$(VERSION) .
+# Release artifacts under DIST (deploy/packaging/release.sh): static
+# rdmatrace for each of RELEASE_ARCHES, its .deb and .rpm, a CycloneDX SBOM,
+# the OCI image of both architectures, SHA256SUMS. A vX.Y.Z tag on the
+# commit must agree with VERSION.
+DIST ?= dist
+RELEASE_ARCHES ?= amd64 arm64
+release: man
+	@echo "== release $(VERSION), $$(date -u +%T)"
+	@if [ -n "$(GIT_TAG)" ] && [ "$(GIT_TAG)" != "v$(RELEASE)" ]; then \
+	  echo "release: the commit's tag $(GIT_TAG) and VERSION ($(RELEASE)) disagree: change one" >&2; exit 1; fi
+	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' \
+	  deploy/packaging/release.sh
 
-demo: build
+# Builds the release twice, the second time with an empty build cache,
+# and compares: the same commit must give the same bytes.
+release-check:
+	@$(MAKE) --no-print-directory release DIST=out/release-a VERSION='$(VERSION)'
+	@rm -rf out/gocache-b && GOCACHE=$(CURDIR)/out/gocache-b $(MAKE) --no-print-directory release DIST=out/release-b VERSION='$(VERSION)'
+	@if diff out/release-a/SHA256SUMS out/release-b/SHA256SUMS; then \
+	  echo "release-check: two builds are identical"; rm -rf out/gocache-b; \
+	else echo "release-check: two builds of the same commit differ (above)" >&2; exit 1; fi
+
+# The OCI image alone (an index of amd64 and arm64, as in make release),
+# without a container engine: $(DIST)/rdmatrace-VERSION-oci.tar. Pushing:
+# docs/install.md. deploy/container/Containerfile builds the same image
+# with buildah or podman.
+image: arm64 rdmatrace
+	@rm -rf out/image && mkdir -p $(DIST)
+	cd tools && $(GO) run ./ociimage -out ../out/image -version '$(VERSION)' -epoch $(SOURCE_DATE_EPOCH) -licenses ../LICENSES \
+	  amd64=$(CURDIR)/$(BIN) arm64=$(CURDIR)/$(BIN)-arm64
+	tar -C out/image --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
+	  --format=ustar -cf $(DIST)/rdmatrace-$(VERSION)-oci.tar .
+
+# The packages as a user installs them: the .deb with dpkg in a Debian
+# 6.1 guest (its root is a writable overlay of the host's), then
+# --version, res and a short trace from the installed binary; the .rpm
+# inspected and installed into a scratch root with Debian's rpm.
+package-smoke: release test-tools
+	@echo "== package smoke (the .rpm, then the .deb in a 6.1 guest), $$(date -u +%T)"
+	@start=$$(date +%s); \
+	guest/package-smoke-rpm.sh $(DIST) '$(VERSION)' && \
+	guest/run -k 6.1 -t 600 -o out/package-smoke -- guest/package-smoke-deb.sh $(DIST) '$(VERSION)' && \
+	echo "== package smoke done in $$(( $$(date +%s) - start ))s, $$(date -u +%T)"
+
+demo: rdmatrace
 	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)
 
 clean:
-	rm -rf bin out
+	rm -rf bin out dist

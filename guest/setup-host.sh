@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Installs, from Debian's archive, what the guest harness and the guest
-# workloads need. Quick when everything is already there.
+# Installs, from Debian's archive, what the guest harness needs, and with
+# "test" what the tests need besides. Quick when everything is already
+# there. Never upgrades an installed package (--no-upgrade) and starts no
+# service. make build needs none of this.
+#
+#   guest/setup-host.sh          the guest harness: qemu, busybox, rdma-core's tools (guest/run, make demo)
+#   guest/setup-host.sh test     and the tests' tools: perftest, bpftool, prometheus, shells, gcc and
+#                                rdma-core's headers, rpm (make check, unit, e2e, bench, capture)
 set -euo pipefail
 
+# The guest's root is the host's: what runs in the guest is installed here.
 packages=(qemu-system-x86 busybox-static kmod xz-utils zstd rdma-core ibverbs-utils ibverbs-providers
-	rdmacm-utils perftest iproute2 util-linux procps bpftool
-	prometheus # the exporter's guest test scrapes with a real server
-	fish zsh # the completion scripts' tests run them
-	gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C
+	rdmacm-utils iproute2 util-linux procps)
+case ${1:-guest} in
+guest) ;;
+test)
+	packages+=(perftest bpftool
+		prometheus # the exporter's guest test scrapes with a real server; promtool checks the alerts
+		fish zsh   # the completion scripts' tests run them
+		rpm        # the package smoke inspects the .rpm
+		gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C
+	;;
+*)
+	echo "usage: guest/setup-host.sh [test]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -17,6 +35,10 @@ done
 lists=$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' 2>/dev/null | head -1)
 if [ ${#missing[@]} -eq 0 ] && [ -n "$lists" ]; then
 	exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+	echo "guest: the harness installs Debian's packages with apt-get, which this system lacks; install ${missing[*]:-nothing} by hand, or run the guest tests on Debian 12" >&2
+	exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
 	echo "guest: need root to install ${missing[*]:-package lists} (apt-get)" >&2
@@ -36,5 +58,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
 		trap 'rm -f "$policy"' EXIT
 	fi
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+	apt-get install -y -qq --no-install-recommends --no-upgrade "${missing[@]}" >&2
 fi
