@@ -133,7 +133,7 @@ func TestBindFloodDoesNotStarveLifecycleEvents(t *testing.T) {
 		switch {
 		case e.tid() == pid:
 			got++
-			if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResPD {
+			if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Type == rdma.ResPD {
 				pds++
 			}
 		case e.Kind == rdma.EvPortBusy && (e.tid() == floodPid || e.process() == floodPid): // Go binds from any of its threads

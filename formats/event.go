@@ -26,7 +26,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("func", e.Func)
 	}
 	if e.Has(rdma.EvHasRes) {
-		o = o.str("res", e.Res.String())
+		o = o.str("res", e.Type.String())
 	}
 	if e.Has(rdma.EvHasDev) {
 		o = o.str("ifname", e.DevName)
@@ -270,7 +270,7 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	b = padTo(append(b, e.Kind.String()...), col, 17)
 	col = len(b)
 	if e.Has(rdma.EvHasRes) {
-		b = append(b, e.Res.String()...)
+		b = append(b, e.Type.String()...)
 	}
 	b = padTo(b, col, 7)
 	col = len(b)
@@ -284,7 +284,7 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	}
 	b = padTo(b, col, 10)
 	col = len(b)
-	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Res != rdma.ResQP { // a QP's id is its lqpn
+	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Type != rdma.ResQP { // a QP's id is its lqpn
 		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
 	}
 	if e.Has(rdma.EvHasQP) {

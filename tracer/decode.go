@@ -240,7 +240,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Kind, ev.Func = rdma.EvPortBusy, portOps[op].name
 		ev.Suppressed = u32(offSuppress)
 		if portOps[op].cm {
-			ev.Res, ev.ID = rdma.ResCMID, u32(offID)
+			ev.Type, ev.ID = rdma.ResCMID, u32(offID)
 			ev.Flags |= rdma.EvHasRes
 		}
 	case cSMCFallback:
@@ -281,7 +281,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		return fmt.Errorf("record of unknown kind %d", kind)
 	}
 	if kind < cDevRegister {
-		ev.Res = rdma.ResType(rec[offResType])
+		ev.Type = rdma.ResType(rec[offResType])
 		ev.Flags |= rdma.EvHasRes
 		ev.ID = u32(offID)
 	}
@@ -320,8 +320,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.QPType = rdma.QPType(rec[offQPType])
 	}
 	if flags&cfHasState != 0 {
-		ev.Flags |= rdma.EvHasState
-		ev.State = rec[offNewState]
+		ev.SetState(rec[offNewState])
 		if kind == cQPState && rec[offOldState] != stateUnknown {
 			ev.PrevState = rec[offOldState]
 			ev.Flags |= rdma.EvHasPrevState

@@ -268,7 +268,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if err := d.Decode(portRecord(1), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Res != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
+	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Type != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
 		ev.Src.String() != "10.99.1.1:7410" || ev.DevName != "siw0" {
 		t.Errorf("rdma_listen port-busy decoded as %+v", ev)
 	}

@@ -82,7 +82,7 @@ func sameAddr(a, b netip.AddrPort) bool {
 }
 
 func qpTo(e *rdma.Event, tid int, s rdma.QPState) bool {
-	return e.Kind == rdma.EvModify && e.Res == rdma.ResQP && int(e.Owner.TID) == tid && rdma.QPState(e.State) == s
+	return e.Kind == rdma.EvModify && e.Type == rdma.ResQP && int(e.Owner.TID) == tid && e.QPState == s
 }
 
 var milestones = []milestone{

@@ -201,7 +201,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	}
 	ev.Kind = kinds[0]
 	if o.Res != "" {
-		if ev.Res, err = rdma.ParseResType(o.Res); err != nil {
+		if ev.Type, err = rdma.ParseResType(o.Res); err != nil {
 			return badField("res", o.Res, err)
 		}
 		ev.Flags |= rdma.EvHasRes
@@ -224,13 +224,14 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		}
 	}
 	if o.State != "" {
-		if ev.State, err = parseState(ev.Res, o.State); err != nil {
+		st, err := parseState(ev.Type, o.State)
+		if err != nil {
 			return badField("state", o.State, err)
 		}
-		ev.Flags |= rdma.EvHasState
+		ev.SetState(st)
 	}
 	if o.PrevState != "" {
-		if ev.PrevState, err = parseState(ev.Res, o.PrevState); err != nil {
+		if ev.PrevState, err = parseState(ev.Type, o.PrevState); err != nil {
 			return badField("prev-state", o.PrevState, err)
 		}
 		ev.Flags |= rdma.EvHasPrevState
