@@ -73,8 +73,10 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		}
 		o = o.place(e.Owner.Place)
 	}
-	if e.Owner.KernName != "" {
-		o = o.str("kern-name", e.Owner.KernName)
+	if e.Owner.KernName != "" && !e.Has(rdma.EvHasOwner) {
+		// A kernel owner is its module, under comm and without a pid, as
+		// iproute2's rdma -j res prints RDMA_NLDEV_ATTR_RES_KERN_NAME.
+		o = o.str("comm", e.Owner.KernName)
 	}
 	if e.Actor.PID != 0 || e.Actor.Comm != "" {
 		if !e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID {

@@ -265,7 +265,12 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvHasOwner | rdma.EvUser
 		ev.OwnerCgroup = o.CgroupID
 	}
+	// A kernel owner: comm without a pid (iproute2's spelling); recordings
+	// made before said kern-name.
 	ev.Owner.KernName = o.KernName
+	if o.PID == nil && o.Comm != "" {
+		ev.Owner.KernName = o.Comm
+	}
 	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}
 	if o.ActorPID == 0 && o.PID != nil {
 		ev.Actor = ev.Owner // the key is left out when the owner acted
@@ -420,7 +425,7 @@ func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
 // rather than Go's types; its keys are the only ones an event has.
 var keyWords = func() map[string]string {
 	words := map[string]string{}
-	for _, k := range rdma.EventKeys {
+	for _, k := range append(rdma.EventKeys[:len(rdma.EventKeys):len(rdma.EventKeys)], rdma.OldEventKeys...) {
 		words[k.Name] = valueKindWords[k.Value]
 	}
 	return words
