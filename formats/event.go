@@ -214,9 +214,11 @@ func appendDur(b []byte, ns uint64) []byte {
 	return append(appendSecs(b, ns), "us"...)
 }
 
-// EventLine is the human view of an event: one aligned line.
+// EventLine is the human view of an event: one line in fixed-width
+// columns (EventHeader names them), the owner before the detail so that
+// a long detail moves nothing after it.
 //
-//	14:03:07.123456 create        qp     rxe0/1   lqpn 17 RC RESET          rping[812]
+//	14:03:07.123456 create            qp      rxe0/1     rping[812]               lqpn 17 RC RESET
 func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte, 0, 128), e)) }
 
 // EventText is the human line without its time and its columns' padding,
@@ -253,7 +255,37 @@ func ParseStamp(s string) (Stamp, error) {
 
 var stampNames = [...]string{"absolute", "relative", "date", "none"}
 
+// The human view's columns: their widths (the detail, last, has none).
+const (
+	colEvent = 17 // the longest kind, dev_unregistered, and a space
+	colRes   = 7
+	colDev   = 10
+	colOwner = 24 // comm (15 bytes) and [tid] up to 7 digits
+)
+
+// stampWidth is how wide the time column is.
+var stampWidth = [...]int{StampAbsolute: 15, StampRelative: 15, StampDate: 26, StampNone: 0}
+
+// EventHeader is the line above the human view's events: the columns'
+// names, aligned as EventLine writes them.
+func EventHeader(stamp Stamp) string {
+	var b []byte
+	if w := stampWidth[stamp]; w > 0 {
+		b = padTo(append(b, "TIME"...), 0, w)
+	}
+	col := len(b)
+	b = padTo(append(b, "EVENT"...), col, colEvent)
+	col = len(b)
+	b = padTo(append(b, "RES"...), col, colRes)
+	col = len(b)
+	b = padTo(append(b, "DEV"...), col, colDev)
+	col = len(b)
+	b = padTo(append(b, "OWNER"...), col, colOwner)
+	return string(append(b, "DETAIL"...))
+}
+
 func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []byte {
+	start := len(b)
 	switch stamp {
 	case StampAbsolute:
 		b = append(e.Time.Local().AppendFormat(b, "15:04:05.000000"), ' ')
@@ -269,12 +301,12 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 		b = append(append(b, v...), ' ')
 	}
 	col := len(b)
-	b = padTo(append(b, e.Kind.String()...), col, 17)
+	b = padTo(append(b, e.Kind.String()...), col, colEvent)
 	col = len(b)
 	if e.Has(rdma.EvHasRes) {
 		b = append(b, e.Type.String()...)
 	}
-	b = padTo(b, col, 7)
+	b = padTo(b, col, colRes)
 	col = len(b)
 	if e.Has(rdma.EvHasDev) {
 		b = append(b, Sanitize(e.DevName)...)
@@ -284,7 +316,17 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	} else {
 		b = append(b, '-')
 	}
-	b = padTo(b, col, 10)
+	b = padTo(b, col, colDev)
+	col = len(b)
+	switch {
+	case e.Owner.KernName != "":
+		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
+	case e.Has(rdma.EvHasOwner):
+		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
+	default:
+		b = append(b, '-')
+	}
+	b = padTo(b, col, colOwner)
 	col = len(b)
 	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Type != rdma.ResQP { // a QP's id is its lqpn
 		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
@@ -315,21 +357,22 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 		}
 	}
 	b = appendSpan(b, col, e)
-	b = padTo(b, col, 44)
-	switch {
-	case e.Owner.KernName != "":
-		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
-	case e.Has(rdma.EvHasOwner):
-		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
-		if c := ContainerName(e.Owner.Place); c != "" {
-			b = append(append(b, " in "...), c...)
-		}
+	if c := ContainerName(e.Owner.Place); c != "" && e.Has(rdma.EvHasOwner) && e.Owner.KernName == "" {
+		b = append(append(word(b, col), "in container "...), c...)
 	}
 	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
-		b = appendTask(append(b, " by "...), e.Actor.Comm, e.Actor.TID)
+		b = appendTask(append(word(b, col), "by "...), e.Actor.Comm, e.Actor.TID)
 	}
 	if c := e.Cleanup(); c != "" {
-		b = append(append(append(b, " ("...), c...), " cleanup)"...)
+		b = append(append(append(word(b, col), '('), c...), " cleanup)"...)
+	}
+	return trimSpaces(b, start)
+}
+
+// trimSpaces drops the padding a line with an empty detail would end in.
+func trimSpaces(b []byte, col int) []byte {
+	for len(b) > col && b[len(b)-1] == ' ' {
+		b = b[:len(b)-1]
 	}
 	return b
 }
@@ -405,6 +448,7 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 	} else {
 		if ew.first.IsZero() {
 			ew.first = e.Time
+			ew.w.WriteString(EventHeader(ew.Stamp) + "\n")
 		}
 		ew.buf = appendEventLine(ew.buf[:0], e, ew.Stamp, ew.first)
 	}

@@ -58,6 +58,9 @@ func TestEventWriterWritesWhatEventLineAndEventObjectSay(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
 		w := NewEventWriter(&got, json)
+		if !json {
+			want.WriteString(EventHeader(StampAbsolute) + "\n")
+		}
 		for _, e := range sampleEvents() {
 			if err := w.Write(&e); err != nil {
 				t.Fatal(err)
@@ -81,17 +84,32 @@ func TestEventWriterWritesWhatEventLineAndEventObjectSay(t *testing.T) {
 	}
 }
 
-func TestEventLineReadsAsBefore(t *testing.T) {
+// The human view's columns are fixed: the owner starts under the header's
+// OWNER whatever the detail (a long one used to push it right), and the
+// detail under DETAIL.
+func TestEventLineHasFixedColumns(t *testing.T) {
 	defer func(l *time.Location) { time.Local = l }(time.Local)
 	time.Local = time.UTC
 	evs := sampleEvents()
-	for i, want := range []string{ // as the strings.Builder version printed them
-		`10:00:00.123456 create            qp      rxe0/1     lqpn 17 RC                                   rp\x1bing[812]`,
-		`10:00:00.123456 cm_event_handler  cm_id   rxe0       CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 [nvme_rdma] by kworker[9] (exit cleanup)`,
-		`10:00:00.123456 dev_unregistered          rxe\u202e0                                              `,
+	header := EventHeader(StampAbsolute)
+	if want := "TIME            EVENT             RES     DEV        OWNER                    DETAIL"; header != want {
+		t.Errorf("header\n got %q\nwant %q", header, want)
+	}
+	owner, detail := strings.Index(header, "OWNER"), strings.Index(header, "DETAIL")
+	for i, want := range []string{
+		`10:00:00.123456 create            qp      rxe0/1     rp\x1bing[812]           lqpn 17 RC`,
+		`10:00:00.123456 cm_event_handler  cm_id   rxe0       [nvme_rdma]              CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 by kworker[9] (exit cleanup)`,
+		`10:00:00.123456 dev_unregistered          rxe\u202e0 -`,
 	} {
-		if got := EventLine(&evs[i]); got != want {
+		got := EventLine(&evs[i])
+		if got != want {
 			t.Errorf("event %d:\n got %q\nwant %q", i, got, want)
+		}
+		if len(got) > owner && (got[owner-1] != ' ' || got[owner] == ' ') {
+			t.Errorf("event %d: the owner does not start at column %d: %q", i, owner, got)
+		}
+		if len(got) > detail && (got[detail-1] != ' ' || got[detail] == ' ') {
+			t.Errorf("event %d: the detail does not start at column %d: %q", i, detail, got)
 		}
 	}
 }

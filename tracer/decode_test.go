@@ -346,7 +346,7 @@ func TestDecodeSMCLink(t *testing.T) {
 		!strings.Contains(j, `"lgr-id":"00000100","role":"server","link-id":1,"link-state":"activating"`) {
 		t.Errorf("-j: %s", j)
 	}
-	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
+	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     -                        lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
 		t.Errorf("line: %s", l)
 	}
 	var back rdma.Event
