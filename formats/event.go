@@ -29,19 +29,19 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("res", e.Type.String())
 	}
 	if e.Has(rdma.EvHasDev) {
-		o = o.str("ifname", e.DevName)
+		o = o.keyAlways(&e.Resource, &rdma.KeyIfname)
 	}
 	if e.Has(rdma.EvHasPort) {
-		o = o.num("port", uint64(e.Port))
+		o = o.keyAlways(&e.Resource, &rdma.KeyPort)
 	}
 	if e.Has(rdma.EvHasRes) && (e.ID != 0 || e.Kind == rdma.EvCreate || e.Kind == rdma.EvDestroy || e.Kind == rdma.EvExists) {
 		o = o.num("id", uint64(e.ID))
 	}
 	if e.Has(rdma.EvHasQP) {
-		o = o.num("lqpn", uint64(e.LQPN)).str("type", e.QPType.String())
+		o = o.keyAlways(&e.Resource, &rdma.KeyLQPN).str(rdma.KeyType.Name, e.QPType.String())
 	}
 	if e.Has(rdma.EvHasState) {
-		o = o.str("state", e.StateName(false))
+		o = o.str(rdma.KeyState.Name, e.StateName(false))
 	}
 	if e.Has(rdma.EvHasPrevState) {
 		o = o.str("prev-state", e.StateName(true))
@@ -56,18 +56,17 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		}
 	}
 	if e.Has(rdma.EvHasAddr) {
-		o = o.str("ps", e.PS.String())
-		o = o.str("src-addr", IPRouteAddr(e.Src.Addr().String(), e.Src.Port()))
+		o = o.str(rdma.KeyPS.Name, e.PS.String()).str(rdma.KeySrcAddr.Name, rdma.IPRouteAddr(e.Src))
 		if e.Dst.IsValid() {
-			o = o.str("dst-addr", IPRouteAddr(e.Dst.Addr().String(), e.Dst.Port()))
+			o = o.str(rdma.KeyDstAddr.Name, rdma.IPRouteAddr(e.Dst))
 		}
 	}
 	if e.Has(rdma.EvHasOwner) {
-		o = o.num("pid", uint64(e.Owner.TID))
+		o = o.num(rdma.KeyPID.Name, uint64(e.Owner.TID))
 		if e.Owner.PID != e.Owner.TID {
 			o = o.num("tgid", uint64(e.Owner.PID))
 		}
-		o = o.str("comm", e.Owner.Comm)
+		o = o.str(rdma.KeyComm.Name, e.Owner.Comm)
 		if e.OwnerCgroup != 0 {
 			o = o.num("cgroup-id", e.OwnerCgroup)
 		}
@@ -76,7 +75,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	if e.Owner.KernName != "" && !e.Has(rdma.EvHasOwner) {
 		// A kernel owner is its module, under comm and without a pid, as
 		// iproute2's rdma -j res prints RDMA_NLDEV_ATTR_RES_KERN_NAME.
-		o = o.str("comm", e.Owner.KernName)
+		o = o.str(rdma.KeyComm.Name, e.Owner.KernName)
 	}
 	if e.Actor.PID != 0 || e.Actor.Comm != "" {
 		if !e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID {

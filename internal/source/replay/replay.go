@@ -220,13 +220,13 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	if o.LQPN != nil {
 		ev.LQPN, ev.Flags = *o.LQPN, ev.Flags|rdma.EvHasQP
 		if ev.QPType, err = rdma.ParseQPType(o.Type); err != nil {
-			return badField("type", o.Type, err)
+			return badField(rdma.KeyType.Name, o.Type, err)
 		}
 	}
 	if o.State != "" {
 		st, err := parseState(ev.Type, o.State)
 		if err != nil {
-			return badField("state", o.State, err)
+			return badField(rdma.KeyState.Name, o.State, err)
 		}
 		ev.SetState(st)
 	}
@@ -245,14 +245,14 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	ev.Status = o.Status
 	if o.Src != "" {
 		if ev.PS, err = rdma.ParsePortSpace(o.PS); err != nil {
-			return badField("ps", o.PS, err)
+			return badField(rdma.KeyPS.Name, o.PS, err)
 		}
 		if ev.Src, err = parseAddr(o.Src); err != nil {
-			return &fieldError{"src-addr: IP:PORT", lineerr.Quote([]byte(o.Src))}
+			return &fieldError{rdma.KeySrcAddr.Name + ": IP:PORT", lineerr.Quote([]byte(o.Src))}
 		}
 		if o.Dst != "" {
 			if ev.Dst, err = parseAddr(o.Dst); err != nil {
-				return &fieldError{"dst-addr: IP:PORT", lineerr.Quote([]byte(o.Dst))}
+				return &fieldError{rdma.KeyDstAddr.Name + ": IP:PORT", lineerr.Quote([]byte(o.Dst))}
 			}
 		}
 		ev.Flags |= rdma.EvHasAddr
