@@ -261,7 +261,7 @@ func checkResources(t *testing.T, evs []traced, objs []rdma.Resource, res rdma.R
 func checkGSI(t *testing.T, evs []traced, dev string) {
 	t.Helper()
 	for _, e := range evs {
-		if e.Kind == rdma.EvCreate && e.Type == rdma.ResQP && e.Has(rdma.EvHasRes) && e.DevName == dev && e.Has(rdma.EvHasQP) && e.QPType == rdma.QPTypeGSI {
+		if e.Kind == rdma.EvCreate && e.Type == rdma.ResQP && e.Has(rdma.EvHasRes) && e.DevName == dev && e.Given(rdma.HasLQPN) && e.QPType == rdma.QPTypeGSI {
 			if e.Owner.KernName != "ib_core" || e.Has(rdma.EvHasOwner) {
 				t.Errorf("GSI QP of %s: kern-name %q pid %s, want ib_core and no pid", dev, e.Owner.KernName, e.tid())
 			}

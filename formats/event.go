@@ -31,16 +31,16 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	if e.Has(rdma.EvHasDev) {
 		o = o.keyAlways(&e.Resource, &rdma.KeyIfname)
 	}
-	if e.Has(rdma.EvHasPort) {
+	if e.Given(rdma.HasPort) {
 		o = o.keyAlways(&e.Resource, &rdma.KeyPort)
 	}
 	if e.Has(rdma.EvHasRes) && (e.ID != 0 || e.Kind == rdma.EvCreate || e.Kind == rdma.EvDestroy || e.Kind == rdma.EvExists) {
 		o = o.num("id", uint64(e.ID))
 	}
-	if e.Has(rdma.EvHasQP) {
+	if e.Given(rdma.HasLQPN) {
 		o = o.keyAlways(&e.Resource, &rdma.KeyLQPN).str(rdma.KeyType.Name, e.QPType.String())
 	}
-	if e.Has(rdma.EvHasState) {
+	if e.Given(rdma.HasState) {
 		o = o.str(rdma.KeyState.Name, e.StateName(false))
 	}
 	if e.Has(rdma.EvHasPrevState) {
@@ -55,7 +55,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 			o = o.str("status-name", n)
 		}
 	}
-	if e.Has(rdma.EvHasAddr) {
+	if e.Given(rdma.HasSrcAddr) {
 		o = o.str(rdma.KeyPS.Name, e.PS.String()).str(rdma.KeySrcAddr.Name, rdma.IPRouteAddr(e.Src))
 		if e.Dst.IsValid() {
 			o = o.str(rdma.KeyDstAddr.Name, rdma.IPRouteAddr(e.Dst))
@@ -309,7 +309,7 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	col = len(b)
 	if e.Has(rdma.EvHasDev) {
 		b = append(b, Sanitize(e.DevName)...)
-		if e.Has(rdma.EvHasPort) {
+		if e.Given(rdma.HasPort) {
 			b = strconv.AppendUint(append(b, '/'), uint64(e.Port), 10)
 		}
 	} else {
@@ -330,11 +330,11 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Type != rdma.ResQP { // a QP's id is its lqpn
 		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
 	}
-	if e.Has(rdma.EvHasQP) {
+	if e.Given(rdma.HasLQPN) {
 		b = strconv.AppendUint(append(word(b, col), "lqpn "...), uint64(e.LQPN), 10)
 		b = append(word(b, col), e.QPType.String()...)
 	}
-	if e.Has(rdma.EvHasState) {
+	if e.Given(rdma.HasState) {
 		b = word(b, col)
 		if e.Has(rdma.EvHasPrevState) {
 			b = append(append(b, e.StateName(true)...), "->"...)
@@ -349,7 +349,7 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 			b = append(word(b, col), statusText(e.Status, n)...)
 		}
 	}
-	if e.Has(rdma.EvHasAddr) && e.Src.IsValid() {
+	if e.Given(rdma.HasSrcAddr) && e.Src.IsValid() {
 		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(word(b, col)), ':'), uint64(e.Src.Port()), 10)
 		if e.Dst.IsValid() && !e.Dst.Addr().IsUnspecified() {
 			b = strconv.AppendUint(append(e.Dst.Addr().AppendTo(append(b, '>')), ':'), uint64(e.Dst.Port()), 10)

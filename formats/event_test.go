@@ -44,10 +44,10 @@ func sampleEvents() []rdma.Event {
 	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
 	owner := rdma.Owner{PID: 812, TID: 812, Comm: "rp\x1bing"}
 	return []rdma.Event{
-		{Time: at, Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPType: rdma.QPTypeRC, Owner: owner}, Actor: owner, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP | rdma.EvHasOwner | rdma.EvUser},
-		{Time: at, Kind: rdma.EvCMEventHandler, Resource: rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0", Src: netip.MustParseAddrPort("[fe80::1%2]:4791"), Dst: netip.MustParseAddrPort("192.0.2.1:7174"), Owner: rdma.Owner{KernName: "nvme_rdma"}}, CMEvent: rdma.CMEvent(5), Status: -110,
+		{Time: at, Kind: rdma.EvCreate, Resource: rdma.Resource{Has: rdma.HasPort | rdma.HasLQPN | rdma.HasQPType, Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPType: rdma.QPTypeRC, Owner: owner}, Actor: owner, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser},
+		{Time: at, Kind: rdma.EvCMEventHandler, Resource: rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0", Src: netip.MustParseAddrPort("[fe80::1%2]:4791"), Dst: netip.MustParseAddrPort("192.0.2.1:7174"), Owner: rdma.Owner{KernName: "nvme_rdma"}, Has: rdma.HasSrcAddr | rdma.HasPS}, CMEvent: rdma.CMEvent(5), Status: -110,
 			Actor: rdma.Owner{PID: 9, TID: 9, Comm: "kworker"},
-			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasCM | rdma.EvHasAddr | rdma.EvActorExiting},
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasCM | rdma.EvActorExiting},
 		{Time: at, Kind: rdma.EvDevUnregistered, Resource: rdma.Resource{DevName: "rxe\u202e0"}, Flags: rdma.EvHasDev},
 	}
 }
@@ -171,7 +171,7 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	seen := map[string]bool{}
 	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
 		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
-			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
+			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Has: ^rdma.Field(0), Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
 				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, OffCPU: rdma.OffCPU{Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
 				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true}}
 			for _, f := range EventObject(&e) {

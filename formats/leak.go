@@ -192,10 +192,10 @@ func (lw *LeakWriter) Flush() error {
 		if e.Type != rdma.ResQP { // a QP is named by its lqpn
 			id = strconv.FormatUint(uint64(e.ID), 10)
 		}
-		if e.Has(rdma.EvHasQP) {
+		if e.Given(rdma.HasLQPN) {
 			lqpn, typ = strconv.FormatUint(uint64(e.LQPN), 10), e.QPType.String()
 		}
-		if e.Has(rdma.EvHasState) {
+		if e.Given(rdma.HasState) {
 			state = e.StateName(false)
 		}
 		age := f.Age.Round(time.Millisecond).String()

@@ -301,7 +301,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	}
 	if p := u32(offPort); p != 0 {
 		ev.Port = p
-		ev.Flags |= rdma.EvHasPort
+		ev.Resource.Has |= rdma.HasPort
 	}
 	if flags&cfHasOwner != 0 {
 		ev.Flags |= rdma.EvHasOwner
@@ -315,7 +315,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	ev.Owner.KernName = d.intern(rec[offKernName:offActComm])
 	ev.Actor = rdma.Owner{PID: u32(offActorPID), TID: u32(offActorTID), Comm: d.intern(rec[offActComm:offSrc])}
 	if flags&cfHasQP != 0 {
-		ev.Flags |= rdma.EvHasQP
+		ev.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 		ev.LQPN = u32(offQPN)
 		ev.QPType = rdma.QPType(rec[offQPType])
 	}
@@ -353,12 +353,13 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		if le.Uint16(rec[offSrc:]) != 0 {
 			if src, _, err := rdma.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
 				ev.Src = src
-				ev.Flags |= rdma.EvHasAddr
+				ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 			}
 		}
 		if le.Uint16(rec[offDst:]) != 0 {
 			if dst, _, err := rdma.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
 				ev.Dst = dst
+				ev.Resource.Has |= rdma.HasDstAddr
 			}
 		}
 	}

@@ -338,7 +338,7 @@ func TestDecodeSMCLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := rdma.SMCLink{LGR: 0x100, Role: "server", ID: 1, State: "activating", HasLGR: true}
-	if ev.Kind != rdma.EvSMCLinkCreate || ev.SMC != want || ev.LQPN != 17 || ev.DevName != "rxe0" || ev.Port != 1 || ev.Has(rdma.EvHasState) {
+	if ev.Kind != rdma.EvSMCLinkCreate || ev.SMC != want || ev.LQPN != 17 || ev.DevName != "rxe0" || ev.Port != 1 || ev.Given(rdma.HasState) {
 		t.Fatalf("decoded %+v", ev)
 	}
 	j := string(formats.AppendJSON(nil, formats.EventObject(&ev)))

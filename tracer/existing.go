@@ -17,18 +17,6 @@ func ExistingEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Eve
 	if r.Type == rdma.ResQP {
 		e.ID = 0 // a QP's restrack id is not in the dump; lqpn names it
 	}
-	if r.Has&rdma.HasPort != 0 {
-		e.Flags |= rdma.EvHasPort
-	}
-	if r.Has&rdma.HasLQPN != 0 {
-		e.Flags |= rdma.EvHasQP
-	}
-	if r.Has&rdma.HasState != 0 && (r.Type == rdma.ResQP || r.Type == rdma.ResCMID) {
-		e.Flags |= rdma.EvHasState
-	}
-	if r.Type == rdma.ResCMID && r.Has&rdma.HasState != 0 {
-		e.Flags |= rdma.EvHasAddr
-	}
 	e.Owner = rdma.Owner{KernName: r.Owner.KernName}
 	if r.Has&rdma.HasPID != 0 {
 		// The kernel reports the creating thread; its process may differ.

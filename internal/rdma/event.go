@@ -78,17 +78,16 @@ func ParseEventKind(s string) ([]EventKind, error) {
 // EventFlag says which optional fields of an Event are set.
 type EventFlag uint16
 
+// What the event says of its resource is the resource's own presence
+// (Resource.Has, read with Given): HasPort, HasLQPN (with the QP type),
+// HasState, HasSrcAddr (with the port space; Dst when valid).
 const (
 	EvHasRes EventFlag = 1 << iota
 	EvHasDev
 	EvHasOwner
-	EvHasState
 	EvHasPrevState
-	EvHasQP
 	EvHasCM
-	EvHasAddr
-	EvUser    // a user-space object
-	EvHasPort // Port is set (QPs and CM_IDs bound to a port)
+	EvUser // a user-space object
 	// EvActorExiting: the acting task was exiting. A destroy with it is
 	// the kernel's cleanup at process exit, not one the program asked for.
 	EvActorExiting
@@ -123,10 +122,10 @@ type Event struct {
 	Flags EventFlag
 
 	// Resource is the object the event is about: its type (EvHasRes),
-	// device (EvHasDev), port (EvHasPort), QP number and type (EvHasQP),
-	// rdma_cm port space and addresses (EvHasAddr) and owner (EvHasOwner;
-	// Owner.KernName for kernel objects). Its state is QPState or CMState
-	// by Type (EvHasState).
+	// device (EvHasDev), owner (EvHasOwner; Owner.KernName for kernel
+	// objects), and with their presence bits in Resource.Has its port,
+	// QP number and type, rdma_cm port space and addresses, and state
+	// (QPState or CMState by Type).
 	Resource
 	ID uint32 // restrack id (cm-idn, cqn, pdn, ...); 0 before the kernel assigns it
 	// PrevState is the QPState or CMState before a modify (EvHasPrevState).
@@ -223,7 +222,7 @@ func (e *Event) State() uint8 {
 	return uint8(e.QPState)
 }
 
-// SetState sets QPState or CMState (by Type) and EvHasState.
+// SetState sets QPState or CMState (by Type) and its presence bit.
 func (e *Event) SetState(s uint8) {
 	if e.Type == ResCMID {
 		e.CMState = CMState(s)
@@ -231,5 +230,4 @@ func (e *Event) SetState(s uint8) {
 		e.QPState = QPState(s)
 	}
 	e.Resource.Has |= HasState
-	e.Flags |= EvHasState
 }

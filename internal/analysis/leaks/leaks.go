@@ -84,7 +84,7 @@ func (w *Watcher) Handle(e *rdma.Event) {
 		w.endUnregister(e)
 		return
 	case rdma.EvSMCLinkCreate:
-		if e.Has(rdma.EvHasQP) && e.Status == 0 && e.SMC.HasLGR {
+		if e.Given(rdma.HasLQPN) && e.Status == 0 && e.SMC.HasLGR {
 			if w.smcLinks == nil {
 				w.smcLinks = map[smcQP]rdma.SMCLink{}
 			}

@@ -48,7 +48,7 @@ func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint3
 	}
 	if res == rdma.ResQP {
 		e.LQPN, e.QPType, e.ID = id, rdma.QPTypeRC, 0
-		e.Flags |= rdma.EvHasQP
+		e.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 		if pid == 0 {
 			e.QPType, e.Port = rdma.QPTypeGSI, 1
 		}
@@ -142,7 +142,7 @@ func render(t *testing.T, fs []rdma.Finding) (ndjson, human []byte) {
 func TestBlockedUnregister(t *testing.T) {
 	var sc script
 	gsi := sc.res(0, rdma.EvExists, rdma.ResQP, 1, 0, "ib_core")
-	gsi.Mono, gsi.Flags = 0, gsi.Flags|rdma.EvHasPort|rdma.EvHasState
+	gsi.Mono, gsi.Resource.Has = 0, gsi.Resource.Has|rdma.HasPort|rdma.HasState
 	sc.res(0, rdma.EvExists, rdma.ResPD, 1, 0, "leakmod").Mono = 0
 	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 203, "rping")
 	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 203, "rping")
@@ -166,7 +166,7 @@ func TestBlockedUnregister(t *testing.T) {
 	} {
 		e.Flags |= rdma.EvActorExiting
 	}
-	sc.res(27.1, rdma.EvDestroy, rdma.ResQP, 1, 0, "ib_core").Flags |= rdma.EvHasPort
+	sc.res(27.1, rdma.EvDestroy, rdma.ResQP, 1, 0, "ib_core").Resource.Has |= rdma.HasPort
 	sc.evs[len(sc.evs)-1].QPType, sc.evs[len(sc.evs)-1].Port = rdma.QPTypeGSI, 1
 	sc.dev(27.2, rdma.EvDevUnregistered)
 
@@ -319,7 +319,7 @@ func TestProgramCgroupDecidesAlone(t *testing.T) {
 func TestPortBusy(t *testing.T) {
 	busy := func(s float64, pid uint32, comm, fn, src string, holders []string) rdma.Event {
 		e := rdma.Event{Kind: rdma.EvPortBusy, Func: fn, Time: at(s), Mono: uint64(s * 1e9), Status: -98,
-			Resource: rdma.Resource{Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP}, PortBusy: rdma.PortBusy{Holders: holders}, Flags: rdma.EvHasOwner | rdma.EvUser | rdma.EvHasAddr}
+			Resource: rdma.Resource{Has: rdma.HasSrcAddr | rdma.HasPS, Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP}, PortBusy: rdma.PortBusy{Holders: holders}, Flags: rdma.EvHasOwner | rdma.EvUser}
 		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
 		e.Actor = e.Owner
 		return e
@@ -355,7 +355,7 @@ func TestPortBusy(t *testing.T) {
 func TestSMCQPsAreNamedByTheirLink(t *testing.T) {
 	sc := &script{}
 	link := func(s float64, kind rdma.EventKind, lqpn, lgr uint32, role string) {
-		sc.evs = append(sc.evs, &rdma.Event{Kind: kind, Resource: rdma.Resource{DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: lqpn, QPType: rdma.QPTypeRC}, Time: at(s), Mono: uint64(s * 1e9), Flags: rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP,
+		sc.evs = append(sc.evs, &rdma.Event{Kind: kind, Resource: rdma.Resource{Has: rdma.HasPort | rdma.HasLQPN | rdma.HasQPType, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: lqpn, QPType: rdma.QPTypeRC}, Time: at(s), Mono: uint64(s * 1e9), Flags: rdma.EvHasDev,
 			SMC: rdma.SMCLink{LGR: lgr, Role: role, ID: 1, State: "activating", HasLGR: true}, Actor: rdma.Owner{PID: 130, TID: 130, Comm: "e2e.test"}})
 	}
 	for i, q := range []uint32{17, 18, 19} {

@@ -29,7 +29,7 @@ func KeyOf(e *rdma.Event) (Key, bool) {
 	case !e.Has(rdma.EvHasRes) || !e.Has(rdma.EvHasDev):
 		return Key{}, false
 	case e.Type == rdma.ResQP:
-		if !e.Has(rdma.EvHasQP) {
+		if !e.Given(rdma.HasLQPN) {
 			return Key{}, false
 		}
 		num := uint64(e.LQPN)
@@ -138,18 +138,18 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 		old.Destroying = e.Kind == rdma.EvDestroyBegin
 		return OpUpdated, old
 	case rdma.EvModify:
-		if old == nil || !e.Has(rdma.EvHasState) {
+		if old == nil || !e.Given(rdma.HasState) {
 			return OpNone, old
 		}
 		old.Res.SetState(e.State())
 		return OpUpdated, old
 	}
-	if old != nil && e.Type == rdma.ResCMID && e.Has(rdma.EvHasState) {
+	if old != nil && e.Type == rdma.ResCMID && e.Given(rdma.HasState) {
 		// rdma_cma tracepoints carry the ID's current state.
 		old.Res.SetState(e.State())
-		if e.Has(rdma.EvHasAddr) {
+		if e.Given(rdma.HasSrcAddr) {
 			old.Res.Src, old.Res.Dst, old.Res.PS = e.Src, e.Dst, e.PS
-			old.Res.Flags |= rdma.EvHasAddr
+			old.Res.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 		}
 		return OpUpdated, old
 	}

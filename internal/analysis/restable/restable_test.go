@@ -16,7 +16,7 @@ func ev(kind rdma.EventKind, res rdma.ResType, id uint32, ms int) rdma.Event {
 		Mono: uint64(ms) * uint64(time.Millisecond), Time: t0.Add(time.Duration(ms) * time.Millisecond)}
 	if res == rdma.ResQP {
 		e.LQPN, e.QPType, e.ID = id, rdma.QPTypeRC, 0
-		e.Flags |= rdma.EvHasQP
+		e.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 	}
 	if kind == rdma.EvModify {
 		e.SetState(uint8(rdma.QPStateInit))
@@ -67,7 +67,7 @@ func TestGSIQPsOfTwoPortsAreTwoResources(t *testing.T) {
 	tab := New(10)
 	for port := uint32(1); port <= 2; port++ {
 		e := ev(rdma.EvCreate, rdma.ResQP, 1, int(port))
-		e.QPType, e.Port, e.Flags = rdma.QPTypeGSI, port, e.Flags|rdma.EvHasPort
+		e.QPType, e.Port, e.Resource.Has = rdma.QPTypeGSI, port, e.Resource.Has|rdma.HasPort
 		if op, _ := tab.Apply(&e); op != OpAdded {
 			t.Fatalf("GSI QP of port %d: %v", port, op)
 		}

@@ -380,7 +380,7 @@ func (x *Exporter) Event(e *rdma.Event) {
 			delete(x.born, e.Obj)
 		}
 	case rdma.EvModify:
-		if e.Type == rdma.ResQP && e.Has(rdma.EvHasState) {
+		if e.Type == rdma.ResQP && e.Given(rdma.HasState) {
 			x.transitions.WithLabelValues(dev, e.StateName(false)).Inc()
 		}
 	}

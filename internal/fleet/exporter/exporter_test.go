@@ -80,7 +80,7 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	// existed at start and a QP of a process in a container, a kernel CQ.
 	leakqp := rdma.Owner{PID: 300, TID: 300, Comm: "leakqp", Place: &rdma.Placement{ContainerID: "c0ffee"}}
 	on1 := func(kind rdma.EventKind, res rdma.ResType, id uint32, o rdma.Owner) *rdma.Event {
-		e := &rdma.Event{Kind: kind, Resource: rdma.Resource{Type: res, DevName: "rxe1", DevIndex: 2, LQPN: id, Owner: o}, ID: id, Time: t0, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasQP | rdma.EvHasOwner}
+		e := &rdma.Event{Kind: kind, Resource: rdma.Resource{Has: rdma.HasLQPN | rdma.HasQPType, Type: res, DevName: "rxe1", DevIndex: 2, LQPN: id, Owner: o}, ID: id, Time: t0, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
 		return e
 	}
 	x.Event(on1(rdma.EvExists, rdma.ResPD, 1, leakqp))

@@ -71,15 +71,15 @@ func ConnFixture() ([]bench.Conn, []rdma.Event) {
 			Server: bench.Side{PID: 100, TID: 102, Src: srv, Dst: c}}
 		conns = append(conns, conn)
 		cm := func(t int64, k rdma.EventKind, e rdma.CMEvent, src, dst netip.AddrPort) rdma.Event {
-			f := rdma.EvHasAddr | rdma.EvHasRes
+			f := rdma.EvHasRes
 			if k == rdma.EvCMEventHandler {
 				f |= rdma.EvHasCM
 			}
-			return rdma.Event{Mono: uint64(base + t), Kind: k, CMEvent: e, Resource: rdma.Resource{Src: src, Dst: dst, Type: rdma.ResCMID}, Flags: f}
+			return rdma.Event{Mono: uint64(base + t), Kind: k, CMEvent: e, Resource: rdma.Resource{Src: src, Dst: dst, Type: rdma.ResCMID, Has: rdma.HasSrcAddr | rdma.HasPS}, Flags: f}
 		}
 		qp := func(t int64, tid uint32, s rdma.QPState) rdma.Event {
-			return rdma.Event{Mono: uint64(base + t), Kind: rdma.EvModify, Resource: rdma.Resource{Type: rdma.ResQP, Owner: rdma.Owner{PID: 100, TID: tid}, QPState: s},
-				Flags: rdma.EvHasRes | rdma.EvHasOwner | rdma.EvHasState}
+			return rdma.Event{Mono: uint64(base + t), Kind: rdma.EvModify, Resource: rdma.Resource{Type: rdma.ResQP, Owner: rdma.Owner{PID: 100, TID: tid}, QPState: s, Has: rdma.HasState},
+				Flags: rdma.EvHasRes | rdma.EvHasOwner}
 		}
 		ev = append(ev, cm(3*ms, rdma.EvCMEventHandler, cmAddrResolved, c, srv))
 		if i == 0 {

@@ -212,13 +212,13 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvHasDev
 	}
 	if o.Port != nil {
-		ev.Port, ev.Flags = *o.Port, ev.Flags|rdma.EvHasPort
+		ev.Port, ev.Resource.Has = *o.Port, ev.Resource.Has|rdma.HasPort
 	}
 	if o.ID != nil {
 		ev.ID = *o.ID
 	}
 	if o.LQPN != nil {
-		ev.LQPN, ev.Flags = *o.LQPN, ev.Flags|rdma.EvHasQP
+		ev.LQPN, ev.Resource.Has = *o.LQPN, ev.Resource.Has|rdma.HasLQPN|rdma.HasQPType
 		if ev.QPType, err = rdma.ParseQPType(o.Type); err != nil {
 			return badField(rdma.KeyType.Name, o.Type, err)
 		}
@@ -254,8 +254,9 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 			if ev.Dst, err = parseAddr(o.Dst); err != nil {
 				return &fieldError{rdma.KeyDstAddr.Name + ": IP:PORT", lineerr.Quote([]byte(o.Dst))}
 			}
+			ev.Resource.Has |= rdma.HasDstAddr
 		}
-		ev.Flags |= rdma.EvHasAddr
+		ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 	}
 	if o.PID != nil {
 		ev.Owner = rdma.Owner{PID: *o.PID, TID: *o.PID, Comm: o.Comm}
