@@ -125,7 +125,8 @@ type Event struct {
 	// device (EvHasDev), owner (EvHasOwner; Owner.KernName for kernel
 	// objects), and with their presence bits in Resource.Has its port,
 	// QP number and type, rdma_cm port space and addresses, and state
-	// (QPState or CMState by Type).
+	// (QPState or CMState by Type). Event.Has reads the event's flags;
+	// the resource's bits are e.Resource.Has, read with e.Given.
 	Resource
 	ID uint32 // restrack id (cm-idn, cqn, pdn, ...); 0 before the kernel assigns it
 	// PrevState is the QPState or CMState before a modify (EvHasPrevState).
