@@ -991,10 +991,18 @@ static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sock
 	e->owner_cgroup = task_cgroup_id(task);
 	e->flags |= F_HAS_OWNER | F_HAS_ADDR;
 	e->ps = 0x0106; /* RDMA_PS_TCP: the port space a bind shares with iWARP */
-	__u32 n = addr_len;
+	/* The length a helper gets must be bounded in the register it is
+	 * passed in. fexit hands addr_len over as a 64-bit context slot whose
+	 * upper half the verifier cannot know; clang clamped a zero-extended
+	 * copy and passed the unextended slot (and dropped the mask as
+	 * redundant), which 6.1's and 6.12's verifiers reject ("R2 min value
+	 * is negative"). Widening first and fencing the clamped value keeps
+	 * the bound on the register the call uses. */
+	__u64 n = (__u32)addr_len;
 	if (n > ADDR_LEN)
 		n = ADDR_LEN;
-	bpf_probe_read_kernel(e->src, n & 0x1f, uaddr);
+	asm volatile("" : "+r"(n));
+	bpf_probe_read_kernel(e->src, n, uaddr);
 	e->func = op;
 	e->status = (__s32)ret;
 	submit(e);

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // parseLine turns one line into a record, nothing (blank lines, headers,
@@ -103,7 +104,8 @@ func otherRdmaLine(cells [][]byte) *lineerr.Error {
 }
 
 // idKeyTypes names the resource of a "dev DEV KEY ..." line by its first key.
-var idKeyTypes = map[string]string{"cqn": "cq", "mrn": "mr", "pdn": "pd", "ctxn": "ctx", "srqn": "srq"}
+var idKeyTypes = map[string]string{rdma.KeyCQN.Name: "cq", rdma.KeyMRN.Name: "mr", rdma.KeyPDN.Name: "pd",
+	rdma.KeyCTXN.Name: "ctx", rdma.KeySRQN.Name: "srq"}
 
 // headTailSeparator recognises "==> path <==", which head and tail write
 // between files.

@@ -193,9 +193,9 @@ func (jr *jsonReader) object(raw []byte) (*Record, *lineerr.Error) {
 	*r = rdma.Resource{Type: rdma.ResCMID}
 	keys := cmIDKeys
 	switch {
-	case hasField(fields, "sq-psn"):
+	case hasField(fields, rdma.KeySQPSN.Name):
 		keys, r.Type = qpKeys, rdma.ResQP
-	case !hasField(fields, "ps"):
+	case !hasField(fields, rdma.KeyPS.Name):
 		const expected = "a cm_id object (with \"ps\") or a qp object (with \"sq-psn\")"
 		keys := make([]string, len(fields))
 		for i, f := range fields {
@@ -213,21 +213,21 @@ func (jr *jsonReader) object(raw []byte) (*Record, *lineerr.Error) {
 	for _, f := range fields {
 		v := []byte(f.value)
 		switch f.key {
-		case "ifindex":
+		case rdma.KeyIfindex.Name:
 			n, ok := parseUint(v, 0xffffffff)
 			if !ok {
 				return nil, &lineerr.Error{Expected: "ifindex (a number)", Found: lineerr.Quote(v)}
 			}
 			r.DevIndex = uint32(n)
-		case "ifname":
+		case rdma.KeyIfname.Name:
 			r.DevName = rd.intern(v)
-		case "port":
+		case rdma.KeyPort.Name:
 			n, ok := parseUint(v, 0xffffffff)
 			if !ok {
 				return nil, &lineerr.Error{Expected: "port (a number)", Found: lineerr.Quote(v)}
 			}
 			r.Port, r.Has = uint32(n), r.Has|rdma.HasPort
-		case "comm":
+		case rdma.KeyComm.Name:
 			r.Owner.Comm = rd.intern(v)
 		default:
 			if err := rd.setTextValue(r, keys[f.key], []byte(f.key), v); err != "" {

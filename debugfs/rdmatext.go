@@ -39,13 +39,15 @@ const (
 )
 
 var cmIDKeys = map[string]textKey{
-	"cm-idn": tkCMIDN, "lqpn": tkLQPN, "qp-type": tkQPType, "state": tkState, "ps": tkPS,
-	"pid": tkPID, "comm": tkComm, "src-addr": tkSrc, "dst-addr": tkDst,
+	rdma.KeyCMIDN.Name: tkCMIDN, rdma.KeyLQPN.Name: tkLQPN, rdma.KeyQPType.Name: tkQPType, rdma.KeyState.Name: tkState,
+	rdma.KeyPS.Name: tkPS, rdma.KeyPID.Name: tkPID, rdma.KeyComm.Name: tkComm,
+	rdma.KeySrcAddr.Name: tkSrc, rdma.KeyDstAddr.Name: tkDst,
 }
 
 var qpKeys = map[string]textKey{
-	"lqpn": tkLQPN, "rqpn": tkRQPN, "type": tkQPType, "state": tkState, "rq-psn": tkRQPSN,
-	"sq-psn": tkSQPSN, "path-mig-state": tkPathMig, "pdn": tkPDN, "pid": tkPID, "comm": tkComm,
+	rdma.KeyLQPN.Name: tkLQPN, rdma.KeyRQPN.Name: tkRQPN, rdma.KeyType.Name: tkQPType, rdma.KeyState.Name: tkState,
+	rdma.KeyRQPSN.Name: tkRQPSN, rdma.KeySQPSN.Name: tkSQPSN, rdma.KeyPathMig.Name: tkPathMig, rdma.KeyPDN.Name: tkPDN,
+	rdma.KeyPID.Name: tkPID, rdma.KeyComm.Name: tkComm,
 }
 
 // parseText reads one rdma text line, already split into cells.
@@ -59,9 +61,9 @@ func (rd *Reader) parseText(cells [][]byte) (*Record, *lineerr.Error) {
 	keys := cmIDKeys
 	r.Type = rdma.ResCMID
 	switch {
-	case containsCell(cells[2:], "sq-psn"):
+	case containsCell(cells[2:], rdma.KeySQPSN.Name):
 		keys, r.Type = qpKeys, rdma.ResQP
-	case !containsCell(cells[2:], "ps"):
+	case !containsCell(cells[2:], rdma.KeyPS.Name):
 		return nil, &lineerr.Error{Expected: "a cm_id line (with ps) or a qp line (with sq-psn)",
 			Found: "neither in " + lineerr.Quote(cells[1])}
 	}

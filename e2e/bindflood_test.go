@@ -133,12 +133,12 @@ func TestBindFloodDoesNotStarveLifecycleEvents(t *testing.T) {
 		switch {
 		case e.tid() == pid:
 			got++
-			if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResPD {
+			if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Type == rdma.ResPD {
 				pds++
 			}
 		case e.Kind == rdma.EvPortBusy && (e.tid() == floodPid || e.process() == floodPid): // Go binds from any of its threads
 			shown++
-			if e.Func != "bind" || !e.Has(rdma.EvHasAddr) || e.Src.String() != "127.0.0.1:"+port {
+			if e.Func != "bind" || !e.Given(rdma.HasSrcAddr) || e.Src.String() != "127.0.0.1:"+port {
 				t.Errorf("flood's port-busy event %v: want a bind on 127.0.0.1:%s", e, port)
 			}
 			carried += int(e.Suppressed)

@@ -160,7 +160,7 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 	created := map[string]int{}
 	for _, e := range aevs {
 		rel, ours := where[int(e.Owner.PID)]
-		if e.Kind != rdma.EvCreate || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResQP || !e.Has(rdma.EvHasOwner) || !ours {
+		if e.Kind != rdma.EvCreate || !e.Has(rdma.EvHasRes) || e.Type != rdma.ResQP || !e.Has(rdma.EvHasOwner) || !ours {
 			continue
 		}
 		wantPlace("trace create qp", placeOf(e.Owner.Place), e, rel)
@@ -179,7 +179,7 @@ func TestTwoWorkloadsInTwoContainers(t *testing.T) {
 			t.Errorf("trace --filter-cgroup %s delivered an event of %q: %v", podCgroup, got, e)
 			continue
 		}
-		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Type == rdma.ResQP {
 			fcreated++
 		}
 	}

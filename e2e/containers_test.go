@@ -163,7 +163,7 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	time.Sleep(time.Second) // the create event reaches the trace's output
 	created := false
 	for _, e := range tr.stop() {
-		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Type == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn {
 			created = true
 			placed("trace create qp", placeOf(e.Owner.Place), e)
 		}

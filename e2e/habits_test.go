@@ -127,7 +127,7 @@ func TestCMRejectReasonIsNamed(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	evs := tr.stop()
 	for _, e := range evs {
-		if e.Kind != rdma.EvCMEventHandler || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResCMID {
+		if e.Kind != rdma.EvCMEventHandler || !e.Has(rdma.EvHasRes) || e.Type != rdma.ResCMID {
 			t.Errorf("the filter cm_id event cm_event_handler let through %v", e)
 		}
 		if e.Has(rdma.EvHasCM) && e.CMEvent == rdma.CMRejected {

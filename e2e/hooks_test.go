@@ -39,6 +39,7 @@ func TestEveryHookAttaches(t *testing.T) {
 			}
 			if mode == "btf" {
 				checkPreemptChoice(t, string(stderr))
+				checkPortHooksUseBTF(t, string(stderr))
 			}
 			for _, l := range bytes.Split(stderr, []byte("\n")) {
 				if bytes.HasPrefix(l, []byte("rdmatrace: hooks attached:")) {
@@ -72,6 +73,23 @@ func checkPreemptChoice(t *testing.T, stderr string) {
 	for _, w := range want {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("kernel %s (preemptible %v): stderr lacks %q:\n%s", release(t), preemptible, w, stderr)
+		}
+	}
+}
+
+// checkPortHooksUseBTF: on the full-tier kernels the port-busy hooks load
+// as fexit programs. The bind hooks fall back to kprobes silently when the
+// verifier rejects their fexit program (6.1's and 6.12's verifiers did, for
+// a length the 6.18 verifier could bound and theirs could not), so "not
+// attached" alone does not catch that.
+func checkPortHooksUseBTF(t *testing.T, stderr string) {
+	t.Helper()
+	if os.Getenv("RDMATRACE_E2E_FULL") == "0" {
+		return
+	}
+	for _, h := range []string{"rdma_listen", "__inet_bind", "__inet6_bind"} {
+		if w := "hook " + h + " attached (fexit)\n"; !strings.Contains(stderr, w) {
+			t.Errorf("kernel %s: stderr lacks %q:\n%s", release(t), w, stderr)
 		}
 	}
 }

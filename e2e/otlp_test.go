@@ -80,7 +80,7 @@ func TestTraceSendsEventsToAnOTLPReceiver(t *testing.T) {
 		// trace -j's keys, those it has: the same values.
 		keys := map[string]string{"event": e.Kind.String()}
 		if e.Has(rdma.EvHasRes) {
-			keys["res"] = e.Res.String()
+			keys["res"] = e.Type.String()
 		}
 		if e.Has(rdma.EvHasOwner) {
 			keys["comm"], keys["pid"] = e.Owner.Comm, e.tid()

@@ -343,7 +343,7 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			for _, w := range want {
 				n := 0
 				for _, e := range busy {
-					if e.Func != w.fn || !e.Has(rdma.EvHasAddr) || e.Src.String() != w.addr {
+					if e.Func != w.fn || !e.Given(rdma.HasSrcAddr) || e.Src.String() != w.addr {
 						continue
 					}
 					n++
@@ -351,7 +351,7 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 					if e.process() != fmt.Sprint(w.pid) || e.Status != -98 || !strings.Contains(holders, w.holder) {
 						t.Errorf("port-busy %v: want pid %d, status -98, holders with %q", e, w.pid, w.holder)
 					}
-					if w.fn == "rdma_listen" && (e.DevName != "siw0" || !e.Has(rdma.EvHasRes) || e.Res != rdma.ResCMID) {
+					if w.fn == "rdma_listen" && (e.DevName != "siw0" || !e.Has(rdma.EvHasRes) || e.Type != rdma.ResCMID) {
 						t.Errorf("rdma_listen's port-busy %v: want the cm_id on siw0", e)
 					}
 				}

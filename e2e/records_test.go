@@ -168,7 +168,7 @@ type finding struct {
 	PID         *uint32  `json:"pid"`
 	TGID        *uint32  `json:"tgid"`
 	Comm        string   `json:"comm"`
-	KernName    string   `json:"kern-name"`
+	KernName    string   `json:"-"` // a kernel owner: comm without pid, as iproute2 writes it
 	Cleanup     string   `json:"cleanup"`
 	LQPN        *uint32  `json:"lqpn"`
 	ID          *uint32  `json:"id"`
@@ -189,6 +189,9 @@ func readFinding(t *testing.T, what, line string) finding {
 	f := finding{line: line}
 	if err := json.Unmarshal([]byte(line), &f); err != nil {
 		t.Fatalf("%s line %q: %v", what, line, err)
+	}
+	if f.PID == nil && f.Res != "" {
+		f.KernName = f.Comm
 	}
 	return f
 }

@@ -128,7 +128,7 @@ func checkSMCFallbackEvents(t *testing.T, tr *tracing, client, server string) {
 	evs := tr.stop()
 	seen := map[string]bool{}
 	for _, e := range evs {
-		if e.Kind != rdma.EvSMCFallback || !e.Has(rdma.EvHasAddr) {
+		if e.Kind != rdma.EvSMCFallback || !e.Given(rdma.HasSrcAddr) {
 			continue
 		}
 		switch src, dst := e.Src.String(), e.Dst.String(); {

@@ -378,7 +378,7 @@ func smcLinksTraced(t *testing.T, tr *tracing, rows []linkGroupRow, qps []rdmaQP
 		}
 		e := creates[0]
 		q := fmt.Sprint(e.LQPN)
-		if !e.Has(rdma.EvHasPort) || e.Port != 1 || !e.Has(rdma.EvHasQP) || e.QPType != rdma.QPTypeRC || e.Status != 0 || strings.Contains(e.line, `"status"`) {
+		if !e.Given(rdma.HasPort) || e.Port != 1 || !e.Given(rdma.HasLQPN) || e.QPType != rdma.QPTypeRC || e.Status != 0 || strings.Contains(e.line, `"status"`) {
 			t.Errorf("link %s created %v: want port 1, an RC QP, no error status", k, e)
 		}
 		inRes := false

@@ -214,7 +214,7 @@ func checkResources(t *testing.T, evs []traced, objs []rdma.Resource, res rdma.R
 			if res == rdma.ResQP {
 				evID = e.LQPN
 			}
-			return e.Has(rdma.EvHasRes) && e.Res == res && e.DevName == o.DevName && evID == id
+			return e.Has(rdma.EvHasRes) && e.Type == res && e.DevName == o.DevName && evID == id
 		}
 		var created, destroyed bool
 		states := map[rdma.QPState]bool{}
@@ -233,8 +233,8 @@ func checkResources(t *testing.T, evs []traced, objs []rdma.Resource, res rdma.R
 			case rdma.EvDestroy:
 				destroyed = true
 			case rdma.EvModify:
-				states[rdma.QPState(e.State)] = true
-				last = rdma.QPState(e.State)
+				states[e.QPState] = true
+				last = e.QPState
 			}
 		}
 		if !created {
@@ -261,7 +261,7 @@ func checkResources(t *testing.T, evs []traced, objs []rdma.Resource, res rdma.R
 func checkGSI(t *testing.T, evs []traced, dev string) {
 	t.Helper()
 	for _, e := range evs {
-		if e.Kind == rdma.EvCreate && e.Res == rdma.ResQP && e.Has(rdma.EvHasRes) && e.DevName == dev && e.Has(rdma.EvHasQP) && e.QPType == rdma.QPTypeGSI {
+		if e.Kind == rdma.EvCreate && e.Type == rdma.ResQP && e.Has(rdma.EvHasRes) && e.DevName == dev && e.Given(rdma.HasLQPN) && e.QPType == rdma.QPTypeGSI {
 			if e.Owner.KernName != "ib_core" || e.Has(rdma.EvHasOwner) {
 				t.Errorf("GSI QP of %s: kern-name %q pid %s, want ib_core and no pid", dev, e.Owner.KernName, e.tid())
 			}

@@ -62,7 +62,7 @@ func TestTraceOfAProgramRecordsAndReadsBack(t *testing.T) {
 		if e.Owner.Comm != "leakqp" || e.tid() == strconv.Itoa(other.Process.Pid) {
 			t.Errorf("an event not of the program: %s", e.line)
 		}
-		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Res == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn[0] {
+		if e.Kind == rdma.EvCreate && e.Has(rdma.EvHasRes) && e.Type == rdma.ResQP && fmt.Sprint(e.LQPN) == lqpn[0] {
 			createdQP = true
 		}
 	}

@@ -26,22 +26,22 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("func", e.Func)
 	}
 	if e.Has(rdma.EvHasRes) {
-		o = o.str("res", e.Res.String())
+		o = o.str("res", e.Type.String())
 	}
 	if e.Has(rdma.EvHasDev) {
-		o = o.str("ifname", e.DevName)
+		o = o.keyAlways(&e.Resource, &rdma.KeyIfname)
 	}
-	if e.Has(rdma.EvHasPort) {
-		o = o.num("port", uint64(e.Port))
+	if e.Given(rdma.HasPort) {
+		o = o.keyAlways(&e.Resource, &rdma.KeyPort)
 	}
 	if e.Has(rdma.EvHasRes) && (e.ID != 0 || e.Kind == rdma.EvCreate || e.Kind == rdma.EvDestroy || e.Kind == rdma.EvExists) {
 		o = o.num("id", uint64(e.ID))
 	}
-	if e.Has(rdma.EvHasQP) {
-		o = o.num("lqpn", uint64(e.LQPN)).str("type", e.QPType.String())
+	if e.Given(rdma.HasLQPN) {
+		o = o.keyAlways(&e.Resource, &rdma.KeyLQPN).str(rdma.KeyType.Name, e.QPType.String())
 	}
-	if e.Has(rdma.EvHasState) {
-		o = o.str("state", e.StateName(false))
+	if e.Given(rdma.HasState) {
+		o = o.str(rdma.KeyState.Name, e.StateName(false))
 	}
 	if e.Has(rdma.EvHasPrevState) {
 		o = o.str("prev-state", e.StateName(true))
@@ -55,26 +55,27 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 			o = o.str("status-name", n)
 		}
 	}
-	if e.Has(rdma.EvHasAddr) {
-		o = o.str("ps", e.PS.String())
-		o = o.str("src-addr", IPRouteAddr(e.Src.Addr().String(), e.Src.Port()))
+	if e.Given(rdma.HasSrcAddr) {
+		o = o.str(rdma.KeyPS.Name, e.PS.String()).str(rdma.KeySrcAddr.Name, rdma.IPRouteAddr(e.Src))
 		if e.Dst.IsValid() {
-			o = o.str("dst-addr", IPRouteAddr(e.Dst.Addr().String(), e.Dst.Port()))
+			o = o.str(rdma.KeyDstAddr.Name, rdma.IPRouteAddr(e.Dst))
 		}
 	}
 	if e.Has(rdma.EvHasOwner) {
-		o = o.num("pid", uint64(e.Owner.TID))
+		o = o.num(rdma.KeyPID.Name, uint64(e.Owner.TID))
 		if e.Owner.PID != e.Owner.TID {
 			o = o.num("tgid", uint64(e.Owner.PID))
 		}
-		o = o.str("comm", e.Owner.Comm)
+		o = o.str(rdma.KeyComm.Name, e.Owner.Comm)
 		if e.OwnerCgroup != 0 {
 			o = o.num("cgroup-id", e.OwnerCgroup)
 		}
 		o = o.place(e.Owner.Place)
 	}
-	if e.Owner.KernName != "" {
-		o = o.str("kern-name", e.Owner.KernName)
+	if e.Owner.KernName != "" && !e.Has(rdma.EvHasOwner) {
+		// A kernel owner is its module, under comm and without a pid, as
+		// iproute2's rdma -j res prints RDMA_NLDEV_ATTR_RES_KERN_NAME.
+		o = o.str(rdma.KeyComm.Name, e.Owner.KernName)
 	}
 	if e.Actor.PID != 0 || e.Actor.Comm != "" {
 		if !e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID {
@@ -212,9 +213,11 @@ func appendDur(b []byte, ns uint64) []byte {
 	return append(appendSecs(b, ns), "us"...)
 }
 
-// EventLine is the human view of an event: one aligned line.
+// EventLine is the human view of an event: one line in fixed-width
+// columns (EventHeader names them), the owner before the detail so that
+// a long detail moves nothing after it.
 //
-//	14:03:07.123456 create        qp     rxe0/1   lqpn 17 RC RESET          rping[812]
+//	14:03:07.123456 create            qp      rxe0/1     rping[812]               lqpn 17 RC RESET
 func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte, 0, 128), e)) }
 
 // EventText is the human line without its time and its columns' padding,
@@ -251,7 +254,37 @@ func ParseStamp(s string) (Stamp, error) {
 
 var stampNames = [...]string{"absolute", "relative", "date", "none"}
 
+// The human view's columns: their widths (the detail, last, has none).
+const (
+	colEvent = 17 // the longest kind, dev_unregistered, and a space
+	colRes   = 7
+	colDev   = 10
+	colOwner = 24 // comm (15 bytes) and [tid] up to 7 digits
+)
+
+// stampWidth is how wide the time column is.
+var stampWidth = [...]int{StampAbsolute: 15, StampRelative: 15, StampDate: 26, StampNone: 0}
+
+// EventHeader is the line above the human view's events: the columns'
+// names, aligned as EventLine writes them.
+func EventHeader(stamp Stamp) string {
+	var b []byte
+	if w := stampWidth[stamp]; w > 0 {
+		b = padTo(append(b, "TIME"...), 0, w)
+	}
+	col := len(b)
+	b = padTo(append(b, "EVENT"...), col, colEvent)
+	col = len(b)
+	b = padTo(append(b, "RES"...), col, colRes)
+	col = len(b)
+	b = padTo(append(b, "DEV"...), col, colDev)
+	col = len(b)
+	b = padTo(append(b, "OWNER"...), col, colOwner)
+	return string(append(b, "DETAIL"...))
+}
+
 func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []byte {
+	start := len(b)
 	switch stamp {
 	case StampAbsolute:
 		b = append(e.Time.Local().AppendFormat(b, "15:04:05.000000"), ' ')
@@ -267,31 +300,41 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 		b = append(append(b, v...), ' ')
 	}
 	col := len(b)
-	b = padTo(append(b, e.Kind.String()...), col, 17)
+	b = padTo(append(b, e.Kind.String()...), col, colEvent)
 	col = len(b)
 	if e.Has(rdma.EvHasRes) {
-		b = append(b, e.Res.String()...)
+		b = append(b, e.Type.String()...)
 	}
-	b = padTo(b, col, 7)
+	b = padTo(b, col, colRes)
 	col = len(b)
 	if e.Has(rdma.EvHasDev) {
 		b = append(b, Sanitize(e.DevName)...)
-		if e.Has(rdma.EvHasPort) {
+		if e.Given(rdma.HasPort) {
 			b = strconv.AppendUint(append(b, '/'), uint64(e.Port), 10)
 		}
 	} else {
 		b = append(b, '-')
 	}
-	b = padTo(b, col, 10)
+	b = padTo(b, col, colDev)
 	col = len(b)
-	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Res != rdma.ResQP { // a QP's id is its lqpn
+	switch {
+	case e.Owner.KernName != "":
+		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
+	case e.Has(rdma.EvHasOwner):
+		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
+	default:
+		b = append(b, '-')
+	}
+	b = padTo(b, col, colOwner)
+	col = len(b)
+	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Type != rdma.ResQP { // a QP's id is its lqpn
 		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
 	}
-	if e.Has(rdma.EvHasQP) {
+	if e.Given(rdma.HasLQPN) {
 		b = strconv.AppendUint(append(word(b, col), "lqpn "...), uint64(e.LQPN), 10)
 		b = append(word(b, col), e.QPType.String()...)
 	}
-	if e.Has(rdma.EvHasState) {
+	if e.Given(rdma.HasState) {
 		b = word(b, col)
 		if e.Has(rdma.EvHasPrevState) {
 			b = append(append(b, e.StateName(true)...), "->"...)
@@ -306,28 +349,29 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 			b = append(word(b, col), statusText(e.Status, n)...)
 		}
 	}
-	if e.Has(rdma.EvHasAddr) && e.Src.IsValid() {
+	if e.Given(rdma.HasSrcAddr) && e.Src.IsValid() {
 		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(word(b, col)), ':'), uint64(e.Src.Port()), 10)
 		if e.Dst.IsValid() && !e.Dst.Addr().IsUnspecified() {
 			b = strconv.AppendUint(append(e.Dst.Addr().AppendTo(append(b, '>')), ':'), uint64(e.Dst.Port()), 10)
 		}
 	}
 	b = appendSpan(b, col, e)
-	b = padTo(b, col, 44)
-	switch {
-	case e.Owner.KernName != "":
-		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
-	case e.Has(rdma.EvHasOwner):
-		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
-		if c := ContainerName(e.Owner.Place); c != "" {
-			b = append(append(b, " in "...), c...)
-		}
+	if c := ContainerName(e.Owner.Place); c != "" && e.Has(rdma.EvHasOwner) && e.Owner.KernName == "" {
+		b = append(append(word(b, col), "in container "...), c...)
 	}
 	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
-		b = appendTask(append(b, " by "...), e.Actor.Comm, e.Actor.TID)
+		b = appendTask(append(word(b, col), "by "...), e.Actor.Comm, e.Actor.TID)
 	}
 	if c := e.Cleanup(); c != "" {
-		b = append(append(append(b, " ("...), c...), " cleanup)"...)
+		b = append(append(append(word(b, col), '('), c...), " cleanup)"...)
+	}
+	return trimSpaces(b, start)
+}
+
+// trimSpaces drops the padding a line with an empty detail would end in.
+func trimSpaces(b []byte, col int) []byte {
+	for len(b) > col && b[len(b)-1] == ' ' {
+		b = b[:len(b)-1]
 	}
 	return b
 }
@@ -403,6 +447,7 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 	} else {
 		if ew.first.IsZero() {
 			ew.first = e.Time
+			ew.w.WriteString(EventHeader(ew.Stamp) + "\n")
 		}
 		ew.buf = appendEventLine(ew.buf[:0], e, ew.Stamp, ew.first)
 	}

@@ -19,7 +19,7 @@ import (
 func TestCMStatusIsNamedInBothViews(t *testing.T) {
 	ev := func(cm rdma.CMEvent, status int32) *rdma.Event {
 		return &rdma.Event{Time: time.Unix(0, 0), Kind: rdma.EvCMEventHandler, Flags: rdma.EvHasCM | rdma.EvHasRes,
-			Res: rdma.ResCMID, CMEvent: cm, Status: status}
+			Resource: rdma.Resource{Type: rdma.ResCMID}, CMEvent: cm, Status: status}
 	}
 	for _, tc := range []struct {
 		e         *rdma.Event
@@ -44,13 +44,11 @@ func sampleEvents() []rdma.Event {
 	at := time.Date(2026, 11, 23, 10, 0, 0, 123456000, time.UTC)
 	owner := rdma.Owner{PID: 812, TID: 812, Comm: "rp\x1bing"}
 	return []rdma.Event{
-		{Time: at, Kind: rdma.EvCreate, Res: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPType: rdma.QPTypeRC,
-			Owner: owner, Actor: owner, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP | rdma.EvHasOwner | rdma.EvUser},
-		{Time: at, Kind: rdma.EvCMEventHandler, Res: rdma.ResCMID, DevName: "rxe0", CMEvent: rdma.CMEvent(5), Status: -110,
-			Src: netip.MustParseAddrPort("[fe80::1%2]:4791"), Dst: netip.MustParseAddrPort("192.0.2.1:7174"),
-			Owner: rdma.Owner{KernName: "nvme_rdma"}, Actor: rdma.Owner{PID: 9, TID: 9, Comm: "kworker"},
-			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasCM | rdma.EvHasAddr | rdma.EvActorExiting},
-		{Time: at, Kind: rdma.EvDevUnregistered, DevName: "rxe\u202e0", Flags: rdma.EvHasDev},
+		{Time: at, Kind: rdma.EvCreate, Resource: rdma.Resource{Has: rdma.HasPort | rdma.HasLQPN | rdma.HasQPType, Type: rdma.ResQP, DevName: "rxe0", Port: 1, LQPN: 17, QPType: rdma.QPTypeRC, Owner: owner}, Actor: owner, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser},
+		{Time: at, Kind: rdma.EvCMEventHandler, Resource: rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0", Src: netip.MustParseAddrPort("[fe80::1%2]:4791"), Dst: netip.MustParseAddrPort("192.0.2.1:7174"), Owner: rdma.Owner{KernName: "nvme_rdma"}, Has: rdma.HasSrcAddr | rdma.HasPS}, CMEvent: rdma.CMEvent(5), Status: -110,
+			Actor: rdma.Owner{PID: 9, TID: 9, Comm: "kworker"},
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasCM | rdma.EvActorExiting},
+		{Time: at, Kind: rdma.EvDevUnregistered, Resource: rdma.Resource{DevName: "rxe\u202e0"}, Flags: rdma.EvHasDev},
 	}
 }
 
@@ -60,6 +58,9 @@ func TestEventWriterWritesWhatEventLineAndEventObjectSay(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
 		w := NewEventWriter(&got, json)
+		if !json {
+			want.WriteString(EventHeader(StampAbsolute) + "\n")
+		}
 		for _, e := range sampleEvents() {
 			if err := w.Write(&e); err != nil {
 				t.Fatal(err)
@@ -83,17 +84,32 @@ func TestEventWriterWritesWhatEventLineAndEventObjectSay(t *testing.T) {
 	}
 }
 
-func TestEventLineReadsAsBefore(t *testing.T) {
+// The human view's columns are fixed: the owner starts under the header's
+// OWNER whatever the detail (a long one used to push it right), and the
+// detail under DETAIL.
+func TestEventLineHasFixedColumns(t *testing.T) {
 	defer func(l *time.Location) { time.Local = l }(time.Local)
 	time.Local = time.UTC
 	evs := sampleEvents()
-	for i, want := range []string{ // as the strings.Builder version printed them
-		`10:00:00.123456 create            qp      rxe0/1     lqpn 17 RC                                   rp\x1bing[812]`,
-		`10:00:00.123456 cm_event_handler  cm_id   rxe0       CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 [nvme_rdma] by kworker[9] (exit cleanup)`,
-		`10:00:00.123456 dev_unregistered          rxe\u202e0                                              `,
+	header := EventHeader(StampAbsolute)
+	if want := "TIME            EVENT             RES     DEV        OWNER                    DETAIL"; header != want {
+		t.Errorf("header\n got %q\nwant %q", header, want)
+	}
+	owner, detail := strings.Index(header, "OWNER"), strings.Index(header, "DETAIL")
+	for i, want := range []string{
+		`10:00:00.123456 create            qp      rxe0/1     rp\x1bing[812]           lqpn 17 RC`,
+		`10:00:00.123456 cm_event_handler  cm_id   rxe0       [nvme_rdma]              CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 by kworker[9] (exit cleanup)`,
+		`10:00:00.123456 dev_unregistered          rxe\u202e0 -`,
 	} {
-		if got := EventLine(&evs[i]); got != want {
+		got := EventLine(&evs[i])
+		if got != want {
 			t.Errorf("event %d:\n got %q\nwant %q", i, got, want)
+		}
+		if len(got) > owner && (got[owner-1] != ' ' || got[owner] == ' ') {
+			t.Errorf("event %d: the owner does not start at column %d: %q", i, owner, got)
+		}
+		if len(got) > detail && (got[detail-1] != ' ' || got[detail] == ' ') {
+			t.Errorf("event %d: the detail does not start at column %d: %q", i, detail, got)
 		}
 	}
 }
@@ -119,8 +135,8 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func TestEventStampsGolden(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 14, 3, 7, 123456000, time.Local)
 	evs := []rdma.Event{
-		{Time: t0, Kind: rdma.EvCreate, Res: rdma.ResPD, ID: 3, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev},
-		{Time: t0.Add(2001234 * time.Microsecond), Kind: rdma.EvDestroy, Res: rdma.ResPD, ID: 3, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev},
+		{Time: t0, Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResPD, DevName: "rxe0"}, ID: 3, Flags: rdma.EvHasRes | rdma.EvHasDev},
+		{Time: t0.Add(2001234 * time.Microsecond), Kind: rdma.EvDestroy, Resource: rdma.Resource{Type: rdma.ResPD, DevName: "rxe0"}, ID: 3, Flags: rdma.EvHasRes | rdma.EvHasDev},
 	}
 	var out bytes.Buffer
 	for _, name := range []string{"absolute", "relative", "date", "none"} {
@@ -155,12 +171,8 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	seen := map[string]bool{}
 	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
 		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
-			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Res: res,
-				DevName: "rxe0", Port: 1, ID: 7, LQPN: 17, Status: -98, Src: netip.MustParseAddrPort("10.0.0.1:1"),
-				Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
-					Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}},
-				Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, Wait: 1,
-				Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}, Holders: []string{"h"}, Suppressed: 1, Inode: 1,
+			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Has: ^rdma.Field(0), Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
+				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, OffCPU: rdma.OffCPU{Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
 				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true

@@ -141,17 +141,32 @@ func (o Object) Get(k string) (Field, bool) {
 	return Field{}, false
 }
 
+// key adds a resource key of rdma's table when r has it, as iproute2
+// prints it; keyAlways whether or not (keys `rdma -j` always writes).
+func (o Object) key(r *rdma.Resource, k *rdma.ResKey) Object {
+	if !k.Present(r) {
+		return o
+	}
+	return o.keyAlways(r, k)
+}
+
+func (o Object) keyAlways(r *rdma.Resource, k *rdma.ResKey) Object {
+	switch {
+	case k.Num != nil && k.Hex:
+		return o.hex(k.Name, k.Num(r))
+	case k.Num != nil:
+		return o.num(k.Name, k.Num(r))
+	}
+	return o.str(k.Name, k.Str(r))
+}
+
 // appendQP adds a QP's keys after its device, in iproute2's order: port,
 // lqpn, rqpn, type, state, rq-psn, sq-psn, path-mig-state, pdn. What the
 // source left out is left out (netlink always gives lqpn, type and state).
 func appendQP(o Object, r *rdma.Resource) Object {
-	h := func(f rdma.Field) bool { return r.Has&f != 0 }
-	o = o.numIf(h(rdma.HasPort), "port", uint64(r.Port)).num("lqpn", uint64(r.LQPN))
-	o = o.numIf(h(rdma.HasRQPN), "rqpn", uint64(r.RQPN))
-	o = o.strIf(h(rdma.HasQPType), "type", r.QPType.String()).strIf(h(rdma.HasState), "state", r.QPState.String())
-	o = o.numIf(h(rdma.HasRQPSN), "rq-psn", uint64(r.RQPSN)).numIf(h(rdma.HasSQPSN), "sq-psn", uint64(r.SQPSN))
-	o = o.strIf(h(rdma.HasPathMig), "path-mig-state", r.PathMig.String())
-	return o.numIf(h(rdma.HasPDN), "pdn", uint64(r.PDN))
+	o = o.key(r, &rdma.KeyPort).keyAlways(r, &rdma.KeyLQPN).key(r, &rdma.KeyRQPN)
+	o = o.key(r, &rdma.KeyType).key(r, &rdma.KeyState).key(r, &rdma.KeyRQPSN).key(r, &rdma.KeySQPSN)
+	return o.key(r, &rdma.KeyPathMig).key(r, &rdma.KeyPDN)
 }
 
 // ResourceObject lays out a resource with iproute2 6.1's JSON keys, in its
@@ -159,99 +174,42 @@ func appendQP(o Object, r *rdma.Resource) Object {
 // under "withheld" rather than shown as zero.
 func ResourceObject(r *rdma.Resource) Object {
 	o := make(Object, 0, 14)
-	o = o.num("ifindex", uint64(r.DevIndex)).str("ifname", r.DevName)
-	h := func(f rdma.Field) bool { return r.Has&f != 0 }
+	o = o.keyAlways(r, &rdma.KeyIfindex).keyAlways(r, &rdma.KeyIfname)
 	switch r.Type {
 	case rdma.ResQP:
 		o = appendQP(o, r)
 	case rdma.ResCMID:
-		if h(rdma.HasPort) {
-			o = o.num("port", uint64(r.Port))
-		}
-		if h(rdma.HasCMIDN) {
-			o = o.num("cm-idn", uint64(r.CMIDN))
-		}
-		if h(rdma.HasLQPN) {
-			o = o.num("lqpn", uint64(r.LQPN))
-		}
-		if h(rdma.HasQPType) {
-			o = o.str("qp-type", r.QPType.String())
-		}
-		o = o.str("state", r.CMState.String()).str("ps", r.PS.String())
+		o = o.key(r, &rdma.KeyPort).key(r, &rdma.KeyCMIDN).key(r, &rdma.KeyLQPN).key(r, &rdma.KeyQPType)
+		o = o.keyAlways(r, &rdma.KeyState).keyAlways(r, &rdma.KeyPS)
 	case rdma.ResCQ:
-		if h(rdma.HasCQN) {
-			o = o.num("cqn", uint64(r.CQN))
+		o = o.key(r, &rdma.KeyCQN).keyAlways(r, &rdma.KeyCQE).keyAlways(r, &rdma.KeyUsers).key(r, &rdma.KeyPollCtx)
+		if rdma.KeyDIM.Present(r) {
+			o = o.boolean(rdma.KeyDIM.Name, r.DIM)
 		}
-		o = o.num("cqe", uint64(r.CQE)).num("users", r.Users)
-		if h(rdma.HasPollCtx) {
-			o = o.str("poll-ctx", r.PollCtx.String())
-		}
-		if h(rdma.HasDIM) {
-			o = o.boolean("adaptive-moderation", r.DIM)
-		}
-		if h(rdma.HasCTXN) {
-			o = o.num("ctxn", uint64(r.CTXN))
-		}
+		o = o.key(r, &rdma.KeyCTXN)
 	case rdma.ResMR:
-		if h(rdma.HasMRN) {
-			o = o.num("mrn", uint64(r.MRN))
-		}
-		if h(rdma.HasRKey) {
-			o = o.hex("rkey", uint64(r.RKey))
-		}
-		if h(rdma.HasLKey) {
-			o = o.hex("lkey", uint64(r.LKey))
-		}
-		if h(rdma.HasIOVA) {
-			o = o.hex("iova", r.IOVA)
-		}
-		o = o.num("mrlen", r.MRLen)
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
+		o = o.key(r, &rdma.KeyMRN).key(r, &rdma.KeyRKey).key(r, &rdma.KeyLKey).key(r, &rdma.KeyIOVA)
+		o = o.keyAlways(r, &rdma.KeyMRLen).key(r, &rdma.KeyPDN)
 	case rdma.ResPD:
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
-		if h(rdma.HasLocalDMALKey) {
-			o = o.hex("local_dma_lkey", uint64(r.LocalDMALKey))
-		}
-		o = o.num("users", r.Users)
-		if h(rdma.HasUnsafeGlobalRKey) {
-			o = o.hex("unsafe_global_rkey", uint64(r.UnsafeGlobalRKey))
-		}
-		if h(rdma.HasCTXN) {
-			o = o.num("ctxn", uint64(r.CTXN))
-		}
+		o = o.key(r, &rdma.KeyPDN).key(r, &rdma.KeyLocalDMALKey).keyAlways(r, &rdma.KeyUsers)
+		o = o.key(r, &rdma.KeyUnsafeGlobalRKey).key(r, &rdma.KeyCTXN)
 	case rdma.ResCTX:
-		o = o.num("ctxn", uint64(r.CTXN))
+		o = o.keyAlways(r, &rdma.KeyCTXN)
 	case rdma.ResSRQ:
-		o = o.num("srqn", uint64(r.SRQN)).str("type", r.SRQType.String())
+		o = o.keyAlways(r, &rdma.KeySRQN).keyAlways(r, &rdma.KeyType)
 		if len(r.QPs) > 0 {
-			o = o.list("lqpn", qpRanges(r.QPs))
+			o = o.list(rdma.KeyLQPN.Name, qpRanges(r.QPs))
 		}
-		if h(rdma.HasPDN) {
-			o = o.num("pdn", uint64(r.PDN))
-		}
-		if h(rdma.HasCQN) {
-			o = o.num("cqn", uint64(r.CQN))
-		}
+		o = o.key(r, &rdma.KeyPDN).key(r, &rdma.KeyCQN)
 	}
-	if h(rdma.HasPID) {
-		o = o.num("pid", uint64(r.Owner.PID))
-	}
-	if c := commOf(r); c != "" {
-		o = o.str("comm", c)
+	o = o.key(r, &rdma.KeyPID)
+	if c := rdma.KeyComm.Str(r); c != "" {
+		o = o.str(rdma.KeyComm.Name, c)
 	}
 	o = o.place(r.Owner.Place)
 	if r.Type == rdma.ResCMID {
 		// iproute2 prints the addresses after the owner.
-		if h(rdma.HasSrcAddr) {
-			o = o.str("src-addr", IPRouteAddr(r.Src.Addr().String(), r.Src.Port()))
-		}
-		if h(rdma.HasDstAddr) {
-			o = o.str("dst-addr", IPRouteAddr(r.Dst.Addr().String(), r.Dst.Port()))
-		}
+		o = o.key(r, &rdma.KeySrcAddr).key(r, &rdma.KeyDstAddr)
 	}
 	if r.Withheld != 0 {
 		o = o.list("withheld", withheldKeys(r.Withheld))
@@ -262,15 +220,6 @@ func ResourceObject(r *rdma.Resource) Object {
 // IPRouteAddr writes an address the way iproute2 does: "ip:port", with no
 // brackets even for IPv6.
 func IPRouteAddr(ip string, port uint16) string { return ip + ":" + strconv.Itoa(int(port)) }
-
-// commOf is the owner's name: the module for kernel objects, the process
-// name for user objects (absent when the process could not be looked up).
-func commOf(r *rdma.Resource) string {
-	if r.Owner.KernName != "" {
-		return r.Owner.KernName
-	}
-	return r.Owner.Comm
-}
 
 func onOff(b bool) string {
 	if b {
@@ -296,7 +245,7 @@ func withheldKeys(f rdma.Field) []string {
 	for _, k := range []struct {
 		f    rdma.Field
 		name string
-	}{{rdma.HasRKey, "rkey"}, {rdma.HasLKey, "lkey"}, {rdma.HasLocalDMALKey, "local_dma_lkey"}} {
+	}{{rdma.HasRKey, rdma.KeyRKey.Name}, {rdma.HasLKey, rdma.KeyLKey.Name}, {rdma.HasLocalDMALKey, rdma.KeyLocalDMALKey.Name}} {
 		if f&k.f != 0 {
 			out = append(out, k.name)
 		}

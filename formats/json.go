@@ -15,52 +15,75 @@ import (
 func AppendJSON(b []byte, o Object) []byte {
 	b = append(b, '{')
 	for i := range o {
-		f := &o[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendJSONString(b, f.Key)
-		b = append(b, ':')
-		switch f.Kind {
-		case Num:
-			b = strconv.AppendUint(b, f.Num, 10)
-		case Hex:
-			b = append(b, '"')
-			b = strconv.AppendUint(b, f.Num, 16)
-			b = append(b, '"')
-		case Bool:
-			b = strconv.AppendBool(b, f.Num != 0)
-		case Int:
-			b = strconv.AppendInt(b, int64(f.Num), 10)
-		case Secs, Micros:
-			b = appendSecs(b, f.Num)
-		case Time:
-			b = append(b, '"')
-			b = timeOf(f.Num).AppendFormat(b, time.RFC3339Nano)
-			b = append(b, '"')
-		case StrList:
-			b = append(b, '[')
-			for j, s := range f.List {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = AppendJSONString(b, s)
-			}
-			b = append(b, ']')
-		case NumList: // made from numbers by this package: written as they are
-			b = append(b, '[')
-			for j, s := range f.List {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, s...)
-			}
-			b = append(b, ']')
-		default:
-			b = AppendJSONString(b, f.Str)
-		}
+		b = append(AppendJSONString(b, o[i].Key), ':')
+		b = appendJSONValue(b, &o[i], "")
 	}
 	return append(b, '}')
+}
+
+// appendJSONIndented appends o as rdma -p -j writes an object (json.Indent
+// with four spaces): a key a line, at indent and four spaces more.
+func appendJSONIndented(b []byte, o Object, indent string) []byte {
+	if len(o) == 0 {
+		return append(b, "{}"...)
+	}
+	inner := indent + "    "
+	b = append(b, '{')
+	for i := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, '\n'), inner...)
+		b = append(AppendJSONString(b, o[i].Key), ": "...)
+		b = appendJSONValue(b, &o[i], inner)
+	}
+	return append(append(append(b, '\n'), indent...), '}')
+}
+
+// appendJSONValue appends f's value; a list one item a line below indent
+// when indented ("" is compact).
+func appendJSONValue(b []byte, f *Field, indent string) []byte {
+	switch f.Kind {
+	case Num:
+		return strconv.AppendUint(b, f.Num, 10)
+	case Hex:
+		b = append(b, '"')
+		b = strconv.AppendUint(b, f.Num, 16)
+		return append(b, '"')
+	case Bool:
+		return strconv.AppendBool(b, f.Num != 0)
+	case Int:
+		return strconv.AppendInt(b, int64(f.Num), 10)
+	case Secs, Micros:
+		return appendSecs(b, f.Num)
+	case Time:
+		b = append(b, '"')
+		b = timeOf(f.Num).AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"')
+	case StrList, NumList:
+		b = append(b, '[')
+		for j, s := range f.List {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			if indent != "" {
+				b = append(append(append(b, '\n'), indent...), "    "...)
+			}
+			if f.Kind == StrList {
+				b = AppendJSONString(b, s)
+			} else { // made from numbers by this package: written as they are
+				b = append(b, s...)
+			}
+		}
+		if indent != "" && len(f.List) > 0 {
+			b = append(append(b, '\n'), indent...)
+		}
+		return append(b, ']')
+	}
+	return AppendJSONString(b, f.Str)
 }
 
 // AppendJSONString appends s as a JSON string literal.
@@ -110,11 +133,15 @@ func appendU4(b []byte, u rune) []byte {
 	return append(b, '\\', 'u', hexDigits[u>>12&0xf], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])
 }
 
-// JSONArrayWriter writes objects as one JSON array, as `rdma -j` does.
+// JSONArrayWriter writes objects as one JSON array, as `rdma -j` does
+// (or `rdma -p -j`, indented, when Pretty).
 type JSONArrayWriter struct {
 	w   *bufio.Writer
 	n   int
 	buf []byte
+	// Pretty indents the array as rdma -p -j does: an object a line at
+	// four spaces, a key a line at eight.
+	Pretty bool
 }
 
 // NewJSONArrayWriter starts an array on w.
@@ -130,7 +157,11 @@ func (j *JSONArrayWriter) Write(o Object) error {
 	}
 	j.n++
 	j.buf = append(j.buf[:0], sep)
-	j.buf = AppendJSON(j.buf, o)
+	if j.Pretty {
+		j.buf = appendJSONIndented(append(j.buf, "\n    "...), o, "    ")
+	} else {
+		j.buf = AppendJSON(j.buf, o)
+	}
 	_, err := j.w.Write(j.buf)
 	return err
 }
@@ -138,8 +169,11 @@ func (j *JSONArrayWriter) Write(o Object) error {
 // Close ends the array ("[]" when empty) and flushes.
 func (j *JSONArrayWriter) Close() error {
 	end := "]\n"
-	if j.n == 0 {
+	switch {
+	case j.n == 0:
 		end = "[]\n"
+	case j.Pretty:
+		end = "\n]\n"
 	}
 	if _, err := j.w.WriteString(end); err != nil {
 		return err

@@ -54,7 +54,7 @@ func FindingFields(f *rdma.Finding) Object {
 	}
 	for _, fl := range AppendEventObject(nil, e)[2:] { // without time and event
 		if fl.Key == "actor-pid" || fl.Key == "actor-comm" || (fl.Key == "cleanup" && f.Report != rdma.LeakExitCleanup) ||
-			(fl.Key == "id" && e.Res == rdma.ResQP) { // a QP is named by its lqpn
+			(fl.Key == "id" && e.Type == rdma.ResQP) { // a QP is named by its lqpn
 			continue
 		}
 		o = append(o, fl)
@@ -189,20 +189,20 @@ func (lw *LeakWriter) Flush() error {
 	for _, f := range lw.group {
 		e := &f.Res
 		var id, lqpn, typ, state string
-		if e.Res != rdma.ResQP { // a QP is named by its lqpn
+		if e.Type != rdma.ResQP { // a QP is named by its lqpn
 			id = strconv.FormatUint(uint64(e.ID), 10)
 		}
-		if e.Has(rdma.EvHasQP) {
+		if e.Given(rdma.HasLQPN) {
 			lqpn, typ = strconv.FormatUint(uint64(e.LQPN), 10), e.QPType.String()
 		}
-		if e.Has(rdma.EvHasState) {
+		if e.Given(rdma.HasState) {
 			state = e.StateName(false)
 		}
 		age := f.Age.Round(time.Millisecond).String()
 		if f.AgeAtLeast {
 			age = ">" + age
 		}
-		row := []string{owner(e), e.DevName, e.Res.String(), id, lqpn, typ, state, age}
+		row := []string{owner(e), e.DevName, e.Type.String(), id, lqpn, typ, state, age}
 		if g.Report == rdma.LeakExitCleanup {
 			row = append(row, e.Cleanup())
 		}

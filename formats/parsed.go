@@ -24,33 +24,27 @@ func ParsedObject(source string, line int, r *rdma.Resource) Object {
 	o := make(Object, 0, 16)
 	o = o.str("source", source).num("line", uint64(line))
 	if r.Type == rdma.ResQP {
-		o = appendQP(o.str("res", "qp").str("ifname", r.DevName), r)
+		o = appendQP(o.str("res", "qp").keyAlways(r, &rdma.KeyIfname), r)
 	} else {
 		if r.DevType != "" {
-			o = o.str("dev-type", r.DevType)
+			o = o.str(rdma.KeyDevType.Name, r.DevType)
 		}
-		o = o.str("ifname", r.DevName)
-		if h(rdma.HasPort) {
-			o = o.num("port", uint64(r.Port))
-		}
+		o = o.keyAlways(r, &rdma.KeyIfname).key(r, &rdma.KeyPort)
 		if r.Netdev != "" {
 			o = o.str("netdev", r.Netdev)
 		}
 		if h(rdma.HasSrcAddr) {
-			o = o.str("src-addr", Endpoint(r.Src, r.SrcZone))
+			o = o.str(rdma.KeySrcAddr.Name, Endpoint(r.Src, r.SrcZone))
 		}
 		if h(rdma.HasDstAddr) {
-			o = o.str("dst-addr", Endpoint(r.Dst, r.DstZone))
+			o = o.str(rdma.KeyDstAddr.Name, Endpoint(r.Dst, r.DstZone))
 		}
-		o = o.strIf(h(rdma.HasPS), "ps", psName(r.PS)).strIf(h(rdma.HasState), "state", r.CMState.String())
-		o = o.numIf(h(rdma.HasLQPN), "lqpn", uint64(r.LQPN)).numIf(h(rdma.HasCMIDN), "cm-idn", uint64(r.CMIDN))
-		o = o.strIf(h(rdma.HasQPType), "qp-type", r.QPType.String())
+		o = o.strIf(h(rdma.HasPS), rdma.KeyPS.Name, psName(r.PS)).key(r, &rdma.KeyState)
+		o = o.key(r, &rdma.KeyLQPN).key(r, &rdma.KeyCMIDN).key(r, &rdma.KeyQPType)
 	}
-	if h(rdma.HasPID) {
-		o = o.num("pid", uint64(r.Owner.PID))
-	}
-	if c := commOf(r); c != "" {
-		o = o.str("comm", c) // as `rdma -j`: a kernel owner is the one without a pid
+	o = o.key(r, &rdma.KeyPID)
+	if c := rdma.KeyComm.Str(r); c != "" {
+		o = o.str(rdma.KeyComm.Name, c) // as `rdma -j`: a kernel owner is the one without a pid
 	}
 	for _, kv := range r.Extra {
 		k := strings.ToLower(kv.Key)

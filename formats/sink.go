@@ -1,8 +1,6 @@
 package formats
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -57,29 +55,21 @@ type Sink[R any] interface {
 type ObjectFunc[R any] func(o Object, r R) Object
 
 // NewObjectSink is the JSON or NDJSON writer of records laid out by obj;
-// pretty indents a JSON array as rdma -p -j does (the array is then
-// written at Close).
+// pretty indents a JSON array as rdma -p -j does.
 func NewObjectSink[R any](w io.Writer, f Format, pretty bool, obj ObjectFunc[R]) Sink[R] {
 	if f == FormatNDJSON {
 		return &ndjsonSink[R]{w: NewNDJSONWriter(w), obj: obj}
 	}
-	s := &jsonSink[R]{out: w, obj: obj, pretty: pretty}
-	if pretty {
-		s.w = NewJSONArrayWriter(&s.buf)
-	} else {
-		s.w = NewJSONArrayWriter(w)
-	}
+	s := &jsonSink[R]{w: NewJSONArrayWriter(w), obj: obj}
+	s.w.Pretty = pretty
 	return s
 }
 
 // jsonSink writes records as one JSON array.
 type jsonSink[R any] struct {
-	w      *JSONArrayWriter
-	obj    ObjectFunc[R]
-	o      Object
-	out    io.Writer
-	buf    bytes.Buffer
-	pretty bool
+	w   *JSONArrayWriter
+	obj ObjectFunc[R]
+	o   Object
 }
 
 func (s *jsonSink[R]) Write(r R) error {
@@ -87,20 +77,10 @@ func (s *jsonSink[R]) Write(r R) error {
 	return s.w.Write(s.o)
 }
 
-// Flush writes out the objects so far (none before Close when pretty).
+// Flush writes out the objects so far.
 func (s *jsonSink[R]) Flush() error { return s.w.w.Flush() }
 
-func (s *jsonSink[R]) Close() error {
-	if err := s.w.Close(); err != nil || !s.pretty {
-		return err
-	}
-	var ind bytes.Buffer
-	if err := json.Indent(&ind, s.buf.Bytes(), "", "    "); err != nil {
-		return err
-	}
-	_, err := s.out.Write(ind.Bytes())
-	return err
-}
+func (s *jsonSink[R]) Close() error { return s.w.Close() }
 
 // ndjsonSink writes one JSON object a line.
 type ndjsonSink[R any] struct {

@@ -63,3 +63,60 @@ func TestEventSinksWriteAnArrayOrLines(t *testing.T) {
 		t.Errorf("no event in -o json: %q, %v; want []", b.String(), err)
 	}
 }
+
+// res -p writes the indented array itself, as rdma -p -j indents (Go's
+// json.Indent with four spaces gives the same bytes): nothing is written
+// compact and parsed again.
+func TestPrettyArrayIsIndentedAsRdmaPJ(t *testing.T) {
+	objs := [][]Object{
+		nil,
+		{{}},
+		{
+			Object{}.num("ifindex", 1).str("ifname", "rx\x1be\"0").hex("rkey", 0xabc).boolean("adaptive-moderation", true),
+			append(Object{}.list("lqpn", []string{"1-3", "7"}).list("withheld", nil),
+				Field{Key: "qps", Kind: NumList, List: []string{"17", "18"}}, Field{Key: "status", Kind: Int, Num: uint64(1<<64 - 98)},
+				Field{Key: "dur-us", Kind: Micros, Num: 12345}, timeField("time", time.Unix(1, 5).UTC())),
+		},
+	}
+	for i, os := range objs {
+		var compact, pretty bytes.Buffer
+		c, p := NewObjectSink(&compact, FormatJSON, false, Objects), NewObjectSink(&pretty, FormatJSON, true, Objects)
+		for _, o := range os {
+			if err := c.Write(o); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Write(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "", "    "); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if pretty.String() != want.String() {
+			t.Errorf("case %d:\n%s\nwant\n%s", i, pretty.String(), want.String())
+		}
+	}
+}
+
+// The indented array streams like the compact one: what Flush is given
+// is out before Close (it used to be held back to be indented at the end).
+func TestPrettyArrayStreams(t *testing.T) {
+	var out bytes.Buffer
+	s := NewObjectSink(&out, FormatJSON, true, Objects)
+	if err := s.Write(Object{}.num("ifindex", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[\n    {\n        \"ifindex\": 1\n    }"; out.String() != want {
+		t.Errorf("after Flush: %q, want %q", out.String(), want)
+	}
+}

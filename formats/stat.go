@@ -74,5 +74,5 @@ func QPCounterObject(c *rdma.QPCounter) Object {
 	for i, n := range c.LQPNs {
 		qps[i] = strconv.FormatUint(uint64(n), 10)
 	}
-	return append(o, Field{Key: "lqpn", Kind: NumList, List: qps})
+	return append(o, Field{Key: rdma.KeyLQPN.Name, Kind: NumList, List: qps})
 }

@@ -85,15 +85,27 @@ func (t *Table) Render(w io.Writer) error {
 
 // resourceColumns are the table columns of each type, by JSON key; "link"
 // is DEV/PORT and "dev" the device name.
-var resourceColumns = map[rdma.ResType][]string{
-	rdma.ResQP:   {"link", "lqpn", "rqpn", "type", "state", "pdn", "pid", "comm"},
-	rdma.ResCMID: {"link", "cm-idn", "lqpn", "qp-type", "state", "ps", "pid", "comm", "src-addr", "dst-addr"},
-	rdma.ResCQ:   {"dev", "cqn", "cqe", "users", "poll-ctx", "ctxn", "pid", "comm"},
-	rdma.ResMR:   {"dev", "mrn", "rkey", "lkey", "mrlen", "pdn", "pid", "comm"},
-	rdma.ResPD:   {"dev", "pdn", "local_dma_lkey", "users", "ctxn", "pid", "comm"},
-	rdma.ResCTX:  {"dev", "ctxn", "pid", "comm"},
-	rdma.ResSRQ:  {"dev", "srqn", "type", "lqpn", "pdn", "cqn", "pid", "comm"},
-}
+var resourceColumns = func() map[rdma.ResType][]string {
+	names := func(ks ...*rdma.ResKey) []string {
+		out := make([]string, len(ks))
+		for i, k := range ks {
+			out[i] = k.Name
+		}
+		return out
+	}
+	owner := []*rdma.ResKey{&rdma.KeyPID, &rdma.KeyComm}
+	with := func(first string, ks ...*rdma.ResKey) []string { return append([]string{first}, names(ks...)...) }
+	return map[rdma.ResType][]string{
+		rdma.ResQP: with("link", append([]*rdma.ResKey{&rdma.KeyLQPN, &rdma.KeyRQPN, &rdma.KeyType, &rdma.KeyState, &rdma.KeyPDN}, owner...)...),
+		rdma.ResCMID: with("link", append(append([]*rdma.ResKey{&rdma.KeyCMIDN, &rdma.KeyLQPN, &rdma.KeyQPType, &rdma.KeyState, &rdma.KeyPS}, owner...),
+			&rdma.KeySrcAddr, &rdma.KeyDstAddr)...),
+		rdma.ResCQ:  with("dev", append([]*rdma.ResKey{&rdma.KeyCQN, &rdma.KeyCQE, &rdma.KeyUsers, &rdma.KeyPollCtx, &rdma.KeyCTXN}, owner...)...),
+		rdma.ResMR:  with("dev", append([]*rdma.ResKey{&rdma.KeyMRN, &rdma.KeyRKey, &rdma.KeyLKey, &rdma.KeyMRLen, &rdma.KeyPDN}, owner...)...),
+		rdma.ResPD:  with("dev", append([]*rdma.ResKey{&rdma.KeyPDN, &rdma.KeyLocalDMALKey, &rdma.KeyUsers, &rdma.KeyCTXN}, owner...)...),
+		rdma.ResCTX: with("dev", append([]*rdma.ResKey{&rdma.KeyCTXN}, owner...)...),
+		rdma.ResSRQ: with("dev", append([]*rdma.ResKey{&rdma.KeySRQN, &rdma.KeyType, &rdma.KeyLQPN, &rdma.KeyPDN, &rdma.KeyCQN}, owner...)...),
+	}
+}()
 
 // ResourceTable lays out resources of one type as a table.
 func ResourceTable(t rdma.ResType, rs []rdma.Resource) *Table {

@@ -240,7 +240,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Kind, ev.Func = rdma.EvPortBusy, portOps[op].name
 		ev.Suppressed = u32(offSuppress)
 		if portOps[op].cm {
-			ev.Res, ev.ID = rdma.ResCMID, u32(offID)
+			ev.Type, ev.ID = rdma.ResCMID, u32(offID)
 			ev.Flags |= rdma.EvHasRes
 		}
 	case cSMCFallback:
@@ -281,7 +281,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		return fmt.Errorf("record of unknown kind %d", kind)
 	}
 	if kind < cDevRegister {
-		ev.Res = rdma.ResType(rec[offResType])
+		ev.Type = rdma.ResType(rec[offResType])
 		ev.Flags |= rdma.EvHasRes
 		ev.ID = u32(offID)
 	}
@@ -301,7 +301,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	}
 	if p := u32(offPort); p != 0 {
 		ev.Port = p
-		ev.Flags |= rdma.EvHasPort
+		ev.Resource.Has |= rdma.HasPort
 	}
 	if flags&cfHasOwner != 0 {
 		ev.Flags |= rdma.EvHasOwner
@@ -315,13 +315,12 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	ev.Owner.KernName = d.intern(rec[offKernName:offActComm])
 	ev.Actor = rdma.Owner{PID: u32(offActorPID), TID: u32(offActorTID), Comm: d.intern(rec[offActComm:offSrc])}
 	if flags&cfHasQP != 0 {
-		ev.Flags |= rdma.EvHasQP
+		ev.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 		ev.LQPN = u32(offQPN)
 		ev.QPType = rdma.QPType(rec[offQPType])
 	}
 	if flags&cfHasState != 0 {
-		ev.Flags |= rdma.EvHasState
-		ev.State = rec[offNewState]
+		ev.SetState(rec[offNewState])
 		if kind == cQPState && rec[offOldState] != stateUnknown {
 			ev.PrevState = rec[offOldState]
 			ev.Flags |= rdma.EvHasPrevState
@@ -354,12 +353,13 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		if le.Uint16(rec[offSrc:]) != 0 {
 			if src, _, err := rdma.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
 				ev.Src = src
-				ev.Flags |= rdma.EvHasAddr
+				ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 			}
 		}
 		if le.Uint16(rec[offDst:]) != 0 {
 			if dst, _, err := rdma.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
 				ev.Dst = dst
+				ev.Resource.Has |= rdma.HasDstAddr
 			}
 		}
 	}

@@ -268,7 +268,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if err := d.Decode(portRecord(1), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Res != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
+	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Type != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
 		ev.Src.String() != "10.99.1.1:7410" || ev.DevName != "siw0" {
 		t.Errorf("rdma_listen port-busy decoded as %+v", ev)
 	}
@@ -338,7 +338,7 @@ func TestDecodeSMCLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := rdma.SMCLink{LGR: 0x100, Role: "server", ID: 1, State: "activating", HasLGR: true}
-	if ev.Kind != rdma.EvSMCLinkCreate || ev.SMC != want || ev.LQPN != 17 || ev.DevName != "rxe0" || ev.Port != 1 || ev.Has(rdma.EvHasState) {
+	if ev.Kind != rdma.EvSMCLinkCreate || ev.SMC != want || ev.LQPN != 17 || ev.DevName != "rxe0" || ev.Port != 1 || ev.Given(rdma.HasState) {
 		t.Fatalf("decoded %+v", ev)
 	}
 	j := string(formats.AppendJSON(nil, formats.EventObject(&ev)))
@@ -346,7 +346,7 @@ func TestDecodeSMCLink(t *testing.T) {
 		!strings.Contains(j, `"lgr-id":"00000100","role":"server","link-id":1,"link-state":"activating"`) {
 		t.Errorf("-j: %s", j)
 	}
-	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
+	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     -                        lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
 		t.Errorf("line: %s", l)
 	}
 	var back rdma.Event

@@ -1,8 +1,10 @@
 package tracer
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -37,5 +39,22 @@ func TestExistingEventOwnedByAThreadNamesItsProcess(t *testing.T) {
 	kern := rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 1, Has: rdma.HasLQPN, Owner: rdma.Owner{KernName: "ib_core"}}
 	if e := ExistingEvent(&kern, time.Unix(1, 0), x); e.Has(rdma.EvHasOwner) || e.Owner != (rdma.Owner{KernName: "ib_core"}) {
 		t.Errorf("kernel object's event owner %+v, flags %#x", e.Owner, e.Flags)
+	}
+}
+
+// An exists event is the dumped resource itself: every attribute and its
+// presence as netlink gave them, no copy that could drop one.
+func TestExistingEventCarriesTheDumpedResource(t *testing.T) {
+	x := enrich.New(enrich.Options{ProcRoot: t.TempDir(), CgroupRoot: t.TempDir()})
+	cm := rdma.Resource{Type: rdma.ResCMID, DevName: "siw0", DevIndex: 3, Port: 1, CMIDN: 9, CMState: rdma.CMListen, PS: rdma.PSTCP,
+		Src: netip.MustParseAddrPort("10.99.1.1:7400"), Has: rdma.HasPort | rdma.HasCMIDN | rdma.HasState | rdma.HasPS | rdma.HasSrcAddr,
+		Owner: rdma.Owner{KernName: "rdma_cm"}}
+	e := ExistingEvent(&cm, time.Unix(1, 0), x)
+	want := cm
+	if !reflect.DeepEqual(e.Resource, want) {
+		t.Errorf("event's resource\n %+v\nwant\n %+v", e.Resource, want)
+	}
+	if e.ID != 9 || e.State() != uint8(rdma.CMListen) || !e.Given(rdma.HasPort|rdma.HasState|rdma.HasSrcAddr) || e.Given(rdma.HasDstAddr) {
+		t.Errorf("event %+v: want id 9, LISTEN, port, state and source but no destination", e)
 	}
 }

@@ -2,7 +2,6 @@ package rdma
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 )
@@ -79,17 +78,16 @@ func ParseEventKind(s string) ([]EventKind, error) {
 // EventFlag says which optional fields of an Event are set.
 type EventFlag uint16
 
+// What the event says of its resource is the resource's own presence
+// (Resource.Has, read with Given): HasPort, HasLQPN (with the QP type),
+// HasState, HasSrcAddr (with the port space; Dst when valid).
 const (
 	EvHasRes EventFlag = 1 << iota
 	EvHasDev
 	EvHasOwner
-	EvHasState
 	EvHasPrevState
-	EvHasQP
 	EvHasCM
-	EvHasAddr
-	EvUser    // a user-space object
-	EvHasPort // Port is set (QPs and CM_IDs bound to a port)
+	EvUser // a user-space object
 	// EvActorExiting: the acting task was exiting. A destroy with it is
 	// the kernel's cleanup at process exit, not one the program asked for.
 	EvActorExiting
@@ -114,28 +112,28 @@ func (e *Event) Cleanup() string {
 	return ""
 }
 
-// Event is one thing that happened, as the tracer saw it.
+// Event is one thing that happened, as the tracer saw it: the resource it
+// is about (Resource, with what a netlink dump would say of it) and the
+// parts of its kind (PortBusy, OffCPU, SMC), each set only for its kinds.
 type Event struct {
 	Mono  uint64    // CLOCK_MONOTONIC, ns
 	Time  time.Time // wall clock
 	Kind  EventKind
 	Flags EventFlag
 
-	Res      ResType
-	DevIndex uint32
-	DevName  string
-	Port     uint32
-	ID       uint32 // restrack id (cm-idn, cqn, pdn, ...); 0 before the kernel assigns it
-	LQPN     uint32
-	QPType   QPType
-	// State and PrevState are a QPState for QPs and a CMState for CM_IDs.
-	State, PrevState uint8
-	CMEvent          CMEvent
-	Status           int32
-	PS               PortSpace
-	Src, Dst         netip.AddrPort
+	// Resource is the object the event is about: its type (EvHasRes),
+	// device (EvHasDev), owner (EvHasOwner; Owner.KernName for kernel
+	// objects), and with their presence bits in Resource.Has its port,
+	// QP number and type, rdma_cm port space and addresses, and state
+	// (QPState or CMState by Type). Event.Has reads the event's flags;
+	// the resource's bits are e.Resource.Has, read with e.Given.
+	Resource
+	ID uint32 // restrack id (cm-idn, cqn, pdn, ...); 0 before the kernel assigns it
+	// PrevState is the QPState or CMState before a modify (EvHasPrevState).
+	PrevState uint8
+	CMEvent   CMEvent
+	Status    int32
 
-	Owner  Owner  // who holds the resource
 	Actor  Owner  // the task that was running (may be a kworker)
 	Cgroup uint64 // the actor's cgroup v2 id
 	// OwnerCgroup is the cgroup v2 id of the owner task (res->task) when
@@ -143,25 +141,38 @@ type Event struct {
 	OwnerCgroup uint64
 	Obj         uint64 // kernel address of the object: identity across its events
 
-	// Spans and off-CPU spells (EvSpan, EvOffCPU).
-	Func string // EvSpan: the kernel function
-	Dur  uint64 // ns (EvHasDur)
+	Func string // EvSpan: the kernel function; EvPortBusy: the operation (rdma_listen, rdma_connect, bind)
+	Dur  uint64 // ns (EvHasDur): a span's or an off-CPU spell's length
 	Size uint64 // bytes (EvHasSize)
-	Wait uint64 // EvOffCPU: ns from its wakeup to running again (0: unknown)
-	Next Owner  // EvOffCPU: the task that ran in its place (tid and comm; tid 0 is the idle task): the longest runner of a spell preempted and resumed on one CPU that no sibling's spell was counting on, else the first
 
-	// Holders are who held the port of an EvPortBusy when it was
-	// reported ("rping[172] iwarp LISTEN 10.99.1.1:7400"); nil when not
-	// looked up (a recording, a port freed since).
-	Holders []string
-	// Suppressed is how many like EvPortBusy events (the same port,
-	// process and operation) the kernel's rate limit held back since the
-	// last one shown.
-	Suppressed uint32
+	PortBusy // EvPortBusy
+	OffCPU   // EvOffCPU
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
 	SMC SMCLink
+}
+
+// PortBusy is what an EvPortBusy event says beyond the operation (Func)
+// and the address (Src).
+type PortBusy struct {
+	// Holders are who held the port when it was reported ("rping[172]
+	// iwarp LISTEN 10.99.1.1:7400"); nil when not looked up (a recording,
+	// a port freed since).
+	Holders []string
+	// Suppressed is how many like events (the same port, process and
+	// operation) the kernel's rate limit held back since the last one shown.
+	Suppressed uint32
+}
+
+// OffCPU is what an EvOffCPU spell says beyond its start (Mono) and length
+// (Dur); EvPreempted says whether the thread was runnable when it left.
+type OffCPU struct {
+	Wait uint64 // ns from its wakeup to running again (0: unknown)
+	// Next is the task that ran in its place (tid and comm; tid 0 is the
+	// idle task): the longest runner of a spell preempted and resumed on
+	// one CPU that no sibling's spell was counting on, else the first.
+	Next Owner
 }
 
 // SMCLink is an SMC-R link as its events carry it: which link of which
@@ -194,12 +205,30 @@ func (e *Event) Has(f EventFlag) bool { return e.Flags&f == f }
 
 // StateName names State (or PrevState with prev) for the event's resource type.
 func (e *Event) StateName(prev bool) string {
-	s := e.State
+	s := e.State()
 	if prev {
 		s = e.PrevState
 	}
-	if e.Res == ResCMID {
+	if e.Type == ResCMID {
 		return CMState(s).String()
 	}
 	return QPState(s).String()
+}
+
+// State is the resource's QPState or CMState (by Type) as a number.
+func (e *Event) State() uint8 {
+	if e.Type == ResCMID {
+		return uint8(e.CMState)
+	}
+	return uint8(e.QPState)
+}
+
+// SetState sets QPState or CMState (by Type) and its presence bit.
+func (e *Event) SetState(s uint8) {
+	if e.Type == ResCMID {
+		e.CMState = CMState(s)
+	} else {
+		e.QPState = QPState(s)
+	}
+	e.Resource.Has |= HasState
 }

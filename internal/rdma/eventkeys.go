@@ -28,15 +28,15 @@ type EventKey struct {
 // when a recording is read back.
 var EventKeys = []EventKey{
 	{"time", ValString}, {"event", ValString}, {"func", ValString}, {"res", ValString},
-	{"ifname", ValString}, {"port", ValUint32}, {"id", ValUint32}, {"lqpn", ValUint32},
-	{"type", ValString}, {"state", ValString}, {"prev-state", ValString}, {"cm-event", ValString},
-	{"status", ValInt32}, {"status-name", ValString}, {"ps", ValString},
-	{"src-addr", ValString}, {"dst-addr", ValString},
+	{KeyIfname.Name, ValString}, {KeyPort.Name, ValUint32}, {"id", ValUint32}, {KeyLQPN.Name, ValUint32},
+	{KeyType.Name, ValString}, {KeyState.Name, ValString}, {"prev-state", ValString}, {"cm-event", ValString},
+	{"status", ValInt32}, {"status-name", ValString}, {KeyPS.Name, ValString},
+	{KeySrcAddr.Name, ValString}, {KeyDstAddr.Name, ValString},
 	// The owner, and where it ran (formats.AppendPlace's keys).
-	{"pid", ValUint32}, {"tgid", ValUint32}, {"comm", ValString}, {"cgroup-id", ValUint64},
+	{KeyPID.Name, ValUint32}, {"tgid", ValUint32}, {KeyComm.Name, ValString}, {"cgroup-id", ValUint64},
 	{"cgroup", ValString}, {"runtime", ValString}, {"container-id", ValString}, {"pod-uid", ValString},
 	{"pidns-pid", ValUint32}, {"netns", ValUint64},
-	{"kern-name", ValString}, {"actor-pid", ValUint32}, {"actor-comm", ValString}, {"cleanup", ValString},
+	{"actor-pid", ValUint32}, {"actor-comm", ValString}, {"cleanup", ValString},
 	// Spans and off-CPU spells; an MR's size.
 	{"dur-us", ValMicros}, {"size", ValUint64},
 	// Port conflicts and SMC fallbacks.
@@ -47,6 +47,11 @@ var EventKeys = []EventKey{
 	// Off-CPU spells.
 	{"wait-us", ValMicros}, {"preempted", ValBool}, {"next-pid", ValUint32}, {"next-comm", ValString},
 }
+
+// OldEventKeys are keys that recordings of earlier versions have and the
+// reader still takes, but nothing writes any more: kern-name, a kernel
+// owner's module, is comm without pid now (as iproute2's rdma -j res).
+var OldEventKeys = []EventKey{{"kern-name", ValString}}
 
 // EventKeyNamed finds a key of the table by its exact name.
 func EventKeyNamed(name string) (EventKey, bool) {

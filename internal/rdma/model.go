@@ -179,6 +179,9 @@ type Resource struct {
 // KV is a named string value.
 type KV struct{ Key, Value string }
 
+// Given reports whether the source gave all of f.
+func (r *Resource) Given(f Field) bool { return r.Has&f == f }
+
 // ID is the number that names the resource within its device and type:
 // lqpn for QPs, the restrack id for the rest.
 func (r *Resource) ID() uint32 {

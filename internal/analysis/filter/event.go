@@ -103,7 +103,7 @@ func (f *Events) Match(e *rdma.Event) bool {
 	if len(f.devs) > 0 && !f.devs[e.DevName] {
 		return false
 	}
-	if len(f.res) > 0 && !(e.Has(rdma.EvHasRes) && f.res[e.Res]) {
+	if len(f.res) > 0 && !(e.Has(rdma.EvHasRes) && f.res[e.Type]) {
 		return false
 	}
 	if len(f.kinds) > 0 && !f.kinds[e.Kind] {

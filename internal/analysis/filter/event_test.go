@@ -10,9 +10,8 @@ import (
 // trace's filters take iproute2's words, with the values `res` takes.
 func TestEventFilterTakesIproute2Words(t *testing.T) {
 	rping := rdma.Event{Kind: rdma.EvCreate, Flags: rdma.EvHasRes | rdma.EvHasOwner | rdma.EvUser | rdma.EvHasDev,
-		Res: rdma.ResQP, DevName: "rxe0", Owner: rdma.Owner{PID: 1234, TID: 1235, Comm: "rping"}}
-	srpt := rdma.Event{Kind: rdma.EvDestroy, Flags: rdma.EvHasRes | rdma.EvHasDev, Res: rdma.ResCQ, DevName: "rxe1",
-		Owner: rdma.Owner{KernName: "ib_srpt"}}
+		Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", Owner: rdma.Owner{PID: 1234, TID: 1235, Comm: "rping"}}}
+	srpt := rdma.Event{Kind: rdma.EvDestroy, Flags: rdma.EvHasRes | rdma.EvHasDev, Resource: rdma.Resource{Type: rdma.ResCQ, DevName: "rxe1", Owner: rdma.Owner{KernName: "ib_srpt"}}}
 	for _, tc := range []struct {
 		words         string
 		rping, srptOK bool

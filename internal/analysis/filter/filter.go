@@ -6,6 +6,7 @@ package filter
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,12 +54,20 @@ type key struct {
 
 func has(r *rdma.Resource, f rdma.Field) bool { return r.Has&f != 0 }
 
-func numKey(name string, f rdma.Field, get func(r *rdma.Resource) uint64) *key {
-	return &key{name: name, num: func(r *rdma.Resource) (uint64, bool) { return get(r), has(r, f) }}
+// numKey and strKey make a filter key of rdma's table of iproute2 keys:
+// its name, presence bit and value.
+func numKey(k *rdma.ResKey) *key {
+	return &key{name: k.Name, num: func(r *rdma.Resource) (uint64, bool) { return k.Num(r), k.Present(r) }}
 }
 
-func enumKey(name string, f rdma.Field, get func(r *rdma.Resource) string, valid func(string) error) *key {
-	return &key{name: name, str: func(r *rdma.Resource) (string, bool) { return get(r), has(r, f) }, valid: valid}
+func strKey(k *rdma.ResKey) *key {
+	return &key{name: k.Name, str: func(r *rdma.Resource) (string, bool) { return k.Str(r), k.Present(r) }}
+}
+
+func enumKey(k *rdma.ResKey, valid func(string) error) *key {
+	fk := strKey(k)
+	fk.valid = valid
+	return fk
 }
 
 func validator[T any](parse func(string) (T, error)) func(string) error {
@@ -68,58 +77,55 @@ func validator[T any](parse func(string) (T, error)) func(string) error {
 var (
 	keyDev  = &key{name: "dev", str: func(r *rdma.Resource) (string, bool) { return r.DevName, true }}
 	keyLink = &key{name: "link", isLink: true}
-	keyPID  = numKey("pid", rdma.HasPID, func(r *rdma.Resource) uint64 { return uint64(r.Owner.PID) })
-	keyComm = &key{name: "comm", str: func(r *rdma.Resource) (string, bool) {
-		if r.Owner.KernName != "" {
-			return r.Owner.KernName, true
-		}
-		return r.Owner.Comm, r.Owner.Comm != ""
+	keyPID  = numKey(&rdma.KeyPID)
+	keyComm = &key{name: rdma.KeyComm.Name, str: func(r *rdma.Resource) (string, bool) {
+		c := rdma.KeyComm.Str(r)
+		return c, c != ""
 	}}
-	keyLQPN  = numKey("lqpn", rdma.HasLQPN, func(r *rdma.Resource) uint64 { return uint64(r.LQPN) })
-	keyPDN   = numKey("pdn", rdma.HasPDN, func(r *rdma.Resource) uint64 { return uint64(r.PDN) })
-	keyCQN   = numKey("cqn", rdma.HasCQN, func(r *rdma.Resource) uint64 { return uint64(r.CQN) })
-	keyCTXN  = numKey("ctxn", rdma.HasCTXN, func(r *rdma.Resource) uint64 { return uint64(r.CTXN) })
-	keyUsers = numKey("users", rdma.HasUsers, func(r *rdma.Resource) uint64 { return r.Users })
+	keyLQPN  = numKey(&rdma.KeyLQPN)
+	keyPDN   = numKey(&rdma.KeyPDN)
+	keyCQN   = numKey(&rdma.KeyCQN)
+	keyCTXN  = numKey(&rdma.KeyCTXN)
+	keyUsers = numKey(&rdma.KeyUsers)
 )
+
+// addrKey is src-addr or dst-addr, compared as addresses; portKey their port.
+func addrKey(k *rdma.ResKey, get func(r *rdma.Resource) netip.AddrPort) *key {
+	return &key{name: k.Name, addr: true, valid: validAddr,
+		str: func(r *rdma.Resource) (string, bool) { return get(r).Addr().String(), k.Present(r) }}
+}
+
+func portKey(name string, k *rdma.ResKey, get func(r *rdma.Resource) netip.AddrPort) *key {
+	return &key{name: name, num: func(r *rdma.Resource) (uint64, bool) { return uint64(get(r).Port()), k.Present(r) }}
+}
 
 // Keys for each resource type: iproute2 6.1's lists, plus dev/link and comm
 // everywhere.
 var keysByType = map[rdma.ResType][]*key{
-	rdma.ResQP: {keyLink, keyDev, keyLQPN,
-		numKey("rqpn", rdma.HasRQPN, func(r *rdma.Resource) uint64 { return uint64(r.RQPN) }),
-		keyPID, keyComm,
-		numKey("sq-psn", rdma.HasSQPSN, func(r *rdma.Resource) uint64 { return uint64(r.SQPSN) }),
-		numKey("rq-psn", rdma.HasRQPSN, func(r *rdma.Resource) uint64 { return uint64(r.RQPSN) }),
-		enumKey("type", rdma.HasQPType, func(r *rdma.Resource) string { return r.QPType.String() }, validator(rdma.ParseQPType)),
-		enumKey("path-mig-state", rdma.HasPathMig, func(r *rdma.Resource) string { return r.PathMig.String() }, validator(rdma.ParsePathMigState)),
-		enumKey("state", rdma.HasState, func(r *rdma.Resource) string { return r.QPState.String() }, validator(rdma.ParseQPState)),
+	rdma.ResQP: {keyLink, keyDev, keyLQPN, numKey(&rdma.KeyRQPN), keyPID, keyComm,
+		numKey(&rdma.KeySQPSN), numKey(&rdma.KeyRQPSN),
+		enumKey(&rdma.KeyType, validator(rdma.ParseQPType)),
+		enumKey(&rdma.KeyPathMig, validator(rdma.ParsePathMigState)),
+		enumKey(&rdma.KeyState, validator(rdma.ParseQPState)),
 		keyPDN},
 	rdma.ResCMID: {keyLink, keyDev, keyLQPN,
-		enumKey("qp-type", rdma.HasQPType, func(r *rdma.Resource) string { return r.QPType.String() }, validator(rdma.ParseQPType)),
-		enumKey("state", rdma.HasState, func(r *rdma.Resource) string { return r.CMState.String() }, validator(rdma.ParseCMState)),
-		enumKey("ps", rdma.HasPS, func(r *rdma.Resource) string { return r.PS.String() }, validator(rdma.ParsePortSpace)),
-		{name: "dev-type", str: func(r *rdma.Resource) (string, bool) { return r.DevType, r.DevType != "" }},
+		enumKey(&rdma.KeyQPType, validator(rdma.ParseQPType)),
+		enumKey(&rdma.KeyState, validator(rdma.ParseCMState)),
+		enumKey(&rdma.KeyPS, validator(rdma.ParsePortSpace)),
+		{name: rdma.KeyDevType.Name, str: func(r *rdma.Resource) (string, bool) { return r.DevType, r.DevType != "" }},
 		keyPID, keyComm,
-		{name: "src-addr", addr: true, str: func(r *rdma.Resource) (string, bool) { return r.Src.Addr().String(), has(r, rdma.HasSrcAddr) }, valid: validAddr},
-		numKey("src-port", rdma.HasSrcAddr, func(r *rdma.Resource) uint64 { return uint64(r.Src.Port()) }),
-		{name: "dst-addr", addr: true, str: func(r *rdma.Resource) (string, bool) { return r.Dst.Addr().String(), has(r, rdma.HasDstAddr) }, valid: validAddr},
-		numKey("dst-port", rdma.HasDstAddr, func(r *rdma.Resource) uint64 { return uint64(r.Dst.Port()) }),
-		numKey("cm-idn", rdma.HasCMIDN, func(r *rdma.Resource) uint64 { return uint64(r.CMIDN) })},
-	rdma.ResCQ: {keyDev, keyUsers,
-		enumKey("poll-ctx", rdma.HasPollCtx, func(r *rdma.Resource) string { return r.PollCtx.String() }, validator(rdma.ParsePollCtx)),
-		keyPID, keyComm, keyCQN, keyCTXN},
-	rdma.ResMR: {keyDev,
-		numKey("rkey", rdma.HasRKey, func(r *rdma.Resource) uint64 { return uint64(r.RKey) }),
-		numKey("lkey", rdma.HasLKey, func(r *rdma.Resource) uint64 { return uint64(r.LKey) }),
-		numKey("mrlen", rdma.HasMRLen, func(r *rdma.Resource) uint64 { return r.MRLen }),
-		keyPID, keyComm,
-		numKey("mrn", rdma.HasMRN, func(r *rdma.Resource) uint64 { return uint64(r.MRN) }),
-		keyPDN},
+		addrKey(&rdma.KeySrcAddr, func(r *rdma.Resource) netip.AddrPort { return r.Src }),
+		portKey("src-port", &rdma.KeySrcAddr, func(r *rdma.Resource) netip.AddrPort { return r.Src }),
+		addrKey(&rdma.KeyDstAddr, func(r *rdma.Resource) netip.AddrPort { return r.Dst }),
+		portKey("dst-port", &rdma.KeyDstAddr, func(r *rdma.Resource) netip.AddrPort { return r.Dst }),
+		numKey(&rdma.KeyCMIDN)},
+	rdma.ResCQ: {keyDev, keyUsers, enumKey(&rdma.KeyPollCtx, validator(rdma.ParsePollCtx)), keyPID, keyComm, keyCQN, keyCTXN},
+	rdma.ResMR: {keyDev, numKey(&rdma.KeyRKey), numKey(&rdma.KeyLKey), numKey(&rdma.KeyMRLen), keyPID, keyComm,
+		numKey(&rdma.KeyMRN), keyPDN},
 	rdma.ResPD:  {keyDev, keyUsers, keyPID, keyComm, keyCTXN, keyPDN},
 	rdma.ResCTX: {keyDev, keyPID, keyComm, keyCTXN},
-	rdma.ResSRQ: {keyDev, keyPID, keyComm,
-		numKey("srqn", rdma.HasSRQN, func(r *rdma.Resource) uint64 { return uint64(r.SRQN) }),
-		enumKey("type", rdma.HasSRQType, func(r *rdma.Resource) string { return r.SRQType.String() }, validator(rdma.ParseSRQType)),
+	rdma.ResSRQ: {keyDev, keyPID, keyComm, numKey(&rdma.KeySRQN),
+		enumKey(&rdma.KeyType, validator(rdma.ParseSRQType)),
 		keyPDN, keyCQN, keyLQPN},
 }
 
@@ -192,7 +198,7 @@ func ParseArgs(t rdma.ResType, words []string) (*Filter, error) {
 	return f, nil
 }
 
-var srqLQPNKey = &key{name: "lqpn"}
+var srqLQPNKey = &key{name: rdma.KeyLQPN.Name}
 
 func parseTerm(k *key, value string) (term, error) {
 	tm := term{key: k}

@@ -47,7 +47,7 @@ func TestPlaceKeys(t *testing.T) {
 		if err != nil {
 			t.Fatalf("events %s: %v", tc.expr, err)
 		}
-		e := rdma.Event{Res: rdma.ResQP, Flags: rdma.EvHasRes | rdma.EvHasOwner, Owner: r.Owner}
+		e := rdma.Event{Resource: rdma.Resource{Type: rdma.ResQP, Owner: r.Owner}, Flags: rdma.EvHasRes | rdma.EvHasOwner}
 		if got := ef.Match(&e); got != tc.want {
 			t.Errorf("trace %s on %+v: %v, want %v", tc.expr, tc.place, got, tc.want)
 		}

@@ -67,7 +67,7 @@ func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 
 func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
 	f := &rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
-	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Res == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
+	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Type == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
 		l.State = "" // the link's state when it was made, not now
 		f.Res.SMC = l
 	}
@@ -84,7 +84,7 @@ func (w *Watcher) Handle(e *rdma.Event) {
 		w.endUnregister(e)
 		return
 	case rdma.EvSMCLinkCreate:
-		if e.Has(rdma.EvHasQP) && e.Status == 0 && e.SMC.HasLGR {
+		if e.Given(rdma.HasLQPN) && e.Status == 0 && e.SMC.HasLGR {
 			if w.smcLinks == nil {
 				w.smcLinks = map[smcQP]rdma.SMCLink{}
 			}
@@ -162,7 +162,7 @@ func (w *Watcher) Tick(now time.Time) {
 		}
 		sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 		base := rdma.Finding{Report: rdma.LeakWaiting, Time: now, Blocked: now.Sub(u.dev.Time), By: u.dev.Actor}
-		base.Res = rdma.Event{Kind: rdma.EvDevUnregister, DevIndex: idx, DevName: u.dev.DevName, Flags: rdma.EvHasDev}
+		base.Res = rdma.Event{Kind: rdma.EvDevUnregister, Resource: rdma.Resource{DevIndex: idx, DevName: u.dev.DevName}, Flags: rdma.EvHasDev}
 		if len(pids) == 0 {
 			f := base // waiting, but not for a process rdmatrace knows
 			w.emit(&f)

@@ -36,7 +36,7 @@ func (sc *script) events() []rdma.Event {
 func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 
 func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint32, pid uint32, comm string) *rdma.Event {
-	e := rdma.Event{Kind: kind, Res: res, ID: id, DevIndex: 1, DevName: "rxe0", Time: at(s),
+	e := rdma.Event{Kind: kind, Resource: rdma.Resource{Type: res, DevIndex: 1, DevName: "rxe0"}, ID: id, Time: at(s),
 		Mono: uint64(s * 1e9), Flags: rdma.EvHasRes | rdma.EvHasDev}
 	if pid != 0 {
 		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
@@ -48,7 +48,7 @@ func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint3
 	}
 	if res == rdma.ResQP {
 		e.LQPN, e.QPType, e.ID = id, rdma.QPTypeRC, 0
-		e.Flags |= rdma.EvHasQP
+		e.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 		if pid == 0 {
 			e.QPType, e.Port = rdma.QPTypeGSI, 1
 		}
@@ -58,7 +58,7 @@ func (sc *script) res(s float64, kind rdma.EventKind, res rdma.ResType, id uint3
 }
 
 func (sc *script) dev(s float64, kind rdma.EventKind) {
-	sc.evs = append(sc.evs, &rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Time: at(s), Mono: uint64(s * 1e9),
+	sc.evs = append(sc.evs, &rdma.Event{Kind: kind, Resource: rdma.Resource{DevIndex: 1, DevName: "rxe0"}, Time: at(s), Mono: uint64(s * 1e9),
 		Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, TID: 224, Comm: "rdma"}})
 }
 
@@ -142,7 +142,7 @@ func render(t *testing.T, fs []rdma.Finding) (ndjson, human []byte) {
 func TestBlockedUnregister(t *testing.T) {
 	var sc script
 	gsi := sc.res(0, rdma.EvExists, rdma.ResQP, 1, 0, "ib_core")
-	gsi.Mono, gsi.Flags = 0, gsi.Flags|rdma.EvHasPort|rdma.EvHasState
+	gsi.Mono, gsi.Resource.Has = 0, gsi.Resource.Has|rdma.HasPort|rdma.HasState
 	sc.res(0, rdma.EvExists, rdma.ResPD, 1, 0, "leakmod").Mono = 0
 	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 203, "rping")
 	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 203, "rping")
@@ -150,7 +150,7 @@ func TestBlockedUnregister(t *testing.T) {
 	sc.res(2, rdma.EvCreate, rdma.ResCTX, 2, 207, "rping")
 	sc.res(2.1, rdma.EvCreate, rdma.ResQP, 19, 207, "rping")
 	m := sc.res(2.2, rdma.EvModify, rdma.ResQP, 19, 207, "rping")
-	m.State, m.Flags = uint8(rdma.QPStateRTS), m.Flags|rdma.EvHasState
+	m.SetState(uint8(rdma.QPStateRTS))
 	// Two CPUs: the MR's destroy arrives before its create.
 	sc.res(2.4, rdma.EvDestroy, rdma.ResMR, 8, 207, "rping")
 	sc.res(2.39, rdma.EvCreate, rdma.ResMR, 8, 207, "rping")
@@ -166,7 +166,7 @@ func TestBlockedUnregister(t *testing.T) {
 	} {
 		e.Flags |= rdma.EvActorExiting
 	}
-	sc.res(27.1, rdma.EvDestroy, rdma.ResQP, 1, 0, "ib_core").Flags |= rdma.EvHasPort
+	sc.res(27.1, rdma.EvDestroy, rdma.ResQP, 1, 0, "ib_core").Resource.Has |= rdma.HasPort
 	sc.evs[len(sc.evs)-1].QPType, sc.evs[len(sc.evs)-1].Port = rdma.QPTypeGSI, 1
 	sc.dev(27.2, rdma.EvDevUnregistered)
 
@@ -319,13 +319,13 @@ func TestProgramCgroupDecidesAlone(t *testing.T) {
 func TestPortBusy(t *testing.T) {
 	busy := func(s float64, pid uint32, comm, fn, src string, holders []string) rdma.Event {
 		e := rdma.Event{Kind: rdma.EvPortBusy, Func: fn, Time: at(s), Mono: uint64(s * 1e9), Status: -98,
-			Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP, Holders: holders, Flags: rdma.EvHasOwner | rdma.EvUser | rdma.EvHasAddr}
+			Resource: rdma.Resource{Has: rdma.HasSrcAddr | rdma.HasPS, Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP}, PortBusy: rdma.PortBusy{Holders: holders}, Flags: rdma.EvHasOwner | rdma.EvUser}
 		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
 		e.Actor = e.Owner
 		return e
 	}
 	listen := busy(1, 300, "rping", "rdma_listen", "10.99.1.1:7400", []string{"app[200] tcp LISTEN 10.99.1.1:7400"})
-	listen.Res, listen.ID, listen.DevName, listen.DevIndex = rdma.ResCMID, 2, "siw0", 2
+	listen.Type, listen.ID, listen.DevName, listen.DevIndex = rdma.ResCMID, 2, "siw0", 2
 	listen.Flags |= rdma.EvHasRes | rdma.EvHasDev
 	evs := []rdma.Event{
 		listen,
@@ -355,8 +355,7 @@ func TestPortBusy(t *testing.T) {
 func TestSMCQPsAreNamedByTheirLink(t *testing.T) {
 	sc := &script{}
 	link := func(s float64, kind rdma.EventKind, lqpn, lgr uint32, role string) {
-		sc.evs = append(sc.evs, &rdma.Event{Kind: kind, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: lqpn, QPType: rdma.QPTypeRC,
-			Time: at(s), Mono: uint64(s * 1e9), Flags: rdma.EvHasDev | rdma.EvHasPort | rdma.EvHasQP,
+		sc.evs = append(sc.evs, &rdma.Event{Kind: kind, Resource: rdma.Resource{Has: rdma.HasPort | rdma.HasLQPN | rdma.HasQPType, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: lqpn, QPType: rdma.QPTypeRC}, Time: at(s), Mono: uint64(s * 1e9), Flags: rdma.EvHasDev,
 			SMC: rdma.SMCLink{LGR: lgr, Role: role, ID: 1, State: "activating", HasLGR: true}, Actor: rdma.Owner{PID: 130, TID: 130, Comm: "e2e.test"}})
 	}
 	for i, q := range []uint32{17, 18, 19} {

@@ -199,14 +199,14 @@ func (w *wanted) keeps(f *rdma.Finding) bool {
 			return true
 		}
 		owner := reportOwner(f.Res.Owner)
-		return w.named[namedKey{f.Res.DevName, f.Res.Res, owner}] || w.named[namedKey{"", f.Res.Res, owner}]
+		return w.named[namedKey{f.Res.DevName, f.Res.Type, owner}] || w.named[namedKey{"", f.Res.Type, owner}]
 	}
 	return false
 }
 
 // namesFinding reports whether a named report is about the resource of f.
 func namesFinding(r *rdma.KernelReport, f *rdma.Finding) bool {
-	return (r.Device == "" || f.Res.DevName == r.Device) && f.Res.Res == r.Res &&
+	return (r.Device == "" || f.Res.DevName == r.Device) && f.Res.Type == r.Res &&
 		reportOwner(f.Res.Owner) == reportOwner(r.Owner)
 }
 

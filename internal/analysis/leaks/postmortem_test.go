@@ -103,7 +103,7 @@ func TestPostMortemJoinsEachReportWithWhatTheRecordingSays(t *testing.T) {
 	for _, x := range pm.Join() {
 		line := fmt.Sprintf("%d:", x.Report.Line)
 		for _, f := range x.Findings {
-			line += fmt.Sprintf(" %s/%s", f.Report, f.Res.Res)
+			line += fmt.Sprintf(" %s/%s", f.Report, f.Res.Type)
 		}
 		if x.SameAs != "" {
 			line += " same-as " + x.SameAs

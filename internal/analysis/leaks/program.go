@@ -92,7 +92,7 @@ func (p *program) removed(w *Watcher, ent *restable.Entry, e *rdma.Event) {
 		return
 	}
 	delete(p.created, ent.Key)
-	if c := e.Cleanup(); c != "" && ent.Res.Res != rdma.ResCTX {
+	if c := e.Cleanup(); c != "" && ent.Res.Type != rdma.ResCTX {
 		f := &rdma.Finding{Report: rdma.LeakExitCleanup, Time: e.Time, Res: ent.Res, Age: e.Time.Sub(ent.Created)}
 		f.Res.Flags |= e.Flags & (rdma.EvActorExiting | rdma.EvFileClose)
 		f.Res.Actor = e.Actor

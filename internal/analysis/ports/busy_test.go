@@ -19,7 +19,7 @@ func TestHolderDumpsAreRateLimited(t *testing.T) {
 	h := &HolderLookup{reuse: time.Second, least: 100 * time.Millisecond, now: func() time.Time { return now },
 		gather: func() (Input, error) { return Input{Sockets: held}, nil }}
 	busy := func(port uint16) *rdma.Event {
-		return &rdma.Event{Kind: rdma.EvPortBusy, Src: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), port)}
+		return &rdma.Event{Kind: rdma.EvPortBusy, Resource: rdma.Resource{Src: netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), port)}}
 	}
 	for range 1000 { // a thousand failures within 0.5 s
 		if h := h.Names(busy(7400)); len(h) != 1 {

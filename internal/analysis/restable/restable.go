@@ -28,8 +28,8 @@ func KeyOf(e *rdma.Event) (Key, bool) {
 		return Key{Res: rdma.ResCMID, Num: e.Obj}, e.Obj != 0
 	case !e.Has(rdma.EvHasRes) || !e.Has(rdma.EvHasDev):
 		return Key{}, false
-	case e.Res == rdma.ResQP:
-		if !e.Has(rdma.EvHasQP) {
+	case e.Type == rdma.ResQP:
+		if !e.Given(rdma.HasLQPN) {
 			return Key{}, false
 		}
 		num := uint64(e.LQPN)
@@ -38,7 +38,7 @@ func KeyOf(e *rdma.Event) (Key, bool) {
 		}
 		return Key{Dev: e.DevIndex, Res: rdma.ResQP, Num: num}, true
 	}
-	return Key{Dev: e.DevIndex, Res: e.Res, Num: uint64(e.ID)}, true
+	return Key{Dev: e.DevIndex, Res: e.Type, Num: uint64(e.ID)}, true
 }
 
 // Entry is a live resource. Res holds what the tracer knows of it (device,
@@ -100,7 +100,7 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 	old := t.entries[k]
 	switch e.Kind {
 	case rdma.EvCreate, rdma.EvExists, rdma.EvCMIDCreate:
-		if e.Kind == rdma.EvCreate && e.Res == rdma.ResCMID {
+		if e.Kind == rdma.EvCreate && e.Type == rdma.ResCMID {
 			// The ID was known unbound, by address: it is bound now.
 			delete(t.entries, Key{Res: rdma.ResCMID, Num: e.Obj})
 		}
@@ -138,18 +138,18 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 		old.Destroying = e.Kind == rdma.EvDestroyBegin
 		return OpUpdated, old
 	case rdma.EvModify:
-		if old == nil || !e.Has(rdma.EvHasState) {
+		if old == nil || !e.Given(rdma.HasState) {
 			return OpNone, old
 		}
-		old.Res.State, old.Res.Flags = e.State, old.Res.Flags|rdma.EvHasState
+		old.Res.SetState(e.State())
 		return OpUpdated, old
 	}
-	if old != nil && e.Res == rdma.ResCMID && e.Has(rdma.EvHasState) {
+	if old != nil && e.Type == rdma.ResCMID && e.Given(rdma.HasState) {
 		// rdma_cma tracepoints carry the ID's current state.
-		old.Res.State = e.State
-		if e.Has(rdma.EvHasAddr) {
+		old.Res.SetState(e.State())
+		if e.Given(rdma.HasSrcAddr) {
 			old.Res.Src, old.Res.Dst, old.Res.PS = e.Src, e.Dst, e.PS
-			old.Res.Flags |= rdma.EvHasAddr
+			old.Res.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 		}
 		return OpUpdated, old
 	}
@@ -192,8 +192,8 @@ func Sort(es []*Entry) {
 		if a.Res.DevName != b.Res.DevName {
 			return a.Res.DevName < b.Res.DevName
 		}
-		if a.Res.Res != b.Res.Res {
-			return a.Res.Res < b.Res.Res
+		if a.Res.Type != b.Res.Type {
+			return a.Res.Type < b.Res.Type
 		}
 		return a.Num < b.Num
 	})

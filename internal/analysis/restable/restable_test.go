@@ -12,16 +12,14 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // ev builds a resource event at ms milliseconds.
 func ev(kind rdma.EventKind, res rdma.ResType, id uint32, ms int) rdma.Event {
-	e := rdma.Event{Kind: kind, Res: res, ID: id, DevIndex: 1, DevName: "rxe0",
-		Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser,
-		Owner: rdma.Owner{PID: 100, TID: 100, Comm: "rping"},
-		Mono:  uint64(ms) * uint64(time.Millisecond), Time: t0.Add(time.Duration(ms) * time.Millisecond)}
+	e := rdma.Event{Kind: kind, Resource: rdma.Resource{Type: res, DevIndex: 1, DevName: "rxe0", Owner: rdma.Owner{PID: 100, TID: 100, Comm: "rping"}}, ID: id, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser,
+		Mono: uint64(ms) * uint64(time.Millisecond), Time: t0.Add(time.Duration(ms) * time.Millisecond)}
 	if res == rdma.ResQP {
 		e.LQPN, e.QPType, e.ID = id, rdma.QPTypeRC, 0
-		e.Flags |= rdma.EvHasQP
+		e.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
 	}
 	if kind == rdma.EvModify {
-		e.State, e.Flags = uint8(rdma.QPStateInit), e.Flags|rdma.EvHasState
+		e.SetState(uint8(rdma.QPStateInit))
 	}
 	return e
 }
@@ -46,7 +44,7 @@ func TestLifecycle(t *testing.T) {
 	for i, s := range steps {
 		op, _ := tab.Apply(&s.e)
 		if op != s.want || tab.Len() != s.len {
-			t.Errorf("step %d (%v %v): op %v len %d, want op %v len %d", i, s.e.Kind, s.e.Res, op, tab.Len(), s.want, s.len)
+			t.Errorf("step %d (%v %v): op %v len %d, want op %v len %d", i, s.e.Kind, s.e.Type, op, tab.Len(), s.want, s.len)
 		}
 	}
 }
@@ -56,11 +54,11 @@ func TestQPStateAndDestroying(t *testing.T) {
 	c := ev(rdma.EvCreate, rdma.ResQP, 17, 1)
 	tab.Apply(&c)
 	m := ev(rdma.EvModify, rdma.ResQP, 17, 2)
-	m.State, m.Flags = uint8(rdma.QPStateRTS), m.Flags|rdma.EvHasState
+	m.SetState(uint8(rdma.QPStateRTS))
 	tab.Apply(&m)
 	b := ev(rdma.EvDestroyBegin, rdma.ResQP, 17, 3)
 	_, ent := tab.Apply(&b)
-	if ent.Res.State != uint8(rdma.QPStateRTS) || !ent.Destroying || !ent.Created.Equal(c.Time) {
+	if ent.Res.QPState != rdma.QPStateRTS || !ent.Destroying || !ent.Created.Equal(c.Time) {
 		t.Errorf("entry %+v: want state RTS, destroying, created at the create", ent)
 	}
 }
@@ -69,7 +67,7 @@ func TestGSIQPsOfTwoPortsAreTwoResources(t *testing.T) {
 	tab := New(10)
 	for port := uint32(1); port <= 2; port++ {
 		e := ev(rdma.EvCreate, rdma.ResQP, 1, int(port))
-		e.QPType, e.Port, e.Flags = rdma.QPTypeGSI, port, e.Flags|rdma.EvHasPort
+		e.QPType, e.Port, e.Resource.Has = rdma.QPTypeGSI, port, e.Resource.Has|rdma.HasPort
 		if op, _ := tab.Apply(&e); op != OpAdded {
 			t.Fatalf("GSI QP of port %d: %v", port, op)
 		}
@@ -125,7 +123,7 @@ func TestSnapshotThenTracedCreateIsOneResource(t *testing.T) {
 
 func TestUnboundCMIDThenBound(t *testing.T) {
 	tab := New(10)
-	u := rdma.Event{Kind: rdma.EvCMIDCreate, Res: rdma.ResCMID, Obj: 0xffff1, Flags: rdma.EvHasRes | rdma.EvHasOwner}
+	u := rdma.Event{Kind: rdma.EvCMIDCreate, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff1, Flags: rdma.EvHasRes | rdma.EvHasOwner}
 	if op, _ := tab.Apply(&u); op != OpAdded {
 		t.Fatalf("unbound cm_id: %v", op)
 	}
@@ -143,9 +141,9 @@ func TestUnboundCMIDThenBound(t *testing.T) {
 	if op, _ := tab.Apply(&r); op != OpRemoved || tab.Len() != 0 {
 		t.Errorf("restrack del: %v len %d", op, tab.Len())
 	}
-	u2 := rdma.Event{Kind: rdma.EvCMIDCreate, Res: rdma.ResCMID, Obj: 0xffff2}
+	u2 := rdma.Event{Kind: rdma.EvCMIDCreate, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff2}
 	tab.Apply(&u2)
-	d2 := rdma.Event{Kind: rdma.EvCMIDDestroy, Res: rdma.ResCMID, Obj: 0xffff2}
+	d2 := rdma.Event{Kind: rdma.EvCMIDDestroy, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff2}
 	if op, _ := tab.Apply(&d2); op != OpRemoved {
 		t.Errorf("cm_id_destroy of an unbound ID: %v", op)
 	}
@@ -166,7 +164,7 @@ func TestRemoveDeviceAndSelectAreSorted(t *testing.T) {
 	gone := tab.RemoveDevice(1)
 	var got []string
 	for _, e := range gone {
-		got = append(got, e.Res.Res.String()+"/"+e.Res.Owner.Comm+e.Res.Owner.KernName)
+		got = append(got, e.Res.Type.String()+"/"+e.Res.Owner.Comm+e.Res.Owner.KernName)
 	}
 	want := []string{"pd/rping", "cq/rping", "qp/rping", "pd/ib_core"}
 	if len(got) != len(want) {

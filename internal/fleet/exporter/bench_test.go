@@ -58,8 +58,8 @@ func BenchmarkEventsHeap(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		for r := 0; r < 20000; r++ {
 			for j, t := range []rdma.ResType{rdma.ResPD, rdma.ResCQ, rdma.ResMR} {
-				e := rdma.Event{Res: t, DevName: "rxe0", DevIndex: 1, ID: uint32(r*3 + j), Obj: uint64(r*3+j) + 1, Time: t0,
-					Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner, Owner: rdma.Owner{PID: 7, Comm: "churn"}}
+				e := rdma.Event{Resource: rdma.Resource{Type: t, DevName: "rxe0", DevIndex: 1, Owner: rdma.Owner{PID: 7, Comm: "churn"}}, ID: uint32(r*3 + j), Obj: uint64(r*3+j) + 1, Time: t0,
+					Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
 				for _, k := range []rdma.EventKind{rdma.EvCreate, rdma.EvDestroyBegin, rdma.EvDestroy} {
 					e.Kind = k
 					x.Event(&e)

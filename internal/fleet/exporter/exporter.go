@@ -337,7 +337,7 @@ func ownerName(o *rdma.Owner) string {
 
 // Event counts one traced event.
 func (x *Exporter) Event(e *rdma.Event) {
-	dev, typ := e.DevName, e.Res.String()
+	dev, typ := e.DevName, e.Type.String()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.live.Apply(e)
@@ -362,7 +362,7 @@ func (x *Exporter) Event(e *rdma.Event) {
 	switch e.Kind {
 	case rdma.EvCreate:
 		x.creates.WithLabelValues(dev, typ).Inc()
-		if e.Obj != 0 && (e.Res == rdma.ResQP || e.Res == rdma.ResCMID) {
+		if e.Obj != 0 && (e.Type == rdma.ResQP || e.Type == rdma.ResCMID) {
 			if len(x.born) >= maxBorn {
 				clear(x.born)
 			}
@@ -374,13 +374,13 @@ func (x *Exporter) Event(e *rdma.Event) {
 			x.atExit.WithLabelValues(dev, typ).Inc()
 		}
 		if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
-			if e.Res == rdma.ResQP {
+			if e.Type == rdma.ResQP {
 				x.qpLife.Observe(e.Time.Sub(t).Seconds())
 			}
 			delete(x.born, e.Obj)
 		}
 	case rdma.EvModify:
-		if e.Res == rdma.ResQP && e.Has(rdma.EvHasState) {
+		if e.Type == rdma.ResQP && e.Given(rdma.HasState) {
 			x.transitions.WithLabelValues(dev, e.StateName(false)).Inc()
 		}
 	}

@@ -49,12 +49,12 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	}
 	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	ev := func(kind rdma.EventKind, res rdma.ResType, obj uint64, at time.Duration) *rdma.Event {
-		return &rdma.Event{Kind: kind, Res: res, DevName: "rxe0", Obj: obj, Time: t0.Add(at), Flags: rdma.EvHasRes | rdma.EvHasDev}
+		return &rdma.Event{Kind: kind, Resource: rdma.Resource{Type: res, DevName: "rxe0"}, Obj: obj, Time: t0.Add(at), Flags: rdma.EvHasRes | rdma.EvHasDev}
 	}
 	x.Event(ev(rdma.EvCreate, rdma.ResCMID, 0xa, 0))
 	x.Event(ev(rdma.EvCreate, rdma.ResQP, 0xb, 2*time.Millisecond))
 	m := ev(rdma.EvModify, rdma.ResQP, 0xb, 3*time.Millisecond)
-	m.State, m.Flags = uint8(rdma.QPStateErr), m.Flags|rdma.EvHasState
+	m.SetState(uint8(rdma.QPStateErr))
 	x.Event(m)
 	est := ev(rdma.EvCMEventHandler, rdma.ResCMID, 0xa, 12*time.Millisecond)
 	est.CMEvent, est.Flags = rdma.CMEvent(9), est.Flags|rdma.EvHasCM // ESTABLISHED
@@ -80,14 +80,13 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	// existed at start and a QP of a process in a container, a kernel CQ.
 	leakqp := rdma.Owner{PID: 300, TID: 300, Comm: "leakqp", Place: &rdma.Placement{ContainerID: "c0ffee"}}
 	on1 := func(kind rdma.EventKind, res rdma.ResType, id uint32, o rdma.Owner) *rdma.Event {
-		e := &rdma.Event{Kind: kind, Res: res, DevName: "rxe1", DevIndex: 2, ID: id, LQPN: id, Time: t0, Owner: o,
-			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasQP | rdma.EvHasOwner}
+		e := &rdma.Event{Kind: kind, Resource: rdma.Resource{Has: rdma.HasLQPN | rdma.HasQPType, Type: res, DevName: "rxe1", DevIndex: 2, LQPN: id, Owner: o}, ID: id, Time: t0, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
 		return e
 	}
 	x.Event(on1(rdma.EvExists, rdma.ResPD, 1, leakqp))
 	x.Event(on1(rdma.EvCreate, rdma.ResQP, 17, leakqp))
 	x.Event(on1(rdma.EvCreate, rdma.ResCQ, 1, rdma.Owner{KernName: "ib_core"}))
-	un := &rdma.Event{Kind: rdma.EvDevUnregister, DevName: "rxe1", DevIndex: 2, Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
+	un := &rdma.Event{Kind: rdma.EvDevUnregister, Resource: rdma.Resource{DevName: "rxe1", DevIndex: 2}, Time: t0, Flags: rdma.EvHasDev, Actor: rdma.Owner{PID: 224, Comm: "rdma"}}
 	x.Event(un)
 	x.now = func() time.Time { return t0.Add(42 * time.Second) }
 
@@ -127,7 +126,7 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 			t.Errorf("scrape lacks %s", want)
 		}
 	}
-	x.Event(&rdma.Event{Kind: rdma.EvDevUnregistered, DevName: "rxe1", Time: t0.Add(43 * time.Second), Flags: rdma.EvHasDev})
+	x.Event(&rdma.Event{Kind: rdma.EvDevUnregistered, Resource: rdma.Resource{DevName: "rxe1"}, Time: t0.Add(43 * time.Second), Flags: rdma.EvHasDev})
 	if n := testutil.CollectAndCount(x, "rdma_device_unregister_blocked_seconds", "rdma_device_unregister_holders"); n != 0 {
 		t.Errorf("%d blocked-unregister series after the device was unregistered, want 0", n)
 	}

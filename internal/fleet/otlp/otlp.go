@@ -96,7 +96,7 @@ func (s *Sink) Write(e *rdma.Event) {
 	r.SetEventName("rdma." + e.Kind.String())
 	r.SetBody(attribute.StringValue(formats.EventText(e)))
 	sev, text := otellog.SeverityInfo, "INFO"
-	if e.Status != 0 || e.Kind == rdma.EvModify && rdma.QPState(e.State) == rdma.QPStateErr {
+	if e.Status != 0 || e.Kind == rdma.EvModify && e.QPState == rdma.QPStateErr {
 		sev, text = otellog.SeverityWarn, "WARN"
 	}
 	r.SetSeverity(sev)

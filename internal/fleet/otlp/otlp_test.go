@@ -58,11 +58,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func events() []rdma.Event {
 	t0 := time.Date(2026, 11, 26, 5, 0, 0, 123456000, time.UTC)
 	return []rdma.Event{
-		{Kind: rdma.EvCreate, Time: t0, Res: rdma.ResQP, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvHasQP | rdma.EvUser,
-			DevName: "rxe0", LQPN: 17, QPType: rdma.QPTypeRC, Owner: rdma.Owner{PID: 812, TID: 812, Comm: "rping"}},
-		{Kind: rdma.EvModify, Time: t0.Add(time.Millisecond), Res: rdma.ResQP, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasQP | rdma.EvHasState,
-			DevName: "rxe0", LQPN: 17, State: uint8(rdma.QPStateErr)},
-		{Kind: rdma.EvCMEventHandler, Time: t0.Add(2 * time.Millisecond), Res: rdma.ResCMID, Flags: rdma.EvHasRes | rdma.EvHasCM,
+		{Kind: rdma.EvCreate, Time: t0, Resource: rdma.Resource{Has: rdma.HasLQPN | rdma.HasQPType, Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, QPType: rdma.QPTypeRC, Owner: rdma.Owner{PID: 812, TID: 812, Comm: "rping"}}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser},
+		{Kind: rdma.EvModify, Time: t0.Add(time.Millisecond), Resource: rdma.Resource{Has: rdma.HasLQPN | rdma.HasQPType | rdma.HasState, Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, QPState: rdma.QPStateErr}, Flags: rdma.EvHasRes | rdma.EvHasDev},
+		{Kind: rdma.EvCMEventHandler, Time: t0.Add(2 * time.Millisecond), Resource: rdma.Resource{Type: rdma.ResCMID}, Flags: rdma.EvHasRes | rdma.EvHasCM,
 			CMEvent: rdma.CMEvent(2), Status: -110},
 	}
 }

@@ -69,12 +69,12 @@ func cmEvent(e *rdma.Event, k rdma.EventKind, ev rdma.CMEvent) bool {
 
 // clientID: an rdma_cm event of the client's ID (source is the client).
 func clientID(e *rdma.Event, c *bench.Conn) bool {
-	return e.Has(rdma.EvHasAddr) && sameAddr(e.Src, c.Client.Src)
+	return e.Given(rdma.HasSrcAddr) && sameAddr(e.Src, c.Client.Src)
 }
 
 // serverID: an event of the server's ID for this client (destination is the client).
 func serverID(e *rdma.Event, c *bench.Conn) bool {
-	return e.Has(rdma.EvHasAddr) && sameAddr(e.Dst, c.Client.Src)
+	return e.Given(rdma.HasSrcAddr) && sameAddr(e.Dst, c.Client.Src)
 }
 
 func sameAddr(a, b netip.AddrPort) bool {
@@ -82,7 +82,7 @@ func sameAddr(a, b netip.AddrPort) bool {
 }
 
 func qpTo(e *rdma.Event, tid int, s rdma.QPState) bool {
-	return e.Kind == rdma.EvModify && e.Res == rdma.ResQP && int(e.Owner.TID) == tid && rdma.QPState(e.State) == s
+	return e.Kind == rdma.EvModify && e.Type == rdma.ResQP && int(e.Owner.TID) == tid && e.QPState == s
 }
 
 var milestones = []milestone{

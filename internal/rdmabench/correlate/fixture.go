@@ -35,17 +35,17 @@ func Fixture() ([]bench.Sample, []rdma.Event) {
 		// 100: a hog ran in the benchmark thread's place (longest), a
 		// kworker last.
 		{Mono: at(100) + 10_000, Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
-			Owner: benchOwner, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}, Actor: rdma.Owner{PID: 44, TID: 44, Comm: "kworker/1:1H"}},
+			Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}, Actor: rdma.Owner{PID: 44, TID: 44, Comm: "kworker/1:1H"}},
 		// 500: another process registered 1 GiB (span, then the MR).
-		{Mono: at(500) - uint64(ms), Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: uint64(2 * ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Owner: noise},
-		{Mono: at(500) + uint64(ms), Kind: rdma.EvCreate, Res: rdma.ResMR, DevName: "rxe0", Size: 1 << 30,
-			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvHasSize, Owner: noise},
+		{Mono: at(500) - uint64(ms), Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: uint64(2 * ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: noise}},
+		{Mono: at(500) + uint64(ms), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResMR, DevName: "rxe0", Owner: noise}, Size: 1 << 30,
+			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvHasSize},
 		// not a cause: the benchmark's own MR, another device's QP, a
 		// spell of a thread that is not timed, a QP far from any outlier
-		{Mono: at(500), Kind: rdma.EvCreate, Res: rdma.ResMR, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner, Owner: benchOwner},
-		{Mono: at(500), Kind: rdma.EvCreate, Res: rdma.ResQP, DevName: "mlx5_0", Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner, Owner: noise},
-		{Mono: at(500), Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Owner: rdma.Owner{PID: 100, TID: 105, Comm: "rdmabench"}},
-		{Mono: at(300), Kind: rdma.EvCreate, Res: rdma.ResQP, DevName: "rxe0", Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner, Owner: noise},
+		{Mono: at(500), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResMR, DevName: "rxe0", Owner: benchOwner}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
+		{Mono: at(500), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "mlx5_0", Owner: noise}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
+		{Mono: at(500), Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: rdma.Owner{PID: 100, TID: 105, Comm: "rdmabench"}}},
+		{Mono: at(300), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", Owner: noise}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
 		// 900: nothing.
 	}
 	return s, ev
@@ -71,15 +71,15 @@ func ConnFixture() ([]bench.Conn, []rdma.Event) {
 			Server: bench.Side{PID: 100, TID: 102, Src: srv, Dst: c}}
 		conns = append(conns, conn)
 		cm := func(t int64, k rdma.EventKind, e rdma.CMEvent, src, dst netip.AddrPort) rdma.Event {
-			f := rdma.EvHasAddr | rdma.EvHasRes
+			f := rdma.EvHasRes
 			if k == rdma.EvCMEventHandler {
 				f |= rdma.EvHasCM
 			}
-			return rdma.Event{Mono: uint64(base + t), Kind: k, CMEvent: e, Src: src, Dst: dst, Flags: f, Res: rdma.ResCMID}
+			return rdma.Event{Mono: uint64(base + t), Kind: k, CMEvent: e, Resource: rdma.Resource{Src: src, Dst: dst, Type: rdma.ResCMID, Has: rdma.HasSrcAddr | rdma.HasPS}, Flags: f}
 		}
 		qp := func(t int64, tid uint32, s rdma.QPState) rdma.Event {
-			return rdma.Event{Mono: uint64(base + t), Kind: rdma.EvModify, Res: rdma.ResQP, State: uint8(s),
-				Flags: rdma.EvHasRes | rdma.EvHasOwner | rdma.EvHasState, Owner: rdma.Owner{PID: 100, TID: tid}}
+			return rdma.Event{Mono: uint64(base + t), Kind: rdma.EvModify, Resource: rdma.Resource{Type: rdma.ResQP, Owner: rdma.Owner{PID: 100, TID: tid}, QPState: s, Has: rdma.HasState},
+				Flags: rdma.EvHasRes | rdma.EvHasOwner}
 		}
 		ev = append(ev, cm(3*ms, rdma.EvCMEventHandler, cmAddrResolved, c, srv))
 		if i == 0 {

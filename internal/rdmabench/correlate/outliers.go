@@ -258,7 +258,7 @@ func category(e *rdma.Event) string {
 		}
 		return ""
 	case rdma.EvCreate:
-		switch e.Res {
+		switch e.Type {
 		case rdma.ResMR:
 			return "mr-reg"
 		case rdma.ResQP:
@@ -270,12 +270,12 @@ func category(e *rdma.Event) string {
 		}
 		return ""
 	case rdma.EvDestroy:
-		if e.Res == rdma.ResMR {
+		if e.Type == rdma.ResMR {
 			return "mr-dereg"
 		}
 		return ""
 	case rdma.EvModify:
-		if rdma.QPState(e.State) == rdma.QPStateErr {
+		if e.QPState == rdma.QPStateErr {
 			return "qp-error"
 		}
 		return ""

@@ -148,7 +148,7 @@ func Write(w io.Writer, t *Timeline) error {
 		args := map[string]any{}
 		name := e.Kind.String()
 		if e.Has(rdma.EvHasRes) {
-			name += " " + e.Res.String()
+			name += " " + e.Type.String()
 		}
 		switch e.Kind {
 		case rdma.EvSpan:

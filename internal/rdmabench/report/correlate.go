@@ -56,7 +56,7 @@ type outlierRecord struct {
 func eventOf(e *rdma.Event) outlierEvent {
 	o := outlierEvent{Event: e.Kind.String(), Func: e.Func, TS: e.Mono, Size: e.Size, Preempted: e.Has(rdma.EvPreempted)}
 	if e.Has(rdma.EvHasRes) {
-		o.Res = e.Res.String()
+		o.Res = e.Type.String()
 	}
 	if e.Has(rdma.EvHasOwner) {
 		o.PID, o.Comm = e.Owner.PID, jstr(e.Owner.Comm)
@@ -175,7 +175,7 @@ func eventText(e *rdma.Event, start int64) string {
 		fmt.Fprintf(&b, " %s %.1f us", e.Func, float64(e.Dur)/1e3)
 	default:
 		if e.Has(rdma.EvHasRes) {
-			b.WriteString(" " + e.Res.String())
+			b.WriteString(" " + e.Type.String())
 		}
 		if e.Has(rdma.EvHasDev) {
 			b.WriteString(" " + formats.Sanitize(e.DevName))

@@ -201,7 +201,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	}
 	ev.Kind = kinds[0]
 	if o.Res != "" {
-		if ev.Res, err = rdma.ParseResType(o.Res); err != nil {
+		if ev.Type, err = rdma.ParseResType(o.Res); err != nil {
 			return badField("res", o.Res, err)
 		}
 		ev.Flags |= rdma.EvHasRes
@@ -212,25 +212,26 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvHasDev
 	}
 	if o.Port != nil {
-		ev.Port, ev.Flags = *o.Port, ev.Flags|rdma.EvHasPort
+		ev.Port, ev.Resource.Has = *o.Port, ev.Resource.Has|rdma.HasPort
 	}
 	if o.ID != nil {
 		ev.ID = *o.ID
 	}
 	if o.LQPN != nil {
-		ev.LQPN, ev.Flags = *o.LQPN, ev.Flags|rdma.EvHasQP
+		ev.LQPN, ev.Resource.Has = *o.LQPN, ev.Resource.Has|rdma.HasLQPN|rdma.HasQPType
 		if ev.QPType, err = rdma.ParseQPType(o.Type); err != nil {
-			return badField("type", o.Type, err)
+			return badField(rdma.KeyType.Name, o.Type, err)
 		}
 	}
 	if o.State != "" {
-		if ev.State, err = parseState(ev.Res, o.State); err != nil {
-			return badField("state", o.State, err)
+		st, err := parseState(ev.Type, o.State)
+		if err != nil {
+			return badField(rdma.KeyState.Name, o.State, err)
 		}
-		ev.Flags |= rdma.EvHasState
+		ev.SetState(st)
 	}
 	if o.PrevState != "" {
-		if ev.PrevState, err = parseState(ev.Res, o.PrevState); err != nil {
+		if ev.PrevState, err = parseState(ev.Type, o.PrevState); err != nil {
 			return badField("prev-state", o.PrevState, err)
 		}
 		ev.Flags |= rdma.EvHasPrevState
@@ -244,17 +245,18 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	ev.Status = o.Status
 	if o.Src != "" {
 		if ev.PS, err = rdma.ParsePortSpace(o.PS); err != nil {
-			return badField("ps", o.PS, err)
+			return badField(rdma.KeyPS.Name, o.PS, err)
 		}
 		if ev.Src, err = parseAddr(o.Src); err != nil {
-			return &fieldError{"src-addr: IP:PORT", lineerr.Quote([]byte(o.Src))}
+			return &fieldError{rdma.KeySrcAddr.Name + ": IP:PORT", lineerr.Quote([]byte(o.Src))}
 		}
 		if o.Dst != "" {
 			if ev.Dst, err = parseAddr(o.Dst); err != nil {
-				return &fieldError{"dst-addr: IP:PORT", lineerr.Quote([]byte(o.Dst))}
+				return &fieldError{rdma.KeyDstAddr.Name + ": IP:PORT", lineerr.Quote([]byte(o.Dst))}
 			}
+			ev.Resource.Has |= rdma.HasDstAddr
 		}
-		ev.Flags |= rdma.EvHasAddr
+		ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 	}
 	if o.PID != nil {
 		ev.Owner = rdma.Owner{PID: *o.PID, TID: *o.PID, Comm: o.Comm}
@@ -264,7 +266,12 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvHasOwner | rdma.EvUser
 		ev.OwnerCgroup = o.CgroupID
 	}
+	// A kernel owner: comm without a pid (iproute2's spelling); recordings
+	// made before said kern-name.
 	ev.Owner.KernName = o.KernName
+	if o.PID == nil && o.Comm != "" {
+		ev.Owner.KernName = o.Comm
+	}
 	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}
 	if o.ActorPID == 0 && o.PID != nil {
 		ev.Actor = ev.Owner // the key is left out when the owner acted
@@ -419,7 +426,7 @@ func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
 // rather than Go's types; its keys are the only ones an event has.
 var keyWords = func() map[string]string {
 	words := map[string]string{}
-	for _, k := range rdma.EventKeys {
+	for _, k := range append(rdma.EventKeys[:len(rdma.EventKeys):len(rdma.EventKeys)], rdma.OldEventKeys...) {
 		words[k.Name] = valueKindWords[k.Value]
 	}
 	return words

@@ -390,7 +390,7 @@ func TestObjectHoldsEveryKeyOfTheTable(t *testing.T) {
 		}
 		fields[strings.Split(f.Tag.Get("json"), ",")[0]] = ft
 	}
-	for _, k := range rdma.EventKeys {
+	for _, k := range append(rdma.EventKeys[:len(rdma.EventKeys):len(rdma.EventKeys)], rdma.OldEventKeys...) {
 		ft, ok := fields[k.Name]
 		switch {
 		case !ok:
@@ -413,5 +413,27 @@ func TestPortBusyWithHeldBackEventsRoundTrips(t *testing.T) {
 `
 	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
 		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
+	}
+}
+
+// A kernel owner is written as iproute2 writes it, comm without pid;
+// recordings of earlier versions said kern-name, and still read the same.
+func TestKernelOwnersReadInBothSpellings(t *testing.T) {
+	in := `{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","ifname":"rxe0","id":1,"comm":"ib_core"}
+{"time":"2026-11-22T10:00:01Z","event":"create","res":"pd","ifname":"rxe0","id":2,"kern-name":"nvme_rdma"}
+{"time":"2026-11-22T10:00:02Z","event":"create","res":"pd","ifname":"rxe0","id":3,"pid":7,"comm":"rping"}
+`
+	evs, errs := readAll(t, in)
+	if len(errs) != 0 || len(evs) != 3 {
+		t.Fatalf("%d events, errors %q", len(evs), errs)
+	}
+	for i, want := range []struct{ kern, comm string }{{"ib_core", ""}, {"nvme_rdma", ""}, {"", "rping"}} {
+		if o := evs[i].Owner; o.KernName != want.kern || o.Comm != want.comm {
+			t.Errorf("event %d: owner %+v, want module %q, comm %q", i, o, want.kern, want.comm)
+		}
+	}
+	want := `{"time":"2026-11-22T10:00:01Z","event":"create","res":"pd","ifname":"rxe0","id":2,"comm":"nvme_rdma"}`
+	if got := string(formats.AppendJSON(nil, formats.EventObject(&evs[1]))); got != want {
+		t.Errorf("an old recording's kernel owner is written\n %s\nwant\n %s", got, want)
 	}
 }
