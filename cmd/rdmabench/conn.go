@@ -59,6 +59,9 @@ func runConn(c *cli.Context) (err error) {
 		_, err := verbs.ConnServer(cfg)
 		return err
 	}
+	if err := checkOutputs(c, "conn"); err != nil {
+		return err
+	}
 	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "conn", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
 	if err != nil {
 		return err
@@ -82,6 +85,12 @@ func runConn(c *cli.Context) (err error) {
 	}
 	if sess != nil {
 		if err := sess.Conn(r.Conns); err != nil {
+			return err
+		}
+	} else {
+		out := newOutputs(c, os.Getpid(), dev.Name)
+		out.conns = r.Conns
+		if err := out.write(); err != nil {
 			return err
 		}
 	}

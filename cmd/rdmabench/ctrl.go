@@ -74,9 +74,15 @@ func runCtrl(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(c, "ctrl"); err != nil {
+		return err
+	}
 	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "ctrl", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
 	if err != nil {
 		return err
+	}
+	if sess == nil && c.String("perfetto") != "" {
+		return fmt.Errorf("--perfetto %s: ctrl's file shows the traced kernel events, and tracing is %s", c.String("perfetto"), tracingDesc)
 	}
 	if sess != nil {
 		defer func() {
