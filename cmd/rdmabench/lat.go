@@ -24,7 +24,17 @@ func latCommand() *cli.Command {
 		Name:  "lat",
 		Usage: "RC ping-pong latency over rdma_cm: RDMA WRITE (as ib_write_lat), SEND (ib_send_lat) or READ (ib_read_lat)",
 		Description: "Both ends run in this process by default (a server and a client thread, each on its own CPU),\n" +
-			"or use --server on one host and --client ADDR on the other.",
+			"or use --server on one host and --client ADDR on the other. The table is perftest's, one row per\n" +
+			"size, from a pass with no tracer. In one process a traced pass follows (--no-trace: none): its own\n" +
+			"table with traced/untraced per size, then the slow samples and what overlapped them; the tracer\n" +
+			"runs on the CPUs the two ends leave free (or the server's) at nice 19. Between two hosts, --trace\n" +
+			"on both ends asks for the traced pass.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmabench lat -d rxe0                          # 2 bytes, 1000 iterations, as ib_write_lat\n" +
+			"   rdmabench lat -d rxe0 --op send -a --no-trace  # ib_send_lat -a: every size, one table\n" +
+			"   rdmabench lat -d rxe0 -s 64,4K -D 60 -j        # a minute per size, NDJSON records\n" +
+			"   rdmabench lat -d rxe0 --plot lat.svg           # latency over time and its CDF, causes marked\n\n" +
+			"EXIT STATUS:\n" + exitStatus(""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "op", Value: "write", Usage: "write, send or read"},
 			devFlag, ibPortFlag, gidFlag,
