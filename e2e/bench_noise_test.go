@@ -382,8 +382,12 @@ func TestBenchTracerCost(t *testing.T) {
 		for _, c := range causes[:min(5, len(causes))] {
 			top = append(top, fmt.Sprintf("%s %d", c, sum[0].Causes[c]))
 		}
-		t.Logf("soft-RoCE under qemu: t_typical %.2f µs untraced (the headline), %.2f µs traced: x%.3f; tracer %q; top causes: %s",
-			head[0].LatUS.Typical, sum[0].LatUS.Typical, r, sum[0].Tracing, strings.Join(top, ", "))
+		wakeups := "unknown"
+		if w := sum[0].TracerWakeups; w != nil && sum[0].TracedSec > 0 {
+			wakeups = fmt.Sprintf("%d in %.2f s (%.1f a second)", *w, sum[0].TracedSec, float64(*w)/sum[0].TracedSec)
+		}
+		t.Logf("soft-RoCE under qemu: t_typical %.2f µs untraced (the headline), %.2f µs traced: x%.3f; tracer %q woke %s; top causes: %s",
+			head[0].LatUS.Typical, sum[0].LatUS.Typical, r, sum[0].Tracing, wakeups, strings.Join(top, ", "))
 		ratios = append(ratios, r)
 	}
 	t.Logf("tracer cost over 3 runs: median x%.3f %v", median(ratios), ratios)

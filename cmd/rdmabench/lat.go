@@ -187,11 +187,16 @@ func runLat(c *cli.Context) (err error) {
 		}
 	}()
 	for _, size := range sizes {
+		sleeps0, known0 := sess.TracerSleeps()
+		start := time.Now()
 		r, rec, err := l.series(size, tracingDesc)
 		if err != nil {
 			return err
 		}
 		r.Untraced = untraced[size]
+		if sleeps1, known1 := sess.TracerSleeps(); known0 && known1 {
+			r.Tracer = &report.TracerActivity{Wakeups: sleeps1 - sleeps0, Seconds: time.Since(start).Seconds()}
+		}
 		threads := []int{r.Client.TID}
 		if r.Server.TID != 0 {
 			threads = append(threads, r.Server.TID)

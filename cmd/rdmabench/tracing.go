@@ -66,6 +66,9 @@ type traceSession interface {
 	Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, size int) (causes map[string]int, err error)
 	Conn(conns []bench.Conn) error
 	Ctrl(ops []bench.Op) error
+	// TracerSleeps counts the tracer's sleeps so far, each ended by a
+	// wakeup (false: unknown).
+	TracerSleeps() (int64, bool)
 	Stop() error
 }
 
@@ -250,6 +253,8 @@ func (s *session) Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, si
 	}
 	return r.Causes, err
 }
+
+func (s *session) TracerSleeps() (int64, bool) { return s.run.Sleeps() }
 
 // eventKey tells one traced event from another well enough to show it
 // once.

@@ -46,6 +46,15 @@ type LatReport struct {
 	// Untraced is the headline series of the same size, run before the
 	// tracer started: set on a traced series, for the tracer's cost.
 	Untraced *bench.Summary
+	// Tracer is what the tracer did during a traced series (nil: unknown).
+	Tracer *TracerActivity
+}
+
+// TracerActivity is the tracer's own activity during one traced series,
+// its connection included: each wakeup takes a CPU, maybe from an end.
+type TracerActivity struct {
+	Wakeups int64   // its threads' voluntary context switches
+	Seconds float64 // how long the series took
 }
 
 var latTitles = map[string]string{"write": "RDMA_Write Latency Test", "send": "Send Latency Test", "read": "RDMA_Read Latency Test"}
@@ -68,6 +77,7 @@ type LatTable struct {
 
 	rows, traced bool // a header (of either table) was written
 	hist         bool // a row's percentiles came from a histogram
+	wakeups      []string
 }
 
 // Row writes the headline row of one size, after the header if it is the
@@ -105,14 +115,21 @@ func (t *LatTable) TracedRow(r *LatReport) error {
 	if u := r.Untraced; u != nil && u.Typical > 0 {
 		fmt.Fprintf(&b, "   x%.2f", r.Summary.Typical/u.Typical)
 	}
+	if a := r.Tracer; a != nil && a.Seconds > 0 {
+		t.wakeups = append(t.wakeups, fmt.Sprintf("%d in %.2f s (%.1f a second) at %d bytes", a.Wakeups, a.Seconds, float64(a.Wakeups)/a.Seconds, r.Size))
+	}
 	b.WriteString("\n")
 	_, err := io.WriteString(t.W, b.String())
 	return err
 }
 
-// TracedEnd closes the traced table.
+// TracedEnd closes the traced table, and says how often the tracer woke.
 func (t *LatTable) TracedEnd() error {
-	return t.end()
+	if err := t.end(); err != nil || len(t.wakeups) == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(t.W, " Tracer wakeups  : %s\n", strings.Join(t.wakeups, ", "))
+	return err
 }
 
 // NoTrace says, under the headline table, why no traced pass follows
@@ -248,6 +265,10 @@ type LatRecord struct {
 	// On a traced series: the headline's t_typical and traced/untraced.
 	UntracedTypicalUS float64 `json:"untraced-t_typical-us,omitempty"`
 	TracerRatio       float64 `json:"tracer-ratio,omitempty"`
+	// On a traced series: the tracer's wakeups during it, and how long it
+	// took (its connection included).
+	TracerWakeups *int64  `json:"tracer-wakeups,omitempty"`
+	TracedSec     float64 `json:"traced-s,omitempty"`
 }
 
 // WriteLatJSON writes r's record: RecordLatTraced when r has the headline
@@ -267,6 +288,9 @@ func WriteLatJSON(w io.Writer, r *LatReport) error {
 		if u.Typical > 0 {
 			rec.UntracedTypicalUS, rec.TracerRatio = round2(u.Typical), round3(s.Typical/u.Typical)
 		}
+	}
+	if a := r.Tracer; a != nil {
+		rec.TracerWakeups, rec.TracedSec = &a.Wakeups, round3(a.Seconds)
 	}
 	return writeRecord(w, rec)
 }

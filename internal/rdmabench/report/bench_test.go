@@ -217,6 +217,7 @@ func TestLatTracerCostIsShown(t *testing.T) {
 	r.Summary.Typical = head.Summary.Typical * 1.25
 	r.Untraced = &head.Summary
 	r.Causes = map[string]int{"off-cpu": 3, "reg-mr": 1}
+	r.Tracer = &TracerActivity{Wakeups: 12, Seconds: 1.5}
 	var txt, js bytes.Buffer
 	tab := LatTable{W: &txt, Sizes: []int{2}, Trace: "rdmatrace"}
 	for _, step := range []func() error{func() error { return tab.Row(head) }, tab.End, func() error { return tab.TracedRow(r) }, tab.TracedEnd} {
@@ -235,6 +236,9 @@ func TestLatTracerCostIsShown(t *testing.T) {
 	}
 	if !strings.Contains(txt.String(), "   x1.25\n") {
 		t.Errorf("no tracer cost:\n%s", txt.String())
+	}
+	if !strings.Contains(txt.String(), " Tracer wakeups  : 12 in 1.50 s (8.0 a second) at 2 bytes\n") || m["tracer-wakeups"] != 12.0 {
+		t.Errorf("no tracer wakeups: %v\n%s", m["tracer-wakeups"], txt.String())
 	}
 	if m["record"] != RecordLatTraced {
 		t.Errorf("a traced series is a %v record, want %s", m["record"], RecordLatTraced)

@@ -395,3 +395,37 @@ func (r *Run) Dir() string { return r.dir }
 func Recorded(path, traceErr string, offset int64) *Run {
 	return &Run{dir: filepath.Dir(path), out: path, errPath: traceErr, offset: offset}
 }
+
+// Sleeps counts the times the tracer's threads have gone to sleep so far
+// (voluntary context switches, /proc/PID/task/*/status): each ended with a
+// wakeup that took a CPU, maybe from the benchmark. ok is false for a
+// recorded trace or when /proc cannot tell.
+func (r *Run) Sleeps() (n int64, ok bool) {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0, false
+	}
+	return Sleeps(fmt.Sprintf("/proc/%d/task", r.cmd.Process.Pid))
+}
+
+// Sleeps sums voluntary_ctxt_switches over the status files of the tasks
+// under dir (a /proc/PID/task directory).
+func Sleeps(dir string) (n int64, ok bool) {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
+		if err != nil {
+			continue // the thread has exited
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, found := strings.CutPrefix(l, "voluntary_ctxt_switches:"); found {
+				if x, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+					n, ok = n+x, true
+				}
+			}
+		}
+	}
+	return n, ok
+}

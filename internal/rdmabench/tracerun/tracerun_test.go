@@ -187,3 +187,31 @@ func TestStartPlacedPinsAndNicesTheChildOnly(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+func TestSleepsSumsTheThreadsVoluntarySwitches(t *testing.T) {
+	dir := t.TempDir()
+	for name, status := range map[string]string{
+		"10": "Name:\trdmatrace\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t7\n",
+		"11": "Name:\trdmatrace\nvoluntary_ctxt_switches:\t2\n",
+		"12": "Name:\tgone\n", // no count: not a number to add
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "status"), []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, ok := Sleeps(dir); n != 42 || !ok {
+		t.Errorf("Sleeps = %d, %v; want 42, true", n, ok)
+	}
+	if _, ok := Sleeps(filepath.Join(dir, "none")); ok {
+		t.Error("a missing directory told a count")
+	}
+	if n, ok := Sleeps(fmt.Sprintf("/proc/%d/task", os.Getpid())); !ok || n < 0 {
+		t.Errorf("this process: %d, %v", n, ok)
+	}
+	if _, ok := Recorded("x", "", 0).Sleeps(); ok {
+		t.Error("a recorded trace told a count")
+	}
+}
