@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ func latCommand() *cli.Command {
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Value: 18515, Usage: "rdma_cm port"},
 			addrFlag,
 			&cli.BoolFlag{Name: "no-pin", Usage: "leave the threads unpinned (default: server and client each on its own CPU)"},
+			&cli.StringFlag{Name: "tracer-cpus", Usage: "run the tracer on `CPUS` (a list: 2,3) at nice 19, or \"any\": where it likes, at this process's nice (default: the CPUs the two ends leave free, else the server's)"},
 			&cli.BoolFlag{Name: "server", Usage: "be the server for a client on another host"},
 			&cli.StringFlag{Name: "client", Usage: "be the client of the server at `ADDR`"},
 			timeoutFlag, jsonFlag, traceFlag, noTraceFlag,
@@ -129,6 +131,10 @@ func runLat(c *cli.Context) (err error) {
 	if c.IsSet("client") {
 		cfg.CPUs = cfg.CPUs[1:]
 	}
+	tracerCPUList, tracerNiceness, err := tracerCPUs(c.String("tracer-cpus"), cfg.CPUs)
+	if err != nil {
+		return err
+	}
 	l := &latRun{c: c, cfg: cfg, op: op, addr: addr, iters: iters, dur: dur, clock: verbs.ClockCost(1_000_000),
 		emu: emulated("/sys", dev.Name), out: newOutputs(c, os.Getpid(), dev.Name)}
 	table := &report.LatTable{W: os.Stdout}
@@ -168,7 +174,7 @@ func runLat(c *cli.Context) (err error) {
 	if req.JSON {
 		req.Out = os.Stdout
 	}
-	req.CPUs, req.Nice = tracerPlace(cfg.CPUs)
+	req.CPUs, req.Nice = tracerCPUList, tracerNiceness
 	sess, tracingDesc, err := startTrace(c, req)
 	if err != nil {
 		return err
@@ -297,6 +303,27 @@ func tracerPlace(benchCPUs []int) (cpus []int, nice int) {
 }
 
 const tracerNice = 19
+
+// tracerCPUs reads --tracer-cpus: "" places the tracer (tracerPlace),
+// "any" leaves it be, a list pins it there.
+func tracerCPUs(flag string, benchCPUs []int) ([]int, int, error) {
+	switch flag {
+	case "":
+		cpus, nice := tracerPlace(benchCPUs)
+		return cpus, nice, nil
+	case "any":
+		return nil, 0, nil
+	}
+	var cpus []int
+	for _, f := range strings.Split(flag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n >= 1024 {
+			return nil, 0, fmt.Errorf("--tracer-cpus %q: want a list of CPU numbers such as 2,3, or any", flag)
+		}
+		cpus = append(cpus, n)
+	}
+	return cpus, tracerNice, nil
+}
 
 // newRecorder holds one series in bounded memory: every sample up to
 // bench.ExactSamples, a histogram and outlier candidates beyond.

@@ -111,3 +111,17 @@ func TestTracerPlaceAvoidsTheBenchmarksCPUs(t *testing.T) {
 		t.Errorf("unpinned ends, a pinned tracer: %v", cpus)
 	}
 }
+
+func TestTracerCPUsFlag(t *testing.T) {
+	if cpus, nice, err := tracerCPUs("any", []int{0, 1}); cpus != nil || nice != 0 || err != nil {
+		t.Errorf("any: %v %d %v", cpus, nice, err)
+	}
+	if cpus, nice, err := tracerCPUs("2, 3", []int{0, 1}); len(cpus) != 2 || cpus[1] != 3 || nice != 19 || err != nil {
+		t.Errorf("2,3: %v %d %v", cpus, nice, err)
+	}
+	for _, bad := range []string{"x", "1,", "-1", "4096"} {
+		if _, _, err := tracerCPUs(bad, nil); err == nil || !strings.Contains(err.Error(), "want a list of CPU numbers") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
