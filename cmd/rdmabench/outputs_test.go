@@ -125,3 +125,41 @@ func TestTracerCPUsFlag(t *testing.T) {
 		}
 	}
 }
+
+// conn untraced: --perfetto shows each connection from the program's own
+// steps.
+func TestUntracedConnWritesItsSteps(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "conn.json")
+	o := newOutputs(traceCtx(t, "--no-trace", "--perfetto", js), 100, "rxe0")
+	o.conns = []bench.Conn{{Index: 1, Start: 1_000_000, End: 9_000_000, Client: bench.Side{PID: 100, TID: 101, Steps: []bench.Step{
+		{Name: "connect", Start: 2_000_000, Dur: 3_000_000}, {Name: "disconnect", Start: 6_000_000, Dur: 1_000_000}}}}}
+	if err := o.write(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tl); err != nil {
+		t.Fatal(err)
+	}
+	track, phases := false, 0
+	for _, e := range tl.TraceEvents {
+		if e.Ph == "M" && e.Args["name"] == "connection 1" {
+			track = true
+		}
+		if e.Ph == "X" {
+			phases++
+		}
+	}
+	if !track || phases == 0 {
+		t.Errorf("connection track %v, %d phase slices: want the connection's steps\n%s", track, phases, b)
+	}
+}
