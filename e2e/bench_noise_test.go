@@ -7,15 +7,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
 )
 
 // monoNow is CLOCK_MONOTONIC in ns, the clock of the intervals and samples.
@@ -59,8 +63,8 @@ func readIntervals(t *testing.T, prog string, out []byte) []interval {
 func waitForRTS(t *testing.T) {
 	t.Helper()
 	for i := 0; !followerRunning(); i++ {
-		if i == 600 {
-			t.Fatal("rdmabench started no rdmatrace --follow-pid within 60 s")
+		if i == 1200 { // after the untraced headline pass (-D) and its connection
+			t.Fatal("rdmabench started no rdmatrace --follow-pid within 120 s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -86,29 +90,14 @@ func followerRunning() bool {
 	return false
 }
 
-type outlierRec struct {
-	TS     int64    `json:"ts"`
-	LatUS  float64  `json:"lat-us"`
-	Causes []string `json:"causes"`
-	Events []struct {
-		Event    string  `json:"event"`
-		PID      int     `json:"pid"`
-		Comm     string  `json:"comm"`
-		TS       int64   `json:"ts"`
-		DurUS    float64 `json:"dur-us"`
-		NextComm string  `json:"next-comm"`
-		LastComm string  `json:"last-comm"`
-	} `json:"events"`
-}
-
 // namedBy says whether one of o's events that names who (as its
 // process, or as the task that ran in a spell) meets [lo, hi].
-func (o *outlierRec) namedBy(who string, lo, hi int64) bool {
+func namedBy(o *report.OutlierRecord, who string, lo, hi int64) bool {
 	for _, e := range o.Events {
-		if e.Comm != who && e.NextComm != who && e.LastComm != who {
+		if string(e.Comm) != who && string(e.NextComm) != who && string(e.LastComm) != who {
 			continue
 		}
-		if end := e.TS + int64(e.DurUS*1e3); end >= lo && e.TS <= hi {
+		if ts := int64(e.TS); ts+int64(e.DurUS*1e3) >= lo && ts <= hi {
 			return true
 		}
 	}
@@ -192,33 +181,18 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 	// there (the last interval that matches wins).
 	iv := append([]interval{noiseLife, hogLife}, append(readIntervals(t, "reg", nout), readIntervals(t, "hog", hout)...)...)
 	noisePID := noise.Process.Pid
-	var outliers []outlierRec
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"record":"summary"`) {
-			var sum struct {
-				Untraced float64 `json:"untraced-t_typical-us"`
-				Ratio    float64 `json:"tracer-ratio"`
-				Lat      struct {
-					Typical float64 `json:"t_typical"`
-				} `json:"lat-us"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &sum); err != nil || sum.Ratio <= 0 {
-				t.Errorf("the traced run's summary has no tracer cost (%v): %s", err, sc.Text())
-			}
-			t.Logf("tracer cost, soft-RoCE under qemu: t_typical %.2f µs traced (with the noise), %.2f µs untraced just before: x%.2f",
-				sum.Lat.Typical, sum.Untraced, sum.Ratio)
+	out := stdout.Bytes()
+	for _, sum := range records[report.LatRecord](t, out, report.RecordLatTraced) {
+		if sum.TracerRatio <= 0 {
+			t.Errorf("the traced series' record has no tracer cost: %+v", sum)
 		}
-		if !strings.Contains(sc.Text(), `"record":"outlier"`) {
-			continue
-		}
-		var o outlierRec
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		outliers = append(outliers, o)
+		t.Logf("tracer cost, soft-RoCE under qemu: t_typical %.2f µs traced (with the noise), %.2f µs untraced just before: x%.2f",
+			sum.LatUS.Typical, sum.UntracedTypicalUS, sum.TracerRatio)
 	}
+	if n := len(records[report.LatRecord](t, out, report.RecordLat)); n != 1 {
+		t.Errorf("%d headline (untraced) summaries, want 1", n)
+	}
+	outliers := records[report.OutlierRecord](t, out, "outlier")
 	counts := map[string][2]int{} // what -> outliers inside, named
 	caught := map[int]bool{}      // intervals with an outlier that names their cause
 	inside := map[int][]string{}  // the outliers that overlap each interval
@@ -235,7 +209,7 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 		}
 		names := func(who string) bool {
 			for _, c := range o.Causes {
-				if strings.HasSuffix(c, ":"+who) {
+				if strings.HasSuffix(string(c), ":"+who) {
 					return true
 				}
 			}
@@ -250,7 +224,7 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 			c[0]++
 			ok := false
 			for _, e := range o.Events {
-				if e.Comm == "noise" && e.PID == noisePID {
+				if e.Comm == "noise" && int(e.PID) == noisePID {
 					ok = true
 				}
 			}
@@ -279,7 +253,7 @@ func outliersNameTheNoise(t *testing.T) (misses []string) {
 				comm string
 				life interval
 			}{{"noise", noiseLife}, {"hog", hogLife}} {
-				if names(who.comm) && !o.namedBy(who.comm, who.life.start-1e6, who.life.end+1e6) {
+				if names(who.comm) && !namedBy(o, who.comm, who.life.start-1e6, who.life.end+1e6) {
 					wrong++
 					t.Errorf("outlier at %d (%.0f us) outside every disturbance names %s through an event outside its life: %q %+v", o.TS, o.LatUS, who.comm, o.Causes, o.Events)
 				}
@@ -389,17 +363,31 @@ func TestBenchTracerCost(t *testing.T) {
 	for range 3 {
 		ports += 10
 		out := benchOut(t, "lat", "-d", device, "-p", strconv.Itoa(ports), "-n", "3000", "-j", "--rdmatrace", *rdmatraceBin)
-		sum := records(t, out, "summary")
-		if len(sum) != 1 {
-			t.Fatalf("%d summaries", len(sum))
+		head := records[report.LatRecord](t, out, report.RecordLat)
+		sum := records[report.LatRecord](t, out, report.RecordLatTraced)
+		if len(head) != 1 || len(sum) != 1 {
+			t.Fatalf("%d headline and %d traced summaries, want one each", len(head), len(sum))
 		}
-		r, ok := sum[0]["tracer-ratio"].(float64)
-		if !ok || r <= 0 || !strings.HasPrefix(sum[0]["tracing"].(string), "rdmatrace") {
-			t.Fatalf("a traced run without its tracer cost: %v", sum[0])
+		if head[0].Tracing != "off" || head[0].TracerRatio != 0 {
+			t.Errorf("the headline is not the untraced pass: %+v", head[0])
 		}
-		lat := sum[0]["lat-us"].(map[string]any)
-		t.Logf("soft-RoCE under qemu: t_typical %.2f µs traced, %.2f µs untraced just before: x%.3f",
-			lat["t_typical"], sum[0]["untraced-t_typical-us"], r)
+		r := sum[0].TracerRatio
+		if r <= 0 || !strings.HasPrefix(sum[0].Tracing, "rdmatrace") || sum[0].UntracedTypicalUS != head[0].LatUS.Typical {
+			t.Fatalf("a traced series without its tracer cost against the headline: %+v", sum[0])
+		}
+		// The causes, most frequent first: is the tracer itself the top one?
+		causes := slices.Collect(maps.Keys(sum[0].Causes))
+		slices.SortFunc(causes, func(a, b string) int { return sum[0].Causes[b] - sum[0].Causes[a] })
+		var top []string
+		for _, c := range causes[:min(5, len(causes))] {
+			top = append(top, fmt.Sprintf("%s %d", c, sum[0].Causes[c]))
+		}
+		wakeups := "unknown"
+		if w := sum[0].TracerWakeups; w != nil && sum[0].TracedSec > 0 {
+			wakeups = fmt.Sprintf("%d in %.2f s (%.1f a second)", *w, sum[0].TracedSec, float64(*w)/sum[0].TracedSec)
+		}
+		t.Logf("soft-RoCE under qemu: t_typical %.2f µs untraced (the headline), %.2f µs traced: x%.3f; tracer %q woke %s; top causes: %s",
+			head[0].LatUS.Typical, sum[0].LatUS.Typical, r, sum[0].Tracing, wakeups, strings.Join(top, ", "))
 		ratios = append(ratios, r)
 	}
 	t.Logf("tracer cost over 3 runs: median x%.3f %v", median(ratios), ratios)

@@ -9,13 +9,18 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/report"
 )
 
 // rdmabench against the tools it imitates, on rxe0 in the same boot:
@@ -48,23 +53,34 @@ func benchOut(t *testing.T, args ...string) []byte {
 	return out
 }
 
-// records parses NDJSON and returns the records of one kind.
-func records(t *testing.T, out []byte, kind string) []map[string]any {
+// records parses rdmabench's NDJSON and returns the records of one kind
+// as its own record type T (report's): every line must be a record, and
+// each of kind must decode as T with no key T lacks.
+func records[T any](t *testing.T, out []byte, kind string) []T {
 	t.Helper()
-	var recs []map[string]any
+	var recs []T
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
+	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+		var head struct {
+			Record *string `json:"record"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &head); err != nil {
 			t.Fatalf("not NDJSON: %q: %v", sc.Text(), err)
 		}
-		if _, ok := m["record"]; !ok {
+		if head.Record == nil {
 			t.Fatalf("record without a record key: %s", sc.Text())
 		}
-		if m["record"] == kind {
-			recs = append(recs, m)
+		if *head.Record != kind {
+			continue
 		}
+		var r T
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("a %s record that is not a %T: %v: %s", kind, r, err, sc.Text())
+		}
+		recs = append(recs, r)
 	}
 	return recs
 }
@@ -139,11 +155,11 @@ func rdmabenchTypical(t *testing.T, op string, size, iters int) float64 {
 	// Untraced: this compares the measurement with perftest's; what the
 	// tracer adds is measured by the traced runs themselves.
 	out := benchOut(t, "lat", "--no-trace", "--op", op, "-d", device, "-p", fmt.Sprint(ports), "-s", fmt.Sprint(size), "-n", fmt.Sprint(iters), "-j")
-	sum := records(t, out, "summary")
+	sum := records[report.LatRecord](t, out, report.RecordLat)
 	if len(sum) != 1 {
 		t.Fatalf("%d summary records:\n%s", len(sum), out)
 	}
-	return sum[0]["lat-us"].(map[string]any)["t_typical"].(float64)
+	return sum[0].LatUS.Typical
 }
 
 // pairedRatio runs ours and theirs alternately (who goes first alternates
@@ -294,18 +310,17 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 	ours := func() float64 {
 		ports += 10
 		out := benchOut(t, "conn", "--no-trace", "-d", device, "-p", fmt.Sprint(ports), "-n", "1", "-j")
-		conns := records(t, out, "connection")
+		conns := records[report.ConnRecord](t, out, "connection")
 		if len(conns) != 1 {
 			t.Fatalf("%d connection records, want 1", len(conns))
 		}
 		c := conns[0]
-		ourTotal = c["total-us"].(float64)
+		ourTotal = c.TotalUS
 		var sum, connect float64
-		for _, s := range c["client"].(map[string]any)["steps"].([]any) {
-			st := s.(map[string]any)
-			sum += st["dur-us"].(float64)
-			if st["name"] == "connect" {
-				connect = st["dur-us"].(float64)
+		for _, st := range c.Client.Steps {
+			sum += st.DurUS
+			if st.Name == "connect" {
+				connect = st.DurUS
 			}
 		}
 		// Steps never overlap, so more than the total is a bug at once; less
@@ -315,7 +330,7 @@ func TestBenchConnAgainstCmtime(t *testing.T) {
 			t.Errorf("the client's steps add up to %.0f µs, more than its %.0f µs total", sum, ourTotal)
 		}
 		coverage = append(coverage, sum/ourTotal)
-		if c["server"] == nil {
+		if c.Server == nil {
 			t.Error("the connection has no server side")
 		}
 		return connect
@@ -358,29 +373,27 @@ func TestBenchCtrlRegistrationGrowsWithSize(t *testing.T) {
 	needBenchRun(t)
 	needDevice(t)
 	out := benchOut(t, "ctrl", "-d", device, "-n", "3", "--sizes", "4K-256M", "-j")
-	sum := records(t, out, "summary")
+	sum := records[report.CtrlSummary](t, out, "summary")
 	if len(sum) != 1 {
 		t.Fatalf("%d summaries", len(sum))
 	}
-	fits := sum[0]["reg-fit"].([]any)
+	fits := sum[0].RegFit
 	if len(fits) != 2 {
-		t.Fatalf("reg-fit: %v", fits)
+		t.Fatalf("reg-fit: %+v", fits)
 	}
 	for _, f := range fits {
-		m := f.(map[string]any)
-		t.Logf("soft-RoCE under qemu (emulation): reg_mr, prefault %v: %.0f µs per GiB + %.0f µs, r² %.3f over %v registrations",
-			m["prefault"], m["us-per-gib"], m["intercept-us"], m["r2"], m["n"])
-		if m["us-per-gib"].(float64) <= 0 {
-			t.Errorf("registration does not grow with size: %v", m)
+		t.Logf("soft-RoCE under qemu (emulation): reg_mr, prefault %v: %.0f µs per GiB + %.0f µs, r² %.3f over %d registrations",
+			f.Prefault, f.USPerGiB, f.InterceptUS, f.R2, f.N)
+		if f.USPerGiB <= 0 {
+			t.Errorf("registration does not grow with size: %+v", f)
 		}
 	}
 	// And directly: the largest size's fastest registration slower than the
 	// smallest size's (the minimum: host load adds milliseconds at random).
 	fastest := map[string]float64{}
-	for _, o := range sum[0]["ops"].([]any) {
-		m := o.(map[string]any)
-		if m["op"] == "reg-mr" {
-			fastest[fmt.Sprintf("%d/%v", int64(m["size"].(float64)), m["prefault"])] = m["min-us"].(float64)
+	for _, o := range sum[0].Ops {
+		if o.Op == "reg-mr" && o.Prefault != nil {
+			fastest[fmt.Sprintf("%d/%v", o.Size, *o.Prefault)] = o.Min
 		}
 	}
 	for _, pf := range []string{"true", "false"} {
@@ -389,7 +402,7 @@ func TestBenchCtrlRegistrationGrowsWithSize(t *testing.T) {
 			t.Errorf("prefault %s: reg_mr of 256M took at least %.0f µs, of 4K at least %.0f µs", pf, large, small)
 		}
 	}
-	if n := len(records(t, out, "op")); n != 11*3+2*2*3*9 {
+	if n := len(records[report.OpRecord](t, out, "op")); n != 11*3+2*2*3*9 {
 		t.Errorf("%d op records", n)
 	}
 	nothingLeft(t)
@@ -486,4 +499,75 @@ func TestBenchBadInput(t *testing.T) {
 		badRun(t, "the peer stopped answering", cli)
 		nothingLeft(t)
 	})
+}
+
+// TestBenchLatTablesAndFiles runs lat on two sizes as a perftest user
+// would read it: untraced, one table (one header, a row per size) and
+// --plot/--perfetto written from the samples; traced (where the tracer
+// runs), the same headline table, then the traced pass's table with each
+// size's traced/untraced, the outliers, and the files with their causes.
+func TestBenchLatTablesAndFiles(t *testing.T) {
+	needFullTier(t)
+	needDevice(t)
+	check := func(t *testing.T, traced bool, args ...string) {
+		dir := t.TempDir()
+		svg, js := filepath.Join(dir, "lat.svg"), filepath.Join(dir, "lat.json")
+		ports += 10
+		out := string(benchOut(t, append([]string{"lat", "-d", device, "-p", fmt.Sprint(ports), "-s", "2,64", "-n", "500",
+			"--plot", svg, "--perfetto", js}, args...)...))
+		t.Logf("rdmabench lat %v:\n%s", args, out)
+		tables := 1
+		if traced {
+			tables = 2
+		}
+		if n := strings.Count(out, "#bytes #iterations"); n != tables {
+			t.Errorf("%d column lines, want %d", n, tables)
+		}
+		if n := strings.Count(out, "Latency Test (rdmabench)"); n != 1 {
+			t.Errorf("%d headers, want one for both sizes", n)
+		}
+		rows := regexp.MustCompile(`(?m)^ (2|64) +500 +`).FindAllString(out, -1)
+		if len(rows) != 2*tables {
+			t.Errorf("%d result rows, want %d", len(rows), 2*tables)
+		}
+		ratios := regexp.MustCompile(`(?m)^ (2|64) +500 .*   x[0-9.]+$`).FindAllString(out, -1)
+		if traced && len(ratios) != 2 {
+			t.Errorf("%d traced rows with their traced/untraced, want 2", len(ratios))
+		}
+		if traced && !strings.Contains(out, " Outliers       :") {
+			t.Error("a traced run lists no outliers section")
+		}
+		b, err := os.ReadFile(svg)
+		if err != nil || !strings.Contains(string(b), "<svg") {
+			t.Errorf("--plot: %d bytes (%v)", len(b), err)
+		}
+		if untraced := strings.Contains(string(b), "untraced"); untraced == traced {
+			t.Errorf("the plot's title says untraced: %v, the run was traced: %v", untraced, traced)
+		}
+		b, err = os.ReadFile(js)
+		var tl struct {
+			TraceEvents []struct {
+				Name string `json:"name"`
+				Ph   string `json:"ph"`
+			} `json:"traceEvents"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &tl)
+		}
+		points := 0
+		for _, e := range tl.TraceEvents {
+			if e.Name == "latency" && e.Ph == "C" {
+				points++
+			}
+		}
+		if err != nil || points != 1000 {
+			t.Errorf("--perfetto: %d latency points (%v), want the 1000 samples of the drawn pass", points, err)
+		}
+	}
+	t.Run("untraced", func(t *testing.T) { check(t, false, "--no-trace") })
+	t.Run("traced", func(t *testing.T) {
+		needModuleBTF(t)
+		check(t, true, "--trace", "--rdmatrace", *rdmatraceBin)
+	})
+	nothingLeft(t)
 }

@@ -15,7 +15,13 @@ func connCommand() *cli.Command {
 		Name:  "conn",
 		Usage: "rdma_cm connection setup, step by step as cmtime times it: N connections, one or -c at a time",
 		Description: "Both ends run in this process by default (the server is one thread driven by rdma_cm events),\n" +
-			"or use --server on one host and --client ADDR on the other.",
+			"or use --server on one host and --client ADDR on the other. Traced (the default in one process),\n" +
+			"each connection is also split into the kernel's phases.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmabench conn -d rxe0                       # 20 connections, one at a time\n" +
+			"   rdmabench conn -d rxe0 -n 100 -c 8 -j        # 8 at a time, NDJSON records\n" +
+			"   rdmabench conn -d rxe0 --perfetto conn.json  # each connection's steps on a timeline\n\n" +
+			"EXIT STATUS:\n" + exitStatus(""),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "connections", Aliases: []string{"n"}, Value: 20, Usage: "connections to make"},
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 1, Usage: "clients connecting at once, each on its own thread"},
@@ -59,6 +65,9 @@ func runConn(c *cli.Context) (err error) {
 		_, err := verbs.ConnServer(cfg)
 		return err
 	}
+	if err := checkOutputs(c, "conn"); err != nil {
+		return err
+	}
 	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "conn", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
 	if err != nil {
 		return err
@@ -82,6 +91,12 @@ func runConn(c *cli.Context) (err error) {
 	}
 	if sess != nil {
 		if err := sess.Conn(r.Conns); err != nil {
+			return err
+		}
+	} else {
+		out := newOutputs(c, os.Getpid(), dev.Name)
+		out.conns = r.Conns
+		if err := out.write(); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,13 @@ func ctrlCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ctrl",
 		Usage: "the control path: open device, PD, CQ, QP and its transitions, destroy; reg_mr/dereg_mr over a size sweep",
+		Description: "Each call is timed on one thread; traced (the default), the time inside the kernel's handler\n" +
+			"is shown next to it, and reg_mr's time is fitted against the size.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmabench ctrl -d rxe0                        # 5 of each, reg_mr from 4K to 1G\n" +
+			"   rdmabench ctrl -d rxe0 --sizes 4K,2M --prefault no -n 20\n" +
+			"   rdmabench ctrl -d rxe0 --perfetto ctrl.json   # the traced kernel spans on a timeline\n\n" +
+			"EXIT STATUS:\n" + exitStatus(""),
 		Flags: []cli.Flag{
 			devFlag, ibPortFlag,
 			&cli.IntFlag{Name: "gid-index", Aliases: []string{"x"}, Value: 0, Usage: "GID index for the QP's address (it is connected to itself)"},
@@ -74,9 +81,15 @@ func runCtrl(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(c, "ctrl"); err != nil {
+		return err
+	}
 	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "ctrl", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
 	if err != nil {
 		return err
+	}
+	if sess == nil && c.String("perfetto") != "" {
+		return fmt.Errorf("--perfetto %s: ctrl's file shows the traced kernel events, and tracing is %s", c.String("perfetto"), tracingDesc)
 	}
 	if sess != nil {
 		defer func() {

@@ -114,7 +114,7 @@ func BenchmarkLatLongRunMemory(b *testing.B) {
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
 				stop := peakHeap()
-				s := &session{req: traceRequest{Bench: "lat", PID: 100, Dev: "rxe0", JSON: true, Out: io.Discard, Perfetto: out},
+				s := &session{outputs: outputs{req: traceRequest{Bench: "lat", PID: 100, Dev: "rxe0", JSON: true, Out: io.Discard, Perfetto: out}, traced: true},
 					run: tracerun.Recorded(trace, "", 0)}
 				if _, err := s.Lat(rec, &sum, []int{101}, 2); err != nil {
 					b.Fatal(err)

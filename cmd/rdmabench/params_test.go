@@ -66,9 +66,10 @@ type fakeSession struct{}
 func (fakeSession) Lat(*bench.Recorder, *bench.Summary, []int, int) (map[string]int, error) {
 	return nil, nil
 }
-func (fakeSession) Conn([]bench.Conn) error { return nil }
-func (fakeSession) Ctrl([]bench.Op) error   { return nil }
-func (fakeSession) Stop() error             { return nil }
+func (fakeSession) Conn([]bench.Conn) error     { return nil }
+func (fakeSession) Ctrl([]bench.Op) error       { return nil }
+func (fakeSession) Stop() error                 { return nil }
+func (fakeSession) TracerSleeps() (int64, bool) { return 0, false }
 
 func traceCtx(t *testing.T, args ...string) *cli.Context {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -26,8 +27,8 @@ import (
 // tracingFlags are added to every command (main.go).
 var tracingFlags = []cli.Flag{
 	&cli.StringFlag{Name: "rdmatrace", Usage: "the rdmatrace binary that traces (default: next to rdmabench, then on PATH)"},
-	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev)"},
-	&cli.StringFlag{Name: "plot", Usage: "draw latency over time with the outliers' causes, and the CDF, to `FILE`.svg or .png (lat)"},
+	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev); untraced: the samples (lat) or the program's steps (conn)"},
+	&cli.StringFlag{Name: "plot", Usage: "draw latency over time and the CDF to `FILE`.svg or .png (lat), with the outliers' causes when traced"},
 	&cli.Float64Flag{Name: "outlier-factor", Value: 3, Usage: "a sample is an outlier above max(p99, this × median)"},
 	&cli.StringFlag{Name: "trace-dir", Usage: "keep what the tracer recorded (trace.ndjson, its stderr in trace.err) in `DIR`"},
 }
@@ -46,6 +47,11 @@ type traceRequest struct {
 	Plot      string  // --plot FILE.svg|.png
 	Factor    float64 // --outlier-factor
 	TraceDir  string  // --trace-dir DIR: keep the tracer's output there
+
+	// Where the tracer runs (lat: off the benchmark's CPUs), and its
+	// nice value; nil and 0 leave it where this process runs.
+	CPUs []int
+	Nice int
 }
 
 // traceSession is a tracer running beside the benchmark. startTracing
@@ -60,6 +66,9 @@ type traceSession interface {
 	Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, size int) (causes map[string]int, err error)
 	Conn(conns []bench.Conn) error
 	Ctrl(ops []bench.Op) error
+	// TracerSleeps counts the tracer's sleeps so far, each ended by a
+	// wakeup (false: unknown).
+	TracerSleeps() (int64, bool)
 	Stop() error
 }
 
@@ -90,25 +99,84 @@ func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) 
 		fmt.Fprintf(os.Stderr, "rdmabench: tracing unavailable, measuring untraced: %v\n", err)
 		return nil, "unavailable: " + err.Error(), nil
 	}
-	return s, "rdmatrace trace, beside the benchmark", nil
+	return s, tracerDesc(req), nil
+}
+
+// tracerDesc says what traces and where it runs.
+func tracerDesc(req traceRequest) string {
+	d := "rdmatrace trace, beside the benchmark"
+	switch len(req.CPUs) {
+	case 0:
+	case 1:
+		d += fmt.Sprintf(", on CPU %d", req.CPUs[0])
+	default:
+		d += fmt.Sprintf(", on CPUs %s", cpuList(req.CPUs))
+	}
+	if req.Nice != 0 {
+		d += fmt.Sprintf(", nice %d", req.Nice)
+	}
+	return d
+}
+
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// checkOutputs refuses, before anything runs, a --plot or --perfetto that
+// the command could not write.
+func checkOutputs(c *cli.Context, bench string) error {
+	if p := c.String("plot"); p != "" {
+		if bench != "lat" {
+			return fmt.Errorf("--plot %s: %s has no latency series to draw; --plot is for lat", p, bench)
+		}
+		if _, err := plot.Format(p); err != nil {
+			return err
+		}
+	}
+	if p := c.String("perfetto"); p != "" && bench == "ctrl" && !tracing(c) {
+		return fmt.Errorf("--perfetto %s: ctrl's file shows the traced kernel events, and --no-trace turns tracing off", p)
+	}
+	return nil
+}
+
+// newOutputs is what --plot and --perfetto will be written from.
+func newOutputs(c *cli.Context, pid int, dev string) *outputs {
+	return &outputs{req: traceRequest{PID: pid, Dev: dev, Perfetto: c.String("perfetto"), Plot: c.String("plot"), Factor: c.Float64("outlier-factor")}}
 }
 
 // session is a tracer beside this benchmark and what it has joined so far,
-// for the Perfetto file written at Stop.
+// for the files written at Stop.
 type session struct {
+	outputs
+	run *tracerun.Run
+}
+
+// outputs is what --plot and --perfetto show: the samples, and when the
+// run was traced the outliers, the connections' phases and the events.
+type outputs struct {
 	req     traceRequest
-	run     *tracerun.Run
 	samples []bench.Sample
 	lat     []correlate.Result
 	conns   []bench.Conn
 	phases  *correlate.ConnResult
 	events  []rdma.Event
+	traced  bool
 	// nSamples counts the lat samples; samples keeps a bounded share of
 	// them (every k-th, bench.Recorder.Series) for the plot and the
 	// Perfetto file. leftOut
 	// counts the traced events the Perfetto file does not show.
 	nSamples int
 	leftOut  int
+}
+
+// addSeries keeps rec's share of samples for the files.
+func (o *outputs) addSeries(rec *bench.Recorder) {
+	o.nSamples += rec.N()
+	o.samples = append(o.samples, rec.Series()...)
 }
 
 // A long run is held in bounded memory: the samples and events the plot
@@ -131,11 +199,11 @@ func startSession(req traceRequest) (traceSession, error) {
 			return nil, fmt.Errorf("--trace-dir: %w", err)
 		}
 	}
-	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}, Dir: req.TraceDir})
+	run, err := tracerun.Start(tracerun.Options{Path: req.Rdmatrace, Follow: []int{req.PID}, Dir: req.TraceDir, CPUs: req.CPUs, Nice: req.Nice})
 	if err != nil {
 		return nil, err
 	}
-	return &session{req: req, run: run}, nil
+	return &session{outputs: outputs{req: req, traced: true}, run: run}, nil
 }
 
 // events reads what was traced since the last call; bad lines are told
@@ -176,8 +244,7 @@ func (s *session) Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, si
 			}
 		}
 	}
-	s.nSamples += rec.N()
-	s.samples = append(s.samples, rec.Series()...)
+	s.addSeries(rec)
 	s.lat = append(s.lat, r)
 	if s.req.JSON {
 		err = report.WriteOutliersJSON(s.req.Out, &r, size)
@@ -186,6 +253,8 @@ func (s *session) Lat(rec *bench.Recorder, sum *bench.Summary, threads []int, si
 	}
 	return r.Causes, err
 }
+
+func (s *session) TracerSleeps() (int64, bool) { return s.run.Sleeps() }
 
 // eventKey tells one traced event from another well enough to show it
 // once.
@@ -245,26 +314,39 @@ func (s *session) passWarnings() {
 func (s *session) Stop() error {
 	err := s.run.Stop()
 	s.passWarnings()
-	if perr := s.writePlot(); perr != nil && err == nil {
-		err = perr
+	if werr := s.write(); werr != nil && err == nil {
+		err = werr
 	}
-	if s.req.Perfetto == "" {
+	return err
+}
+
+// write writes the plot and the Perfetto file, if asked: a run untraced
+// has its samples (lat) or its program's steps (conn) in them, without
+// causes.
+func (o *outputs) write() error {
+	err := o.writePlot()
+	if o.req.Perfetto == "" {
 		return err
 	}
-	f, ferr := safefile.Create(s.req.Perfetto, safefile.Invoker(os.Getenv))
+	f, ferr := safefile.Create(o.req.Perfetto, safefile.Invoker(os.Getenv))
 	if ferr != nil {
 		return ferr
 	}
-	if s.leftOut > 0 {
-		fmt.Fprintf(os.Stderr, "rdmabench: --perfetto %s shows %d traced events and the outliers' own; %d others are left out\n", s.req.Perfetto, keptEvents, s.leftOut)
+	if o.leftOut > 0 {
+		fmt.Fprintf(os.Stderr, "rdmabench: --perfetto %s shows %d traced events and the outliers' own; %d others are left out\n", o.req.Perfetto, keptEvents, o.leftOut)
 	}
-	tl := perfetto.Timeline{PID: s.req.PID, Samples: s.samples, Events: s.events, Conns: s.conns, Phases: s.phases}
-	for _, r := range s.lat {
+	phases := o.phases
+	if phases == nil && len(o.conns) > 0 {
+		r := correlate.Connections(o.conns, nil) // the program's own steps
+		phases = &r
+	}
+	tl := perfetto.Timeline{PID: o.req.PID, Samples: o.samples, Events: o.events, Conns: o.conns, Phases: phases}
+	for _, r := range o.lat {
 		tl.Outliers = append(tl.Outliers, r.Outliers...)
 	}
 	if werr := perfetto.Write(f, &tl); werr != nil {
 		f.Close()
-		return fmt.Errorf("--perfetto %s: %w", s.req.Perfetto, werr)
+		return fmt.Errorf("--perfetto %s: %w", o.req.Perfetto, werr)
 	}
 	if cerr := f.Close(); cerr != nil {
 		return cerr
@@ -272,29 +354,41 @@ func (s *session) Stop() error {
 	return err
 }
 
-// writePlot draws the lat runs (all sizes together) with their outliers.
-func (s *session) writePlot() error {
-	if s.req.Plot == "" || len(s.samples) == 0 {
+// writePlot draws the lat series (all sizes together), with their
+// outliers when traced.
+func (o *outputs) writePlot() error {
+	if o.req.Plot == "" {
 		return nil
 	}
-	format, _ := plot.Format(s.req.Plot)
-	res := correlate.Result{}
-	for _, r := range s.lat {
-		res.Outliers = append(res.Outliers, r.Outliers...)
-		res.Threshold = max(res.Threshold, r.Threshold)
+	if len(o.samples) == 0 {
+		return fmt.Errorf("--plot %s: no samples to draw (the run ended before its first series)", o.req.Plot)
 	}
-	f, err := safefile.Create(s.req.Plot, safefile.Invoker(os.Getenv))
+	format, err := plot.Format(o.req.Plot)
 	if err != nil {
 		return err
 	}
-	factor := s.req.Factor
+	factor := o.req.Factor
 	if factor <= 0 {
 		factor = 3
 	}
-	title := fmt.Sprintf("rdmabench lat on %s, %d samples; outliers above max(p99, %g x median), by what overlapped them", s.req.Dev, s.nSamples, factor)
-	if werr := plot.Write(f, format, &plot.Run{Title: title, Samples: s.samples, Result: &res}); werr != nil {
+	run := &plot.Run{Samples: o.samples,
+		Title: fmt.Sprintf("rdmabench lat on %s, %d samples, untraced (no causes: the run was not traced)", o.req.Dev, o.nSamples)}
+	if o.traced {
+		res := correlate.Result{}
+		for _, r := range o.lat {
+			res.Outliers = append(res.Outliers, r.Outliers...)
+			res.Threshold = max(res.Threshold, r.Threshold)
+		}
+		run.Result = &res
+		run.Title = fmt.Sprintf("rdmabench lat on %s, %d samples traced; outliers above max(p99, %g x median), by what overlapped them", o.req.Dev, o.nSamples, factor)
+	}
+	f, err := safefile.Create(o.req.Plot, safefile.Invoker(os.Getenv))
+	if err != nil {
+		return err
+	}
+	if werr := plot.Write(f, format, run); werr != nil {
 		f.Close()
-		return fmt.Errorf("--plot %s: %w", s.req.Plot, werr)
+		return fmt.Errorf("--plot %s: %w", o.req.Plot, werr)
 	}
 	return f.Close()
 }

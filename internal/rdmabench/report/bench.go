@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/rdmatrace/rdmatrace/formats"
@@ -23,7 +23,8 @@ type BenchThread struct {
 	CPU int `json:"cpu"` // -1: not pinned
 }
 
-// LatReport is one latency run as rdmabench reports it.
+// LatReport is one latency series (one size of one pass) as rdmabench
+// reports it.
 type LatReport struct {
 	Op          string // write, send, read
 	Dev         string
@@ -35,106 +36,191 @@ type LatReport struct {
 	Client      BenchThread
 	Server      BenchThread // zero when the server is elsewhere
 	Inline      bool
+	MaxInline   int     // the QP's max_inline_data (0: unknown)
 	ClockNs     float64 // one clock_gettime(CLOCK_MONOTONIC)
 	EmptyPollNs float64 // one ibv_poll_cq that finds nothing
 	Emulated    string  // why these are not hardware numbers ("" for hardware)
-	Tracing     string  // "off", or what traced the run
+	Tracing     string  // "off", or what traced this series
 	Summary     bench.Summary
 	Causes      map[string]int // outlier causes from the correlation, when traced
-	// Untraced is the same series run just before with no tracer, when
-	// the run was traced in one process: the tracer's cost, shown.
+	// Untraced is the headline series of the same size, run before the
+	// tracer started: set on a traced series, for the tracer's cost.
 	Untraced *bench.Summary
+	// Tracer is what the tracer did during a traced series (nil: unknown).
+	Tracer *TracerActivity
+}
+
+// TracerActivity is the tracer's own activity during one traced series,
+// its connection included: each wakeup takes a CPU, maybe from an end.
+type TracerActivity struct {
+	Wakeups int64   // its threads' voluntary context switches
+	Seconds float64 // how long the series took
 }
 
 var latTitles = map[string]string{"write": "RDMA_Write Latency Test", "send": "Send Latency Test", "read": "RDMA_Read Latency Test"}
 
-const resultLine = "---------------------------------------------------------------------------------------\n"
+const (
+	resultLine = "---------------------------------------------------------------------------------------\n"
+	latColumns = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]   max[usec]"
+)
 
-// WriteLatTable writes r as perftest lays its report out: a header that
-// says what ran and how it was timed, the column line and one result row
-// (plus the true maximum, which perftest does not show).
-func WriteLatTable(w io.Writer, r *LatReport) error {
+// LatTable writes a lat run as perftest lays its report out: one header
+// that says what ran and how it was timed, the column line, a row per
+// message size (plus the true maximum, which perftest does not show) and
+// the closing line. These rows are the untraced pass: the headline. When
+// the run is also traced, a second table follows with the traced pass's
+// rows and each size's traced/untraced ratio; the outliers come after it.
+type LatTable struct {
+	W     io.Writer
+	Sizes []int  // the sizes the run covers, for the header
+	Trace string // what the traced pass will be ("" for none), for the header
+
+	rows, traced bool // a header (of either table) was written
+	hist         bool // a row's percentiles came from a histogram
+	wakeups      []string
+}
+
+// Row writes the headline row of one size, after the header if it is the
+// first.
+func (t *LatTable) Row(r *LatReport) error {
+	var b strings.Builder
+	if !t.rows {
+		t.rows = true
+		t.header(&b, r)
+		b.WriteString(resultLine + latColumns + "\n")
+	}
+	t.hist = t.hist || r.Summary.FromHistogram
+	b.WriteString(latRow(r) + "\n")
+	_, err := io.WriteString(t.W, b.String())
+	return err
+}
+
+// End closes the headline table.
+func (t *LatTable) End() error {
+	return t.end()
+}
+
+// TracedRow writes one size's traced row with its ratio to the headline,
+// after the traced table's header if it is the first.
+func (t *LatTable) TracedRow(r *LatReport) error {
+	var b strings.Builder
+	if !t.traced {
+		t.traced, t.hist = true, false
+		fmt.Fprintf(&b, " Traced pass     : %s\n", formats.Sanitize(r.Tracing))
+		b.WriteString("                   the same series again, traced: what the tracer costs, and why samples were slow\n")
+		b.WriteString(resultLine + latColumns + "   traced/untraced t_typical\n")
+	}
+	t.hist = t.hist || r.Summary.FromHistogram
+	b.WriteString(latRow(r))
+	if u := r.Untraced; u != nil && u.Typical > 0 {
+		fmt.Fprintf(&b, "   x%.2f", r.Summary.Typical/u.Typical)
+	}
+	if a := r.Tracer; a != nil && a.Seconds > 0 {
+		t.wakeups = append(t.wakeups, fmt.Sprintf("%d in %.2f s (%.1f a second) at %d bytes", a.Wakeups, a.Seconds, float64(a.Wakeups)/a.Seconds, r.Size))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(t.W, b.String())
+	return err
+}
+
+// TracedEnd closes the traced table, and says how often the tracer woke.
+func (t *LatTable) TracedEnd() error {
+	if err := t.end(); err != nil || len(t.wakeups) == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(t.W, " Tracer wakeups  : %s\n", strings.Join(t.wakeups, ", "))
+	return err
+}
+
+// NoTrace says, under the headline table, why no traced pass follows
+// although one was asked for.
+func (t *LatTable) NoTrace(why string) error {
+	_, err := fmt.Fprintf(t.W, " Traced pass     : none: %s\n", formats.Sanitize(why))
+	return err
+}
+
+func (t *LatTable) end() error {
 	var b strings.Builder
 	b.WriteString(resultLine)
-	fmt.Fprintf(&b, "                    %s (rdmabench)\n", latTitles[r.Op])
-	fmt.Fprintf(&b, " Device          : %s\n", formats.Sanitize(r.Dev))
-	fmt.Fprintf(&b, " Connection      : RC over rdma_cm to %s\n", formats.Sanitize(r.Addr))
+	if t.hist {
+		fmt.Fprintf(&b, " Percentiles     : t_typical and the percentiles from a histogram (within %.3f %%; exact among the %d worst),\n"+
+			"                   t_min, t_max, max, t_avg and t_stdev exact: the series outgrew the %d samples kept whole\n",
+			100*bench.HistRelErr, bench.WorstSamples, bench.ExactSamples)
+	}
+	_, err := io.WriteString(t.W, b.String())
+	return err
+}
+
+// header says what ran, from the first series: what differs between
+// sizes (the threads, inline or not) is in each size's -j record.
+func (t *LatTable) header(b *strings.Builder, r *LatReport) {
+	b.WriteString(resultLine)
+	fmt.Fprintf(b, "                    %s (rdmabench)\n", latTitles[r.Op])
+	fmt.Fprintf(b, " Device          : %s\n", formats.Sanitize(r.Dev))
+	fmt.Fprintf(b, " Connection      : RC over rdma_cm to %s\n", formats.Sanitize(r.Addr))
 	if r.OneProcess {
-		fmt.Fprintf(&b, " Ends            : both in pid %d: server tid %d %s, client tid %d %s\n",
-			r.Client.PID, r.Server.TID, cpu(r.Server.CPU), r.Client.TID, cpu(r.Client.CPU))
+		fmt.Fprintf(b, " Ends            : both in pid %d: server %s, client %s\n", r.Client.PID, cpu(r.Server.CPU), cpu(r.Client.CPU))
 	} else {
-		fmt.Fprintf(&b, " Ends            : client pid %d tid %d %s, server on the other host\n",
-			r.Client.PID, r.Client.TID, cpu(r.Client.CPU))
+		fmt.Fprintf(b, " Ends            : client pid %d %s, server on the other host\n", r.Client.PID, cpu(r.Client.CPU))
+	}
+	sizes := t.Sizes
+	if len(sizes) == 0 {
+		sizes = []int{r.Size}
 	}
 	inline := "not inline"
-	if r.Inline {
+	switch {
+	case r.Op == "read":
+	case len(sizes) == 1 && r.Inline:
 		inline = "inline"
+	case len(sizes) > 1 && r.MaxInline > 0:
+		inline = fmt.Sprintf("inline up to %d bytes", r.MaxInline)
 	}
-	fmt.Fprintf(&b, " Message size    : %d bytes, %s\n", r.Size, inline)
-	if r.DurationSec > 0 {
-		fmt.Fprintf(&b, " Duration        : %g s (%d iterations)\n", r.DurationSec, r.Summary.N)
+	if len(sizes) == 1 {
+		fmt.Fprintf(b, " Message size    : %d bytes, %s\n", sizes[0], inline)
 	} else {
-		fmt.Fprintf(&b, " Iterations      : %d\n", r.Iters)
+		fmt.Fprintf(b, " Message sizes   : %d to %d bytes, %d sizes, %s\n", slices.Min(sizes), slices.Max(sizes), len(sizes), inline)
+	}
+	if r.DurationSec > 0 {
+		fmt.Fprintf(b, " Duration        : %g s per size\n", r.DurationSec)
+	} else {
+		fmt.Fprintf(b, " Iterations      : %d\n", r.Iters)
 	}
 	half := "half of each round trip, as perftest"
 	if r.Op == "read" {
 		half = "each whole round trip, as perftest"
 	}
-	calls := "one C call runs the series"
-	if r.Summary.N > bench.ChunkSamples {
+	calls := "one C call runs a series"
+	if r.Summary.N > bench.ChunkSamples || r.DurationSec > 0 {
 		calls = fmt.Sprintf("one C call per %d samples", bench.ChunkSamples)
 	}
-	fmt.Fprintf(&b, " Samples         : CLOCK_MONOTONIC at each post, %s; %s\n", half, calls)
-	fmt.Fprintf(&b, " Timestamp cost  : %.1f ns per clock_gettime, %.1f ns per empty ibv_poll_cq\n", r.ClockNs, r.EmptyPollNs)
-	fmt.Fprintf(&b, " Tracing         : %s\n", formats.Sanitize(r.Tracing))
+	fmt.Fprintf(b, " Samples         : CLOCK_MONOTONIC at each post, %s; %s\n", half, calls)
+	fmt.Fprintf(b, " Timestamp cost  : %.1f ns per clock_gettime, %.1f ns per empty ibv_poll_cq\n", r.ClockNs, r.EmptyPollNs)
+	if t.Trace != "" {
+		b.WriteString(" Tracing         : off in these rows; a traced pass follows them\n")
+	} else {
+		fmt.Fprintf(b, " Tracing         : %s\n", formats.Sanitize(r.Tracing))
+	}
 	if r.Emulated != "" {
-		fmt.Fprintf(&b, " Not hardware    : %s\n", formats.Sanitize(r.Emulated))
+		fmt.Fprintf(b, " Not hardware    : %s\n", formats.Sanitize(r.Emulated))
 	}
-	b.WriteString(resultLine)
-	b.WriteString(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]   max[usec]\n")
+}
+
+func latRow(r *LatReport) string {
 	s := r.Summary
-	fmt.Fprintf(&b, " %-7d %-11d    %-11.2f    %-11.2f  %-15.2f    %-11.2f    %-13.2f   %-20.2f   %-22.2f   %.2f\n",
+	return fmt.Sprintf(" %-7d %-11d    %-11.2f    %-11.2f  %-15.2f    %-11.2f    %-13.2f   %-20.2f   %-22.2f   %.2f",
 		r.Size, s.N, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999, s.TrueMax)
-	b.WriteString(resultLine)
-	if s.FromHistogram {
-		fmt.Fprintf(&b, " Percentiles     : t_typical and the percentiles from a histogram (within %.3f %%; exact among the %d worst),\n"+
-			"                   t_min, t_max, max, t_avg and t_stdev exact: the series outgrew the %d samples kept whole\n",
-			100*bench.HistRelErr, bench.WorstSamples, bench.ExactSamples)
-	}
-	if u := r.Untraced; u != nil && u.Typical > 0 {
-		fmt.Fprintf(&b, " Tracer cost     : t_typical %.2f usec traced, %.2f usec in the same series untraced just before (x%.2f)\n",
-			s.Typical, u.Typical, s.Typical/u.Typical)
-	}
-	if len(r.Causes) > 0 {
-		b.WriteString(" Outlier causes  :")
-		for _, k := range sortedKeys(r.Causes) {
-			fmt.Fprintf(&b, " %s %d", formats.Sanitize(k), r.Causes[k])
-		}
-		b.WriteString("\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func cpu(c int) string {
 	if c < 0 {
-		return "(not pinned)"
+		return "not pinned"
 	}
 	return fmt.Sprintf("on CPU %d", c)
 }
 
-func sortedKeys(m map[string]int) []string {
-	k := make([]string, 0, len(m))
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
-}
-
-// latUS has perftest's names for its columns (its --out_json keys), plus
+// LatUS has perftest's names for its columns (its --out_json keys), plus
 // the true maximum.
-type latUS struct {
+type LatUS struct {
 	Min     float64 `json:"t_min"`
 	Max     float64 `json:"t_max"`
 	Typical float64 `json:"t_typical"`
@@ -145,7 +231,16 @@ type latUS struct {
 	TrueMax float64 `json:"max"`
 }
 
-type latRecord struct {
+// Lat's record kinds: the headline (untraced) series and the traced one.
+const (
+	RecordLat       = "summary"
+	RecordLatTraced = "traced-summary"
+)
+
+// LatRecord is lat's record of one series: RecordLat for the untraced
+// pass (the headline, what perftest prints), RecordLatTraced for the
+// traced pass, with the tracer's cost against the headline.
+type LatRecord struct {
 	Record      string         `json:"record"`
 	Bench       string         `json:"bench"`
 	Op          string         `json:"op"`
@@ -154,7 +249,7 @@ type latRecord struct {
 	Size        int            `json:"size"`
 	Iterations  int            `json:"iterations"`
 	DurationSec float64        `json:"duration-s,omitempty"`
-	LatUS       latUS          `json:"lat-us"`
+	LatUS       LatUS          `json:"lat-us"`
 	Inline      bool           `json:"inline"`
 	Clock       string         `json:"clock"`
 	ClockNs     float64        `json:"clock-ns"`
@@ -167,24 +262,35 @@ type latRecord struct {
 	// FromHistogram: t_typical and the percentiles come from a histogram
 	// (a series past bench.ExactSamples), within HistRelErr.
 	FromHistogram bool `json:"from-histogram,omitempty"`
-	// The same series untraced, just before: t_typical and traced/untraced.
+	// On a traced series: the headline's t_typical and traced/untraced.
 	UntracedTypicalUS float64 `json:"untraced-t_typical-us,omitempty"`
 	TracerRatio       float64 `json:"tracer-ratio,omitempty"`
+	// On a traced series: the tracer's wakeups during it, and how long it
+	// took (its connection included).
+	TracerWakeups *int64  `json:"tracer-wakeups,omitempty"`
+	TracedSec     float64 `json:"traced-s,omitempty"`
 }
 
-// WriteLatJSON writes r's summary record.
+// WriteLatJSON writes r's record: RecordLatTraced when r has the headline
+// to compare with (r.Untraced), RecordLat otherwise.
 func WriteLatJSON(w io.Writer, r *LatReport) error {
 	s := r.Summary
-	rec := latRecord{Record: "summary", Bench: "lat", Op: r.Op, Dev: r.Dev, Addr: r.Addr, Size: r.Size,
+	rec := LatRecord{Record: RecordLat, Bench: "lat", Op: r.Op, Dev: r.Dev, Addr: r.Addr, Size: r.Size,
 		Iterations: s.N, DurationSec: r.DurationSec,
-		LatUS:  latUS{round2(s.Min), round2(s.Max), round2(s.Typical), round2(s.Avg), round2(s.Stdev), round2(s.P99), round2(s.P999), round2(s.TrueMax)},
+		LatUS:  LatUS{round2(s.Min), round2(s.Max), round2(s.Typical), round2(s.Avg), round2(s.Stdev), round2(s.P99), round2(s.P999), round2(s.TrueMax)},
 		Inline: r.Inline, Clock: "CLOCK_MONOTONIC", ClockNs: round2(r.ClockNs), EmptyPollNs: round2(r.EmptyPollNs),
 		Client: r.Client, Tracing: r.Tracing, Emulated: r.Emulated, Causes: r.Causes, FromHistogram: s.FromHistogram}
 	if r.OneProcess {
 		rec.Server = &r.Server
 	}
-	if u := r.Untraced; u != nil && u.Typical > 0 {
-		rec.UntracedTypicalUS, rec.TracerRatio = round2(u.Typical), round3(s.Typical/u.Typical)
+	if u := r.Untraced; u != nil {
+		rec.Record = RecordLatTraced
+		if u.Typical > 0 {
+			rec.UntracedTypicalUS, rec.TracerRatio = round2(u.Typical), round3(s.Typical/u.Typical)
+		}
+	}
+	if a := r.Tracer; a != nil {
+		rec.TracerWakeups, rec.TracedSec = &a.Wakeups, round3(a.Seconds)
 	}
 	return writeRecord(w, rec)
 }
@@ -301,41 +407,41 @@ func WriteConnTable(w io.Writer, r *ConnReport) error {
 
 func us(x float64) string { return fmt.Sprintf("%.1f", x) }
 
-type stepJSON struct {
+type StepRecord struct {
 	Name  string  `json:"name"`
 	Start int64   `json:"ts"`
 	DurUS float64 `json:"dur-us"`
 }
 
-type sideJSON struct {
-	PID   int        `json:"pid,omitempty"`
-	TID   int        `json:"tid,omitempty"`
-	Src   string     `json:"src,omitempty"`
-	Dst   string     `json:"dst,omitempty"`
-	Steps []stepJSON `json:"steps"`
+type SideRecord struct {
+	PID   int          `json:"pid,omitempty"`
+	TID   int          `json:"tid,omitempty"`
+	Src   string       `json:"src,omitempty"`
+	Dst   string       `json:"dst,omitempty"`
+	Steps []StepRecord `json:"steps"`
 }
 
-type connRecord struct {
-	Record  string    `json:"record"`
-	Index   int       `json:"index"`
-	Start   int64     `json:"ts"`
-	TotalUS float64   `json:"total-us"`
-	Client  sideJSON  `json:"client"`
-	Server  *sideJSON `json:"server,omitempty"`
+type ConnRecord struct {
+	Record  string      `json:"record"`
+	Index   int         `json:"index"`
+	Start   int64       `json:"ts"`
+	TotalUS float64     `json:"total-us"`
+	Client  SideRecord  `json:"client"`
+	Server  *SideRecord `json:"server,omitempty"`
 }
 
-func sideOf(s bench.Side) sideJSON {
-	j := sideJSON{PID: s.PID, TID: s.TID, Steps: []stepJSON{}}
+func sideOf(s bench.Side) SideRecord {
+	j := SideRecord{PID: s.PID, TID: s.TID, Steps: []StepRecord{}}
 	if s.Src.IsValid() {
 		j.Src, j.Dst = s.Src.String(), s.Dst.String()
 	}
 	for _, st := range s.Steps {
-		j.Steps = append(j.Steps, stepJSON{st.Name, st.Start, round3(float64(st.Dur) / 1e3)})
+		j.Steps = append(j.Steps, StepRecord{st.Name, st.Start, round3(float64(st.Dur) / 1e3)})
 	}
 	return j
 }
 
-type distJSON struct {
+type DistRecord struct {
 	Side  string  `json:"side,omitempty"`
 	Step  string  `json:"step,omitempty"`
 	N     int     `json:"n"`
@@ -347,26 +453,26 @@ type distJSON struct {
 	Share float64 `json:"share,omitempty"`
 }
 
-func distOf(d bench.Dist) distJSON {
-	return distJSON{N: d.N, Min: round3(d.Min), P50: round3(d.P50), P90: round3(d.P90), P99: round3(d.P99), Max: round3(d.Max)}
+func distOf(d bench.Dist) DistRecord {
+	return DistRecord{N: d.N, Min: round3(d.Min), P50: round3(d.P50), P90: round3(d.P90), P99: round3(d.P99), Max: round3(d.Max)}
 }
 
-type connSummary struct {
-	Record      string     `json:"record"`
-	Bench       string     `json:"bench"`
-	Addr        string     `json:"addr"`
-	Connections int        `json:"connections"`
-	Concurrency int        `json:"concurrency"`
-	Steps       []distJSON `json:"steps"`
-	Total       distJSON   `json:"total"`
-	Tracing     string     `json:"tracing"`
-	Emulated    string     `json:"emulated,omitempty"`
+type ConnSummary struct {
+	Record      string       `json:"record"`
+	Bench       string       `json:"bench"`
+	Addr        string       `json:"addr"`
+	Connections int          `json:"connections"`
+	Concurrency int          `json:"concurrency"`
+	Steps       []DistRecord `json:"steps"`
+	Total       DistRecord   `json:"total"`
+	Tracing     string       `json:"tracing"`
+	Emulated    string       `json:"emulated,omitempty"`
 }
 
 // WriteConnJSON writes a connection record per connection and a summary.
 func WriteConnJSON(w io.Writer, r *ConnReport) error {
 	for _, c := range r.Conns {
-		rec := connRecord{Record: "connection", Index: c.Index, Start: c.Start, TotalUS: round3(float64(c.End-c.Start) / 1e3), Client: sideOf(c.Client)}
+		rec := ConnRecord{Record: "connection", Index: c.Index, Start: c.Start, TotalUS: round3(float64(c.End-c.Start) / 1e3), Client: sideOf(c.Client)}
 		if len(c.Server.Steps) > 0 {
 			s := sideOf(c.Server)
 			rec.Server = &s
@@ -377,8 +483,8 @@ func WriteConnJSON(w io.Writer, r *ConnReport) error {
 	}
 	rows, total := r.stepRows()
 	tot := sum(total)
-	sm := connSummary{Record: "summary", Bench: "conn", Addr: r.Addr, Connections: len(r.Conns), Concurrency: r.Concurrency,
-		Total: distOf(bench.Distribution(total)), Tracing: r.Tracing, Emulated: r.Emulated, Steps: []distJSON{}}
+	sm := ConnSummary{Record: "summary", Bench: "conn", Addr: r.Addr, Connections: len(r.Conns), Concurrency: r.Concurrency,
+		Total: distOf(bench.Distribution(total)), Tracing: r.Tracing, Emulated: r.Emulated, Steps: []DistRecord{}}
 	for _, row := range rows {
 		d := distOf(bench.Distribution(row.durs))
 		d.Side, d.Step = row.side, row.step
@@ -478,7 +584,7 @@ func SizeString(n int64) string {
 	return fmt.Sprint(n)
 }
 
-type opRecord struct {
+type OpRecord struct {
 	Record   string  `json:"record"`
 	Op       string  `json:"op"`
 	Size     int64   `json:"size,omitempty"`
@@ -488,7 +594,7 @@ type opRecord struct {
 	DurUS    float64 `json:"dur-us"`
 }
 
-type fitJSON struct {
+type RegFitRecord struct {
 	Prefault    bool    `json:"prefault"`
 	USPerGiB    float64 `json:"us-per-gib"`
 	InterceptUS float64 `json:"intercept-us"`
@@ -496,27 +602,27 @@ type fitJSON struct {
 	N           int     `json:"n"`
 }
 
-type opDist struct {
+type OpDist struct {
 	Op       string `json:"op"`
 	Size     int64  `json:"size,omitempty"`
 	Prefault *bool  `json:"prefault,omitempty"`
-	distJSON
+	DistRecord
 }
 
-type ctrlSummary struct {
-	Record   string    `json:"record"`
-	Bench    string    `json:"bench"`
-	Dev      string    `json:"dev"`
-	Ops      []opDist  `json:"ops"`
-	RegFit   []fitJSON `json:"reg-fit,omitempty"`
-	Tracing  string    `json:"tracing"`
-	Emulated string    `json:"emulated,omitempty"`
+type CtrlSummary struct {
+	Record   string         `json:"record"`
+	Bench    string         `json:"bench"`
+	Dev      string         `json:"dev"`
+	Ops      []OpDist       `json:"ops"`
+	RegFit   []RegFitRecord `json:"reg-fit,omitempty"`
+	Tracing  string         `json:"tracing"`
+	Emulated string         `json:"emulated,omitempty"`
 }
 
 // WriteCtrlJSON writes an op record per operation and a summary.
 func WriteCtrlJSON(w io.Writer, r *CtrlReport) error {
 	for _, o := range r.Ops {
-		rec := opRecord{Record: "op", Op: o.Name, TID: o.TID, Start: o.Start, DurUS: round3(float64(o.Dur) / 1e3)}
+		rec := OpRecord{Record: "op", Op: o.Name, TID: o.TID, Start: o.Start, DurUS: round3(float64(o.Dur) / 1e3)}
 		if o.Size > 0 {
 			rec.Size, rec.Prefault = o.Size, &o.Prefault
 		}
@@ -525,9 +631,9 @@ func WriteCtrlJSON(w io.Writer, r *CtrlReport) error {
 		}
 	}
 	keys, g := r.groups()
-	sm := ctrlSummary{Record: "summary", Bench: "ctrl", Dev: r.Dev, Tracing: r.Tracing, Emulated: r.Emulated, Ops: []opDist{}}
+	sm := CtrlSummary{Record: "summary", Bench: "ctrl", Dev: r.Dev, Tracing: r.Tracing, Emulated: r.Emulated, Ops: []OpDist{}}
 	for _, k := range keys {
-		d := opDist{Op: k.name, distJSON: distOf(bench.Distribution(g[k]))}
+		d := OpDist{Op: k.name, DistRecord: distOf(bench.Distribution(g[k]))}
 		if k.size > 0 {
 			pf := k.prefault
 			d.Size, d.Prefault = k.size, &pf
@@ -537,7 +643,7 @@ func WriteCtrlJSON(w io.Writer, r *CtrlReport) error {
 	for _, pf := range []bool{true, false} {
 		if hasMR(r.Ops, pf) {
 			f, perGiB := bench.RegFit(r.Ops, pf)
-			sm.RegFit = append(sm.RegFit, fitJSON{pf, round3(perGiB), round3(f.Intercept), round3(f.R2), f.N})
+			sm.RegFit = append(sm.RegFit, RegFitRecord{pf, round3(perGiB), round3(f.Intercept), round3(f.R2), f.N})
 		}
 	}
 	return writeRecord(w, sm)

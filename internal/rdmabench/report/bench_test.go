@@ -23,25 +23,53 @@ func latReport() *LatReport {
 }
 
 func TestLatTableGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteLatTable(&b, latReport()); err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, "../../../testdata/formats/bench-lat.txt", b.Bytes())
+	golden.Check(t, "../../../testdata/formats/bench-lat.txt", []byte(tableOf(t, latReport())))
 }
 
-func TestLatTableWithTheServerElsewhereAndCausesGolden(t *testing.T) {
+func TestLatTableWithTheServerElsewhereGolden(t *testing.T) {
 	r := latReport()
 	r.Op, r.OneProcess, r.Server, r.Emulated, r.Inline = "read", false, BenchThread{}, "", false
 	r.Dev = "mlx5_0\x1b[31m"
-	r.Causes = map[string]int{"off-cpu": 3, "reg-mr": 1}
+	out := tableOf(t, r)
+	golden.Check(t, "../../../testdata/formats/bench-lat-client.txt", []byte(out))
+	if strings.ContainsAny(out, "\x1b\t") {
+		t.Error("a control character reached the table")
+	}
+}
+
+// -a is one table, as perftest prints it: one header, one column line, a
+// row per size.
+func TestLatAllSizesIsOneTableGolden(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteLatTable(&b, r); err != nil {
+	var sizes []int
+	for s := 2; s <= 8<<20; s *= 2 {
+		sizes = append(sizes, s)
+	}
+	tab := LatTable{W: &b, Sizes: sizes}
+	for _, s := range sizes {
+		r := latReport()
+		r.Size, r.Inline, r.MaxInline = s, s <= 220, 220
+		r.Summary.Typical += float64(s) / 1e4
+		if err := tab.Row(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.End(); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "../../../testdata/formats/bench-lat-client.txt", b.Bytes())
-	if bytes.ContainsAny(b.Bytes(), "\x1b\t") {
-		t.Error("a control character reached the table")
+	golden.Check(t, "../../../testdata/formats/bench-lat-all.txt", b.Bytes())
+	out := b.String()
+	if n := strings.Count(out, "#bytes"); n != 1 {
+		t.Errorf("%d column lines, want 1", n)
+	}
+	if n := strings.Count(out, "Device "); n != 1 {
+		t.Errorf("%d headers, want 1", n)
+	}
+	if !strings.Contains(out, "Message sizes   : 2 to 8388608 bytes, 23 sizes, inline up to 220 bytes") {
+		t.Errorf("the header does not say the sizes:\n%s", out)
+	}
+	if n := strings.Count(out, "\n"); n != 12+1+23+1 {
+		t.Errorf("%d lines, want a 12-line header, the column line, 23 rows and the closing line", n)
 	}
 }
 
@@ -119,7 +147,7 @@ func TestConnSharesOfTheClientStepsAddUpToTheirCover(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	var sm connSummary
+	var sm ConnSummary
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sm); err != nil {
 		t.Fatal(err)
 	}
@@ -180,16 +208,22 @@ func TestSizeString(t *testing.T) {
 	}
 }
 
-// A traced run shows what the tracer cost: the same series untraced.
+// A traced run's headline is its untraced pass; the traced pass follows
+// in a table of its own with what the tracer cost.
 func TestLatTracerCostIsShown(t *testing.T) {
+	head := latReport()
 	r := latReport()
-	r.Tracing = "rdmatrace trace (pid 77)"
-	u := r.Summary
-	u.Typical = r.Summary.Typical / 1.25
-	r.Untraced = &u
+	r.Tracing = "rdmatrace trace, beside the benchmark, on CPU 0, nice 19"
+	r.Summary.Typical = head.Summary.Typical * 1.25
+	r.Untraced = &head.Summary
+	r.Causes = map[string]int{"off-cpu": 3, "reg-mr": 1}
+	r.Tracer = &TracerActivity{Wakeups: 12, Seconds: 1.5}
 	var txt, js bytes.Buffer
-	if err := WriteLatTable(&txt, r); err != nil {
-		t.Fatal(err)
+	tab := LatTable{W: &txt, Sizes: []int{2}, Trace: "rdmatrace"}
+	for _, step := range []func() error{func() error { return tab.Row(head) }, tab.End, func() error { return tab.TracedRow(r) }, tab.TracedEnd} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := WriteLatJSON(&js, r); err != nil {
 		t.Fatal(err)
@@ -200,14 +234,20 @@ func TestLatTracerCostIsShown(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &m); err != nil || m["tracer-ratio"] != 1.25 {
 		t.Errorf("tracer-ratio %v (%v), want 1.25", m["tracer-ratio"], err)
 	}
-	if !strings.Contains(txt.String(), "(x1.25)") {
-		t.Errorf("no tracer cost line:\n%s", txt.String())
+	if !strings.Contains(txt.String(), "   x1.25\n") {
+		t.Errorf("no tracer cost:\n%s", txt.String())
+	}
+	if !strings.Contains(txt.String(), " Tracer wakeups  : 12 in 1.50 s (8.0 a second) at 2 bytes\n") || m["tracer-wakeups"] != 12.0 {
+		t.Errorf("no tracer wakeups: %v\n%s", m["tracer-wakeups"], txt.String())
+	}
+	if m["record"] != RecordLatTraced {
+		t.Errorf("a traced series is a %v record, want %s", m["record"], RecordLatTraced)
 	}
 }
 
 func TestALongSeriesSaysItsPercentilesComeFromAHistogram(t *testing.T) {
 	r := latReport()
-	if !strings.Contains(tableOf(t, r), "one C call runs the series") {
+	if !strings.Contains(tableOf(t, r), "one C call runs a series") {
 		t.Error("a short series should say one C call ran it")
 	}
 	r.Summary.FromHistogram, r.Summary.N = true, 5_000_000
@@ -226,7 +266,11 @@ func TestALongSeriesSaysItsPercentilesComeFromAHistogram(t *testing.T) {
 func tableOf(t *testing.T, r *LatReport) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteLatTable(&b, r); err != nil {
+	tab := LatTable{W: &b}
+	if err := tab.Row(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.End(); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()

@@ -22,7 +22,7 @@ type jstr string
 
 func (s jstr) MarshalJSON() ([]byte, error) { return formats.AppendJSONString(nil, string(s)), nil }
 
-type outlierEvent struct {
+type OutlierEvent struct {
 	Event     string  `json:"event"`
 	Res       string  `json:"res,omitempty"`
 	Func      string  `json:"func,omitempty"`
@@ -40,21 +40,21 @@ type outlierEvent struct {
 	LastComm jstr   `json:"last-comm,omitempty"`
 }
 
-type outlierRecord struct {
+type OutlierRecord struct {
 	Record string         `json:"record"`
 	Index  int            `json:"index"`
 	TS     int64          `json:"ts"`
 	LatUS  float64        `json:"lat-us"`
 	Size   int            `json:"size,omitempty"` // the message size of the run
 	Causes []jstr         `json:"causes"`
-	Events []outlierEvent `json:"events"`
+	Events []OutlierEvent `json:"events"`
 	// More counts the events that overlapped it beyond those listed
 	// (correlate.MaxOutlierEvents, the earliest, are).
 	More int `json:"more-events,omitempty"`
 }
 
-func eventOf(e *rdma.Event) outlierEvent {
-	o := outlierEvent{Event: e.Kind.String(), Func: e.Func, TS: e.Mono, Size: e.Size, Preempted: e.Has(rdma.EvPreempted)}
+func eventOf(e *rdma.Event) OutlierEvent {
+	o := OutlierEvent{Event: e.Kind.String(), Func: e.Func, TS: e.Mono, Size: e.Size, Preempted: e.Has(rdma.EvPreempted)}
 	if e.Has(rdma.EvHasRes) {
 		o.Res = e.Type.String()
 	}
@@ -88,8 +88,8 @@ func causes(cs []string) []jstr {
 // WriteOutliersJSON writes one outlier record per slow sample of size.
 func WriteOutliersJSON(w io.Writer, r *correlate.Result, size int) error {
 	for _, o := range r.Outliers {
-		rec := outlierRecord{Record: "outlier", Index: o.Index, TS: o.Sample.Start, LatUS: round3(float64(o.Sample.Lat) / 1e3),
-			Size: size, Causes: causes(o.Causes), Events: []outlierEvent{}, More: o.More}
+		rec := OutlierRecord{Record: "outlier", Index: o.Index, TS: o.Sample.Start, LatUS: round3(float64(o.Sample.Lat) / 1e3),
+			Size: size, Causes: causes(o.Causes), Events: []OutlierEvent{}, More: o.More}
 		for i := range o.Events {
 			rec.Events = append(rec.Events, eventOf(&o.Events[i]))
 		}
@@ -205,10 +205,10 @@ type phasesRecord struct {
 }
 
 type phasesSummary struct {
-	Record string     `json:"record"`
-	N      int        `json:"connections"`
-	SumOK  bool       `json:"phases-add-up"`
-	Phases []distJSON `json:"phases"`
+	Record string       `json:"record"`
+	N      int          `json:"connections"`
+	SumOK  bool         `json:"phases-add-up"`
+	Phases []DistRecord `json:"phases"`
 }
 
 // WritePhasesJSON writes a phases record per connection and a summary.

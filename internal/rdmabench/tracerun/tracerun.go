@@ -12,10 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
@@ -29,6 +32,11 @@ type Options struct {
 	Follow []int         // processes whose off-CPU spells are traced
 	Dir    string        // where its output goes ("": a new temporary directory)
 	Wait   time.Duration // for its hooks to attach; 0 means 60 s (the guest's emulated CPU is slow)
+	// CPUs the tracer runs on (nil: wherever this process may), and its
+	// nice value (0: this process's): set before it runs its first
+	// instruction, so every thread it makes has them too.
+	CPUs []int
+	Nice int
 }
 
 // Run is a running tracer.
@@ -106,7 +114,7 @@ func Start(o Options) (*Run, error) {
 	}
 	r.cmd = exec.Command(path, args...)
 	r.cmd.Stdout, r.cmd.Stderr = out, errf
-	if err := r.cmd.Start(); err != nil {
+	if err := startPlaced(r.cmd, o.CPUs, o.Nice); err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
 	go func() { r.done <- r.cmd.Wait() }()
@@ -133,6 +141,40 @@ func Start(o Options) (*Run, error) {
 			return nil, fmt.Errorf("rdmatrace not ready after %v: %s", wait, r.stderrLine())
 		}
 	}
+}
+
+// startPlaced starts cmd on cpus at nice, as taskset and nice would: a
+// child inherits the CPU affinity and nice value of the thread that forks
+// it, so a thread of its own is given them, forks, and is then let go of
+// by the runtime (a goroutine that exits locked ends its thread), so that
+// nothing else of this process ever runs with them.
+func startPlaced(cmd *exec.Cmd, cpus []int, nice int) error {
+	if len(cpus) == 0 && nice == 0 {
+		return cmd.Start()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if len(cpus) > 0 {
+			var set unix.CPUSet
+			for _, c := range cpus {
+				set.Set(c)
+			}
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				done <- fmt.Errorf("CPUs %v for the tracer: %w", cpus, err)
+				return
+			}
+		}
+		if nice != 0 {
+			// PRIO_PROCESS with who 0 is the calling thread on Linux.
+			if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
+				done <- fmt.Errorf("nice %d for the tracer: %w", nice, err)
+				return
+			}
+		}
+		done <- cmd.Start()
+	}()
+	return <-done
 }
 
 // clockOffset reads the ready file's "clock-offset NS" line.
@@ -352,4 +394,38 @@ func (r *Run) Dir() string { return r.dir }
 // the warnings of traceErr ("" : none).
 func Recorded(path, traceErr string, offset int64) *Run {
 	return &Run{dir: filepath.Dir(path), out: path, errPath: traceErr, offset: offset}
+}
+
+// Sleeps counts the times the tracer's threads have gone to sleep so far
+// (voluntary context switches, /proc/PID/task/*/status): each ended with a
+// wakeup that took a CPU, maybe from the benchmark. ok is false for a
+// recorded trace or when /proc cannot tell.
+func (r *Run) Sleeps() (n int64, ok bool) {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0, false
+	}
+	return Sleeps(fmt.Sprintf("/proc/%d/task", r.cmd.Process.Pid))
+}
+
+// Sleeps sums voluntary_ctxt_switches over the status files of the tasks
+// under dir (a /proc/PID/task directory).
+func Sleeps(dir string) (n int64, ok bool) {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
+		if err != nil {
+			continue // the thread has exited
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, found := strings.CutPrefix(l, "voluntary_ctxt_switches:"); found {
+				if x, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+					n, ok = n+x, true
+				}
+			}
+		}
+	}
+	return n, ok
 }

@@ -1,11 +1,16 @@
 package tracerun
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -141,5 +146,72 @@ func TestEachUntilWaitsForATracerThatLags(t *testing.T) {
 	// A line more may have come before the last look.
 	if len(got) < 4 || got[3] != 4 {
 		t.Errorf("events at %v s: want those up to the run's end at 4 s", got)
+	}
+}
+
+// The tracer runs where it is put, as taskset and nice would place it, and
+// this process keeps its own CPUs and priority.
+func TestStartPlacedPinsAndNicesTheChildOnly(t *testing.T) {
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := 0; i < 1024; i++ {
+		if before.IsSet(i) {
+			cpu = i
+			break
+		}
+	}
+	var out strings.Builder
+	cmd := exec.Command("/bin/sh", "-c", `grep Cpus_allowed_list /proc/self/status; cut -d" " -f19 /proc/self/stat`)
+	cmd.Stdout = &out
+	if err := startPlaced(cmd, []int{cpu}, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Cpus_allowed_list:\t%d\n7\n", cpu)
+	if out.String() != want {
+		t.Errorf("the child says %q, want %q", out.String(), want)
+	}
+	for range 20 { // the thread that forked may not be this one: ask several
+		var now unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &now); err != nil || now != before {
+			t.Fatalf("this process's CPUs changed: %v (%v), were %v", now, err, before)
+		}
+		if p, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err != nil || p != 20 {
+			t.Fatalf("this thread's priority %d (%v), want nice 0 (20)", p, err)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestSleepsSumsTheThreadsVoluntarySwitches(t *testing.T) {
+	dir := t.TempDir()
+	for name, status := range map[string]string{
+		"10": "Name:\trdmatrace\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t7\n",
+		"11": "Name:\trdmatrace\nvoluntary_ctxt_switches:\t2\n",
+		"12": "Name:\tgone\n", // no count: not a number to add
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "status"), []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, ok := Sleeps(dir); n != 42 || !ok {
+		t.Errorf("Sleeps = %d, %v; want 42, true", n, ok)
+	}
+	if _, ok := Sleeps(filepath.Join(dir, "none")); ok {
+		t.Error("a missing directory told a count")
+	}
+	if n, ok := Sleeps(fmt.Sprintf("/proc/%d/task", os.Getpid())); !ok || n < 0 {
+		t.Errorf("this process: %d, %v", n, ok)
+	}
+	if _, ok := Recorded("x", "", 0).Sleeps(); ok {
+		t.Error("a recorded trace told a count")
 	}
 }

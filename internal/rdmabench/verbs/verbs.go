@@ -82,6 +82,7 @@ type LatResult struct {
 	Client, Server Thread // Server is zero when the server is another host
 	Dev            string
 	Inline         bool    // the messages went inline (size within the QP's max_inline_data)
+	MaxInline      int     // the client QP's max_inline_data
 	EmptyPollNs    float64 // one ibv_poll_cq that finds nothing, measured on the client's CQ
 }
 
@@ -221,9 +222,10 @@ func runClient(cli endpoint, cfg LatConfig, addr, dev *C.char) (LatResult, error
 		return LatResult{}, cli.err("client")
 	}
 	res := LatResult{
-		Client: Thread{PID: os.Getpid(), TID: int(cli.p.tid)},
-		Dev:    C.GoString(&cli.p.dev[0]),
-		Inline: cfg.Op != Read && cfg.Size <= int(cli.p.max_inline),
+		Client:    Thread{PID: os.Getpid(), TID: int(cli.p.tid)},
+		Dev:       C.GoString(&cli.p.dev[0]),
+		Inline:    cfg.Op != Read && cfg.Size <= int(cli.p.max_inline),
+		MaxInline: int(cli.p.max_inline),
 	}
 	res.EmptyPollNs = float64(C.rb_empty_poll_cost(cli.p, 10000))
 	chunk := bench.ChunkSamples

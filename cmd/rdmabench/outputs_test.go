@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+)
+
+// An untraced lat run still writes --plot and --perfetto: its samples,
+// without causes.
+func TestUntracedRunWritesItsPlotAndPerfettoFile(t *testing.T) {
+	dir := t.TempDir()
+	svg, js := filepath.Join(dir, "lat.svg"), filepath.Join(dir, "lat.json")
+	c := traceCtx(t, "--no-trace", "--plot", svg, "--perfetto", js)
+	if err := checkOutputs(c, "lat"); err != nil {
+		t.Fatal(err)
+	}
+	o := newOutputs(c, 100, "rxe0")
+	rec := bench.NewRecorder(bench.RecorderConfig{Series: keptSamples})
+	var samples []bench.Sample
+	for i := range 500 {
+		samples = append(samples, bench.Sample{Start: int64(i) * 40_000, Lat: int64(20_000 + i%50*100)})
+	}
+	rec.Add(samples)
+	o.addSeries(rec)
+	if err := o.write(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "untraced") {
+		t.Errorf("--plot wrote %d bytes (%v), want an SVG that says the run was untraced", len(b), err)
+	}
+	b, err = os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl struct {
+		TraceEvents []struct {
+			Name string `json:"name"`
+			Ph   string `json:"ph"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tl); err != nil {
+		t.Fatalf("--perfetto wrote no JSON: %v", err)
+	}
+	n := 0
+	for _, e := range tl.TraceEvents {
+		if e.Name == "latency" && e.Ph == "C" {
+			n++
+		}
+	}
+	if n != 500 {
+		t.Errorf("--perfetto has %d latency points, want the 500 samples", n)
+	}
+}
+
+// What cannot be written is refused before the run, with why.
+func TestOutputsThatCannotBeWrittenAreRefusedFirst(t *testing.T) {
+	for _, tc := range []struct {
+		bench string
+		args  []string
+		want  string
+	}{
+		{"lat", []string{"--plot", "x.pdf"}, "ending in .svg or .png"},
+		{"conn", []string{"--plot", "x.svg"}, "--plot is for lat"},
+		{"ctrl", []string{"--plot", "x.png"}, "--plot is for lat"},
+		{"ctrl", []string{"--no-trace", "--perfetto", "x.json"}, "--no-trace turns tracing off"},
+	} {
+		err := checkOutputs(traceCtx(t, tc.args...), tc.bench)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: error %v, want %q", tc.bench, tc.args, err, tc.want)
+		}
+	}
+	for _, ok := range [][]string{{"--plot", "x.svg", "--no-trace"}, {"--perfetto", "x.json", "--no-trace"}} {
+		if err := checkOutputs(traceCtx(t, ok...), "lat"); err != nil {
+			t.Errorf("lat %v: %v", ok, err)
+		}
+	}
+	if err := checkOutputs(traceCtx(t, "--perfetto", "x.json", "--no-trace"), "conn"); err != nil {
+		t.Errorf("conn --perfetto untraced: %v", err)
+	}
+}
+
+// A run with no series to draw says so rather than leaving no file.
+func TestAPlotWithNoSamplesIsAnError(t *testing.T) {
+	o := newOutputs(traceCtx(t, "--plot", filepath.Join(t.TempDir(), "x.svg")), 1, "rxe0")
+	if err := o.write(); err == nil || !strings.Contains(err.Error(), "no samples") {
+		t.Errorf("error %v, want no samples", err)
+	}
+}
+
+// The tracer goes where the timed threads are not.
+func TestTracerPlaceAvoidsTheBenchmarksCPUs(t *testing.T) {
+	cpus, nice := tracerPlace([]int{0, 1})
+	if nice != 19 {
+		t.Errorf("nice %d, want 19", nice)
+	}
+	for _, c := range cpus {
+		if c == 1 {
+			t.Errorf("the tracer on the client's CPU: %v", cpus)
+		}
+	}
+	if len(cpus) == 0 {
+		t.Error("no CPU for the tracer")
+	}
+	if cpus, _ := tracerPlace([]int{-1, -1}); cpus != nil {
+		t.Errorf("unpinned ends, a pinned tracer: %v", cpus)
+	}
+}
+
+func TestTracerCPUsFlag(t *testing.T) {
+	if cpus, nice, err := tracerCPUs("any", []int{0, 1}); cpus != nil || nice != 0 || err != nil {
+		t.Errorf("any: %v %d %v", cpus, nice, err)
+	}
+	if cpus, nice, err := tracerCPUs("2, 3", []int{0, 1}); len(cpus) != 2 || cpus[1] != 3 || nice != 19 || err != nil {
+		t.Errorf("2,3: %v %d %v", cpus, nice, err)
+	}
+	for _, bad := range []string{"x", "1,", "-1", "4096"} {
+		if _, _, err := tracerCPUs(bad, nil); err == nil || !strings.Contains(err.Error(), "want a list of CPU numbers") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// conn untraced: --perfetto shows each connection from the program's own
+// steps.
+func TestUntracedConnWritesItsSteps(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "conn.json")
+	o := newOutputs(traceCtx(t, "--no-trace", "--perfetto", js), 100, "rxe0")
+	o.conns = []bench.Conn{{Index: 1, Start: 1_000_000, End: 9_000_000, Client: bench.Side{PID: 100, TID: 101, Steps: []bench.Step{
+		{Name: "connect", Start: 2_000_000, Dur: 3_000_000}, {Name: "disconnect", Start: 6_000_000, Dur: 1_000_000}}}}}
+	if err := o.write(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tl struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tl); err != nil {
+		t.Fatal(err)
+	}
+	track, phases := false, 0
+	for _, e := range tl.TraceEvents {
+		if e.Ph == "M" && e.Args["name"] == "connection 1" {
+			track = true
+		}
+		if e.Ph == "X" {
+			phases++
+		}
+	}
+	if !track || phases == 0 {
+		t.Errorf("connection track %v, %d phase slices: want the connection's steps\n%s", track, phases, b)
+	}
+}
