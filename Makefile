@@ -34,7 +34,7 @@ E2E_RUN  ?= .
 # that leaks a QP for the leak tests.
 WORKLOADS := out/churn out/leakqp out/noise
 
-.PHONY: all build rdmatrace rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
+.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
 
 all: build
 
@@ -103,6 +103,11 @@ man:
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) run ./cmd/rdmatrace generate-man > $(MAN).tmp && mv $(MAN).tmp $(MAN)
 
+# rdmabench(1), the same way; its build needs rdma-core's headers (cgo).
+BENCH_MAN := bin/rdmabench.1
+man-rdmabench: rdmabench
+	CGO_ENABLED=1 $(GO) run ./cmd/rdmabench generate-man > $(BENCH_MAN).tmp && mv $(BENCH_MAN).tmp $(BENCH_MAN)
+
 # Installs rdmatrace (a static binary: no dependency), its man page and its
 # shell completions under DESTDIR/PREFIX.
 PREFIX  ?= /usr/local
@@ -115,6 +120,11 @@ install: man
 	$(BIN) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/rdmatrace
 	$(BIN) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_rdmatrace
 	$(BIN) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/rdmatrace.fish
+
+# rdmabench and rdmabench(1): a cgo binary linking libibverbs and librdmacm.
+install-rdmabench: man-rdmabench
+	install -D -m 0755 $(BENCH_BIN) $(DESTDIR)$(PREFIX)/bin/rdmabench
+	install -D -m 0644 $(BENCH_MAN) $(DESTDIR)$(PREFIX)/share/man/man1/rdmabench.1
 
 # The gates before any test: gofmt, vet (the e2e tests too), and the
 # committed BPF output being what make generate gives
