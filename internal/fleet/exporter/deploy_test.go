@@ -20,12 +20,11 @@ import (
 func TestDeployFilesUseServedMetrics(t *testing.T) {
 	x := New(func() Snapshot { return snapshot() }, 2)
 	reg := prometheus.NewRegistry()
+	x.SetHealth(NewHealth("0.9.0", "abc", PartTracer))
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterTracer(reg, 27, 0, TracerCounts{}); err != nil {
-		t.Fatal(err)
-	}
+	reg.MustRegister(NewTracerMetrics())
 	served := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
 	go func() { reg.Describe(ch); close(ch) }() // the registry describes every collector
