@@ -186,3 +186,65 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 		t.Error("the prometheus.io annotations do not say https")
 	}
 }
+
+// The DaemonSet survives a fleet: an image a node can pull (a registry,
+// a version, not :latest), pods on every node (tolerating every taint,
+// no nodeSelector), a liveness probe that reads nothing (/healthz on the
+// port the exporter listens on), bounded resources, and each series
+// labelled with its node by the ServiceMonitor.
+func TestDaemonSetSurvivesAFleet(t *testing.T) {
+	kinds := map[string]map[string]any{}
+	for _, d := range manifests(t) {
+		kinds[d["kind"].(string)] = d
+	}
+	pod := get(kinds["DaemonSet"], "spec", "template", "spec")
+	if get(pod, "nodeSelector") != nil || get(pod, "affinity") != nil {
+		t.Errorf("the DaemonSet is kept off some nodes (%v, %v): it must run on every node", get(pod, "nodeSelector"), get(pod, "affinity"))
+	}
+	tolerates := false
+	tols, _ := get(pod, "tolerations").([]any)
+	for _, tl := range tols {
+		tolerates = tolerates || get(tl, "operator") == "Exists" && get(tl, "key") == nil && get(tl, "effect") == nil
+	}
+	if !tolerates {
+		t.Errorf("tolerations %v: want one that tolerates every taint (operator: Exists alone)", tols)
+	}
+	containers, _ := get(pod, "containers").([]any)
+	var exporter any
+	for _, c := range containers {
+		for _, r := range []string{"requests", "limits"} {
+			if get(c, "resources", r, "memory") == nil {
+				t.Errorf("container %v: no resources.%s.memory", get(c, "name"), r)
+			}
+		}
+		if get(c, "name") == "rdmatrace" {
+			exporter = c
+		}
+	}
+	if exporter == nil {
+		t.Fatal("no rdmatrace container")
+	}
+	image, _ := get(exporter, "image").(string)
+	registry, rest, _ := strings.Cut(image, "/")
+	if !strings.Contains(registry, ".") || !strings.Contains(rest, ":") || strings.HasSuffix(image, ":latest") {
+		t.Errorf("image %q: want a registry host and a version tag, not :latest", image)
+	}
+	listen := ""
+	args, _ := get(exporter, "args").([]any)
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			listen, _ = args[i+1].(string)
+		}
+	}
+	_, port, _ := strings.Cut(listen, ":")
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		h := get(exporter, probe, "httpGet")
+		if get(h, "path") != path || fmt.Sprint(get(h, "port")) != port || get(h, "host") != "127.0.0.1" {
+			t.Errorf("%s: %v, want GET 127.0.0.1:%s%s", probe, h, port, path)
+		}
+	}
+	if r := get(kinds["ServiceMonitor"], "spec", "endpoints", 0, "relabelings", 0); get(r, "targetLabel") != "node" ||
+		get(r, "sourceLabels", 0) != "__meta_kubernetes_pod_node_name" {
+		t.Errorf("the ServiceMonitor's first relabeling %v: want the pod's node as node", r)
+	}
+}
