@@ -33,6 +33,25 @@ func TestExporterServesBeforeTheRDMAStackAndFollowsIt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("modprobe -r the RDMA modules: %v\n%s", err, out)
 	}
+	// A netlink socket of the RDMA family makes the kernel load ib_core
+	// (its module alias), so the exporter's first scrape would load it:
+	// the kernel's module loader is off while the stack must stay absent,
+	// as on a node without the modules.
+	const modprobePath = "/proc/sys/kernel/modprobe"
+	loader, err := os.ReadFile(modprobePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoreLoader := func() {
+		if err := os.WriteFile(modprobePath, loader, 0o644); err != nil {
+			t.Errorf("%s: %v", modprobePath, err)
+		}
+	}
+	if err := os.WriteFile(modprobePath, []byte("/bin/false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var restoreOnce sync.Once
+	t.Cleanup(func() { restoreOnce.Do(restoreLoader) })
 	// TestMain's state again at the end, whatever happens here.
 	t.Cleanup(func() {
 		if out, err := exec.Command("modprobe", "-a", "ib_core", "ib_uverbs", "rdma_cm", "rdma_ucm").CombinedOutput(); err != nil {
@@ -98,6 +117,10 @@ func TestExporterServesBeforeTheRDMAStackAndFollowsIt(t *testing.T) {
 		t.Error("rdmatrace_hooks served while the tracer is down")
 	}
 
+	if _, err := os.Stat("/sys/module/ib_core"); err == nil {
+		t.Error("ib_core was loaded while the module loader was off")
+	}
+	restoreOnce.Do(restoreLoader)
 	run(t, "modprobe", "-a", "ib_core", "ib_uverbs", "rdma_cm", "rdma_ucm", "rdma_rxe")
 	needModuleBTF(t)
 	run(t, "rdma", "link", "add", fleetDevice, "type", "rxe", "netdev", "lo")
