@@ -101,6 +101,9 @@ func TestExporterCountsWhatNetlinkAndTheTracerSee(t *testing.T) {
 	if created < 1 {
 		t.Errorf("rdma_resource_creates_total qp: %v, want the holder's", created)
 	}
+	if m["rdmatrace_part_up{part=netlink}"] != 1 || m["rdmatrace_part_up{part=tracer}"] != 1 {
+		t.Errorf("part_up netlink %v, tracer %v; want both 1", m["rdmatrace_part_up{part=netlink}"], m["rdmatrace_part_up{part=tracer}"])
+	}
 	if m["rdma_port_active{device="+device+",port=1}"] != 1 || m["rdmatrace_hooks{state=attached}"] < 1 {
 		t.Errorf("port active %v, hooks attached %v", m["rdma_port_active{device="+device+",port=1}"], m["rdmatrace_hooks{state=attached}"])
 	}

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	// needs the RDMA core before any test creates rxe0, and the leaking
 	// module leaves the kernel warned and rxe1's objects behind.
 	code := phases.Run(m,
-		[]func(*testing.T){TestNoDevicesIsAnEmptyResultAndSuccess},
+		[]func(*testing.T){TestNoDevicesIsAnEmptyResultAndSuccess, TestExporterServesBeforeTheRDMAStackAndFollowsIt},
 		[]func(*testing.T){TestLeaksNamesWhatAKernelModuleLeft})
 	os.Exit(code)
 }

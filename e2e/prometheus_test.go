@@ -128,6 +128,9 @@ func TestPrometheusScrapesTheExporter(t *testing.T) {
 	if v, ok := promQuery(t, server, `up{job="rdmatrace"}`); !ok || v != 1 {
 		t.Errorf("up = %v (%v)", v, ok)
 	}
+	if v, ok := promQuery(t, server, `min(rdmatrace_part_up{job="rdmatrace"})`); !ok || v != 1 {
+		t.Errorf("min(rdmatrace_part_up) = %v (%v), want 1: netlink and the tracer up", v, ok)
+	}
 	connectionsAreCounted(t, server)
 	blockedUnregisterFires(t, server)
 }

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +21,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/exporter"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
@@ -43,7 +52,15 @@ func exporterCommand() *cli.Command {
 			"rdma_device_unregister_holders{device,owner,container} while a device cannot unregister,\n" +
 			"rdmatrace_hooks{state}, rdmatrace_events_dropped_total, and\n" +
 			"rdmatrace_scrape_collector_success{collector} (0: that part could not be read; why is logged\n" +
-			"when it starts failing).\n\n" +
+			"when it starts failing). rdmatrace_build_info{version,revision,goversion}, and\n" +
+			"rdmatrace_part_up{part} for netlink and the tracer.\n\n" +
+			"ON EVERY NODE: when the tracer cannot start (no RDMA stack loaded, no module BTF, no\n" +
+			"privileges for BPF, a program the verifier refuses), the exporter serves what netlink\n" +
+			"says, with rdmatrace_part_up{part=\"tracer\"} 0, and tries the tracer again: at once when\n" +
+			"the system changes (a module loaded), else after 1 s, doubled up to 1 min. Each change is\n" +
+			"logged once. Without RDMA netlink at all it serves rdmatrace_part_up{part=\"netlink\"} 0.\n" +
+			"/healthz answers 200 while it serves (a liveness probe's); /readyz once the tracer was\n" +
+			"tried (and --ready-file is then written).\n\n" +
 			"LIMITS: at most --web.max-connections connections at once, --web.max-requests scrapes\n" +
 			"in flight, --web.timeout per scrape; idle connections are closed. Errors of the HTTP\n" +
 			"server are logged once per kind every 10 s.\n\n" +
@@ -53,7 +70,7 @@ func exporterCommand() *cli.Command {
 			"   rdmatrace exporter --no-trace          # netlink only: no BPF, no root for the tracer\n" +
 			"   rdmatrace exporter --otlp http://127.0.0.1:4318   # events as OTLP logs too\n" +
 			"   rdmatrace exporter --listen 10.0.0.5:9879 --web.config.file /etc/rdmatrace/web.yml   # TLS, basic auth\n\n" +
-			"EXIT STATUS:\n" + exitStatus("the address cannot be listened on, --web.config.file is unreadable or invalid, or the tracer cannot start (without --no-trace)", ""),
+			"EXIT STATUS:\n" + exitStatus("the address cannot be listened on, or --web.config.file is unreadable or invalid (not when the tracer cannot start: it is retried)", ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "serve /metrics on `ADDR`"},
 			&cli.IntFlag{Name: "top", Value: 10, Usage: "owners per device and type with their own series"},
@@ -79,8 +96,19 @@ func runExporter(c *cli.Context) error {
 	logs := ratelog.New(os.Stderr, 10*time.Second)
 	x := exporter.New(netlinkSnapshot, c.Int("top"))
 	x.LogTo(logs)
+	trace := !c.Bool("no-trace")
+	var parts []string
+	if trace {
+		parts = append(parts, exporter.PartTracer)
+	}
+	health := exporter.NewHealth(versionString(), buildRevision(), parts...)
+	x.SetHealth(health)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
+		return err
+	}
+	tm := exporter.NewTracerMetrics()
+	if err := reg.Register(tm); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
@@ -92,41 +120,178 @@ func runExporter(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// The ready file names the address served on: scripts read it whole.
-	o.NoTrace, o.Handle = c.Bool("no-trace"), ln.Addr().String()
-	s, err := tracer.NewSession(o)
+	// The exporter writes the ready file itself: it is ready once it
+	// serves and has tried the tracer once, whether the tracer started.
+	o.ReadyFile = ""
+	feed, closeOTLP, err := exporterFeed(c, x)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	feed, closeOTLP, err := exporterFeed(c, s, x, reg)
-	if err != nil {
-		return err
-	}
+	defer closeOTLP() // after the tracer's last events
+	var ready atomic.Bool
 	srv := exporter.NewServer(reg, exporter.ServeOptions{
 		MaxConnections: c.Int("web.max-connections"),
 		MaxRequests:    c.Int("web.max-requests"),
 		Timeout:        c.Duration("web.timeout"),
 		WebConfigFile:  c.String("web.config.file"),
 		Log:            logs,
+		Ready: func() error {
+			if !ready.Load() {
+				return errors.New("the tracer's first start is under way")
+			}
+			return nil
+		},
 	})
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln); s.Stop() }()
+	go func() { served <- srv.Serve(ln); cancel() }()
 	if p := c.String("web.config.file"); p != "" {
 		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", ln.Addr(), formats.Sanitize(p))
 	} else {
 		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
 	}
-	err = s.Run(tracer.Loop{Consumer: tracer.Consumer{Event: feed}})
-	closeOTLP() // the last events first: the session has stopped
+	var readyErr error
+	markReady := func() {
+		ready.Store(true)
+		if p := c.String("ready-file"); p != "" { // its first line is the address served on: scripts read it whole
+			if err := safefile.WriteFile(p, []byte(ln.Addr().String()+"\n"), safefile.Invoker(os.Getenv)); err != nil {
+				readyErr = exitWith(1, fmt.Errorf("--ready-file: %s", formats.Sanitize(err.Error())))
+				cancel()
+			}
+		}
+	}
+	if trace {
+		r := &exporter.Retry{
+			Part:      exporter.PartTracer,
+			Health:    health,
+			Start:     func() (func() error, func(), error) { return startTracer(o, x, tm, feed) },
+			Probe:     tracerProbe,
+			Log:       func(msg string) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(msg)) },
+			Attempted: markReady,
+		}
+		r.Run(ctx)
+	} else {
+		markReady()
+		<-ctx.Done()
+	}
 	select {
 	case serr := <-served: // the server ended by itself
-		return errors.Join(err, serr)
+		return errors.Join(readyErr, serr)
 	default:
 	}
-	shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return errors.Join(err, srv.Shutdown(shut))
+	shut, cancelShut := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelShut()
+	return errors.Join(readyErr, srv.Shutdown(shut))
+}
+
+// startTracer loads and attaches the tracer for the exporter; its
+// metrics are served from then until run returns. When it cannot start,
+// the error says why in the preflight's and the loader's words.
+func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.TracerMetrics, feed func(*rdma.Event) error) (run func() error, stop func(), err error) {
+	// What the session says while it starts is kept: a failure is said
+	// once per reason by the caller, not at every try.
+	out := &startWriter{}
+	o.Stderr = out
+	s, err := tracer.NewSession(o)
+	if err != nil {
+		msgs := out.lines()
+		var ee *tracer.ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			msgs = append(msgs, err.Error())
+		}
+		return nil, nil, errors.New(formats.Sanitize(strings.Join(msgs, "; ")))
+	}
+	out.started(os.Stderr) // what it could not attach, and from now on its own lines
+	t := s.Tracer()
+	failed := 0
+	for _, r := range t.Reports {
+		if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
+			failed++
+		}
+	}
+	tm.Attach(t.Attached(), failed, exporter.TracerCounts{
+		Drops:            func() uint64 { d, _ := t.Drops(); return d },
+		PortBusyHeldBack: func() uint64 { n, _ := t.BusySuppressed(); return n },
+		PortBusyDropped:  func() uint64 { n, _ := t.BusyDrops(); return n },
+	})
+	// Owners come placed in their containers: the snapshot and the
+	// tracer place them.
+	if err := snapshotEvents(s.Clock(), x.Event); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	}
+	return func() error {
+		err := s.Run(tracer.Loop{Consumer: tracer.Consumer{Event: feed}})
+		tm.Detach() // before the close: no scrape reads a closed tracer
+		return errors.Join(err, s.Close())
+	}, s.Stop, nil
+}
+
+// tracerProbe is what the tracer's start depends on, cheaply: the
+// preflight's problems (privileges, BTF, the RDMA modules). A change
+// retries a tracer that could not start, and restarts one that started
+// without some hooks.
+func tracerProbe() string {
+	var b strings.Builder
+	for _, p := range tracer.Preflight() {
+		b.WriteString(p.Msg)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// startWriter keeps a session's lines while it starts; once it has
+// started, it passes them on.
+type startWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	to  io.Writer
+}
+
+func (w *startWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.to != nil {
+		return w.to.Write(p)
+	}
+	return w.buf.Write(p)
+}
+
+// lines are the kept lines without their "rdmatrace: ".
+func (w *startWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ls []string
+	for l := range strings.Lines(w.buf.String()) {
+		if l = strings.TrimSpace(strings.TrimPrefix(l, "rdmatrace: ")); l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// started writes the kept lines to to, and every line after them.
+func (w *startWriter) started(to io.Writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = to.Write(w.buf.Bytes())
+	w.buf.Reset()
+	w.to = to
+}
+
+// buildRevision is the VCS revision the Go toolchain recorded, "" when
+// none (a build outside a checkout).
+func buildRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // checkExporterFlags checks the exporter's flags before anything starts.
@@ -156,28 +321,9 @@ func checkExporterFlags(c *cli.Context) error {
 	return nil
 }
 
-// exporterFeed registers the tracer's metrics and gives the exporter the
-// objects that exist now, for the live table that names the holders of a
-// blocked unregistration; it returns the consumer of the session's events
-// (to the exporter and --otlp) and the OTLP sink's closer.
-func exporterFeed(c *cli.Context, s *tracer.Session, x *exporter.Exporter, reg *prometheus.Registry) (func(*rdma.Event) error, func(), error) {
-	t := s.Tracer()
-	if t == nil {
-		return func(*rdma.Event) error { return nil }, func() {}, nil
-	}
-	failed := 0
-	for _, r := range t.Reports {
-		if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
-			failed++
-		}
-	}
-	if err := exporter.RegisterTracer(reg, t.Attached(), failed, exporter.TracerCounts{
-		Drops:            func() uint64 { d, _ := t.Drops(); return d },
-		PortBusyHeldBack: func() uint64 { n, _ := t.BusySuppressed(); return n },
-		PortBusyDropped:  func() uint64 { n, _ := t.BusyDrops(); return n },
-	}); err != nil {
-		return nil, nil, err
-	}
+// exporterFeed is the consumer of the tracer's events (to the exporter
+// and --otlp), and the OTLP sink's closer.
+func exporterFeed(c *cli.Context, x *exporter.Exporter) (func(*rdma.Event) error, func(), error) {
 	var logs *otlp.Sink
 	closeOTLP := func() {}
 	if ep := c.String("otlp"); ep != "" {
@@ -187,14 +333,8 @@ func exporterFeed(c *cli.Context, s *tracer.Session, x *exporter.Exporter, reg *
 		}
 		logs, closeOTLP = o, closer
 	}
-	// Owners come placed in their containers: the snapshot and the
-	// tracer place them.
-	toTable := x.Event
-	if err := snapshotEvents(s.Clock(), toTable); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
-	}
 	return func(e *rdma.Event) error {
-		toTable(e)
+		x.Event(e)
 		if logs != nil {
 			logs.Write(e)
 		}

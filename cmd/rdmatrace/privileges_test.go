@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// Each command that loads the tracer tells a user without the privileges
+// Each command that needs the tracer tells a user without the privileges
 // in one line that it, by its own name, needs root, what for, and how to
-// get it; not to "run rdmatrace trace as root".
+// get it; not to "run rdmatrace trace as root". (The exporter serves
+// without the tracer and says it once: exporter_test.go.)
 func TestEachCommandSaysItNeedsRootByItsName(t *testing.T) {
 	setpriv, bin, dir := asNobody(t)
 	// The recording goes in a directory the user nobody may write to.
@@ -26,7 +27,6 @@ func TestEachCommandSaysItNeedsRootByItsName(t *testing.T) {
 		{[]string{"trace", "--duration", "1s"}, "rdmatrace: trace: needs root: "},
 		{[]string{"trace", "-w", filepath.Join(w, "rec.ndjson"), "--duration", "1s"}, "rdmatrace: trace: needs root: "},
 		{[]string{"leaks", "--", "true"}, "rdmatrace: leaks: needs root: "},
-		{[]string{"exporter", "--listen", "127.0.0.1:0"}, "rdmatrace: exporter: needs root: "},
 	} {
 		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, c.args...)...)
 		cmd.Dir = "/"

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,17 +16,17 @@ import (
 	"go.yaml.in/yaml/v2"
 )
 
-// The alerting rules and the Grafana dashboard in deploy/ use only metrics
-// the exporter serves: a rename here must not leave them querying nothing.
-func TestDeployFilesUseServedMetrics(t *testing.T) {
+// servedMetrics are the names of every metric the exporter serves, from
+// its registry (the tracer's and the health metrics included).
+func servedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
 	x := New(func() Snapshot { return snapshot() }, 2)
 	reg := prometheus.NewRegistry()
+	x.SetHealth(NewHealth("0.9.0", "abc", PartTracer))
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := RegisterTracer(reg, 27, 0, TracerCounts{}); err != nil {
-		t.Fatal(err)
-	}
+	reg.MustRegister(NewTracerMetrics())
 	served := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
 	go func() { reg.Describe(ch); close(ch) }() // the registry describes every collector
@@ -38,41 +39,152 @@ func TestDeployFilesUseServedMetrics(t *testing.T) {
 	if len(served) < 10 {
 		t.Fatalf("only %d metrics described: %v", len(served), served)
 	}
-	name := regexp.MustCompile(`\b(rdma|rdmatrace)_[a-z_]+`)
-	for _, f := range []string{"../../../deploy/prometheus/alerts.yaml", "../../../deploy/grafana/rdmatrace.json"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	return served
+}
+
+var metricName = regexp.MustCompile(`\b(rdma|rdmatrace)_[a-z_]+`)
+
+// checkNames reports each metric a query names that the exporter does not
+// serve, and returns how many it names.
+func checkNames(t *testing.T, served map[string]bool, where, expr string) int {
+	t.Helper()
+	n := 0
+	for _, name := range metricName.FindAllString(expr, -1) {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if !served[base] {
+			t.Errorf("%s uses %s, which the exporter does not serve", where, name)
 		}
-		used := 0
-		var exprs []string // the queries, not the titles that name things in words
-		for _, m := range regexp.MustCompile(`"?expr"?:\s*(.*)`).FindAllStringSubmatch(string(b), -1) {
-			exprs = append(exprs, m[1])
-		}
-		for _, n := range name.FindAllString(strings.Join(exprs, "\n"), -1) {
-			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count")
-			if !served[base] {
-				t.Errorf("%s uses %s, which the exporter does not serve", f, n)
+		n++
+	}
+	return n
+}
+
+// The alerting rules use only metrics the exporter serves: a rename here
+// must not leave them querying nothing.
+func TestAlertRulesUseServedMetrics(t *testing.T) {
+	served := servedMetrics(t)
+	b, err := os.ReadFile("../../../deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert, Expr, For string
 			}
-			used++
 		}
-		if used == 0 {
-			t.Errorf("%s uses no metric of the exporter", f)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil { // promtool checks the rest
+		t.Fatalf("alerts.yaml: %v", err)
+	}
+	alerts := map[string]string{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if checkNames(t, served, "alert "+r.Alert, r.Expr) == 0 {
+				t.Errorf("alert %s uses no metric of the exporter", r.Alert)
+			}
+			alerts[r.Alert] = r.For
+		}
+	}
+	if f, ok := alerts["RDMAPortDown"]; !ok || f == "" {
+		t.Errorf("no RDMAPortDown alert with a for: (%q)", f)
+	}
+}
+
+// The dashboard is valid JSON whose every query names only metrics the
+// exporter serves, selects by the node and instance variables and keeps
+// the nodes apart (never a sum across nodes); it has the panels an
+// operator of a fleet looks for.
+func TestDashboardUsesServedMetricsPerNode(t *testing.T) {
+	served := servedMetrics(t)
+	b, err := os.ReadFile("../../../deploy/grafana/rdmatrace.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		ID      int
+		Type    string
+		Title   string
+		GridPos *struct{ X, Y, W, H int }
+		Targets []struct{ Expr string }
+		Panels  []json.RawMessage
+	}
+	var d struct {
+		UID        string
+		Templating struct {
+			List []struct{ Name, Query, Definition string }
+		}
+		Panels []panel
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("rdmatrace.json is not JSON: %v", err)
+	}
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+		if v.Name != "datasource" {
+			checkNames(t, served, "variable "+v.Name, v.Query)
+		}
+	}
+	for _, v := range []string{"datasource", "node", "instance"} {
+		if !vars[v] {
+			t.Errorf("no $%s variable", v)
+		}
+	}
+	ids := map[int]bool{}
+	titles := ""
+	aggregation := regexp.MustCompile(`\b(sum|max|min|avg|count|histogram_quantile\([^,]*, sum)\s*(by\s*\(([^)]*)\))?\s*\(`)
+	for _, p := range d.Panels {
+		if ids[p.ID] || p.GridPos == nil || p.GridPos.W == 0 {
+			t.Errorf("panel %q: id %d used twice, or no gridPos", p.Title, p.ID)
+		}
+		ids[p.ID] = true
+		titles += p.Title + "\n"
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			where := fmt.Sprintf("panel %q", p.Title)
+			if checkNames(t, served, where, q.Expr) == 0 {
+				t.Errorf("%s: %q names no metric of the exporter", where, q.Expr)
+			}
+			if !strings.Contains(q.Expr, `node=~"$node"`) || !strings.Contains(q.Expr, `instance=~"$instance"`) {
+				t.Errorf("%s: %q does not select by $node and $instance", where, q.Expr)
+			}
+			for _, m := range aggregation.FindAllStringSubmatch(q.Expr, -1) {
+				if !strings.Contains(m[3], "node") || !strings.Contains(m[3], "instance") {
+					t.Errorf("%s: %q aggregates across nodes (%s): keep node and instance", where, q.Expr, m[0])
+				}
+			}
+		}
+	}
+	for _, want := range []string{"Port state", "Bandwidth: packets", "Bandwidth: bytes", "Port errors", "Events lost", "parts up"} {
+		if !strings.Contains(titles, want) {
+			t.Errorf("no panel titled %q among:\n%s", want, titles)
 		}
 	}
 }
 
-// TestAlertRulesPassPromtool: Prometheus' own checker accepts the rules
-// (Debian's prometheus package ships promtool; guest/setup-host.sh, which
-// make check runs, installs it).
+// TestAlertRulesPassPromtool: Prometheus' own checker accepts the rules,
+// and its rule tests (alerts_test.yaml: the port-down alert fires on a
+// port that went down, not on one never up) pass. Debian's prometheus
+// package ships promtool; guest/setup-host.sh, which make check runs,
+// installs it.
 func TestAlertRulesPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("no promtool: guest/setup-host.sh installs Debian's prometheus, which has it")
 	}
 	out, err := exec.Command(promtool, "check", "rules", "../../../deploy/prometheus/alerts.yaml").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "SUCCESS: 4 rules found") {
+	if err != nil || !strings.Contains(string(out), "SUCCESS: 6 rules found") {
 		t.Errorf("promtool check rules: %v\n%s", err, out)
+	}
+	out, err = exec.Command(promtool, "test", "rules", "../../../deploy/prometheus/alerts_test.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SUCCESS") {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
 	}
 }
 
@@ -185,5 +297,67 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 	}
 	if get(ds, "spec", "template", "metadata", "annotations", "prometheus.io/scheme") != "https" {
 		t.Error("the prometheus.io annotations do not say https")
+	}
+}
+
+// The DaemonSet survives a fleet: an image a node can pull (a registry,
+// a version, not :latest), pods on every node (tolerating every taint,
+// no nodeSelector), a liveness probe that reads nothing (/healthz on the
+// port the exporter listens on), bounded resources, and each series
+// labelled with its node by the ServiceMonitor.
+func TestDaemonSetSurvivesAFleet(t *testing.T) {
+	kinds := map[string]map[string]any{}
+	for _, d := range manifests(t) {
+		kinds[d["kind"].(string)] = d
+	}
+	pod := get(kinds["DaemonSet"], "spec", "template", "spec")
+	if get(pod, "nodeSelector") != nil || get(pod, "affinity") != nil {
+		t.Errorf("the DaemonSet is kept off some nodes (%v, %v): it must run on every node", get(pod, "nodeSelector"), get(pod, "affinity"))
+	}
+	tolerates := false
+	tols, _ := get(pod, "tolerations").([]any)
+	for _, tl := range tols {
+		tolerates = tolerates || get(tl, "operator") == "Exists" && get(tl, "key") == nil && get(tl, "effect") == nil
+	}
+	if !tolerates {
+		t.Errorf("tolerations %v: want one that tolerates every taint (operator: Exists alone)", tols)
+	}
+	containers, _ := get(pod, "containers").([]any)
+	var exporter any
+	for _, c := range containers {
+		for _, r := range []string{"requests", "limits"} {
+			if get(c, "resources", r, "memory") == nil {
+				t.Errorf("container %v: no resources.%s.memory", get(c, "name"), r)
+			}
+		}
+		if get(c, "name") == "rdmatrace" {
+			exporter = c
+		}
+	}
+	if exporter == nil {
+		t.Fatal("no rdmatrace container")
+	}
+	image, _ := get(exporter, "image").(string)
+	registry, rest, _ := strings.Cut(image, "/")
+	if !strings.Contains(registry, ".") || !strings.Contains(rest, ":") || strings.HasSuffix(image, ":latest") {
+		t.Errorf("image %q: want a registry host and a version tag, not :latest", image)
+	}
+	listen := ""
+	args, _ := get(exporter, "args").([]any)
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			listen, _ = args[i+1].(string)
+		}
+	}
+	_, port, _ := strings.Cut(listen, ":")
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		h := get(exporter, probe, "httpGet")
+		if get(h, "path") != path || fmt.Sprint(get(h, "port")) != port || get(h, "host") != "127.0.0.1" {
+			t.Errorf("%s: %v, want GET 127.0.0.1:%s%s", probe, h, port, path)
+		}
+	}
+	if r := get(kinds["ServiceMonitor"], "spec", "endpoints", 0, "relabelings", 0); get(r, "targetLabel") != "node" ||
+		get(r, "sourceLabels", 0) != "__meta_kubernetes_pod_node_name" {
+		t.Errorf("the ServiceMonitor's first relabeling %v: want the pod's node as node", r)
 	}
 }

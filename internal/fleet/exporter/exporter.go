@@ -96,6 +96,7 @@ type Exporter struct {
 	// failure once and its recovery once (one entry per part at most).
 	failing map[string]string
 	log     *ratelog.Logger
+	health  *Health
 
 	success, resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
 }
@@ -184,9 +185,17 @@ func (x *Exporter) LogTo(l *ratelog.Logger) {
 	}
 }
 
+// SetHealth serves h (rdmatrace_build_info, the tracer's part_up) beside
+// the exporter's metrics; call it before Register.
+func (x *Exporter) SetHealth(h *Health) { x.health = h }
+
 // Register adds the exporter's metrics to reg.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked} {
+	cs := []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked}
+	if x.health != nil {
+		cs = append(cs, x.health)
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -196,7 +205,7 @@ func (x *Exporter) Register(reg prometheus.Registerer) error {
 
 // Describe is for prometheus.Collector.
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
+	for _, d := range []*prometheus.Desc{partUpDesc, x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
 		ch <- d
 	}
 }
@@ -277,6 +286,11 @@ func (x *Exporter) partsHealth(ch chan<- prometheus.Metric, errs []error) {
 		failed[part] = errors.Join(failed[part], err)
 	}
 	down := failed[PartNetlink] != nil
+	up := 1.0
+	if down {
+		up = 0
+	}
+	ch <- prometheus.MustNewConstMetric(partUpDesc, prometheus.GaugeValue, up, PartNetlink)
 	for _, part := range Parts {
 		err := failed[part]
 		v := 1.0
@@ -409,28 +423,72 @@ type TracerCounts struct {
 	PortBusyDropped  func() uint64 // port-busy events refused to keep room for lifecycle events
 }
 
-// RegisterTracer adds the tracer's health: hooks attached and skipped,
-// events the kernel could not queue, and the port-busy events it held
-// back or refused (a bind flood is bounded, and says so).
-func RegisterTracer(reg prometheus.Registerer, attached, skipped int, n TracerCounts) error {
-	hooks := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "rdmatrace_hooks",
-		Help: "The tracer's hooks, by whether they are attached."}, []string{"state"})
-	hooks.WithLabelValues("attached").Set(float64(attached))
-	hooks.WithLabelValues("skipped").Set(float64(skipped))
-	counter := func(name, help string, f func() uint64) prometheus.Collector {
-		if f == nil {
-			f = func() uint64 { return 0 }
-		}
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f()) })
+// TracerMetrics is the tracer's health while one runs: hooks attached
+// and skipped, events the kernel could not queue, and the port-busy
+// events it held back or refused (a bind flood is bounded, and says so).
+// Between tracers (one could not start, or is being restarted) it serves
+// nothing: rdmatrace_part_up{part="tracer"} says why the series are gone.
+type TracerMetrics struct {
+	mu                                 sync.Mutex
+	on                                 bool
+	attached, skipped                  int
+	n                                  TracerCounts
+	hooks, drops, heldBack, busyDroppd *prometheus.Desc
+}
+
+// NewTracerMetrics makes the tracer's metrics, served once Attach says a
+// tracer runs.
+func NewTracerMetrics() *TracerMetrics {
+	return &TracerMetrics{
+		hooks: prometheus.NewDesc("rdmatrace_hooks", "The tracer's hooks, by whether they are attached.", []string{"state"}, nil),
+		drops: prometheus.NewDesc("rdmatrace_events_dropped_total",
+			"Events the kernel could not queue for the tracer (the ring buffer was full).", nil, nil),
+		heldBack: prometheus.NewDesc("rdmatrace_port_busy_held_back_total",
+			"Port-busy events the kernel held back: at most one a second per process, port and call.", nil, nil),
+		busyDroppd: prometheus.NewDesc("rdmatrace_port_busy_dropped_total",
+			"Port-busy events refused while the ring buffer was a quarter full, to keep room for lifecycle events.", nil, nil),
 	}
-	for _, c := range []prometheus.Collector{hooks,
-		counter("rdmatrace_events_dropped_total", "Events the kernel could not queue for the tracer (the ring buffer was full).", n.Drops),
-		counter("rdmatrace_port_busy_held_back_total", "Port-busy events the kernel held back: at most one a second per process, port and call.", n.PortBusyHeldBack),
-		counter("rdmatrace_port_busy_dropped_total", "Port-busy events refused while the ring buffer was a quarter full, to keep room for lifecycle events.", n.PortBusyDropped),
-	} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
+}
+
+// Attach serves a running tracer's health: attached and skipped hooks,
+// and its loss counters, read at each scrape.
+func (m *TracerMetrics) Attach(attached, skipped int, n TracerCounts) {
+	m.mu.Lock()
+	m.on, m.attached, m.skipped, m.n = true, attached, skipped, n
+	m.mu.Unlock()
+}
+
+// Detach stops serving the tracer's series: it has stopped.
+func (m *TracerMetrics) Detach() {
+	m.mu.Lock()
+	m.on, m.n = false, TracerCounts{}
+	m.mu.Unlock()
+}
+
+// Describe is for prometheus.Collector.
+func (m *TracerMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.hooks, m.drops, m.heldBack, m.busyDroppd} {
+		ch <- d
 	}
-	return nil
+}
+
+// Collect is for prometheus.Collector.
+func (m *TracerMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.on {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(m.hooks, prometheus.GaugeValue, float64(m.attached), "attached")
+	ch <- prometheus.MustNewConstMetric(m.hooks, prometheus.GaugeValue, float64(m.skipped), "skipped")
+	for _, c := range []struct {
+		d *prometheus.Desc
+		f func() uint64
+	}{{m.drops, m.n.Drops}, {m.heldBack, m.n.PortBusyHeldBack}, {m.busyDroppd, m.n.PortBusyDropped}} {
+		v := 0.0
+		if c.f != nil {
+			v = float64(c.f())
+		}
+		ch <- prometheus.MustNewConstMetric(c.d, prometheus.CounterValue, v)
+	}
 }

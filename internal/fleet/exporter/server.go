@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 )
 
 // The serving limits' defaults. A Prometheus server scrapes a target with
@@ -58,6 +60,9 @@ type ServeOptions struct {
 	// Log takes net/http's, promhttp's and the toolkit's errors (nil:
 	// stderr, one line per kind every 10 s).
 	Log *ratelog.Logger
+	// Ready answers /readyz: nil when the exporter has started what it
+	// can (nil Ready: always ready).
+	Ready func() error
 }
 
 func (o *ServeOptions) defaults() {
@@ -88,10 +93,28 @@ type Server struct {
 }
 
 // NewServer serves what reg gathers on /metrics (and promhttp's own
-// handler metrics, registered in reg).
+// handler metrics, registered in reg), /healthz and /readyz.
 func NewServer(reg *prometheus.Registry, o ServeOptions) *Server {
 	o.defaults()
 	mux := http.NewServeMux()
+	// A liveness probe must be cheap and say only that the process serves:
+	// /metrics reads the kernel, and a node without RDMA is not a reason
+	// to restart the exporter.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil {
+			if err := o.Ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, "not ready: "+termsafe.Sanitize(err.Error())+"\n")
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		Registry:            reg,
 		ErrorLog:            o.Log.StdLogger("metrics: "),

@@ -12,14 +12,13 @@ import (
 // back and what the ring's quarter refused are counters beside the drops.
 func TestTracerCountsAreServed(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	err := RegisterTracer(reg, 30, 2, TracerCounts{
+	m := NewTracerMetrics()
+	reg.MustRegister(m)
+	m.Attach(30, 2, TracerCounts{
 		Drops:            func() uint64 { return 1 },
 		PortBusyHeldBack: func() uint64 { return 334994 },
 		PortBusyDropped:  func() uint64 { return 7 },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := `
 # HELP rdmatrace_port_busy_dropped_total Port-busy events refused while the ring buffer was a quarter full, to keep room for lifecycle events.
 # TYPE rdmatrace_port_busy_dropped_total counter
@@ -34,5 +33,24 @@ rdmatrace_events_dropped_total 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"rdmatrace_port_busy_dropped_total", "rdmatrace_port_busy_held_back_total", "rdmatrace_events_dropped_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// A tracer that stopped (or never started) leaves no series behind: a
+// counter frozen at its last value would look like a quiet tracer.
+func TestTracerMetricsGoAwayWithTheTracer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewTracerMetrics()
+	reg.MustRegister(m)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Fatalf("before a tracer: %d series, %v; want none", n, err)
+	}
+	m.Attach(30, 2, TracerCounts{})
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 5 {
+		t.Fatalf("with a tracer: %d series, %v; want 5 (2 hooks, 3 counters)", n, err)
+	}
+	m.Detach()
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("after the tracer stopped: %d series, %v; want none", n, err)
 	}
 }
