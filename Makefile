@@ -136,14 +136,15 @@ check: bpf-tools test-tools arm64
 	  echo "gofmt -l: these files are not formatted:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e
-	cd tools && $(GO) vet ./...
+	cd deploy/container && $(GO) vet ./...
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./cmd/rdmatrace ./tracer ./bpf/...
 	bpf/check-generate.sh
+	GO=$(GO) deploy/validate/run.sh
 
 unit: check
 	@echo "== unit tests, $$(date -u +%T)"
 	$(GO) test -count=1 ./...
-	cd tools && $(GO) test -count=1 ./...
+	cd deploy/container && $(GO) test -count=1 ./...
 
 # Every fuzz target for a number of inputs (a count, not a time: with a
 # short -fuzztime in seconds, go test can fail with "context deadline
@@ -266,7 +267,7 @@ release-check:
 # with buildah or podman.
 image: arm64 rdmatrace
 	@rm -rf out/image && mkdir -p $(DIST)
-	cd tools && $(GO) run ./ociimage -out ../out/image -version '$(VERSION)' -epoch $(SOURCE_DATE_EPOCH) -licenses ../LICENSES \
+	cd deploy/container && $(GO) run ./ociimage -out ../../out/image -version '$(VERSION)' -epoch $(SOURCE_DATE_EPOCH) -licenses ../../LICENSES \
 	  amd64=$(CURDIR)/$(BIN) arm64=$(CURDIR)/$(BIN)-arm64
 	tar -C out/image --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 	  --format=ustar -cf $(DIST)/rdmatrace-$(VERSION)-oci.tar .

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make release: rdmatrace's release artifacts under DIST, for each of
 # ARCHES: the static binary, the .deb and the .rpm (nfpm.yaml beside this
-# file), a CycloneDX SBOM; the OCI image of both (tools/ociimage); and
+# file), a CycloneDX SBOM; the OCI image of both (deploy/container/ociimage); and
 # SHA256SUMS of them all. Every time stamp is SOURCE_DATE_EPOCH's, so the
 # same commit gives the same bytes (make release-check).
 #
@@ -67,7 +67,7 @@ for arch in $ARCHES; do
 	images+=("$arch=$(pwd)/$DIST/rdmatrace-$VERSION-linux-$arch")
 done
 layout=$(pwd)/$stage/image
-(cd tools && "$GO" run ./ociimage -out "$layout" -version "$VERSION" -epoch "$SOURCE_DATE_EPOCH" -licenses ../LICENSES "${images[@]}")
+(cd deploy/container && "$GO" run ./ociimage -out "$layout" -version "$VERSION" -epoch "$SOURCE_DATE_EPOCH" -licenses ../../LICENSES "${images[@]}")
 # The layout as one archive, reproducibly: sorted, root's, the epoch's time.
 tar -C "$layout" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
 	--format=ustar -cf "$DIST/rdmatrace-$VERSION-oci.tar" .

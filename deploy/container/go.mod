@@ -1,4 +1,4 @@
-module github.com/rdmatrace/rdmatrace/tools
+module github.com/rdmatrace/rdmatrace/deploy/container
 
 go 1.26
 
