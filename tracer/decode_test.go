@@ -392,3 +392,28 @@ func TestDecodeSMCLink(t *testing.T) {
 		t.Errorf("a link without its group: %v, %+v", err, ev)
 	}
 }
+
+// The per-kind records say each thing in a field of its own: an SMC link's
+// id, state, group and role, and a fallen-back socket's inode whole (the
+// single record of old had 32 bits for it, in the restrack id's place).
+func TestDecodeSMCRecordsOfTheirOwn(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	var l bpf.RdmatraceSmcLinkEvent
+	l.H.Kind, l.H.Flags = uint32(cSMCLinkDown), uint32(cfHasDev|cfHasQP)
+	copy(chars(l.Dev.Name[:]), "rxe1")
+	l.Dev.Port, l.Qpn, l.QpType = 1, 19, 2
+	l.LinkId, l.LinkState, l.LgrId, l.Role = 3, 3, 0x300, 1
+	if err := d.Decode(bytesOf(&l), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := rdma.SMCLink{LGR: 0x300, Role: "server", ID: 3, State: "active", HasLGR: true}
+	if ev.Kind != rdma.EvSMCLinkDown || ev.SMC != want || ev.LQPN != 19 || ev.DevName != "rxe1" || ev.Port != 1 {
+		t.Errorf("smc link record decoded as %+v", ev)
+	}
+	var f bpf.RdmatraceSmcFallbackEvent
+	f.H.Kind, f.Inode, f.Reason = uint32(cSMCFallback), 1<<33|5, 0x03030000
+	if err := d.Decode(bytesOf(&f), &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 1<<33|5 || ev.Status != 0x03030000 {
+		t.Errorf("smc fallback record: %v, %+v", err, ev)
+	}
+}
