@@ -32,8 +32,8 @@ enum event_kind {
 	EV_DEV_REGISTER = 9,
 	EV_DEV_UNREGISTER = 10,
 	EV_DEV_UNREGISTERED = 11,
-	EV_PORT_BUSY = 12,    /* a bind, rdma_listen or rdma_connect got EADDRINUSE; func is enum port_op */
-	EV_SMC_FALLBACK = 13, /* smc:smc_switch_to_fallback: an SMC socket fell back to TCP; status is the reason */
+	EV_PORT_BUSY = 12,    /* a bind, rdma_listen or rdma_connect got EADDRINUSE: struct port_busy_event */
+	EV_SMC_FALLBACK = 13, /* smc:smc_switch_to_fallback: an SMC socket fell back to TCP: struct smc_fallback_event */
 	EV_SMC_LINK_CREATE = 14,  /* an SMC-R link's QP was created (smc_ib_create_queue_pair returned) */
 	EV_SMC_LINK_DOWN = 15,    /* smc:smcr_link_down: an SMC-R link went down */
 	EV_SMC_LINK_DESTROY = 16, /* an SMC-R link's QP is destroyed (smc_ib_destroy_queue_pair) */
@@ -85,48 +85,128 @@ enum event_flag {
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h; a #define, so not in BTF */
 
-struct event {
-	__u64 ts;     /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+/* Every record starts with this header; kind says which record it is.
+ * Each record's fields mean one thing, for the kinds that record serves. */
+struct event_hdr {
+	__u64 ts;     /* bpf_ktime_get_ns: CLOCK_MONOTONIC; a span's or spell's start */
 	__u64 cgroup; /* the actor's cgroup v2 id */
-	__u64 obj;    /* kernel address of the object: identity across events */
-	__u32 kind;
-	__u32 flags;
-	__u32 dev_index;
-	__u32 port;
-	__u32 id; /* restrack id (cm-idn, cqn, pdn, ...); lqpn for QPs lives in qpn */
-	__u32 qpn;
-	__u32 owner_pid; /* tgid of res->task */
-	__u32 owner_tid;
+	__u64 obj;    /* kernel address of the object: identity across events; 0: none */
+	__u64 owner_cgroup; /* cgroup v2 id of the owner; 0 for kernel objects */
+	__u32 kind;   /* enum event_kind */
+	__u32 flags;  /* enum event_flag */
 	__u32 actor_pid;
 	__u32 actor_tid;
-	__u32 cm_event;
-	__s32 status;
-	__u32 ps;
-	__u32 cm_tp;
-	__u8 res_type; /* enum rdma_restrack_type */
-	__u8 qp_type;
-	__u8 old_state;
-	__u8 new_state;
-	__u32 suppressed; /* EV_PORT_BUSY: like events (same port, process and operation) the rate limit held back before this one */
-	char dev_name[DEV_NAME_LEN];
-	char owner_comm[TASK_COMM_LEN];
-	char kern_name[KERN_NAME_LEN];
+	__u32 owner_pid; /* F_HAS_OWNER: tgid of res->task (or the traced thread) */
+	__u32 owner_tid;
 	char actor_comm[TASK_COMM_LEN];
+	char owner_comm[TASK_COMM_LEN];
+};
+
+/* The RDMA device and port an event is on (F_HAS_DEV; port 0: none). */
+struct ev_dev {
+	__u32 index;
+	__u32 port;
+	char name[DEV_NAME_LEN];
+};
+
+/* An rdma_cm ID's or a socket's addresses (F_HAS_ADDR). */
+struct ev_addr {
+	__u32 ps; /* enum rdma_ucm_port_space */
 	__u8 src[ADDR_LEN];
 	__u8 dst[ADDR_LEN];
-	__u64 owner_cgroup; /* cgroup v2 id of res->task; 0 for kernel objects */
-	/* bench-trace: spans and off-CPU spells (EV_SPAN, EV_OFF_CPU), MR length */
-	__u64 dur;  /* ns: a span's or an off-CPU spell's length; ts is its start */
-	__u64 size; /* ib_umem_get's size, an MR's length (F_HAS_SIZE); EV_SMC_LINK_*: the link group's id (a host-order u32, as SMC's netlink gives it) | role << 32 */
-	__u64 wait; /* off-CPU: ns from its wakeup to switch-in (0: not woken while traced) */
-	__u32 func; /* EV_SPAN: enum span_func */
-	__u32 next_pid; /* off-CPU: the task that ran instead (its tid): the longest runner of a preempted spell, else the first */
+};
+
+/* A restrack object or an rdma_cm ID. */
+struct ev_res {
+	__u32 id;  /* restrack id (cm-idn, cqn, pdn, ...); lqpn for QPs lives in qpn */
+	__u32 qpn; /* F_HAS_QP */
+	__u8 res_type; /* enum rdma_restrack_type */
+	__u8 qp_type;  /* F_HAS_QP */
+	__u8 old_state; /* EV_QP_STATE: the QP's state before, or STATE_UNKNOWN */
+	__u8 new_state; /* F_HAS_STATE: a QP's or an rdma_cm ID's state */
+	char kern_name[KERN_NAME_LEN];
+};
+
+/* EV_RES_*, EV_QP_STATE, EV_CM_ID_CREATE, EV_CM: a resource's lifecycle. */
+struct res_event {
+	struct event_hdr h;
+	struct ev_dev dev;
+	struct ev_res res;
+	struct ev_addr addr;
+	__u64 size;    /* F_HAS_SIZE: an MR's length */
+	__u32 cm_tp;   /* EV_CM: enum cm_tp */
+	__u32 cm_event; /* F_HAS_CM */
+	__s32 status;  /* EV_CM: the cm event's status, or the QP creation's */
+};
+
+/* EV_DEV_*: a device registered or unregistered. */
+struct dev_event {
+	struct event_hdr h;
+	struct ev_dev dev;
+};
+
+/* EV_PORT_BUSY: a bind, rdma_listen or rdma_connect got EADDRINUSE. */
+struct port_busy_event {
+	struct event_hdr h;
+	struct ev_dev dev;
+	struct ev_res res; /* the rdma_cm ID (rdma_listen, rdma_connect) */
+	struct ev_addr addr;
+	__u32 op;         /* enum port_op */
+	__u32 suppressed; /* like events (same port, process and operation) the rate limit held back before this one */
+	__s32 status;
+};
+
+/* EV_SMC_LINK_*: an SMC-R link and its QP. */
+struct smc_link_event {
+	struct event_hdr h;
+	struct ev_dev dev;
+	__u32 qpn;    /* F_HAS_QP */
+	__u32 lgr_id; /* the link group's id, a host-order u32 as SMC's netlink gives it; 0: no group */
+	__s32 status; /* EV_SMC_LINK_CREATE: the creation's */
+	__u8 qp_type; /* F_HAS_QP */
+	__u8 link_id;
+	__u8 link_state; /* enum smc_link_state */
+	__u8 role;    /* enum smc_lgr_role */
+};
+
+/* EV_SMC_FALLBACK: an SMC socket fell back to TCP. */
+struct smc_fallback_event {
+	struct event_hdr h;
+	struct ev_addr addr; /* the TCP connection's */
+	__u64 inode;  /* the SMC socket's */
+	__s32 reason; /* SMC_CLC_DECL_* */
+};
+
+/* EV_SPAN (bench-trace): a kernel function returned. */
+struct span_event {
+	struct event_hdr h;
+	struct ev_dev dev;
+	__u64 dur;  /* ns; h.ts is its start */
+	__u64 size; /* F_HAS_SIZE: ib_umem_get's size */
+	__u32 func; /* enum span_func */
+	__s32 status; /* the errno it returned, or 0 */
+};
+
+/* EV_OFF_CPU (bench-trace): a followed thread ran again after a spell off
+ * CPU; the owner is that thread. */
+struct off_cpu_event {
+	struct event_hdr h;
+	__u64 dur;  /* ns; h.ts is its start */
+	__u64 wait; /* ns from its wakeup to switch-in (0: not woken while traced) */
+	__u32 next_pid; /* the task that ran instead (its tid): the longest runner of a preempted spell, else the first */
 	char next_comm[TASK_COMM_LEN];
 };
 
 /* Keep the types in the object so bpf2go -type generates them for Go: the
- * record and the enums that give its fields their meaning. */
-const struct event *unused_event __attribute__((unused));
+ * records and the enums that give their fields their meaning. */
+const struct event_hdr *unused_event_hdr __attribute__((unused));
+const struct res_event *unused_res_event __attribute__((unused));
+const struct dev_event *unused_dev_event __attribute__((unused));
+const struct port_busy_event *unused_port_busy_event __attribute__((unused));
+const struct smc_link_event *unused_smc_link_event __attribute__((unused));
+const struct smc_fallback_event *unused_smc_fallback_event __attribute__((unused));
+const struct span_event *unused_span_event __attribute__((unused));
+const struct off_cpu_event *unused_off_cpu_event __attribute__((unused));
 const enum event_kind *unused_event_kind __attribute__((unused));
 const enum event_flag *unused_event_flag __attribute__((unused));
 const enum cm_tp *unused_cm_tp __attribute__((unused));
@@ -215,33 +295,40 @@ static __always_inline void count(void *map)
 		__sync_fetch_and_add(n, 1);
 }
 
-/* Reserve a record, counting a full ring in lost (drops, or busy_drops
- * for the port-busy events). */
-static __always_inline struct event *reserve_counted(__u32 kind, void *lost)
+/* Fill a reserved record's header: the actor and the context. */
+static __always_inline void fill_hdr(struct event_hdr *h, __u32 kind)
 {
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(lost);
-		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->ts = bpf_ktime_get_ns();
-	e->kind = kind;
+	h->ts = bpf_ktime_get_ns();
+	h->kind = kind;
 	__u64 id = bpf_get_current_pid_tgid();
-	e->actor_pid = id >> 32;
-	e->actor_tid = (__u32)id;
-	e->cgroup = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(e->actor_comm, sizeof(e->actor_comm));
+	h->actor_pid = id >> 32;
+	h->actor_tid = (__u32)id;
+	h->cgroup = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(h->actor_comm, sizeof(h->actor_comm));
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	if (BPF_CORE_READ(task, flags) & PF_EXITING)
-		e->flags |= F_EXITING;
-	__u32 tid = e->actor_tid;
+		h->flags |= F_EXITING;
+	__u32 tid = h->actor_tid;
 	if (bpf_map_lookup_elem(&closing, &tid))
-		e->flags |= F_CLOSING;
-	return e;
+		h->flags |= F_CLOSING;
 }
 
-static __always_inline struct event *reserve(__u32 kind) { return reserve_counted(kind, &drops); }
+/* Reserve a record of type (one of the *_event structs), zeroed, its
+ * header filled, counting a full ring in lost (drops, or busy_drops for the
+ * port-busy events). A macro: the ring takes only a constant size. */
+#define reserve_counted(type, kind, lost)                                 \
+	({                                                                \
+		type *__e = bpf_ringbuf_reserve(&events, sizeof(type), 0); \
+		if (__e) {                                                \
+			__builtin_memset(__e, 0, sizeof(type));           \
+			fill_hdr(&__e->h, kind);                          \
+		} else {                                                  \
+			count(lost);                                      \
+		}                                                         \
+		__e;                                                      \
+	})
+
+#define reserve(type, kind) reserve_counted(type, kind, &drops)
 
 /* Filters pushed from user space (trace -p, --filter-cgroup, --filter-
  * container, --filter-pod, -- CMD): an event whose owner is in none of the
@@ -277,7 +364,7 @@ struct {
 	__type(value, __u64);
 } filtered SEC(".maps");
 
-static __always_inline int filtered_out(struct event *e)
+static __always_inline int filtered_out(struct event_hdr *e)
 {
 	__u32 zero = 0;
 	__u32 *on = bpf_map_lookup_elem(&filter_on, &zero);
@@ -302,7 +389,7 @@ static __always_inline int filtered_out(struct event *e)
  * ring: one of the two sees the other, so no event waits unseen. (Polling
  * when idle too, every 50 ms, cost the idle reader 58 ms of CPU a second
  * under TCG: the reader polls only while events flow.) */
-static __always_inline void submit(struct event *e)
+static __always_inline void submit(struct event_hdr *e)
 {
 	__u32 zero = 0;
 	if (filtered_out(e)) {
@@ -358,13 +445,13 @@ static __always_inline int close_exit(void)
 	return 0;
 }
 
-static __always_inline void set_dev(struct event *e, struct ib_device *dev)
+static __always_inline void set_dev(struct event_hdr *h, struct ev_dev *d, struct ib_device *dev)
 {
 	if (!dev)
 		return;
-	e->dev_index = BPF_CORE_READ(dev, index);
-	BPF_CORE_READ_STR_INTO(&e->dev_name, dev, name);
-	e->flags |= F_HAS_DEV;
+	d->index = BPF_CORE_READ(dev, index);
+	BPF_CORE_READ_STR_INTO(&d->name, dev, name);
+	h->flags |= F_HAS_DEV;
 }
 
 /* kernfs_node.id was a union kernfs_node_id before Linux 5.5 (commit
@@ -400,108 +487,109 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 
 /* The owner is res->task (user objects) or res->kern_name (kernel
  * objects), never the current task: rdma_cm runs in workqueues. */
-static __always_inline void set_owner(struct event *e, struct rdma_restrack_entry *res)
+static __always_inline void set_owner(struct event_hdr *h, struct ev_res *r, struct rdma_restrack_entry *res)
 {
 	struct task_struct *task = BPF_CORE_READ(res, task);
 	const char *kern = BPF_CORE_READ(res, kern_name);
 
-	e->res_type = BPF_CORE_READ(res, type);
-	e->id = BPF_CORE_READ(res, id);
+	r->res_type = BPF_CORE_READ(res, type);
+	r->id = BPF_CORE_READ(res, id);
 	if (BPF_CORE_READ(res, user))
-		e->flags |= F_USER;
+		h->flags |= F_USER;
 	if (task) {
-		e->owner_pid = BPF_CORE_READ(task, tgid);
-		e->owner_tid = BPF_CORE_READ(task, pid);
-		BPF_CORE_READ_STR_INTO(&e->owner_comm, task, comm);
-		e->owner_cgroup = task_cgroup_id(task);
-		e->flags |= F_HAS_OWNER;
+		h->owner_pid = BPF_CORE_READ(task, tgid);
+		h->owner_tid = BPF_CORE_READ(task, pid);
+		BPF_CORE_READ_STR_INTO(&h->owner_comm, task, comm);
+		h->owner_cgroup = task_cgroup_id(task);
+		h->flags |= F_HAS_OWNER;
 	}
 	if (kern)
-		bpf_probe_read_kernel_str(e->kern_name, sizeof(e->kern_name), kern);
+		bpf_probe_read_kernel_str(r->kern_name, sizeof(r->kern_name), kern);
 }
 
 #define container(ptr, type, member) ((type *)((void *)(ptr) - bpf_core_field_offset(type, member)))
 
-static __always_inline void set_qp(struct event *e, struct ib_qp *qp)
+static __always_inline void set_qp(struct event_hdr *h, struct ev_dev *d, struct ev_res *r, struct ib_qp *qp)
 {
-	e->qpn = BPF_CORE_READ(qp, qp_num);
-	e->qp_type = BPF_CORE_READ(qp, qp_type);
-	e->port = BPF_CORE_READ(qp, port);
-	e->flags |= F_HAS_QP;
+	r->qpn = BPF_CORE_READ(qp, qp_num);
+	r->qp_type = BPF_CORE_READ(qp, qp_type);
+	d->port = BPF_CORE_READ(qp, port);
+	h->flags |= F_HAS_QP;
 }
 
-static __always_inline void set_cm(struct event *e, struct rdma_id_private *id)
+static __always_inline void set_cm(struct event_hdr *h, struct ev_dev *d, struct ev_res *r, struct ev_addr *a,
+				   struct rdma_id_private *id)
 {
-	e->obj = (__u64)id;
-	set_owner(e, &id->res);
-	e->res_type = 3; /* RDMA_RESTRACK_CM_ID, also before it is tracked */
-	set_dev(e, BPF_CORE_READ(id, id.device));
-	e->port = BPF_CORE_READ(id, id.port_num);
-	e->ps = BPF_CORE_READ(id, id.ps);
-	e->qp_type = BPF_CORE_READ(id, id.qp_type);
-	e->qpn = BPF_CORE_READ(id, qp_num);
-	if (e->qpn)
-		e->flags |= F_HAS_QP;
-	e->new_state = BPF_CORE_READ(id, state);
-	e->flags |= F_HAS_STATE | F_HAS_ADDR;
-	bpf_probe_read_kernel(e->src, ADDR_LEN, &id->id.route.addr.src_addr);
-	bpf_probe_read_kernel(e->dst, ADDR_LEN, &id->id.route.addr.dst_addr);
+	h->obj = (__u64)id;
+	set_owner(h, r, &id->res);
+	r->res_type = 3; /* RDMA_RESTRACK_CM_ID, also before it is tracked */
+	set_dev(h, d, BPF_CORE_READ(id, id.device));
+	d->port = BPF_CORE_READ(id, id.port_num);
+	a->ps = BPF_CORE_READ(id, id.ps);
+	r->qp_type = BPF_CORE_READ(id, id.qp_type);
+	r->qpn = BPF_CORE_READ(id, qp_num);
+	if (r->qpn)
+		h->flags |= F_HAS_QP;
+	r->new_state = BPF_CORE_READ(id, state);
+	h->flags |= F_HAS_STATE | F_HAS_ADDR;
+	bpf_probe_read_kernel(a->src, ADDR_LEN, &id->id.route.addr.src_addr);
+	bpf_probe_read_kernel(a->dst, ADDR_LEN, &id->id.route.addr.dst_addr);
 }
 
 /* Fill what each restrack type knows: its device, and for QPs the number,
  * type and port. */
-static __always_inline void set_res(struct event *e, struct rdma_restrack_entry *res)
+static __always_inline void set_res(struct res_event *e, struct rdma_restrack_entry *res)
 {
-	set_owner(e, res);
-	switch (e->res_type) {
+	set_owner(&e->h, &e->res, res);
+	switch (e->res.res_type) {
 	case RDMA_RESTRACK_PD: {
 		struct ib_pd *pd = container(res, struct ib_pd, res);
-		e->obj = (__u64)pd;
-		set_dev(e, BPF_CORE_READ(pd, device));
+		e->h.obj = (__u64)pd;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(pd, device));
 		break;
 	}
 	case RDMA_RESTRACK_CQ: {
 		struct ib_cq *cq = container(res, struct ib_cq, res);
-		e->obj = (__u64)cq;
-		set_dev(e, BPF_CORE_READ(cq, device));
+		e->h.obj = (__u64)cq;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(cq, device));
 		break;
 	}
 	case RDMA_RESTRACK_QP: {
 		struct ib_qp *qp = container(res, struct ib_qp, res);
-		e->obj = (__u64)qp;
-		set_dev(e, BPF_CORE_READ(qp, device));
-		set_qp(e, qp);
+		e->h.obj = (__u64)qp;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(qp, device));
+		set_qp(&e->h, &e->dev, &e->res, qp);
 		break;
 	}
 	case RDMA_RESTRACK_CM_ID: {
 		struct rdma_id_private *id = container(res, struct rdma_id_private, res);
-		__u32 rid = e->id;
-		set_cm(e, id);
-		e->id = rid;
+		__u32 rid = e->res.id;
+		set_cm(&e->h, &e->dev, &e->res, &e->addr, id);
+		e->res.id = rid;
 		break;
 	}
 	case RDMA_RESTRACK_MR: {
 		struct ib_mr *mr = container(res, struct ib_mr, res);
-		e->obj = (__u64)mr;
-		set_dev(e, BPF_CORE_READ(mr, device));
+		e->h.obj = (__u64)mr;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(mr, device));
 		e->size = BPF_CORE_READ(mr, length); /* bench-trace: an MR's length */
-		e->flags |= F_HAS_SIZE;
+		e->h.flags |= F_HAS_SIZE;
 		break;
 	}
 	case RDMA_RESTRACK_CTX: {
 		struct ib_ucontext *ctx = container(res, struct ib_ucontext, res);
-		e->obj = (__u64)ctx;
-		set_dev(e, BPF_CORE_READ(ctx, device));
+		e->h.obj = (__u64)ctx;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(ctx, device));
 		break;
 	}
 	case RDMA_RESTRACK_SRQ: {
 		struct ib_srq *srq = container(res, struct ib_srq, res);
-		e->obj = (__u64)srq;
-		set_dev(e, BPF_CORE_READ(srq, device));
+		e->h.obj = (__u64)srq;
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(srq, device));
 		break;
 	}
 	default:
-		e->obj = (__u64)res;
+		e->h.obj = (__u64)res;
 	}
 }
 
@@ -513,22 +601,22 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 	 * (never bound to a device): the kernel returns at once, and so do we. */
 	if (kind == EV_RES_DEL && !BPF_CORE_READ(res, valid))
 		return 0;
-	struct event *e = reserve(kind);
+	struct res_event *e = reserve(struct res_event, kind);
 	if (!e)
 		return 0;
 	set_res(e, res);
-	if (e->res_type == RDMA_RESTRACK_QP) {
-		__u64 key = e->obj;
+	if (e->res.res_type == RDMA_RESTRACK_QP) {
+		__u64 key = e->h.obj;
 		if (kind == EV_RES_ADD) {
 			__u8 reset = 0;
 			bpf_map_update_elem(&qp_states, &key, &reset, BPF_ANY);
-			e->new_state = 0; /* QPs are created in RESET */
-			e->flags |= F_HAS_STATE;
+			e->res.new_state = 0; /* QPs are created in RESET */
+			e->h.flags |= F_HAS_STATE;
 		} else if (kind == EV_RES_COMMIT_DEL || kind == EV_RES_DEL) {
 			bpf_map_delete_elem(&qp_states, &key);
 		}
 	}
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 
@@ -536,18 +624,18 @@ static __always_inline int emit_qp_state(struct ib_qp *qp, struct ib_qp_attr *at
 {
 	if (ret != 0 || !(mask & IB_QP_STATE) || !qp || !attr)
 		return 0;
-	struct event *e = reserve(EV_QP_STATE);
+	struct res_event *e = reserve(struct res_event, EV_QP_STATE);
 	if (!e)
 		return 0;
 	__u64 key = (__u64)qp;
 	__u8 new_state = BPF_CORE_READ(attr, qp_state);
 	__u8 *old = bpf_map_lookup_elem(&qp_states, &key);
-	e->old_state = old ? *old : STATE_UNKNOWN;
-	e->new_state = new_state;
+	e->res.old_state = old ? *old : STATE_UNKNOWN;
+	e->res.new_state = new_state;
 	bpf_map_update_elem(&qp_states, &key, &new_state, BPF_ANY);
 	set_res(e, &qp->res);
-	e->flags |= F_HAS_STATE;
-	submit(e);
+	e->h.flags |= F_HAS_STATE;
+	submit(&e->h);
 	return 0;
 }
 
@@ -557,30 +645,30 @@ static __always_inline int emit_cm(__u32 tp, struct rdma_id_private *id, struct 
 	 * says trusted_ptr_or_null): check before any offset arithmetic. */
 	if (!id)
 		return 0;
-	struct event *e = reserve(EV_CM);
+	struct res_event *e = reserve(struct res_event, EV_CM);
 	if (!e)
 		return 0;
-	set_cm(e, id);
+	set_cm(&e->h, &e->dev, &e->res, &e->addr, id);
 	e->cm_tp = tp;
 	if (ev) {
 		e->cm_event = BPF_CORE_READ(ev, event);
 		e->status = BPF_CORE_READ(ev, status);
-		e->flags |= F_HAS_CM;
+		e->h.flags |= F_HAS_CM;
 	} else if (tp == CM_TP_QP_CREATE) {
 		e->status = status;
 	}
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 
 static __always_inline int emit_dev(__u32 kind, struct ib_device *dev)
 {
-	struct event *e = reserve(kind);
+	struct dev_event *e = reserve(struct dev_event, kind);
 	if (!e)
 		return 0;
-	e->obj = (__u64)dev;
-	set_dev(e, dev);
-	submit(e);
+	e->h.obj = (__u64)dev;
+	set_dev(&e->h, &e->dev, dev);
+	submit(&e->h);
 	return 0;
 }
 
@@ -673,11 +761,11 @@ int BPF_PROG(fexit_create_user_id, void *handler, void *context, enum rdma_ucm_p
 {
 	if (!ret || (unsigned long)ret >= (unsigned long)-4095)
 		return 0;
-	struct event *e = reserve(EV_CM_ID_CREATE);
+	struct res_event *e = reserve(struct res_event, EV_CM_ID_CREATE);
 	if (!e)
 		return 0;
-	set_cm(e, container(ret, struct rdma_id_private, id));
-	submit(e);
+	set_cm(&e->h, &e->dev, &e->res, &e->addr, container(ret, struct rdma_id_private, id));
+	submit(&e->h);
 	return 0;
 }
 
@@ -687,13 +775,13 @@ int BPF_PROG(fexit_create_kernel_id, void *net, void *handler, void *context, en
 {
 	if (!ret || (unsigned long)ret >= (unsigned long)-4095)
 		return 0;
-	struct event *e = reserve(EV_CM_ID_CREATE);
+	struct res_event *e = reserve(struct res_event, EV_CM_ID_CREATE);
 	if (!e)
 		return 0;
-	set_cm(e, container(ret, struct rdma_id_private, id));
+	set_cm(&e->h, &e->dev, &e->res, &e->addr, container(ret, struct rdma_id_private, id));
 	if (caller)
-		bpf_probe_read_kernel_str(e->kern_name, sizeof(e->kern_name), caller);
-	submit(e);
+		bpf_probe_read_kernel_str(e->res.kern_name, sizeof(e->res.kern_name), caller);
+	submit(&e->h);
 	return 0;
 }
 
@@ -926,16 +1014,16 @@ static __always_inline long busy_admit(__u32 op, __u16 port)
 /* A record for a port-busy event, or 0: held back by the rate limit, or
  * refused as the ring is a quarter full (counted in busy_drops). A refused
  * event gives its held-back count to the next. */
-static __always_inline struct event *reserve_busy(__u32 op, __u16 port)
+static __always_inline struct port_busy_event *reserve_busy(__u32 op, __u16 port)
 {
 	long held = busy_admit(op, port);
 	if (held < 0)
 		return 0;
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
-	struct event *e = 0;
-	if (avail + sizeof(struct event) <= size / 4)
-		e = reserve_counted(EV_PORT_BUSY, &busy_drops);
+	struct port_busy_event *e = 0;
+	if (avail + sizeof(struct port_busy_event) <= size / 4)
+		e = reserve_counted(struct port_busy_event, EV_PORT_BUSY, &busy_drops);
 	else
 		count(&busy_drops);
 	if (!e) {
@@ -961,13 +1049,13 @@ static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long re
 {
 	if (ret != -EADDRINUSE || !id)
 		return 0;
-	struct event *e = reserve_busy(op, sockaddr_port(&id->route.addr.src_addr));
+	struct port_busy_event *e = reserve_busy(op, sockaddr_port(&id->route.addr.src_addr));
 	if (!e)
 		return 0;
-	set_cm(e, container(id, struct rdma_id_private, id));
-	e->func = op;
+	set_cm(&e->h, &e->dev, &e->res, &e->addr, container(id, struct rdma_id_private, id));
+	e->op = op;
 	e->status = (__s32)ret;
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 
@@ -981,16 +1069,16 @@ static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sock
 		return 0;
 	if (addr_len < 4)
 		return 0;
-	struct event *e = reserve_busy(op, sockaddr_port(uaddr));
+	struct port_busy_event *e = reserve_busy(op, sockaddr_port(uaddr));
 	if (!e)
 		return 0;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	e->owner_pid = e->actor_pid;
-	e->owner_tid = e->actor_tid;
-	__builtin_memcpy(e->owner_comm, e->actor_comm, sizeof(e->owner_comm));
-	e->owner_cgroup = task_cgroup_id(task);
-	e->flags |= F_HAS_OWNER | F_HAS_ADDR;
-	e->ps = 0x0106; /* RDMA_PS_TCP: the port space a bind shares with iWARP */
+	e->h.owner_pid = e->h.actor_pid;
+	e->h.owner_tid = e->h.actor_tid;
+	__builtin_memcpy(e->h.owner_comm, e->h.actor_comm, sizeof(e->h.owner_comm));
+	e->h.owner_cgroup = task_cgroup_id(task);
+	e->h.flags |= F_HAS_OWNER | F_HAS_ADDR;
+	e->addr.ps = 0x0106; /* RDMA_PS_TCP: the port space a bind shares with iWARP */
 	/* The length a helper gets must be bounded in the register it is
 	 * passed in. fexit hands addr_len over as a 64-bit context slot whose
 	 * upper half the verifier cannot know; clang clamped a zero-extended
@@ -1002,10 +1090,10 @@ static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sock
 	if (n > ADDR_LEN)
 		n = ADDR_LEN;
 	asm volatile("" : "+r"(n));
-	bpf_probe_read_kernel(e->src, n, uaddr);
-	e->func = op;
+	bpf_probe_read_kernel(e->addr.src, n, uaddr);
+	e->op = op;
 	e->status = (__s32)ret;
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 
@@ -1137,7 +1225,7 @@ int BPF_PROG(selftest_busy_admit, __u64 op, __u64 port)
 SEC("raw_tp")
 int BPF_PROG(selftest_reserve_busy, __u64 op, __u64 port)
 {
-	struct event *e = reserve_busy(op, port);
+	struct port_busy_event *e = reserve_busy(op, port);
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -1147,7 +1235,7 @@ int BPF_PROG(selftest_reserve_busy, __u64 op, __u64 port)
 SEC("raw_tp")
 int BPF_PROG(selftest_reserve)
 {
-	struct event *e = reserve(EV_RES_ADD);
+	struct res_event *e = reserve(struct res_event, EV_RES_ADD);
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -1170,7 +1258,7 @@ struct smc_sock {
 
 /* Write a socket's local and remote address as sockaddr_in or
  * sockaddr_in6, as the rdma_cm addresses are. */
-static __always_inline void set_sk_addrs(struct event *e, struct sock *sk)
+static __always_inline void set_sk_addrs(struct event_hdr *h, struct ev_addr *a, struct sock *sk)
 {
 	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	__u16 lport = bpf_htons(BPF_CORE_READ(sk, __sk_common.skc_num));
@@ -1178,44 +1266,44 @@ static __always_inline void set_sk_addrs(struct event *e, struct sock *sk)
 	if (family == AF_INET_NUM) {
 		__be32 la = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 		__be32 ra = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-		__builtin_memcpy(e->src, &family, 2);
-		__builtin_memcpy(e->src + 2, &lport, 2);
-		__builtin_memcpy(e->src + 4, &la, 4);
-		__builtin_memcpy(e->dst, &family, 2);
-		__builtin_memcpy(e->dst + 2, &rport, 2);
-		__builtin_memcpy(e->dst + 4, &ra, 4);
+		__builtin_memcpy(a->src, &family, 2);
+		__builtin_memcpy(a->src + 2, &lport, 2);
+		__builtin_memcpy(a->src + 4, &la, 4);
+		__builtin_memcpy(a->dst, &family, 2);
+		__builtin_memcpy(a->dst + 2, &rport, 2);
+		__builtin_memcpy(a->dst + 4, &ra, 4);
 	} else if (family == AF_INET6_NUM) {
-		__builtin_memcpy(e->src, &family, 2);
-		__builtin_memcpy(e->src + 2, &lport, 2);
-		BPF_CORE_READ_INTO(e->src + 8, sk, __sk_common.skc_v6_rcv_saddr);
-		__builtin_memcpy(e->dst, &family, 2);
-		__builtin_memcpy(e->dst + 2, &rport, 2);
-		BPF_CORE_READ_INTO(e->dst + 8, sk, __sk_common.skc_v6_daddr);
+		__builtin_memcpy(a->src, &family, 2);
+		__builtin_memcpy(a->src + 2, &lport, 2);
+		BPF_CORE_READ_INTO(a->src + 8, sk, __sk_common.skc_v6_rcv_saddr);
+		__builtin_memcpy(a->dst, &family, 2);
+		__builtin_memcpy(a->dst + 2, &rport, 2);
+		BPF_CORE_READ_INTO(a->dst + 8, sk, __sk_common.skc_v6_daddr);
 	} else {
 		return;
 	}
-	e->ps = 0x0106; /* RDMA_PS_TCP: it is a TCP connection */
-	e->flags |= F_HAS_ADDR;
+	a->ps = 0x0106; /* RDMA_PS_TCP: it is a TCP connection */
+	h->flags |= F_HAS_ADDR;
 }
 
 static __always_inline int emit_smc_fallback(struct smc_sock *smc, int rsn)
 {
 	if (!smc)
 		return 0;
-	struct event *e = reserve(EV_SMC_FALLBACK);
+	struct smc_fallback_event *e = reserve(struct smc_fallback_event, EV_SMC_FALLBACK);
 	if (!e)
 		return 0;
-	e->obj = (__u64)smc;
-	e->status = rsn;
+	e->h.obj = (__u64)smc;
+	e->reason = rsn;
 	struct socket *sock = BPF_CORE_READ((struct sock *)smc, sk_socket);
 	if (sock) {
 		struct socket_alloc *sa = container(sock, struct socket_alloc, socket);
-		e->id = BPF_CORE_READ(sa, vfs_inode.i_ino);
+		e->inode = BPF_CORE_READ(sa, vfs_inode.i_ino);
 	}
 	struct sock *clc = BPF_CORE_READ(smc, clcsock, sk);
 	if (clc)
-		set_sk_addrs(e, clc);
-	submit(e);
+		set_sk_addrs(&e->h, &e->addr, clc);
+	submit(&e->h);
 	return 0;
 }
 
@@ -1270,32 +1358,32 @@ static __always_inline int emit_smc_link(__u32 kind, struct smc_link *lnk, int r
 	struct ib_qp *qp = BPF_CORE_READ(lnk, roce_qp);
 	if (kind == EV_SMC_LINK_DESTROY && !qp)
 		return 0; /* called on cleanup paths that made no QP */
-	struct event *e = reserve(kind);
+	struct smc_link_event *e = reserve(struct smc_link_event, kind);
 	if (!e)
 		return 0;
-	e->obj = (__u64)lnk;
-	e->id = BPF_CORE_READ(lnk, link_id);
-	e->port = BPF_CORE_READ(lnk, ibport);
+	e->h.obj = (__u64)lnk;
+	e->link_id = BPF_CORE_READ(lnk, link_id);
 	e->status = ret;
 	struct smc_ib_device *sd = BPF_CORE_READ(lnk, smcibdev);
 	if (sd)
-		set_dev(e, BPF_CORE_READ(sd, ibdev));
+		set_dev(&e->h, &e->dev, BPF_CORE_READ(sd, ibdev));
+	e->dev.port = BPF_CORE_READ(lnk, ibport);
 	if (qp) {
 		e->qpn = BPF_CORE_READ(qp, qp_num);
 		e->qp_type = BPF_CORE_READ(qp, qp_type);
-		e->flags |= F_HAS_QP;
+		e->h.flags |= F_HAS_QP;
 	}
-	e->new_state = BPF_CORE_READ(lnk, state); /* enum smc_link_state, not a QP's: no F_HAS_STATE */
+	e->link_state = BPF_CORE_READ(lnk, state);
 	struct smc_link_group *lgr = BPF_CORE_READ(lnk, lgr);
 	if (lgr) {
 		/* the id's 4 bytes as a host-order u32, as SMC's netlink puts
 		 * it (SMC_NLA_LGR_R_ID) and smc-tools print it (%08x) */
 		__u32 id = 0;
 		BPF_CORE_READ_INTO(&id, lgr, id);
-		__u32 role = BPF_CORE_READ(lgr, role);
-		e->size = id | (__u64)(role & 1) << 32;
+		e->lgr_id = id;
+		e->role = BPF_CORE_READ(lgr, role) & 1;
 	}
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 
@@ -1450,20 +1538,20 @@ static __always_inline int span_exit(__u32 func, long ret)
 		return 0;
 	struct span_start s = *sp;
 	bpf_map_delete_elem(&span_starts, &k);
-	struct event *e = reserve(EV_SPAN);
+	struct span_event *e = reserve(struct span_event, EV_SPAN);
 	if (!e)
 		return 0;
-	e->dur = e->ts - s.ts;
-	e->ts = s.ts;
+	e->dur = e->h.ts - s.ts;
+	e->h.ts = s.ts;
 	e->func = func;
 	e->status = (ret < 0 && ret >= -4095) ? (__s32)ret : 0;
 	if (s.size) {
 		e->size = s.size;
-		e->flags |= F_HAS_SIZE;
+		e->h.flags |= F_HAS_SIZE;
 	}
 	if (s.dev)
-		set_dev(e, (struct ib_device *)s.dev);
-	submit(e);
+		set_dev(&e->h, &e->dev, (struct ib_device *)s.dev);
+	submit(&e->h);
 	return 0;
 }
 
@@ -1570,22 +1658,22 @@ static __always_inline int on_switch(int preempt, struct task_struct *prev, stru
 		}
 		cs->tid = 0;
 	}
-	struct event *e = reserve(EV_OFF_CPU);
+	struct off_cpu_event *e = reserve(struct off_cpu_event, EV_OFF_CPU);
 	if (!e)
 		return 0;
-	e->ts = o.start;
+	e->h.ts = o.start;
 	e->dur = now - o.start;
 	if (o.wake >= o.start)
 		e->wait = now - o.wake;
-	e->owner_pid = tgid;
-	e->owner_tid = tid;
-	BPF_CORE_READ_STR_INTO(&e->owner_comm, next, comm);
-	e->flags |= F_HAS_OWNER;
+	e->h.owner_pid = tgid;
+	e->h.owner_tid = tid;
+	BPF_CORE_READ_STR_INTO(&e->h.owner_comm, next, comm);
+	e->h.flags |= F_HAS_OWNER;
 	if (o.preempted)
-		e->flags |= F_PREEMPTED;
+		e->h.flags |= F_PREEMPTED;
 	e->next_pid = o.next_pid;
 	__builtin_memcpy(e->next_comm, o.next_comm, TASK_COMM_LEN);
-	submit(e);
+	submit(&e->h);
 	return 0;
 }
 

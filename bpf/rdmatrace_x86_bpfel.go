@@ -56,43 +56,15 @@ type RdmatraceCpuSpell struct {
 	LongestComm [16]int8
 }
 
-type RdmatraceEvent struct {
-	_           structs.HostLayout
-	Ts          uint64
-	Cgroup      uint64
-	Obj         uint64
-	Kind        uint32
-	Flags       uint32
-	DevIndex    uint32
-	Port        uint32
-	Id          uint32
-	Qpn         uint32
-	OwnerPid    uint32
-	OwnerTid    uint32
-	ActorPid    uint32
-	ActorTid    uint32
-	CmEvent     uint32
-	Status      int32
-	Ps          uint32
-	CmTp        uint32
-	ResType     uint8
-	QpType      uint8
-	OldState    uint8
-	NewState    uint8
-	Suppressed  uint32
-	DevName     [64]int8
-	OwnerComm   [16]int8
-	KernName    [32]int8
-	ActorComm   [16]int8
-	Src         [28]uint8
-	Dst         [28]uint8
-	OwnerCgroup uint64
-	Dur         uint64
-	Size        uint64
-	Wait        uint64
-	Func        uint32
-	NextPid     uint32
-	NextComm    [16]int8
+type RdmatraceDevEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
 }
 
 type RdmatraceEventFlag uint32
@@ -110,6 +82,22 @@ const (
 	RdmatraceEventFlagF_HAS_SIZE  RdmatraceEventFlag = 4096
 	RdmatraceEventFlagF_PREEMPTED RdmatraceEventFlag = 8192
 )
+
+type RdmatraceEventHdr struct {
+	_           structs.HostLayout
+	Ts          uint64
+	Cgroup      uint64
+	Obj         uint64
+	OwnerCgroup uint64
+	Kind        uint32
+	Flags       uint32
+	ActorPid    uint32
+	ActorTid    uint32
+	OwnerPid    uint32
+	OwnerTid    uint32
+	ActorComm   [16]int8
+	OwnerComm   [16]int8
+}
 
 type RdmatraceEventKind uint32
 
@@ -148,6 +136,16 @@ type RdmatraceModifyArgs struct {
 	Pad  uint32
 }
 
+type RdmatraceOffCpuEvent struct {
+	_        structs.HostLayout
+	H        RdmatraceEventHdr
+	Dur      uint64
+	Wait     uint64
+	NextPid  uint32
+	NextComm [16]int8
+	_        [4]byte
+}
+
 type RdmatraceOffcpu struct {
 	_         structs.HostLayout
 	Start     uint64
@@ -163,6 +161,37 @@ type RdmatracePortArgs struct {
 	B   uint64
 	Len uint32
 	Pad uint32
+}
+
+type RdmatracePortBusyEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Addr struct {
+		_   structs.HostLayout
+		Ps  uint32
+		Src [28]uint8
+		Dst [28]uint8
+	}
+	Op         uint32
+	Suppressed uint32
+	Status     int32
+	_          [4]byte
 }
 
 type RdmatracePortKey struct {
@@ -185,6 +214,86 @@ type RdmatraceReaderState struct {
 	_       structs.HostLayout
 	Polling uint64
 	Fence   uint64
+}
+
+type RdmatraceResEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Addr struct {
+		_   structs.HostLayout
+		Ps  uint32
+		Src [28]uint8
+		Dst [28]uint8
+	}
+	Size    uint64
+	CmTp    uint32
+	CmEvent uint32
+	Status  int32
+	_       [4]byte
+}
+
+type RdmatraceSmcFallbackEvent struct {
+	_    structs.HostLayout
+	H    RdmatraceEventHdr
+	Addr struct {
+		_   structs.HostLayout
+		Ps  uint32
+		Src [28]uint8
+		Dst [28]uint8
+	}
+	_      [4]byte
+	Inode  uint64
+	Reason int32
+	_      [4]byte
+}
+
+type RdmatraceSmcLinkEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Qpn       uint32
+	LgrId     uint32
+	Status    int32
+	QpType    uint8
+	LinkId    uint8
+	LinkState uint8
+	Role      uint8
+}
+
+type RdmatraceSpanEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Dur    uint64
+	Size   uint64
+	Func   uint32
+	Status int32
 }
 
 type RdmatraceSpanFunc uint32
@@ -398,10 +507,17 @@ const (
 	RdmatraceProgTpBtfSmcSwitchToFallback                            = "tp_btf_smc_switch_to_fallback"
 	RdmatraceProgTpBtfSmcrLinkDown                                   = "tp_btf_smcr_link_down"
 	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
-	RdmatraceVarUnusedEvent                                          = "unused_event"
+	RdmatraceVarUnusedDevEvent                                       = "unused_dev_event"
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
+	RdmatraceVarUnusedEventHdr                                       = "unused_event_hdr"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
+	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
+	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
+	RdmatraceVarUnusedResEvent                                       = "unused_res_event"
+	RdmatraceVarUnusedSmcFallbackEvent                               = "unused_smc_fallback_event"
+	RdmatraceVarUnusedSmcLinkEvent                                   = "unused_smc_link_event"
+	RdmatraceVarUnusedSpanEvent                                      = "unused_span_event"
 	RdmatraceVarUnusedSpanFunc                                       = "unused_span_func"
 )
 
@@ -631,12 +747,19 @@ type RdmatraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceVariableSpecs struct {
-	UnusedCmTp      *ebpf.VariableSpec `ebpf:"unused_cm_tp"`
-	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
-	UnusedEventFlag *ebpf.VariableSpec `ebpf:"unused_event_flag"`
-	UnusedEventKind *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedPortOp    *ebpf.VariableSpec `ebpf:"unused_port_op"`
-	UnusedSpanFunc  *ebpf.VariableSpec `ebpf:"unused_span_func"`
+	UnusedCmTp             *ebpf.VariableSpec `ebpf:"unused_cm_tp"`
+	UnusedDevEvent         *ebpf.VariableSpec `ebpf:"unused_dev_event"`
+	UnusedEventFlag        *ebpf.VariableSpec `ebpf:"unused_event_flag"`
+	UnusedEventHdr         *ebpf.VariableSpec `ebpf:"unused_event_hdr"`
+	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
+	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
+	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
+	UnusedResEvent         *ebpf.VariableSpec `ebpf:"unused_res_event"`
+	UnusedSmcFallbackEvent *ebpf.VariableSpec `ebpf:"unused_smc_fallback_event"`
+	UnusedSmcLinkEvent     *ebpf.VariableSpec `ebpf:"unused_smc_link_event"`
+	UnusedSpanEvent        *ebpf.VariableSpec `ebpf:"unused_span_event"`
+	UnusedSpanFunc         *ebpf.VariableSpec `ebpf:"unused_span_func"`
 }
 
 // RdmatraceObjects contains all objects after they have been loaded into the kernel.
@@ -714,12 +837,19 @@ func (m *RdmatraceMaps) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceVariables struct {
-	UnusedCmTp      *ebpf.Variable `ebpf:"unused_cm_tp"`
-	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
-	UnusedEventFlag *ebpf.Variable `ebpf:"unused_event_flag"`
-	UnusedEventKind *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedPortOp    *ebpf.Variable `ebpf:"unused_port_op"`
-	UnusedSpanFunc  *ebpf.Variable `ebpf:"unused_span_func"`
+	UnusedCmTp             *ebpf.Variable `ebpf:"unused_cm_tp"`
+	UnusedDevEvent         *ebpf.Variable `ebpf:"unused_dev_event"`
+	UnusedEventFlag        *ebpf.Variable `ebpf:"unused_event_flag"`
+	UnusedEventHdr         *ebpf.Variable `ebpf:"unused_event_hdr"`
+	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
+	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
+	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
+	UnusedResEvent         *ebpf.Variable `ebpf:"unused_res_event"`
+	UnusedSmcFallbackEvent *ebpf.Variable `ebpf:"unused_smc_fallback_event"`
+	UnusedSmcLinkEvent     *ebpf.Variable `ebpf:"unused_smc_link_event"`
+	UnusedSpanEvent        *ebpf.Variable `ebpf:"unused_span_event"`
+	UnusedSpanFunc         *ebpf.Variable `ebpf:"unused_span_func"`
 }
 
 // RdmatracePrograms contains all programs after they have been loaded into the kernel.

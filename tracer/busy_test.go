@@ -124,7 +124,8 @@ func TestBusyRateLimitCarriesWhatItHeldBack(t *testing.T) {
 func TestBusyEventsLeaveTheRingToLifecycleEvents(t *testing.T) {
 	const ring = 1 << 16
 	o := loadBusy(t, ring)
-	rec := uint64(recordSize + 8) // the ring's record header
+	rec := uint64(portBusySize + 8) // the ring's record header
+	life := uint64(resSize + 8)
 	busy := uint64(0)
 	for port := uint64(1); port <= ring/rec; port++ {
 		busy += uint64(runProg(t, o.ReserveB, 3, port))
@@ -136,20 +137,20 @@ func TestBusyEventsLeaveTheRingToLifecycleEvents(t *testing.T) {
 	if busy+busyDrops != ring/rec {
 		t.Errorf("%d queued + %d in busy_drops, want all %d counted", busy, busyDrops, ring/rec)
 	}
-	life := uint64(0)
-	for i := uint64(0); i < ring/rec; i++ {
-		life += uint64(runProg(t, o.Reserve))
+	queued := uint64(0)
+	for i := uint64(0); i < ring/life; i++ {
+		queued += uint64(runProg(t, o.Reserve))
 	}
-	if want := (ring - ring/4) / rec; life < want {
-		t.Errorf("%d lifecycle events queued after the port-busy ones, want at least %d", life, want)
+	if want := (ring - ring/4) / life; queued < want {
+		t.Errorf("%d lifecycle events queued after the port-busy ones, want at least %d", queued, want)
 	}
-	if d := sumPerCPU(t, o.Drops); life+d != ring/rec {
-		t.Errorf("%d lifecycle queued + %d in drops, want all %d counted", life, d, ring/rec)
+	if d := sumPerCPU(t, o.Drops); queued+d != ring/life {
+		t.Errorf("%d lifecycle queued + %d in drops, want all %d counted", queued, d, ring/life)
 	}
 	if n := sumPerCPU(t, o.BusyDrops); n != busyDrops {
 		t.Errorf("busy_drops went from %d to %d with lifecycle events", busyDrops, n)
 	}
-	t.Logf("ring of %d: %d port-busy queued, %d refused; %d lifecycle queued after them", ring, busy, busyDrops, life)
+	t.Logf("ring of %d: %d port-busy queued, %d refused; %d lifecycle queued after them", ring, busy, busyDrops, queued)
 }
 
 // TestIWarpDevicesAreCountedFromSysfs: RNICs ("4: RNIC") count, RoCE and

@@ -8,57 +8,43 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// Layout of struct event in bpf/rdmatrace.bpf.c; TestRecordLayout checks it
-// against the bpf2go-generated type.
+// The records of bpf/rdmatrace.bpf.c, as bpf2go generates them: a common
+// header (struct event_hdr), then one record per group of kinds whose
+// fields mean the same. The decoder copies a record into its generated
+// struct; both BPF targets, like every host rdmatrace builds for, are
+// little-endian, so the copy is the decoding.
 const (
-	offTS       = 0
-	offCgroup   = 8
-	offObj      = 16
-	offKind     = 24
-	offFlags    = 28
-	offDevIndex = 32
-	offPort     = 36
-	offID       = 40
-	offQPN      = 44
-	offOwnerPID = 48
-	offOwnerTID = 52
-	offActorPID = 56
-	offActorTID = 60
-	offCMEvent  = 64
-	offStatus   = 68
-	offPS       = 72
-	offCMTP     = 76
-	offResType  = 80
-	offQPType   = 81
-	offOldState = 82
-	offNewState = 83
-	offSuppress = 84
-	offDevName  = 88
-	offOwnComm  = 152
-	offKernName = 168
-	offActComm  = 200
-	offSrc      = 216
-	offDst      = 244
-	offOwnerCg  = 272
-	addrLen     = 28
-	// Spans and off-CPU spells.
-	offDur      = 280
-	offSize     = 288
-	offWait     = 296
-	offFunc     = 304
-	offNextPID  = 308
-	offNextComm = 312
-	recordSize  = 328
-	// oldRecordSize is the record before owner_cgroup and the span fields
-	// were added: raw recordings (--record-raw, testdata/tracer) made then
-	// still decode, with OwnerCgroup 0 and no spans.
-	oldRecordSize = offOwnerCg
+	hdrSize         = int(unsafe.Sizeof(bpf.RdmatraceEventHdr{}))
+	resSize         = int(unsafe.Sizeof(bpf.RdmatraceResEvent{}))
+	devSize         = int(unsafe.Sizeof(bpf.RdmatraceDevEvent{}))
+	portBusySize    = int(unsafe.Sizeof(bpf.RdmatracePortBusyEvent{}))
+	smcLinkSize     = int(unsafe.Sizeof(bpf.RdmatraceSmcLinkEvent{}))
+	smcFallbackSize = int(unsafe.Sizeof(bpf.RdmatraceSmcFallbackEvent{}))
+	spanSize        = int(unsafe.Sizeof(bpf.RdmatraceSpanEvent{}))
+	offCPUSize      = int(unsafe.Sizeof(bpf.RdmatraceOffCpuEvent{}))
 )
+
+// load copies rec into *v, which must be exactly as long: a record of
+// another length comes from another program than this decoder's.
+func load[T any](rec []byte, v *T, what string) error {
+	n := int(unsafe.Sizeof(*v))
+	if len(rec) != n {
+		return fmt.Errorf("%s record of %d bytes, expected %d", what, len(rec), n)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(v)), n), rec)
+	return nil
+}
+
+// chars is a C char array as bytes.
+func chars(a []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a))
+}
 
 // The C side's enums, as bpf2go generates them from rdmatrace.bpf.c: the
 // object and this decoder cannot disagree on a number.
@@ -181,20 +167,120 @@ func (d *Decoder) intern(b []byte) string {
 
 // Decode fills ev from one record. ev is reset first.
 func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
-	if len(rec) < oldRecordSize {
-		return fmt.Errorf("record of %d bytes, expected %d", len(rec), recordSize)
-	}
-	// Recordings made before the span fields were added are shorter:
-	// they still decode, without them.
-	full := len(rec) >= recordSize
-	le := binary.LittleEndian
-	u32 := func(off int) uint32 { return le.Uint32(rec[off:]) }
 	*ev = rdma.Event{}
-	ev.Mono = le.Uint64(rec[offTS:])
+	var h bpf.RdmatraceEventHdr
+	if len(rec) < hdrSize {
+		return fmt.Errorf("record of %d bytes, shorter than the %d-byte header", len(rec), hdrSize)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&h)), hdrSize), rec)
+	kind, flags := bpf.RdmatraceEventKind(h.Kind), bpf.RdmatraceEventFlag(h.Flags)
+	var err error
+	switch kind {
+	case cResAdd, cResDel, cResBeginDel, cResCommitDel, cResAbortDel, cQPState, cCMIDCreate, cCM:
+		err = d.decodeRes(rec, kind, flags, ev)
+	case cDevRegister, cDevUnregister, cDevUnregistered:
+		var r bpf.RdmatraceDevEvent
+		if err = load(rec, &r, "device"); err == nil {
+			switch kind {
+			case cDevRegister:
+				ev.Kind = rdma.EvDevRegister
+			case cDevUnregister:
+				ev.Kind = rdma.EvDevUnregister
+			default:
+				ev.Kind = rdma.EvDevUnregistered
+			}
+			d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+		}
+	case cPortBusy:
+		err = d.decodePortBusy(rec, flags, ev)
+	case cSMCFallback:
+		var r bpf.RdmatraceSmcFallbackEvent
+		if err = load(rec, &r, "smc fallback"); err == nil {
+			ev.Kind = rdma.EvSMCFallback
+			ev.Inode = r.Inode
+			ev.Status = r.Reason
+			d.addr(ev, flags, r.Addr.Ps, r.Addr.Src[:], r.Addr.Dst[:])
+		}
+	case cSMCLinkCreate, cSMCLinkDown, cSMCLinkDestroy:
+		err = d.decodeSMCLink(rec, kind, flags, ev)
+	case cSpan:
+		var r bpf.RdmatraceSpanEvent
+		if err = load(rec, &r, "span"); err != nil {
+			break
+		}
+		if r.Func == 0 || int(r.Func) >= len(spanFuncs) {
+			return fmt.Errorf("span record with unknown function %d", r.Func)
+		}
+		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[r.Func]
+		d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+		ev.Status = r.Status
+		ev.Dur = r.Dur
+		ev.Flags |= rdma.EvHasDur
+		if flags&cfHasSize != 0 {
+			ev.Size = r.Size
+			ev.Flags |= rdma.EvHasSize
+		}
+	case cOffCPU:
+		var r bpf.RdmatraceOffCpuEvent
+		if err = load(rec, &r, "off-cpu"); err != nil {
+			break
+		}
+		ev.Kind = rdma.EvOffCPU
+		ev.Dur = r.Dur
+		ev.Flags |= rdma.EvHasDur
+		ev.Wait = r.Wait
+		ev.Next = rdma.Owner{PID: r.NextPid, TID: r.NextPid, Comm: d.intern(chars(r.NextComm[:]))}
+		if flags&cfPreempted != 0 {
+			ev.Flags |= rdma.EvPreempted
+		}
+		// An off-CPU spell's Actor is the task that was running at
+		// switch-in: the last to run in the thread's place (Next the one
+		// that ran longest, or the first).
+	default:
+		return fmt.Errorf("record of unknown kind %d", kind)
+	}
+	if err != nil {
+		return err
+	}
+	d.header(&h, flags, ev)
+	if kind == cSpan { // a span runs in its caller's context: the caller owns it
+		ev.Owner = ev.Actor
+		ev.Flags |= rdma.EvHasOwner
+	}
+	return nil
+}
+
+// header decodes what every record has: when, the actor, the owner.
+func (d *Decoder) header(h *bpf.RdmatraceEventHdr, flags bpf.RdmatraceEventFlag, ev *rdma.Event) {
+	ev.Mono = h.Ts
 	ev.Time = d.Clock.Wall(ev.Mono)
-	ev.Cgroup = le.Uint64(rec[offCgroup:])
-	ev.Obj = le.Uint64(rec[offObj:])
-	kind, flags := bpf.RdmatraceEventKind(u32(offKind)), bpf.RdmatraceEventFlag(u32(offFlags))
+	ev.Cgroup = h.Cgroup
+	ev.Obj = h.Obj
+	if flags&cfUser != 0 {
+		ev.Flags |= rdma.EvUser
+	}
+	if flags&cfExiting != 0 {
+		ev.Flags |= rdma.EvActorExiting
+	}
+	if flags&cfClosing != 0 {
+		ev.Flags |= rdma.EvFileClose
+	}
+	if flags&cfHasOwner != 0 {
+		ev.Flags |= rdma.EvHasOwner
+		ev.Owner.PID = h.OwnerPid
+		ev.Owner.TID = h.OwnerTid
+		ev.Owner.Comm = d.intern(chars(h.OwnerComm[:]))
+		ev.OwnerCgroup = h.OwnerCgroup
+	}
+	ev.Actor = rdma.Owner{PID: h.ActorPid, TID: h.ActorTid, Comm: d.intern(chars(h.ActorComm[:]))}
+}
+
+// decodeRes decodes a resource's lifecycle record (struct res_event).
+func (d *Decoder) decodeRes(rec []byte, kind bpf.RdmatraceEventKind, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatraceResEvent
+	if err := load(rec, &r, "resource"); err != nil {
+		return err
+	}
 	switch kind {
 	case cResAdd:
 		ev.Kind = rdma.EvCreate
@@ -209,159 +295,132 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 	case cCMIDCreate:
 		ev.Kind = rdma.EvCMIDCreate
 	case cCM:
-		tp := u32(offCMTP)
-		if tp == 0 || int(tp) >= len(cmKinds) {
-			return fmt.Errorf("rdma_cma record with unknown tracepoint %d", tp)
+		if r.CmTp == 0 || int(r.CmTp) >= len(cmKinds) {
+			return fmt.Errorf("rdma_cma record with unknown tracepoint %d", r.CmTp)
 		}
-		ev.Kind = cmKinds[tp]
-	case cDevRegister:
-		ev.Kind = rdma.EvDevRegister
-	case cDevUnregister:
-		ev.Kind = rdma.EvDevUnregister
-	case cDevUnregistered:
-		ev.Kind = rdma.EvDevUnregistered
-	case cSpan:
-		if !full {
-			return fmt.Errorf("span record of %d bytes, expected %d", len(rec), recordSize)
-		}
-		fn := u32(offFunc)
-		if fn == 0 || int(fn) >= len(spanFuncs) {
-			return fmt.Errorf("span record with unknown function %d", fn)
-		}
-		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[fn]
-	case cPortBusy:
-		if !full {
-			return fmt.Errorf("port-busy record of %d bytes, expected %d", len(rec), recordSize)
-		}
-		op := u32(offFunc)
-		if op == 0 || int(op) >= len(portOps) {
-			return fmt.Errorf("port-busy record with unknown operation %d", op)
-		}
-		ev.Kind, ev.Func = rdma.EvPortBusy, portOps[op].name
-		ev.Suppressed = u32(offSuppress)
-		if portOps[op].cm {
-			ev.Type, ev.ID = rdma.ResCMID, u32(offID)
-			ev.Flags |= rdma.EvHasRes
-		}
-	case cSMCFallback:
-		ev.Kind = rdma.EvSMCFallback
-		ev.Inode = uint64(u32(offID))
-	case cSMCLinkCreate, cSMCLinkDown, cSMCLinkDestroy:
-		if !full {
-			return fmt.Errorf("smc link record of %d bytes, expected %d", len(rec), recordSize)
-		}
-		switch kind {
-		case cSMCLinkCreate:
-			ev.Kind = rdma.EvSMCLinkCreate
-		case cSMCLinkDown:
-			ev.Kind = rdma.EvSMCLinkDown
-		default:
-			ev.Kind = rdma.EvSMCLinkDestroy
-		}
-		ev.SMC.ID = uint8(u32(offID))
-		if st := int(rec[offNewState]); st < len(rdma.SMCLinkStates) {
-			ev.SMC.State = rdma.SMCLinkStates[st]
-		}
-		// A link group's id is never 0 (smc numbers them from 256 up, by
-		// 256): 0 is a link the program found no group of.
-		if lgr := le.Uint64(rec[offSize:]); uint32(lgr) != 0 {
-			ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = uint32(lgr), [2]string{"client", "server"}[lgr>>32&1], true
-		}
-	case cOffCPU:
-		if !full {
-			return fmt.Errorf("off-cpu record of %d bytes, expected %d", len(rec), recordSize)
-		}
-		ev.Kind = rdma.EvOffCPU
-		ev.Wait = le.Uint64(rec[offWait:])
-		ev.Next = rdma.Owner{PID: u32(offNextPID), TID: u32(offNextPID), Comm: d.intern(rec[offNextComm:recordSize])}
-		if flags&cfPreempted != 0 {
-			ev.Flags |= rdma.EvPreempted
-		}
-	default:
-		return fmt.Errorf("record of unknown kind %d", kind)
+		ev.Kind = cmKinds[r.CmTp]
 	}
-	if kind < cDevRegister {
-		ev.Type = rdma.ResType(rec[offResType])
-		ev.Flags |= rdma.EvHasRes
-		ev.ID = u32(offID)
-	}
-	if flags&cfUser != 0 {
-		ev.Flags |= rdma.EvUser
-	}
-	if flags&cfExiting != 0 {
-		ev.Flags |= rdma.EvActorExiting
-	}
-	if flags&cfClosing != 0 {
-		ev.Flags |= rdma.EvFileClose
-	}
-	if flags&cfHasDev != 0 {
-		ev.Flags |= rdma.EvHasDev
-		ev.DevIndex = u32(offDevIndex)
-		ev.DevName = d.intern(rec[offDevName:offOwnComm])
-	}
-	if p := u32(offPort); p != 0 {
-		ev.Port = p
-		ev.Resource.Has |= rdma.HasPort
-	}
-	if flags&cfHasOwner != 0 {
-		ev.Flags |= rdma.EvHasOwner
-		ev.Owner.PID = u32(offOwnerPID)
-		ev.Owner.TID = u32(offOwnerTID)
-		ev.Owner.Comm = d.intern(rec[offOwnComm:offKernName])
-		if len(rec) >= offOwnerCg+8 {
-			ev.OwnerCgroup = le.Uint64(rec[offOwnerCg:])
-		}
-	}
-	ev.Owner.KernName = d.intern(rec[offKernName:offActComm])
-	ev.Actor = rdma.Owner{PID: u32(offActorPID), TID: u32(offActorTID), Comm: d.intern(rec[offActComm:offSrc])}
-	if flags&cfHasQP != 0 {
-		ev.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
-		ev.LQPN = u32(offQPN)
-		ev.QPType = rdma.QPType(rec[offQPType])
-	}
+	ev.Type = rdma.ResType(r.Res.ResType)
+	ev.Flags |= rdma.EvHasRes
+	ev.ID = r.Res.Id
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	ev.Owner.KernName = d.intern(chars(r.Res.KernName[:]))
+	d.qp(ev, flags, r.Res.Qpn, r.Res.QpType)
 	if flags&cfHasState != 0 {
-		ev.SetState(rec[offNewState])
-		if kind == cQPState && rec[offOldState] != stateUnknown {
-			ev.PrevState = rec[offOldState]
+		ev.SetState(r.Res.NewState)
+		if kind == cQPState && r.Res.OldState != stateUnknown {
+			ev.PrevState = r.Res.OldState
 			ev.Flags |= rdma.EvHasPrevState
 		}
 	}
 	if flags&cfHasCM != 0 {
 		ev.Flags |= rdma.EvHasCM
-		ev.CMEvent = rdma.CMEvent(u32(offCMEvent))
+		ev.CMEvent = rdma.CMEvent(r.CmEvent)
 	}
-	ev.Status = int32(u32(offStatus))
-	if kind == cSpan || kind == cOffCPU {
-		ev.Dur = le.Uint64(rec[offDur:])
-		ev.Flags |= rdma.EvHasDur
-		if kind == cSpan { // a span runs in its caller's context: the caller owns it
-			ev.Owner = ev.Actor
-			ev.Flags |= rdma.EvHasOwner
-		}
-		// An off-CPU spell's Actor is the task that was running at
-		// switch-in: the last to run in the thread's place (Next the one
-		// that ran longest, or the first).
-	}
-	if flags&cfHasSize != 0 && full {
-		ev.Size = le.Uint64(rec[offSize:])
+	ev.Status = r.Status
+	if flags&cfHasSize != 0 {
+		ev.Size = r.Size
 		ev.Flags |= rdma.EvHasSize
 	}
-	if flags&cfHasAddr != 0 {
-		ev.PS = rdma.PortSpace(u32(offPS))
-		// A family of 0 means the ID has no address yet: not worth the
-		// error DecodeSockaddr would build.
-		if le.Uint16(rec[offSrc:]) != 0 {
-			if src, _, err := rdma.DecodeSockaddr(rec[offSrc : offSrc+addrLen]); err == nil {
-				ev.Src = src
-				ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
-			}
-		}
-		if le.Uint16(rec[offDst:]) != 0 {
-			if dst, _, err := rdma.DecodeSockaddr(rec[offDst : offDst+addrLen]); err == nil {
-				ev.Dst = dst
-				ev.Resource.Has |= rdma.HasDstAddr
-			}
+	d.addr(ev, flags, r.Addr.Ps, r.Addr.Src[:], r.Addr.Dst[:])
+	return nil
+}
+
+// decodePortBusy decodes a port-busy record (struct port_busy_event).
+func (d *Decoder) decodePortBusy(rec []byte, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatracePortBusyEvent
+	if err := load(rec, &r, "port-busy"); err != nil {
+		return err
+	}
+	if r.Op == 0 || int(r.Op) >= len(portOps) {
+		return fmt.Errorf("port-busy record with unknown operation %d", r.Op)
+	}
+	ev.Kind, ev.Func = rdma.EvPortBusy, portOps[r.Op].name
+	ev.Suppressed = r.Suppressed
+	if portOps[r.Op].cm {
+		ev.Type, ev.ID = rdma.ResCMID, r.Res.Id
+		ev.Flags |= rdma.EvHasRes
+	}
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	ev.Owner.KernName = d.intern(chars(r.Res.KernName[:]))
+	d.qp(ev, flags, r.Res.Qpn, r.Res.QpType)
+	if flags&cfHasState != 0 {
+		ev.SetState(r.Res.NewState)
+	}
+	ev.Status = r.Status
+	d.addr(ev, flags, r.Addr.Ps, r.Addr.Src[:], r.Addr.Dst[:])
+	return nil
+}
+
+// decodeSMCLink decodes an SMC-R link record (struct smc_link_event).
+func (d *Decoder) decodeSMCLink(rec []byte, kind bpf.RdmatraceEventKind, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatraceSmcLinkEvent
+	if err := load(rec, &r, "smc link"); err != nil {
+		return err
+	}
+	switch kind {
+	case cSMCLinkCreate:
+		ev.Kind = rdma.EvSMCLinkCreate
+	case cSMCLinkDown:
+		ev.Kind = rdma.EvSMCLinkDown
+	default:
+		ev.Kind = rdma.EvSMCLinkDestroy
+	}
+	ev.SMC.ID = r.LinkId
+	if st := int(r.LinkState); st < len(rdma.SMCLinkStates) {
+		ev.SMC.State = rdma.SMCLinkStates[st]
+	}
+	// A link group's id is never 0 (smc numbers them from 256 up, by
+	// 256): 0 is a link the program found no group of.
+	if r.LgrId != 0 {
+		ev.SMC.LGR, ev.SMC.Role, ev.SMC.HasLGR = r.LgrId, [2]string{"client", "server"}[r.Role&1], true
+	}
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	d.qp(ev, flags, r.Qpn, r.QpType)
+	ev.Status = r.Status
+	return nil
+}
+
+// dev decodes an event's device (F_HAS_DEV) and port (0: none).
+func (d *Decoder) dev(ev *rdma.Event, flags bpf.RdmatraceEventFlag, index, port uint32, name []int8) {
+	if flags&cfHasDev != 0 {
+		ev.Flags |= rdma.EvHasDev
+		ev.DevIndex = index
+		ev.DevName = d.intern(chars(name))
+	}
+	if port != 0 {
+		ev.Port = port
+		ev.Resource.Has |= rdma.HasPort
+	}
+}
+
+// qp decodes a QP's number and type (F_HAS_QP).
+func (d *Decoder) qp(ev *rdma.Event, flags bpf.RdmatraceEventFlag, qpn uint32, qpType uint8) {
+	if flags&cfHasQP != 0 {
+		ev.Resource.Has |= rdma.HasLQPN | rdma.HasQPType
+		ev.LQPN = qpn
+		ev.QPType = rdma.QPType(qpType)
+	}
+}
+
+// addr decodes an rdma_cm ID's or a socket's addresses (F_HAS_ADDR).
+func (d *Decoder) addr(ev *rdma.Event, flags bpf.RdmatraceEventFlag, ps uint32, src, dst []byte) {
+	if flags&cfHasAddr == 0 {
+		return
+	}
+	ev.PS = rdma.PortSpace(ps)
+	// A family of 0 means the ID has no address yet: not worth the
+	// error DecodeSockaddr would build.
+	if binary.LittleEndian.Uint16(src) != 0 {
+		if a, _, err := rdma.DecodeSockaddr(src); err == nil {
+			ev.Src = a
+			ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 		}
 	}
-	return nil
+	if binary.LittleEndian.Uint16(dst) != 0 {
+		if a, _, err := rdma.DecodeSockaddr(dst); err == nil {
+			ev.Dst = a
+			ev.Resource.Has |= rdma.HasDstAddr
+		}
+	}
 }

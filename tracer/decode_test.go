@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
@@ -18,52 +20,39 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
-func TestRecordLayoutMatchesTheCStruct(t *testing.T) {
-	var e bpf.RdmatraceEvent
-	for _, f := range []struct {
-		name      string
-		got, want uintptr
+// offKind is where a record's kind is: in the header every record starts with.
+const offKind = int(unsafe.Offsetof(bpf.RdmatraceEventHdr{}.Kind))
+
+// TestRecordsMatchTheObject: every record starts with the header, and each
+// generated struct is as long as the object's BTF says the C one is: the
+// decoder's Go types and the programs' records cannot disagree.
+func TestRecordsMatchTheObject(t *testing.T) {
+	spec, err := bpf.LoadRdmatrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name        string
+		size, hdrAt uintptr
 	}{
-		{"ts", unsafe.Offsetof(e.Ts), offTS},
-		{"cgroup", unsafe.Offsetof(e.Cgroup), offCgroup},
-		{"obj", unsafe.Offsetof(e.Obj), offObj},
-		{"kind", unsafe.Offsetof(e.Kind), offKind},
-		{"flags", unsafe.Offsetof(e.Flags), offFlags},
-		{"dev_index", unsafe.Offsetof(e.DevIndex), offDevIndex},
-		{"port", unsafe.Offsetof(e.Port), offPort},
-		{"id", unsafe.Offsetof(e.Id), offID},
-		{"qpn", unsafe.Offsetof(e.Qpn), offQPN},
-		{"owner_pid", unsafe.Offsetof(e.OwnerPid), offOwnerPID},
-		{"owner_tid", unsafe.Offsetof(e.OwnerTid), offOwnerTID},
-		{"actor_pid", unsafe.Offsetof(e.ActorPid), offActorPID},
-		{"actor_tid", unsafe.Offsetof(e.ActorTid), offActorTID},
-		{"cm_event", unsafe.Offsetof(e.CmEvent), offCMEvent},
-		{"status", unsafe.Offsetof(e.Status), offStatus},
-		{"ps", unsafe.Offsetof(e.Ps), offPS},
-		{"cm_tp", unsafe.Offsetof(e.CmTp), offCMTP},
-		{"res_type", unsafe.Offsetof(e.ResType), offResType},
-		{"qp_type", unsafe.Offsetof(e.QpType), offQPType},
-		{"old_state", unsafe.Offsetof(e.OldState), offOldState},
-		{"new_state", unsafe.Offsetof(e.NewState), offNewState},
-		{"suppressed", unsafe.Offsetof(e.Suppressed), offSuppress},
-		{"dev_name", unsafe.Offsetof(e.DevName), offDevName},
-		{"owner_comm", unsafe.Offsetof(e.OwnerComm), offOwnComm},
-		{"kern_name", unsafe.Offsetof(e.KernName), offKernName},
-		{"actor_comm", unsafe.Offsetof(e.ActorComm), offActComm},
-		{"owner_cgroup", unsafe.Offsetof(e.OwnerCgroup), offOwnerCg},
-		{"src", unsafe.Offsetof(e.Src), offSrc},
-		{"dst", unsafe.Offsetof(e.Dst), offDst},
-		{"dur", unsafe.Offsetof(e.Dur), offDur},
-		{"size", unsafe.Offsetof(e.Size), offSize},
-		{"wait", unsafe.Offsetof(e.Wait), offWait},
-		{"func", unsafe.Offsetof(e.Func), offFunc},
-		{"next_pid", unsafe.Offsetof(e.NextPid), offNextPID},
-		{"next_comm", unsafe.Offsetof(e.NextComm), offNextComm},
-		{"sizeof", unsafe.Sizeof(e), recordSize},
+		{"event_hdr", unsafe.Sizeof(bpf.RdmatraceEventHdr{}), 0},
+		{"res_event", unsafe.Sizeof(bpf.RdmatraceResEvent{}), unsafe.Offsetof(bpf.RdmatraceResEvent{}.H)},
+		{"dev_event", unsafe.Sizeof(bpf.RdmatraceDevEvent{}), unsafe.Offsetof(bpf.RdmatraceDevEvent{}.H)},
+		{"port_busy_event", unsafe.Sizeof(bpf.RdmatracePortBusyEvent{}), unsafe.Offsetof(bpf.RdmatracePortBusyEvent{}.H)},
+		{"smc_link_event", unsafe.Sizeof(bpf.RdmatraceSmcLinkEvent{}), unsafe.Offsetof(bpf.RdmatraceSmcLinkEvent{}.H)},
+		{"smc_fallback_event", unsafe.Sizeof(bpf.RdmatraceSmcFallbackEvent{}), unsafe.Offsetof(bpf.RdmatraceSmcFallbackEvent{}.H)},
+		{"span_event", unsafe.Sizeof(bpf.RdmatraceSpanEvent{}), unsafe.Offsetof(bpf.RdmatraceSpanEvent{}.H)},
+		{"off_cpu_event", unsafe.Sizeof(bpf.RdmatraceOffCpuEvent{}), unsafe.Offsetof(bpf.RdmatraceOffCpuEvent{}.H)},
 	} {
-		if f.got != f.want {
-			t.Errorf("struct event field %s at %d, the decoder reads it at %d", f.name, f.got, f.want)
+		var st *btf.Struct
+		if err := spec.Types.TypeByName(r.name, &st); err != nil {
+			t.Errorf("struct %s: %v", r.name, err)
+			continue
 		}
+		if uintptr(st.Size) != r.size || r.hdrAt != 0 {
+			t.Errorf("struct %s: %d bytes in the object, %d in Go, header at %d", r.name, st.Size, r.size, r.hdrAt)
+		}
+		t.Logf("struct %s: %d bytes", r.name, r.size)
 	}
 }
 
@@ -133,36 +122,70 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 	}
 }
 
+// decodeV1 decodes a record built in version 1's layout, as ReadRaw
+// reads an old recording: converted, then decoded.
+func decodeV1(d *Decoder, rec []byte, ev *rdma.Event) error {
+	conv, err := convertV1(rec)
+	if err != nil {
+		return err
+	}
+	return d.Decode(conv, ev)
+}
+
 func TestDecodeRejectsShortAndUnknownRecords(t *testing.T) {
 	d := NewDecoder(Clock{})
 	var ev rdma.Event
-	if err := d.Decode(make([]byte, 10), &ev); err == nil {
-		t.Error("a 10-byte record decoded")
+	if err := d.Decode(make([]byte, 10), &ev); err == nil || !strings.Contains(err.Error(), "shorter than the 88-byte header") {
+		t.Errorf("a 10-byte record: %v", err)
 	}
-	rec := make([]byte, recordSize)
-	rec[offKind] = 99
-	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown kind 99") {
+	var r bpf.RdmatraceResEvent
+	r.H.Kind = 99
+	if err := d.Decode(bytesOf(&r), &ev); err == nil || !strings.Contains(err.Error(), "unknown kind 99") {
 		t.Errorf("unknown kind: %v", err)
 	}
-	rec[offKind] = byte(cCM)
-	rec[offCMTP] = 200
-	if err := d.Decode(rec, &ev); err == nil || !strings.Contains(err.Error(), "unknown tracepoint 200") {
+	r.H.Kind, r.CmTp = uint32(cCM), 200
+	if err := d.Decode(bytesOf(&r), &ev); err == nil || !strings.Contains(err.Error(), "unknown tracepoint 200") {
 		t.Errorf("unknown tracepoint: %v", err)
+	}
+	// A record of its kind's length and no other: one of another length
+	// comes from another program.
+	r.CmTp = 1
+	if err := d.Decode(bytesOf(&r)[:devSize], &ev); err == nil || !strings.Contains(err.Error(), "resource record of 160 bytes, expected 288") {
+		t.Errorf("a short resource record: %v", err)
+	}
+	if err := d.Decode(append(bytesOf(&r), 0, 0, 0, 0, 0, 0, 0, 0), &ev); err == nil {
+		t.Error("a resource record of 8 bytes too many decoded")
+	}
+	// The single record of version 1 is no record of today.
+	old := make([]byte, v1Size328)
+	binary.LittleEndian.PutUint32(old[v1Kind:], uint32(cResAdd))
+	binary.LittleEndian.PutUint32(old[offKind:], uint32(cResAdd)) // where v1 had dev_index
+	if err := d.Decode(old, &ev); err == nil || !strings.Contains(err.Error(), "resource record of 328 bytes, expected 288") {
+		t.Errorf("a version 1 record: %v", err)
+	}
+	if err := decodeV1(d, make([]byte, 10), &ev); err == nil || !strings.Contains(err.Error(), "version 1 record of 10 bytes") {
+		t.Errorf("a 10-byte version 1 record: %v", err)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add(make([]byte, recordSize))
-	f.Add(spanRecord(cSpan))
-	f.Add(spanRecord(cOffCPU))
-	f.Add(portRecord(1))
-	f.Add(portRecord(3))
+	for _, v1 := range [][]byte{make([]byte, v1Size328), spanRecord(cSpan), spanRecord(cOffCPU), portRecord(1), portRecord(3)} {
+		rec, err := convertV1(v1)
+		if err != nil && len(v1) == v1Size328 && binary.LittleEndian.Uint32(v1[v1Kind:]) != 0 {
+			f.Fatal(err)
+		}
+		f.Add(rec)
+		f.Add(v1)
+	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event
 		if d.Decode(rec, &ev) == nil {
 			_ = formats.AppendJSON(nil, formats.EventObject(&ev))
 			_ = formats.EventLine(&ev)
+		}
+		if decodeV1(d, rec, &ev) == nil {
+			_ = formats.AppendJSON(nil, formats.EventObject(&ev))
 		}
 	})
 }
@@ -171,14 +194,14 @@ func FuzzDecode(f *testing.F) {
 // cgroup-id; a record recorded before the field existed still decodes.
 func TestDecodeOwnerCgroup(t *testing.T) {
 	d := NewDecoder(Clock{})
-	rec := make([]byte, recordSize)
-	rec[offKind] = byte(cResAdd)
-	rec[offFlags] = byte(cfHasOwner | cfUser)
-	binary.LittleEndian.PutUint32(rec[offOwnerPID:], 300)
-	binary.LittleEndian.PutUint32(rec[offOwnerTID:], 300)
-	binary.LittleEndian.PutUint64(rec[offOwnerCg:], 4242)
+	rec := make([]byte, v1Size328)
+	rec[v1Kind] = byte(cResAdd)
+	rec[v1Flags] = byte(cfHasOwner | cfUser)
+	binary.LittleEndian.PutUint32(rec[v1OwnerPID:], 300)
+	binary.LittleEndian.PutUint32(rec[v1OwnerTID:], 300)
+	binary.LittleEndian.PutUint64(rec[v1OwnerCg:], 4242)
 	var ev rdma.Event
-	if err := d.Decode(rec, &ev); err != nil {
+	if err := decodeV1(d, rec, &ev); err != nil {
 		t.Fatal(err)
 	}
 	if ev.OwnerCgroup != 4242 {
@@ -187,26 +210,26 @@ func TestDecodeOwnerCgroup(t *testing.T) {
 	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); !strings.Contains(j, `"cgroup-id":4242`) {
 		t.Errorf("-j lacks cgroup-id 4242: %s", j)
 	}
-	if err := d.Decode(rec[:oldRecordSize], &ev); err != nil || ev.OwnerCgroup != 0 || ev.Owner.PID != 300 {
+	if err := decodeV1(d, rec[:v1Short], &ev); err != nil || ev.OwnerCgroup != 0 || ev.Owner.PID != 300 {
 		t.Errorf("a record of the old size: %v, OwnerCgroup %d, owner %d", err, ev.OwnerCgroup, ev.Owner.PID)
 	}
 }
 
 // spanRecord is a span (ib_umem_get, 1 MiB) or an off-CPU spell record.
 func spanRecord(kind bpf.RdmatraceEventKind) []byte {
-	rec := make([]byte, recordSize)
+	rec := make([]byte, v1Size328)
 	le := binary.LittleEndian
-	le.PutUint64(rec[offTS:], 1000)
-	le.PutUint32(rec[offKind:], uint32(kind))
-	le.PutUint32(rec[offFlags:], uint32(cfHasSize|cfPreempted|cfHasOwner))
-	le.PutUint32(rec[offActorPID:], 7)
-	copy(rec[offActComm:], "noise")
-	copy(rec[offOwnComm:], "rdmabench")
-	le.PutUint64(rec[offDur:], 2500)
-	le.PutUint64(rec[offSize:], 1<<20)
-	le.PutUint32(rec[offFunc:], 6)
-	le.PutUint32(rec[offNextPID:], 42)
-	copy(rec[offNextComm:], "hog")
+	le.PutUint64(rec[v1TS:], 1000)
+	le.PutUint32(rec[v1Kind:], uint32(kind))
+	le.PutUint32(rec[v1Flags:], uint32(cfHasSize|cfPreempted|cfHasOwner))
+	le.PutUint32(rec[v1ActorPID:], 7)
+	copy(rec[v1ActComm:], "noise")
+	copy(rec[v1OwnComm:], "rdmabench")
+	le.PutUint64(rec[v1Dur:], 2500)
+	le.PutUint64(rec[v1Size:], 1<<20)
+	le.PutUint32(rec[v1Func:], 6)
+	le.PutUint32(rec[v1NextPID:], 42)
+	copy(rec[v1NextComm:], "hog")
 	return rec
 }
 
@@ -214,7 +237,10 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 	d := NewDecoder(Clock{})
 	var ev rdma.Event
 	for _, kind := range []bpf.RdmatraceEventKind{cSpan, cOffCPU} {
-		rec := spanRecord(kind)
+		rec, err := convertV1(spanRecord(kind))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := d.Decode(rec, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -225,11 +251,11 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 	if ev.Kind != rdma.EvOffCPU || ev.Dur != 2500 || ev.Next.Comm != "hog" || ev.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
 		t.Errorf("off-cpu decoded as %+v", ev)
 	}
-	_ = d.Decode(spanRecord(cSpan), &ev)
+	_ = decodeV1(d, spanRecord(cSpan), &ev)
 	if ev.Kind != rdma.EvSpan || ev.Func != "ib_umem_get" || ev.Size != 1<<20 || ev.Owner.PID != 7 {
 		t.Errorf("span decoded as %+v", ev)
 	}
-	if err := d.Decode(spanRecord(cSpan)[:offDur], &ev); err == nil {
+	if err := decodeV1(d, spanRecord(cSpan)[:v1Dur], &ev); err == nil {
 		t.Error("a span record cut at the old size decoded")
 	}
 }
@@ -237,25 +263,25 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 // portRecord is an rdma_listen that got EADDRINUSE on siw0 (op 1) or a
 // process's bind (op 3), with the address as sockaddr_in.
 func portRecord(op uint32) []byte {
-	rec := make([]byte, recordSize)
+	rec := make([]byte, v1Size328)
 	le := binary.LittleEndian
-	le.PutUint32(rec[offKind:], uint32(cPortBusy))
+	le.PutUint32(rec[v1Kind:], uint32(cPortBusy))
 	flags := uint32(cfHasOwner | cfHasAddr)
 	if op == 1 {
 		flags |= uint32(cfHasDev)
-		copy(rec[offDevName:], "siw0")
-		le.PutUint32(rec[offID:], 5)
+		copy(rec[v1DevName:], "siw0")
+		le.PutUint32(rec[v1ID:], 5)
 	}
-	le.PutUint32(rec[offFlags:], flags)
-	le.PutUint32(rec[offOwnerPID:], 221)
-	le.PutUint32(rec[offOwnerTID:], 221)
-	copy(rec[offOwnComm:], "rping")
-	le.PutUint32(rec[offStatus:], uint32(0xffffff9e)) // -98
-	le.PutUint32(rec[offPS:], 0x106)
-	rec[offSrc] = 2 // AF_INET, 10.99.1.1:7410
-	binary.BigEndian.PutUint16(rec[offSrc+2:], 7410)
-	copy(rec[offSrc+4:], []byte{10, 99, 1, 1})
-	le.PutUint32(rec[offFunc:], op)
+	le.PutUint32(rec[v1Flags:], flags)
+	le.PutUint32(rec[v1OwnerPID:], 221)
+	le.PutUint32(rec[v1OwnerTID:], 221)
+	copy(rec[v1OwnComm:], "rping")
+	le.PutUint32(rec[v1Status:], uint32(0xffffff9e)) // -98
+	le.PutUint32(rec[v1PS:], 0x106)
+	rec[v1Src] = 2 // AF_INET, 10.99.1.1:7410
+	binary.BigEndian.PutUint16(rec[v1Src+2:], 7410)
+	copy(rec[v1Src+4:], []byte{10, 99, 1, 1})
+	le.PutUint32(rec[v1Func:], op)
 	return rec
 }
 
@@ -265,7 +291,7 @@ func portRecord(op uint32) []byte {
 func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	d := NewDecoder(Clock{})
 	var ev rdma.Event
-	if err := d.Decode(portRecord(1), &ev); err != nil {
+	if err := decodeV1(d, portRecord(1), &ev); err != nil {
 		t.Fatal(err)
 	}
 	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Type != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
@@ -280,7 +306,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if l := formats.EventLine(&ev); !strings.Contains(l, "rdma_listen EADDRINUSE, held by python3[300] tcp LISTEN 0.0.0.0:7410") {
 		t.Errorf("line: %s", l)
 	}
-	if err := d.Decode(portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 || ev.Suppressed != 0 {
+	if err := decodeV1(d, portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 || ev.Suppressed != 0 {
 		t.Errorf("bind port-busy: %v, %+v", err, ev)
 	}
 	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); strings.Contains(j, "suppressed") {
@@ -288,8 +314,8 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	}
 	// The rate limit's count of like events held back before this one.
 	held := portRecord(3)
-	binary.LittleEndian.PutUint32(held[offSuppress:], 21917)
-	if err := d.Decode(held, &ev); err != nil || ev.Suppressed != 21917 {
+	binary.LittleEndian.PutUint32(held[v1Suppress:], 21917)
+	if err := decodeV1(d, held, &ev); err != nil || ev.Suppressed != 21917 {
 		t.Errorf("bind port-busy with a held-back count: %v, %+v", err, ev)
 	}
 	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); !strings.Contains(j, `"status-name":"EADDRINUSE","suppressed":21917`) {
@@ -298,14 +324,14 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if l := formats.EventLine(&ev); !strings.Contains(l, "bind EADDRINUSE (after 21917 like it held back)") {
 		t.Errorf("line: %s", l)
 	}
-	if err := d.Decode(portRecord(9), &ev); err == nil || !strings.Contains(err.Error(), "unknown operation 9") {
+	if err := decodeV1(d, portRecord(9), &ev); err == nil || !strings.Contains(err.Error(), "unknown operation 9") {
 		t.Errorf("unknown operation: %v", err)
 	}
 	rec := portRecord(1)
-	binary.LittleEndian.PutUint32(rec[offKind:], uint32(cSMCFallback))
-	binary.LittleEndian.PutUint32(rec[offStatus:], 0x03030000)
-	binary.LittleEndian.PutUint32(rec[offID:], 12936)
-	if err := d.Decode(rec, &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 12936 {
+	binary.LittleEndian.PutUint32(rec[v1Kind:], uint32(cSMCFallback))
+	binary.LittleEndian.PutUint32(rec[v1Status:], 0x03030000)
+	binary.LittleEndian.PutUint32(rec[v1ID:], 12936)
+	if err := decodeV1(d, rec, &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 12936 {
 		t.Fatalf("smc-fallback: %v, %+v", err, ev)
 	}
 	j = string(formats.AppendJSON(nil, formats.EventObject(&ev)))
@@ -318,23 +344,23 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 // as smc-tools print it, the role) and link; -j and the line carry them,
 // and trace -j's line reads back (replay) to the same event.
 func TestDecodeSMCLink(t *testing.T) {
-	rec := make([]byte, recordSize)
+	rec := make([]byte, v1Size328)
 	le := binary.LittleEndian
-	le.PutUint32(rec[offKind:], uint32(cSMCLinkCreate))
-	le.PutUint32(rec[offFlags:], uint32(cfHasDev|cfHasQP))
-	copy(rec[offDevName:], "rxe0")
-	le.PutUint32(rec[offPort:], 1)
-	le.PutUint32(rec[offQPN:], 17)
-	rec[offQPType] = 2 // IB_QPT_RC
-	le.PutUint32(rec[offID:], 1)
-	rec[offNewState] = 2 // SMC_LNK_ACTIVATING
-	le.PutUint64(rec[offSize:], 0x100|1<<32)
-	le.PutUint32(rec[offActorPID:], 130)
-	le.PutUint32(rec[offActorTID:], 130)
-	copy(rec[offActComm:], "e2e.test")
+	le.PutUint32(rec[v1Kind:], uint32(cSMCLinkCreate))
+	le.PutUint32(rec[v1Flags:], uint32(cfHasDev|cfHasQP))
+	copy(rec[v1DevName:], "rxe0")
+	le.PutUint32(rec[v1Port:], 1)
+	le.PutUint32(rec[v1QPN:], 17)
+	rec[v1QPType] = 2 // IB_QPT_RC
+	le.PutUint32(rec[v1ID:], 1)
+	rec[v1NewState] = 2 // SMC_LNK_ACTIVATING
+	le.PutUint64(rec[v1Size:], 0x100|1<<32)
+	le.PutUint32(rec[v1ActorPID:], 130)
+	le.PutUint32(rec[v1ActorTID:], 130)
+	copy(rec[v1ActComm:], "e2e.test")
 	d := NewDecoder(Clock{})
 	var ev rdma.Event
-	if err := d.Decode(rec, &ev); err != nil {
+	if err := decodeV1(d, rec, &ev); err != nil {
 		t.Fatal(err)
 	}
 	want := rdma.SMCLink{LGR: 0x100, Role: "server", ID: 1, State: "activating", HasLGR: true}
@@ -356,13 +382,38 @@ func TestDecodeSMCLink(t *testing.T) {
 	if back.Kind != ev.Kind || back.SMC != ev.SMC || back.LQPN != 17 || back.Port != 1 {
 		t.Errorf("read back as %+v", back)
 	}
-	le.PutUint32(rec[offKind:], uint32(cSMCLinkDestroy))
-	le.PutUint64(rec[offSize:], 0x200) // a client's group
-	if err := d.Decode(rec, &ev); err != nil || ev.Kind != rdma.EvSMCLinkDestroy || ev.SMC.Role != "client" || ev.SMC.LGR != 0x200 {
+	le.PutUint32(rec[v1Kind:], uint32(cSMCLinkDestroy))
+	le.PutUint64(rec[v1Size:], 0x200) // a client's group
+	if err := decodeV1(d, rec, &ev); err != nil || ev.Kind != rdma.EvSMCLinkDestroy || ev.SMC.Role != "client" || ev.SMC.LGR != 0x200 {
 		t.Errorf("smc-link-destroy: %v, %+v", err, ev)
 	}
-	le.PutUint64(rec[offSize:], 0) // no link group read
-	if err := d.Decode(rec, &ev); err != nil || ev.SMC.HasLGR || strings.Contains(string(formats.AppendJSON(nil, formats.EventObject(&ev))), "lgr-id") {
+	le.PutUint64(rec[v1Size:], 0) // no link group read
+	if err := decodeV1(d, rec, &ev); err != nil || ev.SMC.HasLGR || strings.Contains(string(formats.AppendJSON(nil, formats.EventObject(&ev))), "lgr-id") {
 		t.Errorf("a link without its group: %v, %+v", err, ev)
+	}
+}
+
+// The per-kind records say each thing in a field of its own: an SMC link's
+// id, state, group and role, and a fallen-back socket's inode whole (the
+// single record of old had 32 bits for it, in the restrack id's place).
+func TestDecodeSMCRecordsOfTheirOwn(t *testing.T) {
+	d := NewDecoder(Clock{})
+	var ev rdma.Event
+	var l bpf.RdmatraceSmcLinkEvent
+	l.H.Kind, l.H.Flags = uint32(cSMCLinkDown), uint32(cfHasDev|cfHasQP)
+	copy(chars(l.Dev.Name[:]), "rxe1")
+	l.Dev.Port, l.Qpn, l.QpType = 1, 19, 2
+	l.LinkId, l.LinkState, l.LgrId, l.Role = 3, 3, 0x300, 1
+	if err := d.Decode(bytesOf(&l), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := rdma.SMCLink{LGR: 0x300, Role: "server", ID: 3, State: "active", HasLGR: true}
+	if ev.Kind != rdma.EvSMCLinkDown || ev.SMC != want || ev.LQPN != 19 || ev.DevName != "rxe1" || ev.Port != 1 {
+		t.Errorf("smc link record decoded as %+v", ev)
+	}
+	var f bpf.RdmatraceSmcFallbackEvent
+	f.H.Kind, f.Inode, f.Reason = uint32(cSMCFallback), 1<<33|5, 0x03030000
+	if err := d.Decode(bytesOf(&f), &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 1<<33|5 || ev.Status != 0x03030000 {
+		t.Errorf("smc fallback record: %v, %+v", err, ev)
 	}
 }

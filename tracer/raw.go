@@ -8,8 +8,13 @@ import (
 )
 
 // Recordings of raw ring buffer records, for tests: a header line
-// "rdmatrace-raw 1 OFFSET\n" (the clock offset, so wall times replay the
+// "rdmatrace-raw 2 OFFSET\n" (the clock offset, so wall times replay the
 // same), then each record as a little-endian uint32 length and its bytes.
+// Version 2 holds the per-kind records (a common header, then the kind's
+// fields); version 1 held one record shared by every kind.
+
+// rawVersion is the version of the recordings RawWriter writes.
+const rawVersion = 2
 
 // RawWriter appends records to a recording.
 type RawWriter struct {
@@ -19,7 +24,7 @@ type RawWriter struct {
 // NewRawWriter starts a recording.
 func NewRawWriter(w io.Writer, c Clock) *RawWriter {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "rdmatrace-raw 1 %d\n", c.offset)
+	fmt.Fprintf(bw, "rdmatrace-raw %d %d\n", rawVersion, c.offset)
 	return &RawWriter{w: bw}
 }
 

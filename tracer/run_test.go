@@ -18,18 +18,18 @@ import (
 )
 
 // writeRecord is BPF that writes one zeroed device-register record of
-// recordSize bytes to events (the stack holds it first).
+// devSize bytes (a struct dev_event) to events (the stack holds it first).
 func writeRecord(events *ebpf.Map) asm.Instructions {
 	var insns asm.Instructions
-	for off := int16(-recordSize); off < 0; off += 4 {
+	for off := int16(-devSize); off < 0; off += 4 {
 		insns = append(insns, asm.StoreImm(asm.R10, off, 0, asm.Word))
 	}
 	return append(insns,
-		asm.StoreImm(asm.R10, -recordSize+offKind, int64(cDevRegister), asm.Word),
+		asm.StoreImm(asm.R10, int16(-devSize+offKind), int64(cDevRegister), asm.Word),
 		asm.LoadMapPtr(asm.R1, events.FD()),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -recordSize),
-		asm.Mov.Imm(asm.R3, recordSize),
+		asm.Add.Imm(asm.R2, int32(-devSize)),
+		asm.Mov.Imm(asm.R3, int32(devSize)),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnRingbufOutput.Call(),
 	)
@@ -124,7 +124,7 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 			// header): Run must not follow the producer past the stop.
 			// Run takes the stop itself within 64 events when
 			// AfterFunc's goroutine is late on a busy host.
-			if most := ringBytes/(recordSize+8) + 64; after > most {
+			if most := ringBytes/(devSize+8) + 64; after > most {
 				t.Errorf("%d events delivered after the stop, more than the ring held (%d)", after, most)
 			}
 			// Before the fix, Run's predecessor never stopped (still
@@ -144,7 +144,7 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 func filled(t *testing.T, n int) *Tracer {
 	t.Helper()
 	ringBytes := uint32(os.Getpagesize())
-	for int(ringBytes) < n*(recordSize+8) {
+	for int(ringBytes) < n*(devSize+8) {
 		ringBytes *= 2
 	}
 	events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: ringBytes})
@@ -174,8 +174,8 @@ func filled(t *testing.T, n int) *Tracer {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.ring.close)
-	if got, want := tr.ring.reader.AvailableBytes(), n*(recordSize+8); got != want {
-		t.Fatalf("the ring holds %d bytes, want %d records of %d", got, n, recordSize+8)
+	if got, want := tr.ring.reader.AvailableBytes(), n*(devSize+8); got != want {
+		t.Fatalf("the ring holds %d bytes, want %d records of %d", got, n, devSize+8)
 	}
 	return tr
 }
@@ -322,7 +322,7 @@ func TestRunStopsWithinStopDrainAndCountsWhatItLeftUnread(t *testing.T) {
 	if tr.Unread() == 0 {
 		t.Error("nothing left unread: the ring was not full at the stop, or Run drained it all")
 	}
-	if most := ringBytes/(recordSize+8) + 64; after+int(tr.Unread()) > most {
+	if most := ringBytes/(devSize+8) + 64; after+int(tr.Unread()) > most {
 		t.Errorf("%d delivered and %d unread after the stop: more than the ring held (%d)", after, tr.Unread(), most)
 	}
 	// StopDrain and one batch of 64 events of 1 ms; a second of slack for
