@@ -141,7 +141,6 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s o -l output -x -
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l json
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s j
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pretty
-complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s o
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-pid
@@ -151,6 +150,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-cgroup
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-container
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l filter-pod
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l pid
+complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -s d
 complete -c rdmatrace -n '__fish_seen_subcommand_from ps' -l help

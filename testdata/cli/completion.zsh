@@ -63,7 +63,7 @@ _rdmatrace() {
         formats="table json ndjson"
         ;;
     ps)
-        flags="--json -j --pretty -p --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid --details -d --help -h"
+        flags="--json -j --pretty --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid -p --details -d --help -h"
         words=""
         formats="table json ndjson"
         ;;
