@@ -101,7 +101,7 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			a, name = "--pretty", "pretty"
 		}
 		flags = append(flags, a)
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(tail) {
+		if !strings.Contains(name, "=") && (takesValue[name] || bundleTakesValue(a, takesValue)) && i+1 < len(tail) {
 			i++
 			flags = append(flags, tail[i])
 		}
@@ -173,6 +173,19 @@ func rdmaAbbrev(word string, cmds []*cli.Command) string {
 // 2000-2100): it begins with a digit. The filter parser says what is
 // wrong with the rest ("1,x").
 func isPIDList(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
+
+// bundleTakesValue says whether a is short flags bundled (-jo, as ports
+// takes them) whose last one takes a value: -jo json.
+func bundleTakesValue(a string, takesValue map[string]bool) bool {
+	name := a[1:]
+	if strings.HasPrefix(a, "--") || len(name) < 2 {
+		return false
+	}
+	if _, known := takesValue[name]; known {
+		return false
+	}
+	return takesValue[name[len(name)-1:]]
+}
 
 // hasFlag says whether cmd has a flag called name.
 func hasFlag(cmd *cli.Command, name string) bool {

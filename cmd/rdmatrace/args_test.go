@@ -32,6 +32,9 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		{"rdmatrace -j smc lgr -p", "rdmatrace smc lgr -j -p"},
 		{"rdmatrace smc -o json linkgroup", "rdmatrace smc linkgroup -o json"},
 		{"rdmatrace smc -j", "rdmatrace smc -j"},
+		// Short flags bundled, the last taking a value (ports, as ss).
+		{"rdmatrace ports -jo json -t", "rdmatrace ports -jo json -t"},
+		{"rdmatrace ports -tln", "rdmatrace ports -tln"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {

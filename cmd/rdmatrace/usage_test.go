@@ -59,6 +59,8 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"res qp --filter-pid x", `filter pid: bad number "x"`},
 		{"res --filter-pid 1", "filters need a resource type"},
 		{"ps -p 1,x", `filter pid: bad number "x"`},
+		{"ports -tlx", "unknown flag -x in -tlx"},
+		{"ports -al", "-a (every row) and -l (listening rows only) exclude each other"},
 		{"sys set netns x", `netns mode "x": valid modes are shared, exclusive`},
 		{"-j res qp colour red", `unknown qp filter "colour"`},
 		{"res qp -dd colour red", `unknown qp filter "colour"`},

@@ -130,6 +130,16 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l pretty
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s p
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l output
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s o
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l tcp
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s t
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l udp
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s u
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l listening
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s l
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l all
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s a
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l numeric
+complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -s n
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l port
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l addr
 complete -c rdmatrace -n '__fish_seen_subcommand_from ports' -l pid

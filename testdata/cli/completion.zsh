@@ -58,7 +58,7 @@ _rdmatrace() {
         formats="table json ndjson legacy"
         ;;
     ports)
-        flags="--json -j --pretty -p --output -o --port --addr --pid --dev --conflicts --help -h"
+        flags="--json -j --pretty -p --output -o --tcp -t --udp -u --listening -l --all -a --numeric -n --port --addr --pid --dev --conflicts --help -h"
         words=""
         formats="table json ndjson"
         ;;
