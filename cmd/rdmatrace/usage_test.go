@@ -61,6 +61,8 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"ps -p 1,x", `filter pid: bad number "x"`},
 		{"ports -tlx", "unknown flag -x in -tlx"},
 		{"ports -al", "-a (every row) and -l (listening rows only) exclude each other"},
+		{"trace -l a b", `unexpected argument "b"`},
+		{"trace -l [", `pattern "[": syntax error in pattern`},
 		{"sys set netns x", `netns mode "x": valid modes are shared, exclusive`},
 		{"-j res qp colour red", `unknown qp filter "colour"`},
 		{"res qp -dd colour red", `unknown qp filter "colour"`},

@@ -275,6 +275,8 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l no-kernel-filter
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l user
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l follow-pid
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l otlp
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l list
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s l
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l help
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s h
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'
