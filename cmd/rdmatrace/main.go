@@ -172,7 +172,8 @@ func newApp() *cli.App {
 		Description: "The global options -j (JSON), -p (pretty JSON) and -d/-dd (details) go before\n" +
 			"the command or after it, as in iproute2's rdma: rdmatrace -j res show qp.\n" +
 			"-j is a JSON array for snapshots (dev, link, res) and one object a line (NDJSON)\n" +
-			"for streams (trace, leaks, parse). Each command's --help has its examples.\n\n" +
+			"for streams (trace, leaks, parse). The commands rdma has take its abbreviations\n" +
+			"(sys, st, l, r, d: the first in rdma's order). Each command's --help has its examples.\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace -j -p res show qp             # iproute2's rdma, with owners\n" +
 			"   rdmatrace trace qp pid 1234             # QP events of process 1234\n" +

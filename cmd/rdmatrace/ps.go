@@ -24,16 +24,16 @@ func psCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: "One row per process (its threads folded in) and per kernel module ([module]),\n" +
 			"from the kernel's RDMA netlink snapshot of every resource type.\n\n" +
+			"-p PID[,PID...] selects processes, as in procps and lsof (ranges too: 2000-2100);\n" +
+			"a -p that no PID follows is iproute2's -p, pretty JSON (also --pretty).\n" +
+			"Another user's open files need root (or CAP_SYS_PTRACE) to read: without it they\n" +
+			"show as \"-\", and a line on stderr says so.\n\n" +
 			filterHelp(resFilterFlagKeys...) +
 			"EXAMPLES:\n" +
 			"   rdmatrace ps\n" +
 			"   rdmatrace ps --filter-dev mlx5_0 -j\n" +
 			"   rdmatrace ps -p 1234,5678              # as procps' ps -p and lsof -p\n" +
 			"   rdmatrace -j -p ps -p 1234             # -p before ps is iproute2's pretty\n\n" +
-			"-p PID[,PID...] selects processes, as in procps and lsof (ranges too: 2000-2100);\n" +
-			"a -p that no PID follows is iproute2's -p, pretty JSON (also --pretty).\n" +
-			"Another user's open files need root (or CAP_SYS_PTRACE) to read: without it they\n" +
-			"show as \"-\", and a line on stderr says so.\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
 		// -p is the PID here (procps, lsof); hoistFlags makes a -p with no
 		// PID after it --pretty.
