@@ -35,6 +35,7 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		// Short flags bundled, the last taking a value (ports, as ss).
 		{"rdmatrace ports -jo json -t", "rdmatrace ports -jo json -t"},
 		{"rdmatrace ports -tln", "rdmatrace ports -tln"},
+		{"rdmatrace -j -p ports -tlnp", "rdmatrace ports -j -p -tlnp"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {
