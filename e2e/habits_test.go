@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +140,98 @@ func TestCMRejectReasonIsNamed(t *testing.T) {
 		}
 	}
 	t.Errorf("no REJECTED event among %d: %v", len(evs), evs)
+}
+
+// TestHabitsOfPsSsBpftraceAndRdma runs the habits of other tools against
+// a live device: ps -p PID (procps, lsof), ps as a user who cannot read
+// root's open files, ss's bundled flags on ports (an iWARP and a RoCE
+// listener among the host's sockets), bpftrace's -l on trace, rdma's
+// command abbreviations and its -d on res and dev.
+func TestHabitsOfPsSsBpftraceAndRdma(t *testing.T) {
+	needDevice(t)
+	rt := *rdmatraceBin
+	holder, _ := startHolder(t, device)
+	pid := strconv.Itoa(holder.Process.Pid)
+
+	t.Run("ps-p", func(t *testing.T) {
+		var rows []struct {
+			PID   int
+			Files []string
+		}
+		out := run(t, rt, "ps", "-j", "-p", pid+",4194304")
+		if err := json.Unmarshal(out, &rows); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if len(rows) != 1 || rows[0].PID != holder.Process.Pid || len(rows[0].Files) == 0 {
+			t.Errorf("ps -j -p %s: %s; want the holder's one row, with its /dev/infiniband files", pid, out)
+		}
+	})
+	t.Run("ps-as-nobody", func(t *testing.T) {
+		out, stderr, err := runStatus("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", rt, "ps", "-p", pid)
+		lines := strings.Split(strings.TrimSuffix(string(stderr), "\n"), "\n")
+		var note []string
+		for _, l := range lines {
+			if strings.Contains(l, "/proc/PID/fd") {
+				note = append(note, l)
+			}
+		}
+		row := regexp.MustCompile(`(?m)^` + pid + ` .* -\s*$`)
+		if err != nil || len(note) != 1 || !strings.Contains(note[0], "process "+pid+" ") || !row.Match(out) {
+			t.Errorf("ps -p %s as nobody: %v\nstdout:\n%s\nstderr:\n%s\nwant the row with - for files, and one line saying why", pid, err, out, stderr)
+		}
+	})
+	t.Run("ports-tlnp", func(t *testing.T) {
+		needSiw(t)
+		startRping(t, "-s", "-a", siwAddr, "-p", "7510", "-C", "1")
+		startRping(t, "-s", "-a", addr, "-p", "7511", "-C", "1")
+		waitListening(t, "7510", "7511")
+		stacks := map[string]string{}
+		for _, r := range portsJSON(t, "-tlnp") {
+			if r.Proto != "tcp" || r.State != "LISTEN" && r.State != "UNCONN" {
+				t.Errorf("ports -tlnp row %+v: want TCP listeners only", r)
+			}
+			if strings.HasSuffix(r.Src, ":7510") || strings.HasSuffix(r.Src, ":7511") {
+				stacks[r.Src] = r.Stack
+			}
+		}
+		if stacks[siwAddr+":7510"] != "iwarp" || stacks[addr+":7511"] != "rdma_cm" {
+			t.Errorf("ports -tlnp: rping's listeners %v; want %s:7510 iwarp and %s:7511 rdma_cm", stacks, siwAddr, addr)
+		}
+		for _, r := range portsJSON(t, "-uln") {
+			if r.Proto != "udp" || strings.HasSuffix(r.Src, ":7510") {
+				t.Errorf("ports -uln row %+v: want UDP rows only", r)
+			}
+		}
+	})
+	t.Run("trace-l", func(t *testing.T) {
+		needModuleBTF(t)
+		out, stderr, err := runStatus("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", rt, "trace", "-l", "rdma_restrack_*")
+		if err != nil || !regexp.MustCompile(`(?m)^rdma_restrack_add +fexit +fexit:rdma_restrack_add +yes +in (ib_core|vmlinux)$`).Match(out) {
+			t.Errorf("trace -l as nobody: %v\n%s\n%s\nwant rdma_restrack_add's fexit found in ib_core's BTF", err, out, stderr)
+		}
+		out = run(t, rt, "trace", "-l", "rdma_cma:cm_send_req")
+		if !regexp.MustCompile(`(?m)^rdma_cma:cm_send_req +tp_btf +tp_btf:cm_send_req +yes +in (rdma_cm|vmlinux)$`).Match(out) {
+			t.Errorf("trace -l rdma_cma:cm_send_req:\n%s\nwant its tp_btf found in rdma_cm's BTF", out)
+		}
+	})
+	t.Run("rdma-abbreviations", func(t *testing.T) {
+		for _, pair := range [][2][]string{
+			{{"sys", "-j"}, {"system", "-j"}},
+			{{"st", "qp", "mode", "-j"}, {"statistic", "qp", "mode", "-j"}},
+			{{"l", "-j"}, {"link", "-j"}},
+			{{"d", "-j"}, {"dev", "-j"}},
+		} {
+			if a, b := run(t, rt, pair[0]...), run(t, rt, pair[1]...); !bytes.Equal(a, b) {
+				t.Errorf("%v is not %v:\n%s\n%s", pair[0], pair[1], a, b)
+			}
+		}
+	})
+	t.Run("details-tables", func(t *testing.T) {
+		if out := run(t, rt, "res", "qp", "-d"); !bytes.Contains(out, []byte("RQ-PSN")) || !bytes.Contains(out, []byte("PATH-MIG-STATE")) {
+			t.Errorf("res qp -d: no RQ-PSN or PATH-MIG-STATE column:\n%s", out)
+		}
+		if out := run(t, rt, "-d", "dev"); !bytes.Contains(out, []byte("CAPS")) || !bytes.Contains(out, []byte("ADAPTIVE-MODERATION")) {
+			t.Errorf("-d dev: no CAPS or ADAPTIVE-MODERATION column:\n%s", out)
+		}
+	})
 }

@@ -8,8 +8,14 @@ import (
 )
 
 // Device writes d as `rdma [-d] dev show` does: "0: rxe0: node_type ca ...".
+// With details, the caps follow on a line of their own, as iproute2's:
+// "    caps: <BAD_PKEY_CNTR, ...>".
 func (t *TextWriter) Device(d *rdma.Device, details bool) error {
-	return t.Object(strconv.FormatUint(uint64(d.Index), 10)+": "+d.Name+":", DeviceObject(d, details), "ifindex", "ifname")
+	if err := t.Object(strconv.FormatUint(uint64(d.Index), 10)+": "+d.Name+":", DeviceObject(d, details), "ifindex", "ifname", "caps"); err != nil || !details {
+		return err
+	}
+	_, err := t.w.WriteString("    caps: <" + strings.Join(rdma.DeviceCapNames(d.CapFlags), ", ") + ">\n")
+	return err
 }
 
 // Port writes p as `rdma [-d] link show` does: "link rxe0/1 state ACTIVE

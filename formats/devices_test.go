@@ -13,8 +13,10 @@ import (
 func sampleDevices() ([]rdma.Device, []rdma.Port, []rdma.Summary) {
 	on, off := true, false
 	devs := []rdma.Device{
-		{Index: 0, Name: "rxe0", Ports: 1, NodeType: 1, NodeGUID: 0x505400fffe123456, SysImageGUID: 0x505400fffe123456, Protocol: "roce", DIM: &off},
-		{Index: 3, Name: "mlx5_0", Ports: 2, NodeType: 1, FWVersion: "20.31.1014", NodeGUID: 0x0c42a10300b5e1f0, SysImageGUID: 0x0c42a10300b5e1f0, Protocol: "ib", DIM: &on},
+		{Index: 0, Name: "rxe0", Ports: 1, NodeType: 1, NodeGUID: 0x505400fffe123456, SysImageGUID: 0x505400fffe123456, Protocol: "roce", DIM: &off,
+			CapFlags: 1<<1 | 1<<2 | 1<<4 | 1<<5 | 1<<6 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<17 | 1<<21 | 1<<24},
+		{Index: 3, Name: "mlx5_0", Ports: 2, NodeType: 1, FWVersion: "20.31.1014", NodeGUID: 0x0c42a10300b5e1f0, SysImageGUID: 0x0c42a10300b5e1f0, Protocol: "ib", DIM: &on,
+			CapFlags: 1<<16 | 1<<31 | 1<<32}, // 16: a bit iproute2 has no name for
 		{Index: 7, Name: "evil\x1b[2J", Ports: 1, NodeType: 4, Protocol: "iw"},
 	}
 	ports := []rdma.Port{

@@ -282,7 +282,8 @@ func DeviceObject(d *rdma.Device, details bool) Object {
 	if d.Protocol != "" {
 		o = o.str("protocol", d.Protocol)
 	}
-	return o.num("ports", uint64(d.Ports))
+	// Last, as rdma -d dev prints them (on a line of their own in text).
+	return o.num("ports", uint64(d.Ports)).list("caps", rdma.DeviceCapNames(d.CapFlags))
 }
 
 // PortObject lays out a port as `rdma -j link show`.

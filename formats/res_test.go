@@ -132,9 +132,9 @@ func TestSummaryAndDeviceObjects(t *testing.T) {
 		t.Errorf("summary = %s, want %s", got, want)
 	}
 	on := true
-	d := rdma.Device{Index: 2, Name: "rxe0", NodeType: 1, NodeGUID: 0x505400fffe123456, SysImageGUID: 0x505400fffe123456, Ports: 1, DIM: &on, Protocol: "roce"}
+	d := rdma.Device{Index: 2, Name: "rxe0", NodeType: 1, NodeGUID: 0x505400fffe123456, SysImageGUID: 0x505400fffe123456, Ports: 1, DIM: &on, Protocol: "roce", CapFlags: 1<<1 | 1<<21}
 	got = string(AppendJSON(nil, DeviceObject(&d, true)))
-	if want := `{"ifindex":2,"ifname":"rxe0","node_type":"ca","node_guid":"5054:00ff:fe12:3456","sys_image_guid":"5054:00ff:fe12:3456","adaptive-moderation":true,"protocol":"roce","ports":1}`; got != want {
+	if want := `{"ifindex":2,"ifname":"rxe0","node_type":"ca","node_guid":"5054:00ff:fe12:3456","sys_image_guid":"5054:00ff:fe12:3456","adaptive-moderation":true,"protocol":"roce","ports":1,"caps":["BAD_PKEY_CNTR","MEM_MGT_EXTENSIONS"]}`; got != want {
 		t.Errorf("device = %s\nwant      %s", got, want)
 	}
 }

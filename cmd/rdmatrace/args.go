@@ -13,7 +13,12 @@ import (
 //   - a command's options go anywhere among its arguments: `rdmatrace res
 //     qp -j` is `rdmatrace res -j qp` (urfave/cli stops at the first
 //     positional argument);
-//   - -dd is -d: rdmatrace has one level of details.
+//   - -dd is -d: rdmatrace has one level of details;
+//   - a command word may be abbreviated as rdma abbreviates it
+//     (rdmaAbbrev): `rdmatrace sys` is `rdmatrace system`;
+//   - in a command where -p is a PID (ps, as in procps and lsof) and
+//     --pretty exists too, -p followed by a PID list is the PID and any
+//     other -p is iproute2's pretty: `rdmatrace -j -p ps -p 1234`.
 //
 // Everything after "--" stays where it is: it belongs to a program being
 // run.
@@ -48,6 +53,10 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			continue // the command's, moved after it below
 		}
 		word = i
+		if full := rdmaAbbrev(a, cmds); full != "" {
+			args = append(append(append([]string{}, args[:i]...), full), args[i+1:]...)
+			a = full
+		}
 		for _, c := range cmds {
 			if c.HasName(a) {
 				cmd, ci = c, i
@@ -72,6 +81,7 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		cmd = sub
 	}
 	takesValue := valueFlags(cmd)
+	pidOrPretty := takesValue["p"] && hasFlag(cmd, "pretty")
 	var flags, rest []string
 	for i := 0; i < len(tail); i++ {
 		a := tail[i]
@@ -87,8 +97,11 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		if name == "dd" {
 			a, name = "-d", "d"
 		}
+		if a == "-p" && pidOrPretty && (i+1 >= len(tail) || !isPIDList(tail[i+1])) {
+			a, name = "--pretty", "pretty"
+		}
 		flags = append(flags, a)
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(tail) {
+		if !strings.Contains(name, "=") && (takesValue[name] || bundleTakesValue(a, takesValue)) && i+1 < len(tail) {
 			i++
 			flags = append(flags, tail[i])
 		}
@@ -129,6 +142,61 @@ func subcommand(cmd *cli.Command, args []string, ci int) (*cli.Command, int) {
 		break
 	}
 	return nil, 0
+}
+
+// rdmaCommands are the commands rdmatrace shares with iproute2's rdma, in
+// the order rdma tries them: rdma takes a command word that begins one of
+// them as the first it begins ("s" is system, "st" statistic, "l" link).
+var rdmaCommands = []string{"help", "dev", "link", "resource", "system", "statistic"}
+
+// rdmaAbbrev is the command that word abbreviates as rdma reads it, or ""
+// when word is a command's own name (or alias) or abbreviates none.
+// Commands rdma does not have are spelled out: "tr" is no trace.
+func rdmaAbbrev(word string, cmds []*cli.Command) string {
+	for _, c := range cmds {
+		if c.HasName(word) {
+			return ""
+		}
+	}
+	if word == "" {
+		return ""
+	}
+	for _, full := range rdmaCommands {
+		if strings.HasPrefix(full, word) {
+			return full
+		}
+	}
+	return ""
+}
+
+// isPIDList says whether s is meant as a PID list (1234, 1,2,3,
+// 2000-2100): it begins with a digit. The filter parser says what is
+// wrong with the rest ("1,x").
+func isPIDList(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
+
+// bundleTakesValue says whether a is short flags bundled (-jo, as ports
+// takes them) whose last one takes a value: -jo json.
+func bundleTakesValue(a string, takesValue map[string]bool) bool {
+	name := a[1:]
+	if strings.HasPrefix(a, "--") || len(name) < 2 {
+		return false
+	}
+	if _, known := takesValue[name]; known {
+		return false
+	}
+	return takesValue[name[len(name)-1:]]
+}
+
+// hasFlag says whether cmd has a flag called name.
+func hasFlag(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // valueFlags says, for each of cmd's flag names, whether it takes a value.

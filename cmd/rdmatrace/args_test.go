@@ -32,6 +32,62 @@ func TestHoistFlagsMovesSubcommandFlagsBeforeArguments(t *testing.T) {
 		{"rdmatrace -j smc lgr -p", "rdmatrace smc lgr -j -p"},
 		{"rdmatrace smc -o json linkgroup", "rdmatrace smc linkgroup -o json"},
 		{"rdmatrace smc -j", "rdmatrace smc -j"},
+		// Short flags bundled, the last taking a value (ports, as ss).
+		{"rdmatrace ports -jo json -t", "rdmatrace ports -jo json -t"},
+		{"rdmatrace ports -tln", "rdmatrace ports -tln"},
+		{"rdmatrace -j -p ports -tlnp", "rdmatrace ports -j -p -tlnp"},
+	} {
+		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
+		if got != tc.want {
+			t.Errorf("hoistFlags(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// rdmatrace sys, st, l: rdma's abbreviations of its commands, first match
+// in rdma's order (failed before: unknown command "sys").
+func TestHoistFlagsSpellsOutRdmaAbbreviations(t *testing.T) {
+	cmds := newApp().Commands
+	for _, tc := range []struct{ in, want string }{
+		{"rdmatrace sys", "rdmatrace system"},
+		{"rdmatrace -j sys show", "rdmatrace system -j -- show"},
+		{"rdmatrace s", "rdmatrace system"},
+		{"rdmatrace st qp mode", "rdmatrace statistic -- qp mode"},
+		{"rdmatrace stat", "rdmatrace stat"},
+		{"rdmatrace l", "rdmatrace link"},
+		{"rdmatrace d", "rdmatrace dev"},
+		{"rdmatrace r qp", "rdmatrace resource -- qp"},
+		{"rdmatrace reso qp", "rdmatrace resource -- qp"},
+		{"rdmatrace h", "rdmatrace help"},
+		{"rdmatrace res", "rdmatrace res"},
+		// Commands rdma does not have are spelled out.
+		{"rdmatrace tr", "rdmatrace tr"},
+		{"rdmatrace le", "rdmatrace le"},
+		{"rdmatrace sm", "rdmatrace sm"},
+		{"rdmatrace leaks -- s", "rdmatrace leaks -- -- s"},
+	} {
+		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
+		if got != tc.want {
+			t.Errorf("hoistFlags(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// ps -p PID is procps' and lsof's; -p with no PID after it stays
+// iproute2's pretty (failed before: unexpected argument).
+func TestHoistFlagsReadsPsDashPAsPIDOrPretty(t *testing.T) {
+	cmds := newApp().Commands
+	for _, tc := range []struct{ in, want string }{
+		{"rdmatrace ps -p 1234", "rdmatrace ps -p 1234"},
+		{"rdmatrace ps -p 1234,5678 -j", "rdmatrace ps -p 1234,5678 -j"},
+		{"rdmatrace ps -p 1,x", "rdmatrace ps -p 1,x"},
+		{"rdmatrace ps -j -p", "rdmatrace ps -j --pretty"},
+		{"rdmatrace -j -p ps", "rdmatrace ps -j --pretty"},
+		{"rdmatrace -j -p ps -p 1234", "rdmatrace ps -j --pretty -p 1234"},
+		{"rdmatrace ps -p -j", "rdmatrace ps --pretty -j"},
+		// Elsewhere -p is what it was.
+		{"rdmatrace res -j -p", "rdmatrace res -j -p"},
+		{"rdmatrace trace -p 12", "rdmatrace trace -p 12"},
 	} {
 		got := strings.Join(hoistFlags(strings.Fields(tc.in), cmds), " ")
 		if got != tc.want {

@@ -79,6 +79,9 @@ func usage(c *cli.Context, format string, a ...any) error {
 func usageText(err error, flags []cli.Flag) string {
 	s := err.Error()
 	if f, ok := strings.CutPrefix(s, "flag provided but not defined: -"); ok {
+		if x := unknownInBundle(f, flags); x != "" {
+			return "unknown flag -" + x + " in -" + f
+		}
 		return "unknown flag " + dashes(f)
 	}
 	if f, ok := strings.CutPrefix(s, "flag needs an argument: -"); ok {
@@ -95,6 +98,32 @@ func usageText(err error, flags []cli.Flag) string {
 		}
 	}
 	return s
+}
+
+// unknownInBundle is the first letter of f that is no short flag, when
+// f reads as short flags bundled (-tlx: its first letter is one); "" if
+// not.
+func unknownInBundle(f string, flags []cli.Flag) string {
+	if len(f) < 2 || strings.HasPrefix(f, "-") {
+		return ""
+	}
+	short := map[string]bool{}
+	for _, fl := range flags {
+		for _, n := range fl.Names() {
+			if len(n) == 1 {
+				short[n] = true
+			}
+		}
+	}
+	if !short[f[:1]] {
+		return ""
+	}
+	for _, r := range f {
+		if !short[string(r)] {
+			return string(r)
+		}
+	}
+	return ""
 }
 
 // expected says what a flag's value should look like.
@@ -143,7 +172,8 @@ func newApp() *cli.App {
 		Description: "The global options -j (JSON), -p (pretty JSON) and -d/-dd (details) go before\n" +
 			"the command or after it, as in iproute2's rdma: rdmatrace -j res show qp.\n" +
 			"-j is a JSON array for snapshots (dev, link, res) and one object a line (NDJSON)\n" +
-			"for streams (trace, leaks, parse). Each command's --help has its examples.\n\n" +
+			"for streams (trace, leaks, parse). The commands rdma has take its abbreviations\n" +
+			"(sys, st, l, r, d: the first in rdma's order). Each command's --help has its examples.\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace -j -p res show qp             # iproute2's rdma, with owners\n" +
 			"   rdmatrace trace qp pid 1234             # QP events of process 1234\n" +

@@ -31,12 +31,31 @@ func portsCommand() *cli.Command {
 			"--conflicts lists each port that an rdma_cm ID and a process's TCP socket both hold\n" +
 			"now: on iWARP the second to bind gets EADDRINUSE; on RoCE it is shown as no conflict.\n" +
 			"Conflicts as they happen (the EADDRINUSE itself) are in `rdmatrace trace`.\n\n" +
+			"ss's options, bundled as ss takes them (-tln, -tlnp):\n" +
+			"   -t  TCP rows: host TCP sockets, iWARP's, and rdma_cm IDs of the TCP port space\n" +
+			"       (RDMA_PS_TCP, what rping and most programs use, on RoCE and InfiniBand too)\n" +
+			"   -u  UDP rows: host UDP sockets and rdma_cm IDs of the UDP port space (RDMA_PS_UDP);\n" +
+			"       with neither -t nor -u, every row, the IB and IPoIB port spaces' too\n" +
+			"   -l  listening rows only: LISTEN and UNCONN sockets, rdma_cm IDs in LISTEN\n" +
+			"   -a  listening and non-listening rows: what ports shows anyway (ss shows\n" +
+			"       non-listening ones only unless told -l or -a)\n" +
+			"   -n  numeric: accepted, ports never resolves names or services\n" +
+			"   -p  processes: ports always shows them; -p also indents -j's JSON\n\n" +
 			"EXAMPLES:\n" +
 			"   rdmatrace ports\n" +
+			"   rdmatrace ports -tlnp                  # who listens on TCP ports, rdma_cm's too\n" +
 			"   rdmatrace ports --port 7174 -j\n" +
 			"   rdmatrace ports --conflicts\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error: sockets or rdma_cm IDs could not be read (what could be is shown)", ""),
-		Flags: listFlags(
+		// -tln as ss takes it; every short flag of ports is a bool but -o.
+		UseShortOptionHandling: true,
+		Flags: listFlagsNoPretty(
+			&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does; as ss -p, accepted: processes are always shown"},
+			&cli.BoolFlag{Name: "tcp", Aliases: []string{"t"}, Usage: "only TCP rows: host sockets, iWARP's and rdma_cm IDs of the TCP port space (ss -t)"},
+			&cli.BoolFlag{Name: "udp", Aliases: []string{"u"}, Usage: "only UDP rows: host sockets and rdma_cm IDs of the UDP port space (ss -u)"},
+			&cli.BoolFlag{Name: "listening", Aliases: []string{"l"}, Usage: "only listening rows: LISTEN and UNCONN sockets, rdma_cm IDs in LISTEN (ss -l)"},
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "listening and non-listening rows, which ports shows anyway (ss -a)"},
+			&cli.BoolFlag{Name: "numeric", Aliases: []string{"n"}, Usage: "accepted as in ss: ports never resolves names"},
 			&cli.UintFlag{Name: "port", Usage: "only rows whose local or remote `PORT` is this"},
 			&cli.StringFlag{Name: "addr", Usage: "only rows whose local or remote address is `IP`"},
 			&cli.UintFlag{Name: "pid", Usage: "only the rows of process `PID`"},
@@ -61,9 +80,17 @@ func runPorts(c *cli.Context) error {
 	if c.Uint("port") > 65535 {
 		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
 	}
+	if c.Bool("all") && c.Bool("listening") {
+		// ss takes the last one; here neither is silently dropped.
+		return usage(c, "-a (every row) and -l (listening rows only) exclude each other")
+	}
+	sel := ports.Select{TCP: c.Bool("tcp"), UDP: c.Bool("udp"), Listening: c.Bool("listening")}
 	in, gerr := gatherPorts()
 	rows := ports.Join(in, enrich.New(enrich.Options{}))
 	match := func(r *ports.Row) bool {
+		if !sel.Match(r) {
+			return false
+		}
 		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
 			return false
 		}

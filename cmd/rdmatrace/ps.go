@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -23,13 +24,21 @@ func psCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: "One row per process (its threads folded in) and per kernel module ([module]),\n" +
 			"from the kernel's RDMA netlink snapshot of every resource type.\n\n" +
+			"-p PID[,PID...] selects processes, as in procps and lsof (ranges too: 2000-2100);\n" +
+			"a -p that no PID follows is iproute2's -p, pretty JSON (also --pretty).\n" +
+			"Another user's open files need root (or CAP_SYS_PTRACE) to read: without it they\n" +
+			"show as \"-\", and a line on stderr says so.\n\n" +
 			filterHelp(resFilterFlagKeys...) +
 			"EXAMPLES:\n" +
 			"   rdmatrace ps\n" +
 			"   rdmatrace ps --filter-dev mlx5_0 -j\n" +
-			"   rdmatrace -j -p ps --pid 1234\n\n" +
+			"   rdmatrace ps -p 1234,5678              # as procps' ps -p and lsof -p\n" +
+			"   rdmatrace -j -p ps -p 1234             # -p before ps is iproute2's pretty\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
-		Flags: append(append(listFlags(), filterFlags(false, resFilterFlagKeys...)...),
+		// -p is the PID here (procps, lsof); hoistFlags makes a -p with no
+		// PID after it --pretty.
+		Flags: append(append(listFlagsNoPretty(&cli.BoolFlag{Name: "pretty", Usage: "indent the JSON, as rdma -p -j does (-p when no PID follows)"}),
+			filterFlags(true, resFilterFlagKeys...)...),
 			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "accepted as in iproute2 (-dd too); ps shows all it has already"}),
 		Action: runPs,
 	}
@@ -65,6 +74,9 @@ func runPs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if note := ps.UnreadableNote(ps.Unreadable(rows, "")); note != "" {
+		fmt.Fprintf(os.Stderr, "rdmatrace: ps: %s\n", note)
+	}
 	return partial(inv.Partial())
 }
 
@@ -87,9 +99,15 @@ func listFormat(c *cli.Context, what string) (string, error) {
 }
 
 func listFlags(more ...cli.Flag) []cli.Flag {
+	return append(listFlagsNoPretty(&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"}), more...)
+}
+
+// listFlagsNoPretty is listFlags with the command's own --pretty, for
+// commands where -p means something else.
+func listFlagsNoPretty(pretty cli.Flag, more ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array (same as -o json)"},
-		&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"},
+		pretty,
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outTable, Usage: "output format: table, json, ndjson"},
 	}, more...)
 }

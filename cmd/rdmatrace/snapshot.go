@@ -137,7 +137,7 @@ func devCommand() *cli.Command {
 			"   rdmatrace -j -p dev\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, an unknown device, a reply that could not be decoded", ""),
 		ArgsUsage: "[show] [DEV]",
-		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation, plus the protocol and the number of ports")),
+		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation and the capabilities (caps), plus the protocol and the number of ports; the table gets a column for each")),
 		Action: func(c *cli.Context) error {
 			arg, format, err := showArgs(c)
 			if err != nil {
@@ -151,9 +151,13 @@ func devCommand() *cli.Command {
 				for i := range devs {
 					objs[i] = formats.DeviceObject(&devs[i], details)
 				}
+				table := func() *formats.Table { return formats.DeviceTable(devs) }
+				if details {
+					table = func() *formats.Table { return objectTable(objs) }
+				}
 				return listing{objs: objs, err: derr, missing: missing,
 					text:  func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], details) },
-					table: func() *formats.Table { return formats.DeviceTable(devs) }}
+					table: table}
 			})
 		},
 	}
@@ -283,7 +287,7 @@ func resCommand() *cli.Command {
 			"EXIT STATUS:\n" + exitStatus("an error: no RDMA netlink, a reply that could not be decoded (what could be is shown)", ""),
 		Flags: append(append(outputFlags(outLegacy),
 			&cli.StringFlag{Name: "filter", Aliases: []string{"f"}, Usage: "filter expression, e.g. 'pid 1234 type RC state RTS'"},
-			detailsFlag("accepted; res shows every attribute the kernel sends already")),
+			detailsFlag("the table gets a column for every key of -j (rq-psn, sq-psn, iova, ...); -dd is -d")),
 			filterFlags(false, resFilterFlagKeys...)...),
 		Action: runRes,
 	}
@@ -338,9 +342,13 @@ func runRes(c *cli.Context) error {
 		for i := range rs {
 			objs[i] = formats.ResourceObject(&rs[i])
 		}
+		table := func() *formats.Table { return formats.ResourceTable(t, rs) }
+		if c.Bool("details") {
+			table = func() *formats.Table { return objectTable(objs) }
+		}
 		return listing{objs: objs, err: inv.Err(),
 			text:  func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
-			table: func() *formats.Table { return formats.ResourceTable(t, rs) }}
+			table: table}
 	})
 }
 

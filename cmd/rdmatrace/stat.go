@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -100,20 +101,36 @@ func runStat(c *cli.Context) error {
 	})
 }
 
-// objectTable lays objects with the same keys out as columns.
+// objectTable lays out objects as columns, one per key: stat's counters,
+// and the tables of -d (dev -d, res qp -d), which show every key the JSON
+// has. A key only some objects have goes after the key it follows in them
+// (rqpn after lqpn, though a GSI QP has none); a key an object lacks is "-".
 func objectTable(objs []formats.Object) *formats.Table {
-	if len(objs) == 0 {
-		return formats.NewTable()
+	var keys []string
+	for _, o := range objs {
+		at := 0 // where the next new key goes: after the last key seen
+		for _, f := range o {
+			if i := slices.Index(keys, f.Key); i >= 0 {
+				at = i + 1
+				continue
+			}
+			keys = slices.Insert(keys, at, f.Key)
+			at++
+		}
 	}
-	var head []string
-	for _, f := range objs[0] {
-		head = append(head, strings.ToUpper(f.Key))
+	col := map[string]int{}
+	for i, k := range keys {
+		col[k] = i
+	}
+	head := make([]string, len(keys))
+	for i, k := range keys {
+		head[i] = strings.ToUpper(k)
 	}
 	t := formats.NewTable(head...)
 	for _, o := range objs {
-		row := make([]string, len(o))
+		row := make([]string, len(keys))
 		for i := range o {
-			row[i] = o[i].Text()
+			row[col[o[i].Key]] = o[i].Text()
 		}
 		t.Append(row...)
 	}

@@ -82,6 +82,7 @@ func traceCommand() *cli.Command {
 			otlpFlag,
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
+			listFlag,
 		),
 		Action: runTrace,
 	}
@@ -91,6 +92,9 @@ func traceCommand() *cli.Command {
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
 func runTrace(c *cli.Context) error {
+	if c.Bool("list") {
+		return runTraceList(c)
+	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}

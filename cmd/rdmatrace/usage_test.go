@@ -58,6 +58,12 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"res -o", "-o needs a value"},
 		{"res qp --filter-pid x", `filter pid: bad number "x"`},
 		{"res --filter-pid 1", "filters need a resource type"},
+		{"ps -p 1,x", `filter pid: bad number "x"`},
+		{"ports -tlx", "unknown flag -x in -tlx"},
+		{"ports -al", "-a (every row) and -l (listening rows only) exclude each other"},
+		{"trace -l a b", `unexpected argument "b"`},
+		{"trace -l [", `pattern "[": syntax error in pattern`},
+		{"sys set netns x", `netns mode "x": valid modes are shared, exclusive`},
 		{"-j res qp colour red", `unknown qp filter "colour"`},
 		{"res qp -dd colour red", `unknown qp filter "colour"`},
 		{"dev --bogus", "unknown flag --bogus"},
@@ -82,6 +88,9 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 			cmd := ""
 			for _, a := range args {
 				if !strings.HasPrefix(a, "-") {
+					if full := rdmaAbbrev(a, commands); full != "" {
+						a = full
+					}
 					if findCommand(a) != nil && a != "help" {
 						cmd = a
 					}

@@ -3,7 +3,12 @@
 package ps
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -97,4 +102,53 @@ func Rows(rs []rdma.Resource, p Procs, sys string, unknown ...rdma.ResType) []Ro
 		return a.PID < b.PID
 	})
 	return out
+}
+
+// Unreadable lists the processes among rows whose open files could not be
+// read for want of permission: /proc/PID/fd of another user's process
+// needs root (CAP_SYS_PTRACE). Their files show as "-", which would read
+// as "none" without a word. procRoot is "" for /proc.
+func Unreadable(rows []Row, procRoot string) []uint32 {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	return unreadable(rows, func(pid uint32) error {
+		_, err := os.ReadDir(procRoot + "/" + strconv.FormatUint(uint64(pid), 10) + "/fd")
+		return err
+	})
+}
+
+func unreadable(rows []Row, readFDs func(pid uint32) error) []uint32 {
+	var out []uint32
+	for i := range rows {
+		r := &rows[i]
+		if r.Module != "" || len(r.Files) > 0 {
+			continue
+		}
+		if err := readFDs(r.PID); errors.Is(err, fs.ErrPermission) {
+			out = append(out, r.PID)
+		}
+	}
+	return out
+}
+
+// UnreadableNote is the one line that says why the files of pids are not
+// shown, or "" when there are none.
+func UnreadableNote(pids []uint32) string {
+	if len(pids) == 0 {
+		return ""
+	}
+	list := make([]string, 0, 5)
+	for i, p := range pids {
+		if i == 4 {
+			list = append(list, "...")
+			break
+		}
+		list = append(list, strconv.FormatUint(uint64(p), 10))
+	}
+	what := "process " + list[0]
+	if len(pids) > 1 {
+		what = strconv.Itoa(len(pids)) + " processes (" + strings.Join(list, ", ") + ")"
+	}
+	return "the open files of " + what + " are not shown (\"-\"): no permission to read another user's /proc/PID/fd; run as root or with CAP_SYS_PTRACE to see them"
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/base/golden"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// -d's tables (res qp -d, dev -d): a column for every key of -j, in the
+// order keys first appear; a key an object lacks is "-". Before, -d left
+// the table as it was.
+func TestDetailsTableGolden(t *testing.T) {
+	qps := []rdma.Resource{
+		{Type: rdma.ResQP, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: 1, QPType: rdma.QPTypeGSI, QPState: rdma.QPStateRTS, SQPSN: 38,
+			Has: rdma.HasPort | rdma.HasLQPN | rdma.HasQPType | rdma.HasState | rdma.HasSQPSN, Owner: rdma.Owner{KernName: "ib_core"}},
+		{Type: rdma.ResQP, DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: 17, RQPN: 18, QPType: rdma.QPTypeRC, QPState: rdma.QPStateRTS,
+			RQPSN: 12095070, SQPSN: 2795781, PDN: 25,
+			Has:   rdma.HasPort | rdma.HasLQPN | rdma.HasRQPN | rdma.HasQPType | rdma.HasState | rdma.HasRQPSN | rdma.HasSQPSN | rdma.HasPathMig | rdma.HasPDN | rdma.HasPID,
+			Owner: rdma.Owner{PID: 6433, Comm: "rping\x1b[31m"}},
+	}
+	on := true
+	devs := []rdma.Device{
+		{Index: 0, Name: "rxe0", Ports: 1, NodeType: 1, NodeGUID: 0x505400fffe123456, SysImageGUID: 0x505400fffe123456, Protocol: "roce", DIM: &on,
+			CapFlags: 1<<1 | 1<<2 | 1<<21},
+		{Index: 1, Name: "siw0", Ports: 1, NodeType: 4, Protocol: "iw"},
+	}
+	var out bytes.Buffer
+	var objs []formats.Object
+	for i := range qps {
+		objs = append(objs, formats.ResourceObject(&qps[i]))
+	}
+	if err := objectTable(objs).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	objs = nil
+	for i := range devs {
+		objs = append(objs, formats.DeviceObject(&devs[i], true))
+	}
+	out.WriteString("\n")
+	if err := objectTable(objs).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	out.WriteString("\n")
+	if err := objectTable(nil).Render(&out); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("..", "..", "testdata", "cli", "details-table.txt"), out.Bytes())
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/tracer"
+)
+
+// listFlag is trace's -l, as bpftrace -l lists its probes.
+var listFlag = &cli.BoolFlag{Name: "list", Aliases: []string{"l"},
+	Usage: "list the hooks (those matching a glob PATTERN argument: trace -l 'rdma_cma:*') and whether this kernel has where each attaches; needs no root"}
+
+// runTraceList is `trace -l [PATTERN]`: the hooks, each of their variants,
+// and whether the running kernel has their targets.
+func runTraceList(c *cli.Context) error {
+	if err := maxArgs(c, 1); err != nil {
+		return err
+	}
+	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
+	if err != nil {
+		return err
+	}
+	pattern := ""
+	if args := positional(c); len(args) > 0 {
+		pattern = args[0]
+	}
+	ls, notes, err := tracer.List(pattern)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "pattern ") {
+			return usage(c, "%w", err)
+		}
+		return exitWith(1, err)
+	}
+	objs := make([]formats.Object, len(ls))
+	for i := range ls {
+		objs[i] = listedObject(&ls[i])
+	}
+	out := outTable
+	if format != formats.FormatText {
+		out = string(format)
+	}
+	if err := writeObjects(os.Stdout, out, false, objs, nil, func() *formats.Table { return listedTable(ls) }); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(os.Stderr, "rdmatrace: trace -l: %s\n", formats.Sanitize(n))
+	}
+	if len(ls) == 0 {
+		return exitWith(1, fmt.Errorf("no hook matches %q", pattern))
+	}
+	return nil
+}
+
+// here is a listed variant's verdict: yes, no or ? (could not tell).
+func here(l *tracer.Listed) string {
+	switch {
+	case l.Present:
+		return "yes"
+	case l.Unknown:
+		return "?"
+	}
+	return "no"
+}
+
+// listedNote is where a variant's targets were found, or why not, and
+// when the hook is attached at all.
+func listedNote(l *tracer.Listed) string {
+	var n []string
+	if l.Where != "" {
+		n = append(n, "in "+l.Where)
+	}
+	if l.Why != "" {
+		n = append(n, l.Why)
+	}
+	if l.Followed {
+		n = append(n, "with --follow-pid only")
+	}
+	return strings.Join(n, "; ")
+}
+
+func listedTable(ls []tracer.Listed) *formats.Table {
+	t := formats.NewTable("HOOK", "VARIANT", "PROBES", "HERE", "NOTE")
+	for i := range ls {
+		l := &ls[i]
+		t.Append(l.Hook, l.Variant, strings.Join(l.Probes, " "), here(l), listedNote(l))
+	}
+	return t
+}
+
+func listedObject(l *tracer.Listed) formats.Object {
+	o := formats.Object{
+		{Key: "hook", Kind: formats.Str, Str: l.Hook},
+		{Key: "variant", Kind: formats.Str, Str: l.Variant},
+		{Key: "probes", Kind: formats.StrList, List: l.Probes},
+		{Key: "present", Kind: formats.Str, Str: here(l)},
+	}
+	if l.Where != "" {
+		o = append(o, formats.Field{Key: "where", Kind: formats.Str, Str: l.Where})
+	}
+	if l.Why != "" {
+		o = append(o, formats.Field{Key: "why", Kind: formats.Str, Str: l.Why})
+	}
+	if l.Module != "" {
+		o = append(o, formats.Field{Key: "module", Kind: formats.Str, Str: l.Module})
+	}
+	if l.Followed {
+		o = append(o, formats.Field{Key: "follow-pid-only", Kind: formats.Bool, Num: 1})
+	}
+	return o
+}
