@@ -53,6 +53,14 @@ type Report struct {
 	Preferred string
 	// Skipped: not tried, as the module the hook is in is not loaded.
 	Skipped bool
+	// Requested: an option asked for this hook (--follow-pid), so its
+	// failure is said without -v.
+	Requested bool
+	// Rejections are the variants the kernel's verifier refused, whether
+	// or not a later variant attached.
+	Rejections []Rejection
+	// denied: a variant failed for want of a privilege.
+	denied bool
 }
 
 // Tracer holds the loaded programs and links. Run reads its events.
@@ -197,7 +205,9 @@ func Open(opts Options) (*Tracer, error) {
 				continue
 			}
 		}
-		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
+		r := t.attachHook(h, opts.Fallback, t.Kprobes.First)
+		r.Requested = h.followed
+		t.Reports = append(t.Reports, r)
 	}
 	t.ring.poll = opts.Poll
 	if t.ring.poll <= 0 {
@@ -227,6 +237,8 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 			reasons = append(reasons, v.name+": skipped (--fallback)")
 		}
 	}
+	var rejected []Rejection
+	denied := false
 	usual := h.order(fallback, false)[0].name
 	for _, v := range h.order(fallback, kprobesFirst) {
 		var links []link.Link
@@ -235,6 +247,9 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		for _, p := range v.progs {
 			var lp *loadedProg
 			if lp, err = t.load(p); err != nil {
+				if r := newRejection(h.Name, v.name, p.name, err); r != nil {
+					rejected = append(rejected, *r)
+				}
 				break
 			}
 			loaded = append(loaded, lp)
@@ -247,7 +262,7 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		if err == nil {
 			t.links = append(t.links, links...)
 			t.progs = append(t.progs, loaded...)
-			r := Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; ")}
+			r := Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; "), Rejections: rejected}
 			if len(reasons) == 0 && v.name != usual {
 				r.Preferred = "preferred to " + usual + ": " + t.Kprobes.Why
 			}
@@ -259,9 +274,10 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		for _, lp := range loaded {
 			lp.coll.Close()
 		}
-		reasons = append(reasons, v.name+": "+shortError(err))
+		reasons = append(reasons, v.name+": "+loadReason(err))
+		denied = denied || classifyLoad(err) == failPrivileges
 	}
-	return Report{Hook: h.Name, Reason: strings.Join(reasons, "; ")}
+	return Report{Hook: h.Name, Reason: strings.Join(reasons, "; "), Rejections: rejected, denied: denied}
 }
 
 // load loads one program with the shared maps.
@@ -288,11 +304,10 @@ func (t *Tracer) load(p prog) (*loadedProg, error) {
 			repl[n] = m
 		}
 	}
+	// A failure keeps its kind (loadReason): a verifier rejection is
+	// EACCES too, not a missing privilege.
 	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache})
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("%w (%v)", ErrPrivileges, err)
-		}
 		return nil, err
 	}
 	return &loadedProg{name: name, coll: coll, prog: coll.Programs[name]}, nil

@@ -1,0 +1,108 @@
+package tracer
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+)
+
+// Why a program did not load, as the user acts on it. The verifier
+// answers most rejections with EACCES, the errno of a missing capability
+// too: a rejection is told by the verifier's log, not by the errno.
+type loadFailure uint8
+
+const (
+	failOther      loadFailure = iota
+	failRejected               // the kernel's verifier rejected the program: rdmatrace's bug
+	failPrivileges             // EPERM/EACCES without a verifier log: a missing capability
+	failMissing                // the kernel lacks the function, tracepoint, type or feature
+)
+
+// classifyLoad says which kind of failure err is.
+func classifyLoad(err error) loadFailure {
+	var ve *ebpf.VerifierError
+	switch {
+	case errors.As(err, &ve) && len(ve.Log) > 0:
+		return failRejected
+	case errors.Is(err, os.ErrPermission):
+		return failPrivileges
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, btf.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return failMissing
+	}
+	return failOther
+}
+
+// Rejection is a program the kernel's verifier refused: a bug of
+// rdmatrace's on this kernel, to be reported with the verifier's words.
+type Rejection struct {
+	Hook, Variant, Prog string
+	// Log is the verifier log's last lines (at most rejectionLines).
+	Log []string
+}
+
+// rejectionLines is how much of the verifier's log a rejection keeps: its
+// conclusion and the instructions that led to it.
+const rejectionLines = 12
+
+func newRejection(hook, variant, prog string, err error) *Rejection {
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	log := ve.Log
+	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
+		log = log[:n-1]
+	}
+	if len(log) > rejectionLines {
+		log = log[len(log)-rejectionLines:]
+	}
+	return &Rejection{Hook: hook, Variant: variant, Prog: prog, Log: append([]string(nil), log...)}
+}
+
+// Last is the verifier's conclusion: the log's last line.
+func (r *Rejection) Last() string {
+	if len(r.Log) == 0 {
+		return "no log"
+	}
+	return strings.TrimSpace(r.Log[len(r.Log)-1])
+}
+
+// loadReason is one variant's failure as the attach report says it.
+func loadReason(err error) string {
+	switch classifyLoad(err) {
+	case failRejected:
+		var ve *ebpf.VerifierError
+		errors.As(err, &ve)
+		return "rejected by the kernel's verifier: " + (&Rejection{Log: ve.Log}).conclusion()
+	case failPrivileges:
+		return ErrPrivileges.Error() + " (" + shortError(err) + ")"
+	case failMissing:
+		return "not in this kernel: " + shortError(err)
+	}
+	return shortError(err)
+}
+
+// conclusion is the log's last line that is not the count of
+// instructions processed.
+func (r *Rejection) conclusion() string {
+	log := r.Log
+	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
+		log = log[:n-1]
+	}
+	return (&Rejection{Log: log}).Last()
+}
+
+// kernelRelease is the running kernel's release, for a report of a bug.
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// osRelease is kernelRelease; tests set their own.
+var osRelease = kernelRelease
