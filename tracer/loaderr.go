@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -25,6 +26,8 @@ const (
 func classifyLoad(err error) loadFailure {
 	var ve *ebpf.VerifierError
 	switch {
+	case errors.As(err, &ve) && badRelocation(ve):
+		return failMissing
 	case errors.As(err, &ve) && len(ve.Log) > 0:
 		return failRejected
 	case errors.Is(err, os.ErrPermission):
@@ -33,6 +36,24 @@ func classifyLoad(err error) loadFailure {
 		return failMissing
 	}
 	return failOther
+}
+
+// badRelocation: the verifier refused an instruction that cilium/ebpf
+// put in place of a read whose structure or field is in no BTF it was
+// given (a CO-RE relocation that failed): the kernel lacks it, or its
+// module's BTF is missing, which is not a bug of the program's.
+func badRelocation(ve *ebpf.VerifierError) bool {
+	if c := ve.Cause; c != nil && (c.Error() == "bad CO-RE relocation" || c.Error() == "unknown kfunc") {
+		return true
+	}
+	call := fmt.Sprintf("unknown#%d", btf.COREBadRelocationSentinel)
+	load := fmt.Sprintf("= 0x%x", btf.COREBadRelocationSentinel)
+	for _, l := range ve.Log {
+		if strings.Contains(l, call) || strings.Contains(l, load) {
+			return true
+		}
+	}
+	return false
 }
 
 // Rejection is a program the kernel's verifier refused: a bug of
@@ -49,7 +70,7 @@ const rejectionLines = 12
 
 func newRejection(hook, variant, prog string, err error) *Rejection {
 	var ve *ebpf.VerifierError
-	if !errors.As(err, &ve) {
+	if classifyLoad(err) != failRejected || !errors.As(err, &ve) {
 		return nil
 	}
 	log := ve.Log
@@ -80,6 +101,10 @@ func loadReason(err error) string {
 	case failPrivileges:
 		return ErrPrivileges.Error() + " (" + shortError(err) + ")"
 	case failMissing:
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return "not in this kernel: a structure or field it reads is in none of the kernel's or modules' BTF (a module without BTF can be given it with --btf)"
+		}
 		return "not in this kernel: " + shortError(err)
 	}
 	return shortError(err)

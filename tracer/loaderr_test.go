@@ -65,6 +65,10 @@ func TestLoadFailuresAreClassified(t *testing.T) {
 		{fmt.Errorf("attach fentry: %w", ebpf.ErrNotSupported), failMissing, "not in this kernel: "},
 		{fmt.Errorf("apply CO-RE relocations: %w", btf.ErrNotFound), failMissing, "not in this kernel: "},
 		{errors.New("something else"), failOther, "something else"},
+		// What cilium/ebpf puts in place of a read it could not relocate:
+		// the verifier refuses it, but the program is not wrong.
+		{&ebpf.VerifierError{Cause: syscall.EINVAL, Log: []string{"12: (85) call unknown#195896080", "invalid func unknown#195896080"}}, failMissing, "in none of the kernel's or modules' BTF"},
+		{&ebpf.VerifierError{Cause: syscall.EACCES, Log: []string{"3: (18) r10 = 0xbad2310", "frame pointer is read only"}}, failMissing, "--btf"},
 	} {
 		if got := classifyLoad(c.err); got != c.want {
 			t.Errorf("%v: class %d, want %d", c.err, got, c.want)

@@ -134,7 +134,7 @@ func NewSession(o SessionOptions) (*Session, error) {
 		return s, nil
 	}
 	fatal := false
-	for _, p := range Preflight() {
+	for _, p := range Preflight(o.Tracer.BTF) {
 		msg := p.Msg
 		if msg == ErrPrivileges.Error() && o.NeedsRoot != "" {
 			msg = o.NeedsRoot

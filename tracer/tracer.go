@@ -41,6 +41,10 @@ type Options struct {
 	// runs, and what else its Options ask (a port-busy event's holders,
 	// an SMC socket's process). nil: an Enricher that places owners only.
 	Enrich *enrich.Enricher
+	// BTF is what --btf gave (LoadBTF), read instead of the running
+	// kernel's for the programs' CO-RE relocations; nil: the running
+	// kernel's.
+	BTF *KernelBTF
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -76,6 +80,8 @@ type Tracer struct {
 	Preemption Preemption
 	Kprobes    KprobeChoice
 	cache      *btf.Cache
+	// progOpts carry the CO-RE targets of --btf, when given.
+	progOpts ebpf.ProgramOptions
 	ring
 }
 
@@ -162,6 +168,9 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
 	}
 	t := &Tracer{spec: spec, maps: map[string]*ebpf.Map{}, cache: btf.NewCache()}
+	if t.progOpts, err = opts.BTF.programOptions(t.cache); err != nil {
+		return nil, err
+	}
 	for name, ms := range spec.Maps {
 		if strings.HasPrefix(name, ".") {
 			continue // .rodata and friends belong to each program's collection
@@ -223,7 +232,7 @@ func Open(opts Options) (*Tracer, error) {
 	// What loading took (the kernel's and modules' BTF, the object's
 	// specs: tens of MB) is garbage now. Collect it before tracing starts
 	// rather than in the middle of the workload being traced.
-	t.spec, t.cache = nil, nil
+	t.spec, t.cache, t.progOpts = nil, nil, ebpf.ProgramOptions{}
 	debug.FreeOSMemory()
 	return t, nil
 }
@@ -306,7 +315,7 @@ func (t *Tracer) load(p prog) (*loadedProg, error) {
 	}
 	// A failure keeps its kind (loadReason): a verifier rejection is
 	// EACCES too, not a missing privilege.
-	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache})
+	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache, Programs: t.progOpts})
 	if err != nil {
 		return nil, err
 	}

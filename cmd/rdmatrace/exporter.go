@@ -60,6 +60,7 @@ func exporterCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-trace", Usage: "serve only what netlink says (no event counters)"},
 			ringSizeFlag,
 			fallbackFlag,
+			btfFlag,
 			readyFileFlag("once serving"),
 			&cli.StringFlag{Name: "web.config.file", Usage: "TLS and basic auth from `FILE`, the exporter-toolkit web configuration every Prometheus exporter reads (tls_server_config, basic_auth_users)"},
 			&cli.IntFlag{Name: "web.max-connections", Value: exporter.DefaultMaxConnections, Usage: "accept `N` connections at once; the others wait in the listen queue"},

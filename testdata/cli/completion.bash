@@ -37,11 +37,11 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
+        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
         words=""
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --report --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         ;;
     link)
@@ -106,7 +106,7 @@ _rdmatrace() {
         formats="text json"
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --poll --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --btf --poll --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         formats="text json ndjson"
         case $typ in

@@ -52,6 +52,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l top
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l no-trace
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l fallback
+complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l btf
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l ready-file
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.config.file
 complete -c rdmatrace -n '__fish_seen_subcommand_from exporter' -l web.max-connections
@@ -83,6 +84,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l max-table
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l ready-file
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l fallback
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l btf
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s v
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l log
@@ -246,6 +248,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s c
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l ready-file
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l ring-size
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l fallback
+complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l btf
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l poll
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -l verbose
 complete -c rdmatrace -n '__fish_seen_subcommand_from trace' -s v
