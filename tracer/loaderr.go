@@ -73,22 +73,11 @@ func newRejection(hook, variant, prog string, err error) *Rejection {
 	if classifyLoad(err) != failRejected || !errors.As(err, &ve) {
 		return nil
 	}
-	log := ve.Log
-	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
-		log = log[:n-1]
-	}
+	log := withoutCount(ve.Log)
 	if len(log) > rejectionLines {
 		log = log[len(log)-rejectionLines:]
 	}
 	return &Rejection{Hook: hook, Variant: variant, Prog: prog, Log: append([]string(nil), log...)}
-}
-
-// Last is the verifier's conclusion: the log's last line.
-func (r *Rejection) Last() string {
-	if len(r.Log) == 0 {
-		return "no log"
-	}
-	return strings.TrimSpace(r.Log[len(r.Log)-1])
 }
 
 // loadReason is one variant's failure as the attach report says it.
@@ -97,7 +86,7 @@ func loadReason(err error) string {
 	case failRejected:
 		var ve *ebpf.VerifierError
 		errors.As(err, &ve)
-		return "rejected by the kernel's verifier: " + (&Rejection{Log: ve.Log}).conclusion()
+		return "rejected by the kernel's verifier: " + conclusion(ve.Log)
 	case failPrivileges:
 		return ErrPrivileges.Error() + " (" + shortError(err) + ")"
 	case failMissing:
@@ -110,14 +99,26 @@ func loadReason(err error) string {
 	return shortError(err)
 }
 
-// conclusion is the log's last line that is not the count of
-// instructions processed.
-func (r *Rejection) conclusion() string {
-	log := r.Log
-	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
-		log = log[:n-1]
+// Conclusion is the verifier's last word on the program.
+func (r *Rejection) Conclusion() string { return conclusion(r.Log) }
+
+// conclusion is a verifier log's last line but the count of instructions
+// processed.
+func conclusion(log []string) string {
+	log = withoutCount(log)
+	if len(log) == 0 {
+		return "no log"
 	}
-	return (&Rejection{Log: log}).Last()
+	return strings.TrimSpace(log[len(log)-1])
+}
+
+// withoutCount is a verifier log without its last line when that is the
+// count of instructions processed.
+func withoutCount(log []string) []string {
+	if n := len(log); n > 0 && strings.HasPrefix(log[n-1], "processed ") {
+		return log[:n-1]
+	}
+	return log
 }
 
 // kernelRelease is the running kernel's release, for a report of a bug.

@@ -43,7 +43,7 @@ func TestVerifierRejectionIsNotAPrivilegeProblem(t *testing.T) {
 		t.Fatalf("rejections %+v, want one", r.Rejections)
 	}
 	rj := r.Rejections[0]
-	if rj.Prog != "bad" || rj.Hook != "test_hook" || rj.Variant != "socket" || rj.conclusion() != "R2 !read_ok" {
+	if rj.Prog != "bad" || rj.Hook != "test_hook" || rj.Variant != "socket" || rj.Conclusion() != "R2 !read_ok" {
 		t.Errorf("rejection %+v", rj)
 	}
 }

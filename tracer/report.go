@@ -85,7 +85,7 @@ func rejections(t *Tracer, verbose bool, out io.Writer) {
 				more = " with the lines below"
 			}
 			fmt.Fprintf(out, "rdmatrace: BUG: Linux %s's verifier rejected program %s (hook %s, %s): %s; %s. This is rdmatrace's bug: please report it%s\n",
-				release, rj.Prog, rj.Hook, rj.Variant, strings.TrimRight(rj.conclusion(), "."), then, more)
+				release, rj.Prog, rj.Hook, rj.Variant, strings.TrimRight(rj.Conclusion(), "."), then, more)
 			if verbose {
 				for _, l := range rj.Log {
 					fmt.Fprintf(out, "rdmatrace:   %s\n", l)
