@@ -16,7 +16,7 @@ import (
 
 // gunzipTo writes testdata/btf/<kernel>/<name>.btf.gz, uncompressed, to
 // dir/as.
-func gunzipTo(t *testing.T, kernel, name, dir, as string) string {
+func gunzipTo(t testing.TB, kernel, name, dir, as string) string {
 	t.Helper()
 	f, err := os.Open(filepath.Join("..", "testdata", "btf", kernel, name+".btf.gz"))
 	if err != nil {
@@ -185,4 +185,30 @@ func TestGivenBTFRelocatesTheFallbacks(t *testing.T) {
 	if err := load(k); err != nil {
 		t.Errorf("with --btf of Debian 6.1: %s", loadReason(err))
 	}
+}
+
+// FuzzLoadBTF: whatever a --btf file holds, LoadBTF answers with BTF or
+// an error naming the file, never a panic. Seeds: a module's BTF read as
+// the kernel's, the kernel's cut short, an ELF header alone.
+func FuzzLoadBTF(f *testing.F) {
+	dir := f.TempDir()
+	for _, n := range []string{"rdma_cm", "smc"} {
+		b, err := os.ReadFile(gunzipTo(f, "6.1", n, dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)/3])
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Add([]byte{0x9f, 0xeb, 1, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "vmlinux")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadBTF([]string{path}); err != nil && !strings.Contains(err.Error(), path) {
+			t.Errorf("error %q does not name the file", err)
+		}
+	})
 }
