@@ -178,6 +178,7 @@ e2e: $(E2E_BIN)
 	  echo "== e2e on Debian $$k (full tier: $$full, TCG $$tcg-threaded), $$(date -u +%T)"; \
 	  guest/kmod.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  guest/siw.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
+	  guest/modbtf.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  RDMATRACE_E2E_FULL=$$full RDMATRACE_GUEST_TCG=$${RDMATRACE_GUEST_TCG:-$$tcg} RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 1500 -o out/e2e-$$k -- $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	  echo "== e2e on Debian $$k done, $$(date -u +%T)"; \
 	done
@@ -195,6 +196,7 @@ e2e-landing: $(E2E_BIN)
 	@set -e; for k in $(KERNELS); do \
 	  guest/kmod.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  guest/siw.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
+	  guest/modbtf.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	done
 	@$(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS="$(filter-out $(E2E_BESIDE),$(KERNELS))"
 	@set -e; beside="$(filter $(E2E_BESIDE),$(KERNELS))"; \

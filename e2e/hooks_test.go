@@ -67,7 +67,7 @@ func checkPreemptChoice(t *testing.T, stderr string) {
 	want := map[bool][]string{
 		true: {"hook rdma_restrack_del attached (kprobe; preferred to fentry: preemptible kernel",
 			"hook _ib_modify_qp attached (kprobe+kretprobe; preferred to fexit: preemptible kernel",
-			"hooks attached; kprobes for restrack and _ib_modify_qp hooks: preemptible kernel"},
+			"; kprobes for restrack and _ib_modify_qp hooks: preemptible kernel"},
 		false: {"hook rdma_restrack_del attached (fentry)\n", "hook _ib_modify_qp attached (fexit)\n"},
 	}[preemptible]
 	for _, w := range want {
@@ -92,4 +92,34 @@ func checkPortHooksUseBTF(t *testing.T, stderr string) {
 			t.Errorf("kernel %s: stderr lacks %q:\n%s", release(t), w, stderr)
 		}
 	}
+}
+
+// TestAQuietRunSaysOneLineAtEachEnd: without -v, trace says how many
+// hooks attached in one line when it starts and, with the events and
+// drops, in one when it ends; no hook is listed. A run used to end with
+// every hook's name, 2 to 5 KB of stderr.
+func TestAQuietRunSaysOneLineAtEachEnd(t *testing.T) {
+	needDevice(t)
+	needModuleBTF(t)
+	_, stderr, err := runStatus(*rdmatraceBin, "trace", "--no-snapshot", "--duration", "1s")
+	if err != nil {
+		t.Fatalf("rdmatrace trace: %v\n%s", err, stderr)
+	}
+	var counts, ends int
+	for _, l := range strings.Split(string(stderr), "\n") {
+		switch {
+		case strings.HasPrefix(l, "rdmatrace: BUG: "):
+			t.Logf("kernel %s: %s", release(t), l) // a verifier rejection is said without -v, as it should
+		case strings.HasPrefix(l, "rdmatrace: hook ") || strings.HasPrefix(l, "rdmatrace: hooks attached:") || strings.HasPrefix(l, "rdmatrace: hooks skipped:"):
+			t.Errorf("kernel %s: without -v, a hook is listed: %s", release(t), l)
+		case strings.Contains(l, " hooks attached") && strings.Contains(l, "; events: ") && strings.HasSuffix(l, " dropped"):
+			ends++
+		case strings.Contains(l, " hooks attached"):
+			counts++
+		}
+	}
+	if counts != 1 || ends != 1 {
+		t.Errorf("kernel %s: %d lines of counts at the start and %d at the end, want one each:\n%s", release(t), counts, ends, stderr)
+	}
+	t.Logf("kernel %s: %d bytes of stderr:\n%s", release(t), len(stderr), stderr)
 }

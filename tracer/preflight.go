@@ -19,7 +19,8 @@ type Problem struct {
 // Preflight looks at the system before anything is loaded: privileges,
 // kernel and module BTF, the RDMA modules. Loading first would answer the
 // same questions with a page of verifier and CO-RE errors per hook.
-func Preflight() []Problem { return preflight(os.DirFS("/")) }
+// BTF given with --btf stands in for the running kernel's.
+func Preflight(given *KernelBTF) []Problem { return preflight(os.DirFS("/"), given) }
 
 // Capability bits (linux/capability.h).
 const (
@@ -28,14 +29,14 @@ const (
 	capBPF      = 39
 )
 
-func preflight(root fs.FS) []Problem {
+func preflight(root fs.FS, given *KernelBTF) []Problem {
 	var ps []Problem
 	if eff, ok := effectiveCaps(root); ok && eff&(1<<capSysAdmin) == 0 && (eff&(1<<capBPF) == 0 || eff&(1<<capPerfmon) == 0) {
 		return []Problem{{Fatal: true, Msg: ErrPrivileges.Error()}}
 	}
 	exists := func(p string) bool { _, err := fs.Stat(root, p); return err == nil }
-	if !exists("sys/kernel/btf/vmlinux") {
-		ps = append(ps, Problem{Fatal: true, Msg: "the kernel has no BTF (/sys/kernel/btf/vmlinux): rdmatrace needs a kernel built with CONFIG_DEBUG_INFO_BTF, as Debian's are"})
+	if !exists("sys/kernel/btf/vmlinux") && (given == nil || given.Base == nil) {
+		ps = append(ps, Problem{Fatal: true, Msg: "the kernel has no BTF (/sys/kernel/btf/vmlinux): rdmatrace needs a kernel built with CONFIG_DEBUG_INFO_BTF, as Debian's are, or the kernel's BTF given with --btf FILE"})
 	}
 	modules := exists("proc/modules")
 	builtin := builtinModules(root)
@@ -44,9 +45,9 @@ func preflight(root fs.FS) []Problem {
 	// directory only if it has parameters) and its BTF is the kernel's.
 	loaded := func(name string) bool { return builtin[name] || exists("sys/module/"+name) }
 	noBTF := func(name string) bool {
-		return exists("sys/module/"+name+"/initstate") && !exists("sys/kernel/btf/"+name)
+		return exists("sys/module/"+name+"/initstate") && !exists("sys/kernel/btf/"+name) && !given.has(name)
 	}
-	const btfModules = "it needs a kernel built with CONFIG_DEBUG_INFO_BTF_MODULES, as Debian's are"
+	const btfModules = "it needs a kernel built with CONFIG_DEBUG_INFO_BTF_MODULES, as Debian's are, or the module's BTF given with --btf (pahole -J makes it from the module built with debug info)"
 	switch {
 	case !loaded("ib_core") && !modules:
 		// rdma_cm needs ib_core: one line says all.

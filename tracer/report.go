@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// attachReport tells on stderr, in a line or two, what was attached and
-// what not (each hook's reason when verbose); it is an error when nothing
-// could be.
+// attachReport tells on stderr what was attached: one line of counts,
+// each hook's line only with verbose. Said without verbose all the same:
+// a hook an option asked for that did not attach, and a program the
+// verifier rejected (a bug to report). It is an error when nothing could
+// be attached.
 func attachReport(t *Tracer, verbose bool, out io.Writer) error {
 	attached := t.Attached()
-	var skipped, absent []string
-	noTracefs := false
+	noTracefs, denied := false, false
 	if k := t.Kprobes; !k.First && k.Why != "" && (verbose || t.Preemption.Preemptible()) {
 		fmt.Fprintf(out, "rdmatrace: %s\n", k.Why)
 	}
@@ -23,43 +24,75 @@ func attachReport(t *Tracer, verbose bool, out io.Writer) error {
 			fmt.Fprintf(out, "rdmatrace: hook %s attached (%s; %s)\n", r.Hook, r.Variant, r.Preferred)
 		case r.Variant != "" && verbose:
 			fmt.Fprintf(out, "rdmatrace: hook %s attached (%s)\n", r.Hook, r.Variant)
-		case r.Skipped && verbose:
+		case r.Skipped && (verbose || r.Requested):
 			fmt.Fprintf(out, "rdmatrace: hook %s skipped: %s\n", r.Hook, r.Reason)
-		case r.Variant == "" && verbose:
+		case r.Variant == "" && !r.Skipped && (verbose || r.Requested):
 			fmt.Fprintf(out, "rdmatrace: hook %s not attached: %s\n", r.Hook, r.Reason)
 		}
-		if r.Skipped {
-			absent = append(absent, r.Hook)
-			continue
-		}
-		if r.Variant == "" {
-			skipped = append(skipped, r.Hook)
+		if r.Variant == "" && !r.Skipped {
 			noTracefs = noTracefs || strings.Contains(r.Reason, "nor tracefs")
+			denied = denied || r.denied
 		}
 	}
+	rejections(t, verbose, out)
 	if noTracefs {
 		fmt.Fprintln(out, "rdmatrace: tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing): hooks that fall back to kprobes need it")
 	}
-	why := ""
-	if len(skipped) > 0 && !verbose {
-		why = " (-v says why)"
-	}
 	if attached == 0 {
-		return fmt.Errorf("no hook could be attached%s", why)
+		if denied {
+			return ErrPrivileges
+		}
+		if verbose {
+			return fmt.Errorf("no hook could be attached")
+		}
+		return fmt.Errorf("no hook could be attached (-v says why)")
 	}
-	choice := kprobeChoice(t)
-	// Hooks in a module that is not loaded (smc) are not counted: there is
-	// nothing of theirs to trace, and they are named at the end.
-	if len(absent) > 0 {
-		choice += "; not traced, module not loaded: " + strings.Join(absent, ", ")
-	}
-	total := len(t.Reports) - len(absent)
-	if len(skipped) > 0 {
-		fmt.Fprintf(out, "rdmatrace: %d of %d hooks attached%s; skipped: %s%s\n", attached, total, choice, strings.Join(skipped, ", "), why)
-	} else {
-		fmt.Fprintf(out, "rdmatrace: %d of %d hooks attached%s\n", attached, total, choice)
-	}
+	fmt.Fprintf(out, "rdmatrace: %s%s\n", hookCounts(t, verbose), kprobeChoice(t))
 	return nil
+}
+
+// hookCounts is "41 hooks attached, 3 skipped (-v lists them)": hooks
+// whose module is not loaded count as skipped.
+func hookCounts(t *Tracer, verbose bool) string {
+	attached := t.Attached()
+	skipped := len(t.Reports) - attached
+	s := fmt.Sprintf("%d hooks attached", attached)
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+		if !verbose {
+			s += " (-v lists them)"
+		}
+	}
+	return s
+}
+
+// rejections tells of each program the kernel's verifier refused: the
+// kernel, the program, the verifier's conclusion (with verbose, the log's
+// last lines), and that it is a bug to report.
+func rejections(t *Tracer, verbose bool, out io.Writer) {
+	release := ""
+	for _, r := range t.Reports {
+		for _, rj := range r.Rejections {
+			if release == "" {
+				release = osRelease()
+			}
+			then := "the hook is not traced"
+			if r.Variant != "" {
+				then = "the hook is traced by its " + r.Variant + " variant instead"
+			}
+			more := " (-v shows the verifier's last lines)"
+			if verbose {
+				more = " with the lines below"
+			}
+			fmt.Fprintf(out, "rdmatrace: BUG: Linux %s's verifier rejected program %s (hook %s, %s): %s; %s. This is rdmatrace's bug: please report it%s\n",
+				release, rj.Prog, rj.Hook, rj.Variant, strings.TrimRight(rj.Conclusion(), "."), then, more)
+			if verbose {
+				for _, l := range rj.Log {
+					fmt.Fprintf(out, "rdmatrace:   %s\n", l)
+				}
+			}
+		}
+	}
 }
 
 // kprobeChoice tells, for the attach summary, which hooks use kprobes
@@ -89,23 +122,32 @@ func kprobeChoice(t *Tracer) string {
 	return "; kprobes for " + list + " hooks: " + t.Kprobes.Why
 }
 
-// summary tells what was attached, what was seen and what was lost.
-func summary(t *Tracer, seen, shown, drops uint64, out io.Writer) {
-	var on, off []string
-	for _, r := range t.Reports {
-		if r.Variant != "" && r.Reason != "" {
-			on = append(on, r.Hook+" ("+r.Variant+", as "+r.Reason+")")
-		} else if r.Variant != "" {
-			on = append(on, r.Hook+" ("+r.Variant+")")
-		} else {
-			off = append(off, r.Hook+": "+r.Reason)
-		}
-	}
-	fmt.Fprintf(out, "rdmatrace: hooks attached: %d: %s\n", len(on), strings.Join(on, ", "))
-	if len(off) > 0 {
-		fmt.Fprintf(out, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
-	}
-	fmt.Fprintf(out, "rdmatrace: events: %d seen, %d shown, %d dropped\n", seen, shown, drops)
+// summary tells what was attached (each hook with verbose), what was seen
+// and what was lost: one line in a healthy run.
+func summary(t *Tracer, seen, shown, drops uint64, verbose bool, out io.Writer) {
+	endCounts(t, seen, shown, drops, verbose, out)
 	busySummary(t, out)
 	endLosses(readLosses(t), hasKprobes(t), out)
+}
+
+// endCounts is the summary's hooks and events: the hooks' lists with
+// verbose, then the line of counts.
+func endCounts(t *Tracer, seen, shown, drops uint64, verbose bool, out io.Writer) {
+	if verbose {
+		var on, off []string
+		for _, r := range t.Reports {
+			if r.Variant != "" && r.Reason != "" {
+				on = append(on, r.Hook+" ("+r.Variant+", as "+r.Reason+")")
+			} else if r.Variant != "" {
+				on = append(on, r.Hook+" ("+r.Variant+")")
+			} else {
+				off = append(off, r.Hook+": "+r.Reason)
+			}
+		}
+		fmt.Fprintf(out, "rdmatrace: hooks attached: %d: %s\n", len(on), strings.Join(on, ", "))
+		if len(off) > 0 {
+			fmt.Fprintf(out, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
+		}
+	}
+	fmt.Fprintf(out, "rdmatrace: %s; events: %d seen, %d shown, %d dropped\n", hookCounts(t, verbose), seen, shown, drops)
 }

@@ -122,8 +122,8 @@ func (e *ExitError) Unwrap() error { return e.Err }
 var errCount = errors.New("count reached")
 
 // NewSession checks the system, loads and attaches the tracer, and tells
-// on stderr, in a line or two, what it could not attach (each hook's
-// reason with Verbose).
+// on stderr, in a line, how many hooks attached (each hook's report with
+// Verbose).
 func NewSession(o SessionOptions) (*Session, error) {
 	s := &Session{o: o, stderr: o.Stderr}
 	if s.stderr == nil {
@@ -134,7 +134,7 @@ func NewSession(o SessionOptions) (*Session, error) {
 		return s, nil
 	}
 	fatal := false
-	for _, p := range Preflight() {
+	for _, p := range Preflight(o.Tracer.BTF) {
 		msg := p.Msg
 		if msg == ErrPrivileges.Error() && o.NeedsRoot != "" {
 			msg = o.NeedsRoot
@@ -159,6 +159,9 @@ func NewSession(o SessionOptions) (*Session, error) {
 	}
 	if err := attachReport(t, o.Verbose, s.stderr); err != nil {
 		t.Close()
+		if errors.Is(err, ErrPrivileges) && o.NeedsRoot != "" {
+			return nil, &ExitError{Code: 1, Err: errors.New(o.NeedsRoot)}
+		}
 		return nil, err
 	}
 	s.t = t
@@ -327,7 +330,7 @@ func (s *Session) report() {
 		return
 	}
 	drops, _ := s.t.Drops()
-	summary(s.t, s.seen, s.shown, drops, s.stderr)
+	summary(s.t, s.seen, s.shown, drops, s.o.Verbose, s.stderr)
 	if n := s.t.Unread(); n > 0 {
 		fmt.Fprintf(s.stderr, "rdmatrace: WARNING: %d events left unread in the ring buffer: the stop reads for at most %v\n", n, StopDrain)
 	}

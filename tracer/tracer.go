@@ -41,6 +41,10 @@ type Options struct {
 	// runs, and what else its Options ask (a port-busy event's holders,
 	// an SMC socket's process). nil: an Enricher that places owners only.
 	Enrich *enrich.Enricher
+	// BTF is what --btf gave (LoadBTF), read instead of the running
+	// kernel's for the programs' CO-RE relocations; nil: the running
+	// kernel's.
+	BTF *KernelBTF
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -53,6 +57,14 @@ type Report struct {
 	Preferred string
 	// Skipped: not tried, as the module the hook is in is not loaded.
 	Skipped bool
+	// Requested: an option asked for this hook (--follow-pid), so its
+	// failure is said without -v.
+	Requested bool
+	// Rejections are the variants the kernel's verifier refused, whether
+	// or not a later variant attached.
+	Rejections []Rejection
+	// denied: a variant failed for want of a privilege.
+	denied bool
 }
 
 // Tracer holds the loaded programs and links. Run reads its events.
@@ -68,6 +80,8 @@ type Tracer struct {
 	Preemption Preemption
 	Kprobes    KprobeChoice
 	cache      *btf.Cache
+	// progOpts carry the CO-RE targets of --btf, when given.
+	progOpts ebpf.ProgramOptions
 	ring
 }
 
@@ -154,6 +168,9 @@ func Open(opts Options) (*Tracer, error) {
 		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
 	}
 	t := &Tracer{spec: spec, maps: map[string]*ebpf.Map{}, cache: btf.NewCache()}
+	if t.progOpts, err = opts.BTF.programOptions(t.cache); err != nil {
+		return nil, err
+	}
 	for name, ms := range spec.Maps {
 		if strings.HasPrefix(name, ".") {
 			continue // .rodata and friends belong to each program's collection
@@ -197,7 +214,9 @@ func Open(opts Options) (*Tracer, error) {
 				continue
 			}
 		}
-		t.Reports = append(t.Reports, t.attachHook(h, opts.Fallback, t.Kprobes.First))
+		r := t.attachHook(h, opts.Fallback, t.Kprobes.First)
+		r.Requested = h.followed
+		t.Reports = append(t.Reports, r)
 	}
 	t.ring.poll = opts.Poll
 	if t.ring.poll <= 0 {
@@ -213,7 +232,7 @@ func Open(opts Options) (*Tracer, error) {
 	// What loading took (the kernel's and modules' BTF, the object's
 	// specs: tens of MB) is garbage now. Collect it before tracing starts
 	// rather than in the middle of the workload being traced.
-	t.spec, t.cache = nil, nil
+	t.spec, t.cache, t.progOpts = nil, nil, ebpf.ProgramOptions{}
 	debug.FreeOSMemory()
 	return t, nil
 }
@@ -227,6 +246,8 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 			reasons = append(reasons, v.name+": skipped (--fallback)")
 		}
 	}
+	var rejected []Rejection
+	denied := false
 	usual := h.order(fallback, false)[0].name
 	for _, v := range h.order(fallback, kprobesFirst) {
 		var links []link.Link
@@ -235,6 +256,9 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		for _, p := range v.progs {
 			var lp *loadedProg
 			if lp, err = t.load(p); err != nil {
+				if r := newRejection(h.Name, v.name, p.name, err); r != nil {
+					rejected = append(rejected, *r)
+				}
 				break
 			}
 			loaded = append(loaded, lp)
@@ -247,7 +271,7 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		if err == nil {
 			t.links = append(t.links, links...)
 			t.progs = append(t.progs, loaded...)
-			r := Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; ")}
+			r := Report{Hook: h.Name, Variant: v.name, Reason: strings.Join(reasons, "; "), Rejections: rejected}
 			if len(reasons) == 0 && v.name != usual {
 				r.Preferred = "preferred to " + usual + ": " + t.Kprobes.Why
 			}
@@ -259,9 +283,10 @@ func (t *Tracer) attachHook(h Hook, fallback, kprobesFirst bool) Report {
 		for _, lp := range loaded {
 			lp.coll.Close()
 		}
-		reasons = append(reasons, v.name+": "+shortError(err))
+		reasons = append(reasons, v.name+": "+loadReason(err))
+		denied = denied || classifyLoad(err) == failPrivileges
 	}
-	return Report{Hook: h.Name, Reason: strings.Join(reasons, "; ")}
+	return Report{Hook: h.Name, Reason: strings.Join(reasons, "; "), Rejections: rejected, denied: denied}
 }
 
 // load loads one program with the shared maps.
@@ -288,11 +313,10 @@ func (t *Tracer) load(p prog) (*loadedProg, error) {
 			repl[n] = m
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache})
+	// A failure keeps its kind (loadReason): a verifier rejection is
+	// EACCES too, not a missing privilege.
+	coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{MapReplacements: repl, Cache: t.cache, Programs: t.progOpts})
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("%w (%v)", ErrPrivileges, err)
-		}
 		return nil, err
 	}
 	return &loadedProg{name: name, coll: coll, prog: coll.Programs[name]}, nil

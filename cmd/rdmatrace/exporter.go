@@ -77,6 +77,7 @@ func exporterCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-trace", Usage: "serve only what netlink says (no event counters)"},
 			ringSizeFlag,
 			fallbackFlag,
+			btfFlag,
 			readyFileFlag("once serving"),
 			&cli.StringFlag{Name: "web.config.file", Usage: "TLS and basic auth from `FILE`, the exporter-toolkit web configuration every Prometheus exporter reads (tls_server_config, basic_auth_users)"},
 			&cli.IntFlag{Name: "web.max-connections", Value: exporter.DefaultMaxConnections, Usage: "accept `N` connections at once; the others wait in the listen queue"},
@@ -166,7 +167,7 @@ func runExporter(c *cli.Context) error {
 			Part:      exporter.PartTracer,
 			Health:    health,
 			Start:     func() (func() error, func(), error) { return startTracer(o, x, tm, feed) },
-			Probe:     tracerProbe,
+			Probe:     func() string { return tracerProbe(o.Tracer.BTF) },
 			Log:       func(msg string) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(msg)) },
 			Attempted: markReady,
 		}
@@ -230,10 +231,10 @@ func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.Tra
 // tracerProbe is what the tracer's start depends on, cheaply: the
 // preflight's problems (privileges, BTF, the RDMA modules). A change
 // retries a tracer that could not start, and restarts one that started
-// without some hooks.
-func tracerProbe() string {
+// without some hooks. given is the BTF of --btf, if any.
+func tracerProbe(given *tracer.KernelBTF) string {
 	var b strings.Builder
-	for _, p := range tracer.Preflight() {
+	for _, p := range tracer.Preflight(given) {
 		b.WriteString(p.Msg)
 		b.WriteByte('\n')
 	}

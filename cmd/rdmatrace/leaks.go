@@ -86,6 +86,7 @@ func leaksCommand() *cli.Command {
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
 			fallbackFlag,
+			btfFlag,
 			verboseFlag,
 			&cli.StringSliceFlag{Name: "log", Usage: "post-mortem: read the kernel's leak and hang reports from this log (`FILE`: dmesg, dmesg -T, journalctl text; - for stdin; gzip, xz, zstd or bzip2 compressed or not); no tracing"},
 			&cli.StringFlag{Name: "recording", Usage: "post-mortem: a `FILE` of rdmatrace trace -j from the same boot, to name what the log's reports leave unnamed"},

@@ -22,6 +22,10 @@ var (
 	verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say how each hook was attached, or why it was not"}
 	// userFlag chooses who runs -- CMD, for every command that runs one.
 	userFlag = &cli.StringFlag{Name: "user", Usage: "with -- CMD: run CMD as `USER` (name or uid; default: the user who ran sudo, or doas, else rdmatrace's own)"}
+	// btfFlag reads BTF from elsewhere than /sys/kernel/btf
+	// (tracer.LoadBTF).
+	btfFlag = &cli.StringSliceFlag{Name: "btf", Usage: "read the kernel's or an RDMA module's BTF from `PATH`, for a kernel or module that has none (repeat it): " +
+		"the kernel's (vmlinux), a module's named after it (ib_core, rdma_cm, ...), or a directory of these as /sys/kernel/btf holds them"}
 	pollFlag = &cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "while events flow, read them every `DURATION` (a quarter-full ring wakes the reader sooner): longer costs less CPU and shows events later"}
 )
 
@@ -62,6 +66,13 @@ func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error
 	}
 	for _, p := range c.IntSlice("follow-pid") {
 		o.Tracer.Follow = append(o.Tracer.Follow, uint32(p))
+	}
+	if paths := c.StringSlice(btfFlag.Name); len(paths) > 0 && !c.Bool("no-trace") {
+		kb, err := tracer.LoadBTF(paths)
+		if err != nil {
+			return o, usage(c, "%w", err)
+		}
+		o.Tracer.BTF = kb
 	}
 	if len(argv) > 0 {
 		id, err := programUser(c)

@@ -66,6 +66,7 @@ func traceCommand() *cli.Command {
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
 			fallbackFlag,
+			btfFlag,
 			pollFlag,
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},

@@ -94,6 +94,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l t
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l no-trace
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l ring-size -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l fallback
+complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.config.file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.max-connections -x
@@ -119,6 +120,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l max-
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ring-size -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l fallback
+complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l log -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l recording -r -F
@@ -239,6 +241,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l coun
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l ring-size -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l fallback
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-snapshot
