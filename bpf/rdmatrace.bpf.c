@@ -583,6 +583,13 @@ static __always_inline void set_res(struct res_event *e, struct rdma_restrack_en
 		break;
 	}
 	case RDMA_RESTRACK_SRQ: {
+		/* ib_srq has a restrack entry since 5.11; on older kernels (5.10
+		 * with --btf) the relocation below would fail the whole program,
+		 * and with it every restrack hook. */
+		if (!bpf_core_field_exists(struct ib_srq, res)) {
+			e->h.obj = (__u64)res;
+			break;
+		}
 		struct ib_srq *srq = container(res, struct ib_srq, res);
 		e->h.obj = (__u64)srq;
 		set_dev(&e->h, &e->dev, BPF_CORE_READ(srq, device));
