@@ -19,6 +19,7 @@ test)
 		prometheus # the exporter's guest test scrapes with a real server; promtool checks the alerts
 		fish zsh   # the completion scripts' tests run them
 		rpm        # the package smoke inspects the .rpm
+		dwarves    # pahole: the RDMA modules' BTF for 5.10's trace test (guest/modbtf.sh)
 		gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C
 	;;
 *)
