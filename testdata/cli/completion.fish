@@ -79,6 +79,7 @@ complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l details
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -s d
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l duration
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l interval
+complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l max-blocked
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l max-table
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l ready-file
 complete -c rdmatrace -n '__fish_seen_subcommand_from leaks' -l ring-size

@@ -43,7 +43,7 @@ _rdmatrace() {
         words=""
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --report --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --fallback --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         ;;
     link)
