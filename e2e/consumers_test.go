@@ -25,17 +25,28 @@ var consumersDir = flag.String("consumers", "guest/consumers", "the scripts that
 type consumer struct {
 	name    string
 	modules []string
-	tool    string // a host program the script runs; its package in the skip message
-	pkg     string
+	tools   []string // host programs the script runs; their packages in the skip message
+	pkgs    string
 	script  string
 	env     []string // for its script
+	// users are the modules whose cm_ids rdma res must show once it is
+	// up; listener is the one whose listener is bound to no device.
+	users    []string
+	listener string
 }
 
 // nvmeof's target listens on 0.0.0.0: a wildcard listener, created while
 // leaks runs and bound to no device, as a kernel service started before
 // any device is.
 var nvmeof = consumer{name: "NVMe over RDMA", modules: []string{"nvmet-rdma", "nvme-rdma", "null_blk"},
-	tool: "nvme", pkg: "nvme-cli", script: "nvmeof.sh", env: []string{"NVMEOF_LISTEN=0.0.0.0"}}
+	tools: []string{"nvme"}, pkgs: "nvme-cli", script: "nvmeof.sh", env: []string{"NVMEOF_LISTEN=0.0.0.0"},
+	users: []string{"nvme_rdma", "nvmet_rdma"}, listener: "nvmet_rdma"}
+
+// nfsrdma's server (svcrdma) listens on every address; its client
+// (xprtrdma) mounts with proto=rdma. Both are the module rpcrdma.
+var nfsrdma = consumer{name: "NFS over RDMA", modules: []string{"nfsd", "rpcrdma"},
+	tools: []string{"rpc.nfsd", "exportfs", "rpc.mountd", "rpcbind", "mount.nfs"}, pkgs: "nfs-kernel-server nfs-common", script: "nfsrdma.sh",
+	users: []string{"rpcrdma"}, listener: "rpcrdma"}
 
 // need skips the test where the kernel or the host lacks the consumer.
 func (c consumer) need(t *testing.T) {
@@ -45,8 +56,10 @@ func (c consumer) need(t *testing.T) {
 			t.Skipf("kernel %s has no module %s for %s: %s", release(t), m, c.name, strings.TrimSpace(string(stderr)))
 		}
 	}
-	if _, err := exec.LookPath(c.tool); err != nil {
-		t.Skipf("%s needs %s on the host (its / is the guest's): apt-get install %s", c.name, c.tool, c.pkg)
+	for _, tool := range c.tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s needs %s on the host (its / is the guest's): apt-get install %s", c.name, tool, c.pkgs)
+		}
 	}
 }
 
@@ -180,10 +193,18 @@ func sameRes(t *testing.T) {
 // rxe0, with its owners, and nothing left; the target's wildcard listener,
 // bound to no device, is neither on rxe0 nor left; once the target is
 // removed, leaks exits 0.
-func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
+func TestNVMeOverRDMAUnderLeaks(t *testing.T) { underLeaks(t, nvmeof) }
+
+// TestNFSOverRDMAUnderLeaks is the same with NFS over RDMA: the kernel's
+// NFS server exporting a tmpfs on 10.99.0.1:20049 over RDMA (its listener
+// on every address), the kernel's client mounting it with proto=rdma, and
+// a file written and read through the mount.
+func TestNFSOverRDMAUnderLeaks(t *testing.T) { underLeaks(t, nfsrdma) }
+
+// underLeaks is the test above for a kernel consumer c.
+func underLeaks(t *testing.T, c consumer) {
 	needDevice(t)
 	needModuleBTF(t)
-	c := nvmeof
 	c.need(t)
 	t.Cleanup(func() {
 		_, _, _ = runStatus(*consumersDir+"/"+c.script, "down")
@@ -230,7 +251,7 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
 				t.Errorf("ps -j has no row for [%s], which rdma res shows", m)
 			}
 		}
-		for _, m := range []string{"nvme_rdma", "nvmet_rdma"} {
+		for _, m := range c.users {
 			if perModule[m]["cm_id"] == 0 {
 				t.Errorf("rdma res shows no cm_id of %s: is the host connected?", m)
 			}
@@ -243,7 +264,7 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
 		wildcard := false
 		for i := range evs {
 			e := &evs[i]
-			if e.Kind == rdma.EvCMIDCreate && e.Owner.KernName == "nvmet_rdma" && !e.Has(rdma.EvHasDev) {
+			if e.Kind == rdma.EvCMIDCreate && e.Owner.KernName == c.listener && !e.Has(rdma.EvHasDev) {
 				wildcard = true
 			}
 			if e.Kind != rdma.EvCreate || e.Has(rdma.EvHasOwner) {
@@ -269,7 +290,7 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
 			t.Error("rdma res shows no object of a consumer")
 		}
 		if !wildcard {
-			t.Error("the trace has no cm_id_create of nvmet_rdma's wildcard listener")
+			t.Errorf("the trace has no cm_id_create of %s's wildcard listener", c.listener)
 		}
 	})
 
@@ -282,7 +303,7 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
 	began := time.Now()
 	out, stderr, err := runStatus("rdma", "link", "delete", device)
 	if err != nil {
-		t.Fatalf("rdma link delete %s with NVMe over RDMA connected: %v\n%s%s", device, err, out, stderr)
+		t.Fatalf("rdma link delete %s with %s connected: %v\n%s%s", device, c.name, err, out, stderr)
 	}
 	t.Logf("rdma link delete %s returned after %v", device, time.Since(began).Round(time.Millisecond))
 	var done finding
@@ -317,10 +338,10 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) {
 			device, strings.Join(reported, "\n"), strings.Join(onDevice, "\n"))
 	}
 
-	c.do(t, "down") // destroys the target's wildcard listener
+	c.do(t, "down") // destroys the wildcard listener
 	_ = l.cmd.Process.Signal(syscall.SIGINT)
 	err = l.cmd.Wait()
-	keep(t, "consumers/nvmeof-leaks.ndjson", []byte(l.out.String()))
+	keep(t, "consumers/"+strings.TrimSuffix(c.script, ".sh")+"-leaks.ndjson", []byte(l.out.String()))
 	if err != nil {
 		t.Errorf("rdmatrace leaks after a clean removal and the target's: %v, want exit status 0\n%s\n%s", err, l.out.String(), l.stderr.String())
 	}

@@ -215,7 +215,7 @@ func holdersOf(ents []*restable.Entry) []holder {
 		} else if o.KernName == "" {
 			o.KernName = "?" // a kernel object whose module the tracer could not read
 		}
-		if len(out) == 0 || out[len(out)-1].owner != o {
+		if n := len(out); n == 0 || out[n-1].owner.PID != o.PID || out[n-1].owner.KernName != o.KernName {
 			out = append(out, holder{owner: o})
 		}
 		h := &out[len(out)-1]

@@ -228,7 +228,11 @@ func TestCleanProgramLeaksNothing(t *testing.T) {
 	var sc script
 	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 300, "rping")
 	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 300, "rping")
-	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 300, "rping")
+	// rdma_create_id, then rdma_resolve_addr binds the ID to rxe0: one ID.
+	u := sc.res(1.15, rdma.EvCMIDCreate, rdma.ResCMID, 0, 300, "rping")
+	u.Flags &^= rdma.EvHasDev
+	u.Obj = 0xffff3
+	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 300, "rping").Obj = 0xffff3
 	sc.res(2, rdma.EvDestroy, rdma.ResCMID, 3, 300, "rping")
 	sc.res(2.1, rdma.EvDestroy, rdma.ResPD, 2, 300, "rping")
 	sc.res(3, rdma.EvDestroy, rdma.ResCTX, 1, 300, "rping").Flags |= rdma.EvActorExiting

@@ -79,6 +79,15 @@ func (p *program) belongs(w *Watcher, pid uint32) bool {
 // the new resource decides).
 func (p *program) added(w *Watcher, ent *restable.Entry) {
 	delete(p.created, ent.Key)
+	if ent.Res.Res == rdma.ResCMID && ent.Bound() {
+		// An ID the program created unbound is bound now: the same one.
+		unbound := restable.Key{Dev: restable.NoDevice, Res: rdma.ResCMID, Num: ent.Res.Obj}
+		if p.created[unbound] {
+			delete(p.created, unbound)
+			p.created[ent.Key] = true
+			return
+		}
+	}
 	if p.owns(w, &ent.Res) {
 		p.created[ent.Key] = true
 		p.made++
