@@ -182,9 +182,10 @@ func sameRes(t *testing.T) {
 }
 
 // TestNVMeOverRDMAUnderLeaks runs NVMe over RDMA in loopback on rxe0
-// (device index 0): nvmet-rdma's target, set up through configfs with a
-// null_blk namespace, and nvme-rdma's host, connected with nvme-cli, with
-// rdmatrace trace and leaks running from before the target listens. With
+// (device index 0 when it is the guest's first): nvmet-rdma's target, set
+// up through configfs with a null_blk namespace, and nvme-rdma's host,
+// connected with nvme-cli, with rdmatrace trace and leaks running from
+// before the target listens. With
 // the host connected and after I/O: res -j is rdma res show for every type;
 // ps counts what rdma res counts per module; the trace has a create of
 // every consumer object, owned by the module rdma res names. Then `rdma
