@@ -25,7 +25,9 @@ up() {
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
 	rpc.nfsd -N 3 4
 	grep -qx "rdma $port" /proc/fs/nfsd/portlist || echo "rdma $port" >/proc/fs/nfsd/portlist
-	mountpoint -q "$mnt" || mount -t nfs4 -o proto=rdma,port=$port "$addr:/" "$mnt"
+	# Soft, with short timeouts: once rxe0 is deleted, a hard mount's
+	# requests (the unmount's own too) would wait for ever.
+	mountpoint -q "$mnt" || mount -t nfs4 -o proto=rdma,port=$port,soft,timeo=20,retrans=1 "$addr:/" "$mnt"
 	echo "nfsrdma: $addr:/ mounted over rdma on $mnt"
 }
 
@@ -37,8 +39,8 @@ io() {
 }
 
 down() {
-	# Forced and lazy: after its device went away, a hard mount's
-	# requests would wait for a transport for ever.
+	# Forced and lazy: after its device went away, requests wait for a
+	# transport.
 	if mountpoint -q "$mnt"; then
 		timeout 30 umount -f -l "$mnt" || echo "nfsrdma: umount $mnt failed" >&2
 	fi
