@@ -18,14 +18,16 @@ listen=${NVMEOF_LISTEN:-$addr}
 port=4420
 cfs=/sys/kernel/config/nvmet
 
-# ns prints the block device of the connected namespace.
+# ns prints the block device of the connected namespace: the disk whose
+# controller (or, with native multipath, subsystem) has our NQN. Not
+# /sys/class/nvme/nvmeXcYnZ: that is a path of a multipath disk, with no
+# device node.
 ns() {
-	for d in /sys/class/nvme/nvme*; do
-		[ -e "$d/subsysnqn" ] || continue
-		if [ "$(cat "$d/subsysnqn")" = "$nqn" ]; then
-			for n in "$d"/nvme*n*; do
-				[ -e "$n" ] && { echo "/dev/$(basename "$n")"; return 0; }
-			done
+	for b in /sys/block/nvme*n*; do
+		[ -e "$b/device/subsysnqn" ] || continue
+		if [ "$(cat "$b/device/subsysnqn")" = "$nqn" ] && [ -b "/dev/${b##*/}" ]; then
+			echo "/dev/${b##*/}"
+			return 0
 		fi
 	done
 	return 1
@@ -66,6 +68,7 @@ up() {
 
 io() {
 	dev=$(ns) || { echo "nvmeof: not connected" >&2; exit 1; }
+	[ -b "$dev" ] || { echo "nvmeof: $dev is not a block device" >&2; exit 1; }
 	dd if=/dev/zero of="$dev" bs=64k count=16 oflag=direct status=none
 	dd if="$dev" of=/dev/null bs=64k count=16 iflag=direct status=none
 	echo "nvmeof: wrote and read 1 MiB on $dev"
