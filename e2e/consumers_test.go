@@ -201,7 +201,7 @@ func TestNVMeOverRDMAUnderLeaks(t *testing.T) { underLeaks(t, nvmeof) }
 // on every address), the kernel's client mounting it with proto=rdma, and
 // a file written and read through the mount.
 //
-// It runs only with RDMATRACE_E2E_NFS=1: on Debian 6.12 everything up to
+// It runs only with RDMATRACE_E2E_NFS=1: on Debian 6.1 and 6.12 all up to
 // and including the removal's report ran, but with the hard mount of the
 // time, unmounting after the device went away never returned and held
 // the guest until its time limit. The mount is soft now; that this ends is
