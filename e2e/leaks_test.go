@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,6 +92,25 @@ func startLeaks(t *testing.T, args ...string) *leakRun {
 	return l
 }
 
+// noLeaks splits off the "no-leaks" record that ends a clean `leaks --
+// CMD`, and reads its counts: created and destroyed, -1 without one.
+func noLeaks(t *testing.T, fs []finding) (rest []finding, created, destroyed int) {
+	t.Helper()
+	created, destroyed = -1, -1
+	for _, f := range fs {
+		if f.Report != "no-leaks" {
+			rest = append(rest, f)
+			continue
+		}
+		var c struct{ Created, Destroyed *int }
+		if err := json.Unmarshal([]byte(f.line), &c); err != nil || c.Created == nil || c.Destroyed == nil {
+			t.Fatalf("no-leaks record %s: want created and destroyed (%v)", f.line, err)
+		}
+		created, destroyed = *c.Created, *c.Destroyed
+	}
+	return rest, created, destroyed
+}
+
 // belongsTo tells whether a finding's owner is process pid (its "pid" is
 // the creating thread, "tgid" its process when they differ).
 func belongsTo(f finding, pid int) bool {
@@ -110,7 +130,8 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 			t.Errorf("%s: %v\n%s", *rdmaUp, err, out)
 		}
 	})
-	l := startLeaks(t, "--interval", "2s", "--filter-dev", device)
+	// Blocked past 1 s, the rpings held it: a leak (exit status 3).
+	l := startLeaks(t, "--interval", "2s", "--max-blocked", "1s", "--filter-dev", device)
 	w := &workload{t: t}
 	t.Cleanup(w.stop)
 	ports += 10
@@ -252,12 +273,15 @@ func TestLeaksOfAProgram(t *testing.T) {
 	}
 
 	fs, code, log = runLeaks(t, leakqp, device, "clean")
-	if code != 0 || len(fs) != 0 {
-		t.Errorf("leaks -- leakqp clean: status %d, findings %v; want 0 and none\n%s", code, fs, log)
+	fs, made, destroyed := noLeaks(t, fs)
+	// Its context, PD, CQ and QP at least, each destroyed.
+	if code != 0 || len(fs) != 0 || made < 4 || destroyed != made {
+		t.Errorf("leaks -- leakqp clean: status %d, findings %v, %d created, %d destroyed; want 0, none and \"no leaks\" with as many destroyed as created\n%s",
+			code, fs, made, destroyed, log)
 	}
 	fs, code, _ = runLeaks(t, "sh", "-c", "exit 7")
-	if code != 7 || len(fs) != 0 {
-		t.Errorf("leaks -- sh -c 'exit 7': status %d, findings %v; want 7 and none", code, fs)
+	if fs, made, destroyed := noLeaks(t, fs); code != 7 || len(fs) != 0 || made != 0 || destroyed != 0 {
+		t.Errorf("leaks -- sh -c 'exit 7': status %d, findings %v, %d created, %d destroyed; want 7, none and no leaks of 0", code, fs, made, destroyed)
 	}
 
 	ports += 10
@@ -267,8 +291,8 @@ func TestLeaksOfAProgram(t *testing.T) {
 	w.start("rping", "-s", "-a", addr, "-p", port, "-C", "3")
 	time.Sleep(time.Second)
 	fs, code, log = runLeaks(t, "rping", "-c", "-a", addr, "-p", port, "-C", "3")
-	if code != 0 || len(fs) != 0 {
-		t.Errorf("leaks -- rping (a clean run): status %d, findings %v; want 0 and none\n%s", code, fs, log)
+	if fs, made, destroyed := noLeaks(t, fs); code != 0 || len(fs) != 0 || made == 0 || destroyed != made {
+		t.Errorf("leaks -- rping (a clean run): status %d, findings %v, %d created, %d destroyed; want 0, none and no leaks\n%s", code, fs, made, destroyed, log)
 	}
 	sc := bufio.NewScanner(strings.NewReader(log))
 	for sc.Scan() {

@@ -384,6 +384,7 @@ func TestLeaksNamesThePortItsProgramCouldNotHave(t *testing.T) {
 	}
 	holder := fmt.Sprintf("[%d] tcp LISTEN %s:7430", os.Getpid(), siwAddr)
 	n := 0
+	fs, _, _ = noLeaks(t, fs) // a busy port is no leak
 	for _, f := range fs {
 		if f.Report != "port-busy" {
 			t.Errorf("a finding other than port-busy: %v", f)

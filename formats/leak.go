@@ -36,8 +36,19 @@ func FindingFields(f *rdma.Finding) Object {
 	switch f.Report {
 	case rdma.LeakWaiting:
 		o = o.str("ifname", e.DevName).append(Field{Key: "blocked", Kind: Secs, Num: ms(f.Blocked)})
+		switch {
+		case e.Has(rdma.EvHasOwner):
+			o = o.num("pid", uint64(e.Owner.PID)).str("comm", e.Owner.Comm).place(e.Owner.Place)
+		case e.Owner.KernName != "":
+			o = o.str("comm", e.Owner.KernName) // as iproute2 writes a kernel owner: comm without pid
+		default:
+			return o
+		}
+		o = o.num("resources", uint64(f.Resources))
+		for _, h := range f.Held {
+			o = o.num("held-"+h.Res.String(), uint64(h.N))
+		}
 		if e.Has(rdma.EvHasOwner) {
-			o = o.num("pid", uint64(e.Owner.PID)).str("comm", e.Owner.Comm).place(e.Owner.Place).num("resources", uint64(f.Resources))
 			o = o.list("files", append([]string{}, f.Files...))
 		}
 		return o
@@ -59,6 +70,9 @@ func FindingFields(f *rdma.Finding) Object {
 		}
 		o = append(o, fl)
 	}
+	if unbound(e) {
+		o = o.boolean("unbound", true)
+	}
 	o = o.append(Field{Key: "age", Kind: Secs, Num: ms(f.Age)})
 	if f.AgeAtLeast {
 		o = o.boolean("pre-existing", true)
@@ -67,6 +81,21 @@ func FindingFields(f *rdma.Finding) Object {
 }
 
 func (o Object) append(f Field) Object { return append(o, f) }
+
+// unbound tells whether a finding is about an rdma_cm ID bound to no
+// device: a wildcard listener, an ID before its address is resolved.
+func unbound(e *rdma.Event) bool { return e.Type == rdma.ResCMID && !e.Has(rdma.EvHasDev) }
+
+// NoLeaksObject is the last object of a clean `leaks -- CMD` run:
+// {"report":"no-leaks","created":N,"destroyed":N}.
+func NoLeaksObject(t time.Time, created, destroyed int) Object {
+	return Object{}.str("report", "no-leaks").append(timeField("time", t)).num("created", uint64(created)).num("destroyed", uint64(destroyed))
+}
+
+// NoLeaksLine is its human form, the one line of a clean run.
+func NoLeaksLine(created, destroyed int) string {
+	return fmt.Sprintf("no leaks: %d created, %d destroyed", created, destroyed)
+}
 
 // owner names who holds a resource: comm[pid] or [module].
 func owner(e *rdma.Event) string {
@@ -140,10 +169,17 @@ func statusLine(f *rdma.Finding) string {
 	}
 	if f.Report == rdma.LeakWaiting {
 		s := fmt.Sprintf("%s: unregister%s blocked for %s, ", dev, byTask(f), f.Blocked.Round(time.Second))
-		if !f.Res.Has(rdma.EvHasOwner) {
-			return s + "not on a process rdmatrace knows of (kernel references)"
+		if !f.Res.Has(rdma.EvHasOwner) && f.Res.Owner.KernName == "" {
+			return s + "on nothing rdmatrace sees alive on it (kernel references)"
 		}
-		s += fmt.Sprintf("waiting for %s: %d resources", owner(&f.Res), f.Resources)
+		s += fmt.Sprintf("waiting for %s: %d resource%s", owner(&f.Res), f.Resources, plural(f.Resources))
+		if len(f.Held) > 0 {
+			held := make([]string, len(f.Held))
+			for i, h := range f.Held {
+				held[i] = strconv.Itoa(h.N) + " " + h.Res.String()
+			}
+			s += " (" + strings.Join(held, ", ") + ")"
+		}
 		if len(f.Files) > 0 {
 			files := make([]string, len(f.Files))
 			for i, p := range f.Files {
@@ -189,7 +225,7 @@ func (lw *LeakWriter) Flush() error {
 	for _, f := range lw.group {
 		e := &f.Res
 		var id, lqpn, typ, state string
-		if e.Type != rdma.ResQP { // a QP is named by its lqpn
+		if e.Type != rdma.ResQP && !unbound(e) { // a QP is named by its lqpn; restrack numbers an ID once bound
 			id = strconv.FormatUint(uint64(e.ID), 10)
 		}
 		if e.Given(rdma.HasLQPN) {
@@ -202,7 +238,11 @@ func (lw *LeakWriter) Flush() error {
 		if f.AgeAtLeast {
 			age = ">" + age
 		}
-		row := []string{owner(e), e.DevName, e.Type.String(), id, lqpn, typ, state, age}
+		dev := e.DevName
+		if unbound(e) {
+			dev = "(unbound)"
+		}
+		row := []string{owner(e), dev, e.Type.String(), id, lqpn, typ, state, age}
 		if g.Report == rdma.LeakExitCleanup {
 			row = append(row, e.Cleanup())
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 )
@@ -106,6 +107,29 @@ func TestLeakLogEscapesFileNames(t *testing.T) {
 			if strings.ContainsAny(strings.ReplaceAll(out, "\n", ""), "\x1b\x07") || !strings.Contains(out, `\x1b]0;owned\x07`) {
 				t.Errorf("rdmatrace %q wrote %q", args, out)
 			}
+		}
+	}
+}
+
+// TestCleanProgramEndsWithNoLeaks: the last line of a clean `leaks --
+// CMD` says so with the counts, in both outputs, after what came before.
+func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
+	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		json bool
+		want string
+	}{
+		{false, "no leaks: 7 created, 7 destroyed\n"},
+		{true, `{"report":"no-leaks","time":"2026-11-27T05:00:00Z","created":7,"destroyed":7}` + "\n"},
+	} {
+		var b strings.Builder
+		s := newFindingSink(&b, c.json)
+		s.noLeaks(at, 7, 7)
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("json %v: %q, want %q", c.json, b.String(), c.want)
 		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 
 func init() { commands = append(commands, leaksCommand()) }
 
-// exitLeaked is the exit status when leaks were reported.
+// exitLeaked is the exit status when leaks were reported: something was
+// never freed, or held a device's unregistration past --max-blocked.
 const exitLeaked = 3
 
 // reorderWindow is how long events are held to put them in timestamp
@@ -46,8 +47,11 @@ func leaksCommand() *cli.Command {
 		Description: "Keeps a table of live RDMA resources (a netlink snapshot at start, then the tracer's\n" +
 			"events) and reports:\n" +
 			"  - when a device's unregistration begins: everything still alive on it, by owner;\n" +
-			"    while it is blocked, every --interval, the processes it waits for and their open\n" +
-			"    RDMA device files; when it finishes, what was freed and what never was;\n" +
+			"    while it is blocked, every --interval, what it waits for: each process (with its\n" +
+			"    open RDMA device files) and kernel module still holding resources on it, and\n" +
+			"    which; when it finishes, what was freed and what never was. A removal in which\n" +
+			"    the owners (processes told of it, kernel modules' remove callbacks) free\n" +
+			"    everything within --max-blocked is no leak: the list and a summary line;\n" +
 			"  - at the end (Ctrl-C, --duration): what is still alive;\n" +
 			"  - with -- CMD: runs CMD and, when it exits, reports what it created and did not destroy\n" +
 			"    itself: what the kernel freed at its exit (or when it closed its device file), and\n" +
@@ -55,7 +59,7 @@ func leaksCommand() *cli.Command {
 			"    included, is decided by the owner's cgroup at each event), as the user who ran sudo\n" +
 			"    (--user to choose), and dies with rdmatrace; SIGINT and SIGTERM are passed on, and\n" +
 			"    --duration stops its cgroup (SIGTERM, SIGKILL 5 s later). --report keeps the report apart\n" +
-			"    from CMD's own output;\n" +
+			"    from CMD's own output; a run with no leak ends with \"no leaks: N created, N destroyed\";\n" +
 			"  - a port CMD (or, without CMD, anyone) could not have: each bind, rdma_listen or\n" +
 			"    rdma_connect that got EADDRINUSE, with who held the port.\n" +
 			"Post-mortem, with --log: the kernel's own leak and hang reports (the named restrack report\n" +
@@ -71,7 +75,9 @@ func leaksCommand() *cli.Command {
 			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
 			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
-			"3  leaks were reported",
+			"3  leaks: something was never freed (a device's unregistration dropped it, CMD left it\n"+
+				"      to the kernel's cleanup or alive, or it was created during the run and is alive at\n"+
+				"      its end), or held a device's unregistration past --max-blocked",
 			"N  with -- CMD and no leak: CMD's own status"),
 		Flags: append(append([]cli.Flag{
 			// No -o here: stdout stays CMD's, --report is the report's file.
@@ -82,6 +88,7 @@ func leaksCommand() *cli.Command {
 			streamDetailsFlag,
 			durationFlag,
 			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "how often to name what a blocked unregistration waits for"},
+			&cli.DurationFlag{Name: "max-blocked", Value: leaks.DefaultMaxBlocked, Usage: "how long a device's unregistration may wait for the owners of what is on it; what holds it longer is a leak (exit status 3)"},
 			&cli.IntFlag{Name: "max-table", Value: 1 << 18, Usage: "most resources tracked at once (the rest are counted as untracked)"},
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
@@ -157,6 +164,20 @@ func (s *findingSink) kernel(r *rdma.KernelReport, withRecording bool, matched i
 	_, s.err = s.w.WriteString(line + "\n")
 }
 
+// noLeaks ends the report of a program that left nothing behind.
+func (s *findingSink) noLeaks(now time.Time, created, destroyed int) {
+	if s.err != nil {
+		return
+	}
+	if s.json {
+		s.err = s.nd.Write(formats.NoLeaksObject(now, created, destroyed))
+		return
+	}
+	if s.err = s.human.Flush(); s.err == nil {
+		_, s.err = s.w.WriteString(formats.NoLeaksLine(created, destroyed) + "\n")
+	}
+}
+
 func (s *findingSink) flush() error {
 	if s.json {
 		if err := s.nd.Flush(); s.err == nil {
@@ -183,8 +204,10 @@ func runLeaks(c *cli.Context) error {
 	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
 		return err
 	}
-	if d := c.Duration("interval"); d <= 0 {
-		return usage(c, "--interval %v: expected a positive duration such as 5s", d)
+	for _, name := range []string{"interval", "max-blocked"} {
+		if d := c.Duration(name); d <= 0 {
+			return usage(c, "--%s %v: expected a positive duration such as 5s", name, d)
+		}
 	}
 	// No positional filter words: they would be CMD's.
 	f, err := parseEvents(c, nil, leaksFilterKeys...)
@@ -257,7 +280,7 @@ func newLeakRun(c *cli.Context, clock tracer.Clock, sink *findingSink, f *filter
 	r := &leakRun{table: restable.New(c.Int("max-table")), reorder: restable.NewReorder(reorderWindow), sink: sink, clock: clock, maxTable: c.Int("max-table")}
 	r.w = leaks.New(r.table, sink.write)
 	r.w.Keep = f.Match
-	r.w.Interval = c.Duration("interval")
+	r.w.Interval, r.w.MaxBlocked = c.Duration("interval"), c.Duration("max-blocked")
 	return r
 }
 
@@ -279,6 +302,10 @@ func (r *leakRun) loop(withProgram bool) tracer.Loop {
 			r.tick()
 			if now := time.Now().UTC(); withProgram {
 				r.w.ProgramExited(now)
+				if r.w.Leaked() == 0 {
+					made, destroyed := r.w.ProgramCounts()
+					r.sink.noLeaks(now, made, destroyed)
+				}
 			} else {
 				r.w.End(now)
 			}

@@ -65,9 +65,12 @@ type Finding struct {
 	Age        time.Duration
 	AgeAtLeast bool
 	// LeakWaiting: how long the unregistration has been blocked, how many
-	// resources the process holds on the device, its open device files.
+	// resources the holder (Res.Owner: a process, or a kernel module by
+	// its KernName) still has on the device, of which types, and a
+	// process's open device files.
 	Blocked   time.Duration
 	Resources int
+	Held      []ResCount
 	Files     []string
 	// LeakUnregistered: how long it took and what became of the
 	// resources that were alive when it began: freed in all, of which by
@@ -77,4 +80,10 @@ type Finding struct {
 	Took                                  time.Duration
 	Freed, FreedAtExit, FreedByUnregister int
 	Left                                  int
+}
+
+// ResCount is how many resources of one type a holder has.
+type ResCount struct {
+	Res ResType
+	N   int
 }

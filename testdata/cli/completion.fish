@@ -116,6 +116,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l user
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l details -s d
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l duration -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l interval -x
+complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l max-blocked -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l max-table -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ring-size -x

@@ -6,11 +6,11 @@ autoload -U +X bashcompinit && bashcompinit
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-input | --max-table | --netns | --otlp | --output | --pid | --poll | --port | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --btf | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --otlp | --output | --pid | --poll | --port | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --pid | -p | --container | --port | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
-    leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
+    leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
     ports) case $2 in --output | -o | --port | --addr | --pid | --dev) return 0 ;; esac ;;
@@ -83,10 +83,10 @@ _rdmatrace() {
         values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-table --ready-file --ring-size --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         files="--ready-file --btf --log --recording --report"
-        values="--filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --duration --interval --max-table --ring-size --max-input --user"
+        values="--filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --duration --interval --max-blocked --max-table --ring-size --max-input --user"
         ;;
     link | l | li | lin)
         flags="--json -j --pretty -p --output -o --netns --details -d --help -h"

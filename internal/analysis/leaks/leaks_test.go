@@ -228,7 +228,11 @@ func TestCleanProgramLeaksNothing(t *testing.T) {
 	var sc script
 	sc.res(1, rdma.EvCreate, rdma.ResCTX, 1, 300, "rping")
 	sc.res(1.1, rdma.EvCreate, rdma.ResPD, 2, 300, "rping")
-	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 300, "rping")
+	// rdma_create_id, then rdma_resolve_addr binds the ID to rxe0: one ID.
+	u := sc.res(1.15, rdma.EvCMIDCreate, rdma.ResCMID, 0, 300, "rping")
+	u.Flags &^= rdma.EvHasDev
+	u.Obj = 0xffff3
+	sc.res(1.2, rdma.EvCreate, rdma.ResCMID, 3, 300, "rping").Obj = 0xffff3
 	sc.res(2, rdma.EvDestroy, rdma.ResCMID, 3, 300, "rping")
 	sc.res(2.1, rdma.EvDestroy, rdma.ResPD, 2, 300, "rping")
 	sc.res(3, rdma.EvDestroy, rdma.ResCTX, 1, 300, "rping").Flags |= rdma.EvActorExiting
@@ -239,6 +243,9 @@ func TestCleanProgramLeaksNothing(t *testing.T) {
 	w.ProgramExited(at(4))
 	if len(found) != 0 || w.Leaked() != 0 {
 		t.Errorf("a clean program: %d findings, %d leaked: %+v", len(found), w.Leaked(), found)
+	}
+	if c, d := w.ProgramCounts(); c != 3 || d != 3 {
+		t.Errorf("a clean program: %d created, %d destroyed; want 3 and 3", c, d)
 	}
 }
 
@@ -375,5 +382,153 @@ func TestSMCQPsAreNamedByTheirLink(t *testing.T) {
 	golden.Check(t, "../../../testdata/leaks/smc.txt", h)
 	if len(found) != 3 || found[0].Res.SMC.LGR != 0x100 || found[1].Res.SMC.Role != "client" || found[2].Res.SMC.HasLGR {
 		t.Errorf("findings %+v: want QPs 17 and 18 named by their links, 19 not", found)
+	}
+}
+
+// consumers is a host and target of NVMe over RDMA in loopback on rxe0,
+// device index 0 (the first device's): nvmet_rdma's wildcard listener was
+// created before any device existed (bound to none), and ib_core made
+// its child listener on rxe0 when rxe0 came; nvme_rdma's queue and
+// nvmet_rdma's have a cm_id, a QP, a CQ, a PD and an MR each.
+func consumers(sc *script) {
+	l := &rdma.Event{Kind: rdma.EvCMIDCreate, Resource: rdma.Resource{Type: rdma.ResCMID, Owner: rdma.Owner{KernName: "nvmet_rdma"}}, Obj: 0xffff8881, Time: at(0.5), Mono: 5e8,
+		Flags: rdma.EvHasRes}
+	sc.evs = append(sc.evs, l)
+	c := sc.res(1, rdma.EvCreate, rdma.ResCMID, 17, 0, "nvmet_rdma") // the child listener
+	c.DevIndex = 0
+	n := uint32(18)
+	for _, mod := range []string{"nvmet_rdma", "nvme_rdma"} {
+		for _, r := range []rdma.ResType{rdma.ResCMID, rdma.ResPD, rdma.ResCQ, rdma.ResQP, rdma.ResMR} {
+			e := sc.res(1+float64(n)/100, rdma.EvCreate, r, n, 0, mod)
+			e.DevIndex, e.QPType = 0, rdma.QPTypeRC
+			n++
+		}
+	}
+}
+
+// frees makes the frees of cm_id and verbs objects at s, in kworker tid
+// (the consumers' remove callbacks run in workqueues) or, with tid 224, in
+// the unregistering task.
+func frees(sc *script, s float64, tid uint32, keep func(*rdma.Event) bool) {
+	var out []*rdma.Event
+	for _, e := range sc.evs {
+		if e.Kind != rdma.EvCreate || (keep != nil && !keep(e)) {
+			continue
+		}
+		d := *e
+		d.Kind, d.Time, d.Mono = rdma.EvDestroy, at(s), uint64(s*1e9)
+		d.Actor = rdma.Owner{PID: tid, TID: tid, Comm: "kworker/u4:1"}
+		if tid == 224 {
+			d.Actor.Comm = "rdma"
+		}
+		s += 0.01
+		out = append(out, &d)
+	}
+	sc.evs = append(sc.evs, out...)
+}
+
+// num is what the fixtures above number a resource by: its id, a QP's lqpn.
+func num(e *rdma.Event) uint32 { return e.ID + e.LQPN }
+
+func devAt(sc *script, s float64, kind rdma.EventKind) {
+	sc.dev(s, kind)
+	sc.evs[len(sc.evs)-1].DevIndex = 0
+}
+
+// TestCleanRemovalOfKernelConsumers: `rdma link delete rxe0` while NVMe
+// over RDMA is connected through it. The consumers' remove callbacks
+// free everything within a second, in kworkers and in the unregistering
+// task: the report lists what was alive and sums up; nothing leaked. The
+// wildcard listener, on no device, is neither on rxe0 (index 0) nor left
+// by its removal: it is still alive, unbound.
+func TestCleanRemovalOfKernelConsumers(t *testing.T) {
+	var sc script
+	consumers(&sc)
+	devAt(&sc, 5, rdma.EvDevUnregister)
+	frees(&sc, 5.1, 224, func(e *rdma.Event) bool { return num(e) == 17 }) // the child listener: cma_remove_one
+	frees(&sc, 5.3, 91, func(e *rdma.Event) bool { return num(e) > 17 })
+	devAt(&sc, 6.2, rdma.EvDevUnregistered)
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs = &proc.CommCache{Root: t.TempDir()}
+	run(t, w, sc.events(), []float64{5.5, 6}, &found)
+	j, h := render(t, found)
+	golden.Check(t, "../../../testdata/leaks/consumers-clean.ndjson", j)
+	golden.Check(t, "../../../testdata/leaks/consumers-clean.txt", h)
+	if w.Leaked() != 0 {
+		t.Errorf("leaked %d: the consumers freed everything in time", w.Leaked())
+	}
+	var unreg, left int
+	for _, f := range found {
+		switch f.Report {
+		case rdma.LeakUnregister:
+			unreg++
+			if !f.Res.Has(rdma.EvHasDev) {
+				t.Errorf("the unbound listener is reported as on rxe0: %+v", f)
+			}
+		case rdma.LeakLeft:
+			left++
+		}
+	}
+	if unreg != 11 || left != 0 {
+		t.Errorf("%d unregister, %d left findings; want 11 and 0", unreg, left)
+	}
+	if l := w.Table.Select(func(e *restable.Entry) bool { return true }); len(l) != 1 || l[0].Bound() {
+		t.Errorf("alive after the removal: %d, want nvmet_rdma's unbound listener alone", len(l))
+	}
+}
+
+// TestRemovalBlockedByAKernelListener: nvmet_rdma's child listener on
+// rxe0 is never destroyed (its port was not removed), so the removal
+// blocks in cma_remove_one. Every waiting line names the module and what
+// it holds; the run ends while it is still blocked: a leak.
+func TestRemovalBlockedByAKernelListener(t *testing.T) {
+	var sc script
+	consumers(&sc)
+	devAt(&sc, 5, rdma.EvDevUnregister)
+	frees(&sc, 5.3, 91, func(e *rdma.Event) bool { return num(e) > 17 }) // the target's queue and the host's
+	var found []rdma.Finding
+	w := New(restable.New(100), func(f *rdma.Finding) { found = append(found, *f) })
+	w.Procs = &proc.CommCache{Root: t.TempDir()}
+	run(t, w, sc.events(), nil, &found)
+	for _, s := range []float64{10.5, 15.5} {
+		w.Tick(at(s))
+	}
+	w.End(at(16))
+	j, h := render(t, found)
+	golden.Check(t, "../../../testdata/leaks/consumers-blocked.ndjson", j)
+	golden.Check(t, "../../../testdata/leaks/consumers-blocked.txt", h)
+	waiting := 0
+	for _, f := range found {
+		if f.Report != rdma.LeakWaiting {
+			continue
+		}
+		waiting++
+		if f.Res.Owner.KernName != "nvmet_rdma" || f.Resources != 1 || len(f.Held) != 1 || f.Held[0].Res != rdma.ResCMID {
+			t.Errorf("waiting line %+v: want it to name nvmet_rdma and its cm_id", f)
+		}
+	}
+	// The child listener holding rxe0, and the wildcard listener: created
+	// during the run and alive at its end.
+	if waiting != 2 || w.Leaked() != 2 {
+		t.Errorf("%d waiting lines, leaked %d; want 2 and 2", waiting, w.Leaked())
+	}
+}
+
+// TestSlowRemovalIsALeak: the removal finishes, but the target's queue is
+// freed 12 s after it began (past MaxBlocked): what it freed late held the
+// device.
+func TestSlowRemovalIsALeak(t *testing.T) {
+	var sc script
+	consumers(&sc)
+	devAt(&sc, 5, rdma.EvDevUnregister)
+	frees(&sc, 5.1, 224, func(e *rdma.Event) bool { return num(e) == 17 })
+	frees(&sc, 5.3, 91, func(e *rdma.Event) bool { return num(e) > 17 && num(e) <= 22 })
+	frees(&sc, 17, 91, func(e *rdma.Event) bool { return num(e) > 22 })
+	devAt(&sc, 17.2, rdma.EvDevUnregistered)
+	w := New(restable.New(100), func(*rdma.Finding) {})
+	run(t, w, sc.events(), nil, nil)
+	if w.Leaked() != 5 {
+		t.Errorf("leaked %d, want the 5 objects freed past %v", w.Leaked(), w.MaxBlocked)
 	}
 }

@@ -15,6 +15,9 @@ type program struct {
 	ours    map[uint32]bool // without a cgroup: processes known to descend from root
 	theirs  map[uint32]bool // ... and known not to
 	created map[restable.Key]bool
+	// made and destroyed count the program's resources over the run:
+	// created, and freed by itself (explicitly, or a context with its file).
+	made, destroyed int
 }
 
 // Program makes the watcher follow the resources created by process pid
@@ -76,8 +79,18 @@ func (p *program) belongs(w *Watcher, pid uint32) bool {
 // the new resource decides).
 func (p *program) added(w *Watcher, ent *restable.Entry) {
 	delete(p.created, ent.Key)
+	if ent.Res.Type == rdma.ResCMID && ent.Bound() {
+		// An ID the program created unbound is bound now: the same one.
+		unbound := restable.Key{Dev: restable.NoDevice, Res: rdma.ResCMID, Num: ent.Res.Obj}
+		if p.created[unbound] {
+			delete(p.created, unbound)
+			p.created[ent.Key] = true
+			return
+		}
+	}
 	if p.owns(w, &ent.Res) {
 		p.created[ent.Key] = true
+		p.made++
 	}
 }
 
@@ -92,7 +105,11 @@ func (p *program) removed(w *Watcher, ent *restable.Entry, e *rdma.Event) {
 		return
 	}
 	delete(p.created, ent.Key)
-	if c := e.Cleanup(); c != "" && ent.Res.Type != rdma.ResCTX {
+	c := e.Cleanup()
+	if c == "" || ent.Res.Type == rdma.ResCTX {
+		p.destroyed++
+	}
+	if c != "" && ent.Res.Type != rdma.ResCTX {
 		f := &rdma.Finding{Report: rdma.LeakExitCleanup, Time: e.Time, Res: ent.Res, Age: e.Time.Sub(ent.Created)}
 		f.Res.Flags |= e.Flags & (rdma.EvActorExiting | rdma.EvFileClose)
 		f.Res.Actor = e.Actor
@@ -101,6 +118,15 @@ func (p *program) removed(w *Watcher, ent *restable.Entry, e *rdma.Event) {
 			w.emit(f)
 		}
 	}
+}
+
+// ProgramCounts is how many resources the traced program (children
+// included) created, and how many of them it destroyed itself.
+func (w *Watcher) ProgramCounts() (created, destroyed int) {
+	if w.program == nil {
+		return 0, 0
+	}
+	return w.program.made, w.program.destroyed
 }
 
 // ProgramExited reports what the program created that is still alive.

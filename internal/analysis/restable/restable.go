@@ -13,19 +13,29 @@ import (
 
 // Key names a resource the way the kernel's restrack does: by device,
 // type and id. QPs are named by lqpn and port (GSI and SMI QPs have the
-// same lqpn on every port); rdma_cm IDs bound to no device by address.
+// same lqpn on every port); rdma_cm IDs bound to no device by address,
+// under NoDevice.
 type Key struct {
-	Dev uint32 // device index; 0 for an rdma_cm ID not bound to a device
+	Dev uint32 // device index, or NoDevice
 	Res rdma.ResType
 	Num uint64
 }
+
+// NoDevice is the Dev of an rdma_cm ID bound to no device (a wildcard
+// listener, an ID before rdma_resolve_addr or rdma_bind_addr). It cannot be
+// a device's index: ib_core allocates those in [0, 2^31) (xa_limit_31b),
+// and 0 is the first device's.
+const NoDevice = ^uint32(0)
+
+// Bound tells whether the key's resource is on a device.
+func (k Key) Bound() bool { return k.Dev != NoDevice }
 
 // KeyOf returns the key of the resource an event is about, and false when
 // the event is not about one resource.
 func KeyOf(e *rdma.Event) (Key, bool) {
 	switch {
 	case e.Kind == rdma.EvCMIDCreate || (e.Kind == rdma.EvCMIDDestroy && !e.Has(rdma.EvHasDev)):
-		return Key{Res: rdma.ResCMID, Num: e.Obj}, e.Obj != 0
+		return Key{Dev: NoDevice, Res: rdma.ResCMID, Num: e.Obj}, e.Obj != 0
 	case !e.Has(rdma.EvHasRes) || !e.Has(rdma.EvHasDev):
 		return Key{}, false
 	case e.Type == rdma.ResQP:
@@ -102,7 +112,7 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 	case rdma.EvCreate, rdma.EvExists, rdma.EvCMIDCreate:
 		if e.Kind == rdma.EvCreate && e.Type == rdma.ResCMID {
 			// The ID was known unbound, by address: it is bound now.
-			delete(t.entries, Key{Res: rdma.ResCMID, Num: e.Obj})
+			delete(t.entries, Key{Dev: NoDevice, Res: rdma.ResCMID, Num: e.Obj})
 		}
 		if e.Kind == rdma.EvExists && old != nil {
 			return OpNone, old // a snapshot taken after the trace began
@@ -125,7 +135,7 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 		if old == nil {
 			return OpNone, nil
 		}
-		if e.Kind == rdma.EvCMIDDestroy && k.Dev != 0 {
+		if e.Kind == rdma.EvCMIDDestroy && k.Bound() {
 			// rdma_destroy_id of a bound ID: its restrack del follows.
 			return OpNone, old
 		}
@@ -157,7 +167,11 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 }
 
 // RemoveDevice drops every entry of a device that is gone and returns them.
+// IDs bound to no device stay: they were never on it.
 func (t *Table) RemoveDevice(dev uint32) []*Entry {
+	if dev == NoDevice {
+		return nil
+	}
 	var out []*Entry
 	for k, e := range t.entries {
 		if k.Dev == dev {

@@ -149,6 +149,49 @@ func TestUnboundCMIDThenBound(t *testing.T) {
 	}
 }
 
+// TestUnboundListenerIsOnNoDevice: device index 0 is a real device (the
+// first one, rxe0's "ifindex":0). A wildcard listener bound to no device
+// is kept apart from it: removing device 0 takes its QP and its bound
+// cm_id, not the listener, which the table still holds afterwards.
+func TestUnboundListenerIsOnNoDevice(t *testing.T) {
+	tab := New(10)
+	qp := ev(rdma.EvCreate, rdma.ResQP, 17, 1)
+	bound := ev(rdma.EvCreate, rdma.ResCMID, 3, 2)
+	for _, e := range []*rdma.Event{&qp, &bound} {
+		e.DevIndex = 0
+		tab.Apply(e)
+	}
+	listener := rdma.Event{Kind: rdma.EvCMIDCreate, Resource: rdma.Resource{Type: rdma.ResCMID, Owner: rdma.Owner{KernName: "nvmet_rdma"}}, Obj: 0xffff1, Time: t0.Add(3 * time.Millisecond),
+		Flags: rdma.EvHasRes}
+	op, ent := tab.Apply(&listener)
+	if op != OpAdded || ent.Dev != NoDevice || ent.Bound() {
+		t.Fatalf("unbound listener: op %v key %+v, want OpAdded on NoDevice", op, ent.Key)
+	}
+	if k, _ := KeyOf(&listener); k.Dev == 0 {
+		t.Errorf("KeyOf(unbound cm_id) = %+v: device 0 is rxe0", k)
+	}
+	on0 := tab.Select(func(e *Entry) bool { return e.Dev == 0 })
+	if len(on0) != 2 {
+		t.Errorf("device 0 holds %d entries, want its QP and bound cm_id", len(on0))
+	}
+	gone := tab.RemoveDevice(0)
+	if len(gone) != 2 || tab.Len() != 1 {
+		t.Fatalf("RemoveDevice(0) took %d, left %d: want the QP and the bound cm_id taken, the listener left", len(gone), tab.Len())
+	}
+	for _, e := range gone {
+		if !e.Bound() {
+			t.Errorf("RemoveDevice(0) took the unbound listener %+v", e.Key)
+		}
+	}
+	if n := len(tab.RemoveDevice(NoDevice)); n != 0 {
+		t.Errorf("RemoveDevice(NoDevice) took %d entries: no device goes away", n)
+	}
+	d := rdma.Event{Kind: rdma.EvCMIDDestroy, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff1}
+	if op, _ := tab.Apply(&d); op != OpRemoved || tab.Len() != 0 {
+		t.Errorf("rdma_destroy_id of the listener: %v, len %d", op, tab.Len())
+	}
+}
+
 func TestRemoveDeviceAndSelectAreSorted(t *testing.T) {
 	tab := New(10)
 	for _, e := range []rdma.Event{ev(rdma.EvCreate, rdma.ResQP, 30, 1), ev(rdma.EvCreate, rdma.ResPD, 2, 2), ev(rdma.EvCreate, rdma.ResCQ, 5, 3)} {

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs inside the guest: NFS over RDMA in loopback on rxe0. The kernel's NFS
+# server (nfsd, svcrdma) exports a tmpfs and listens for RDMA on
+# 10.99.0.1:20049; the kernel's client (xprtrdma) mounts it with
+# proto=rdma, so both ends are kernel consumers of rxe0.
+#   nfsrdma.sh up     start the server, mount the export
+#   nfsrdma.sh io     write and read a file through the mount
+#   nfsrdma.sh down   unmount and stop the server
+# Needs rxe0 (guest/rdma-up.sh), and nfs-kernel-server and nfs-common on the
+# host.
+set -euo pipefail
+
+addr=10.99.0.1
+port=20049
+export_dir=/srv/rdmatrace-nfs
+mnt=/mnt/rdmatrace-nfs
+
+up() {
+	modprobe -a nfsd rpcrdma
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+	mkdir -p "$export_dir" "$mnt" /var/lib/nfs/v4recovery /run/rpcbind
+	mountpoint -q "$export_dir" || mount -t tmpfs -o size=64m tmpfs "$export_dir"
+	pgrep -x rpcbind >/dev/null || rpcbind
+	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$export_dir"
+	pgrep -x rpc.mountd >/dev/null || rpc.mountd
+	rpc.nfsd -N 3 4
+	grep -qx "rdma $port" /proc/fs/nfsd/portlist || echo "rdma $port" >/proc/fs/nfsd/portlist
+	# Soft, with short timeouts: once rxe0 is deleted, a hard mount's
+	# requests (the unmount's own too) would wait for ever.
+	mountpoint -q "$mnt" || mount -t nfs4 -o proto=rdma,port=$port,soft,timeo=20,retrans=1 "$addr:/" "$mnt"
+	echo "nfsrdma: $addr:/ mounted over rdma on $mnt"
+}
+
+io() {
+	mountpoint -q "$mnt" || { echo "nfsrdma: $mnt is not mounted" >&2; exit 1; }
+	dd if=/dev/zero of="$mnt/f" bs=64k count=16 conv=fsync status=none
+	cmp -s -n 1048576 "$mnt/f" /dev/zero
+	echo "nfsrdma: wrote and read 1 MiB in $mnt/f"
+}
+
+down() {
+	# Forced and lazy: after its device went away, requests wait for a
+	# transport.
+	if mountpoint -q "$mnt"; then
+		timeout 30 umount -f -l "$mnt" || echo "nfsrdma: umount $mnt failed" >&2
+	fi
+	rpc.nfsd 0 2>/dev/null || true
+	exportfs -ua 2>/dev/null || true
+	pkill -x rpc.mountd 2>/dev/null || true # the guest's own, started by up
+}
+
+case "${1:-}" in
+up | io | down) "$1" ;;
+*)
+	echo "usage: $0 up|io|down" >&2
+	exit 2
+	;;
+esac
