@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -106,89 +105,43 @@ func leaksCommand() *cli.Command {
 	}
 }
 
-// findingSink writes findings as NDJSON or as the human report.
+// findingSink hands a leaks report's records to formats' leak sink and
+// keeps its first error: the watcher's callback has no error to return.
 type findingSink struct {
-	json  bool
-	w     *bufio.Writer
-	nd    *formats.NDJSONWriter
-	human *formats.LeakWriter
-	err   error
+	s   formats.Sink[formats.LeakRecord]
+	err error
 }
 
 func newFindingSink(w io.Writer, json bool) *findingSink {
-	s := &findingSink{json: json, w: bufio.NewWriter(w)}
-	s.nd = formats.NewNDJSONWriter(w)
-	s.human = formats.NewLeakWriter(s.w)
-	return s
+	f := formats.FormatText
+	if json {
+		f = formats.FormatNDJSON
+	}
+	return &findingSink{s: formats.NewLeakSink(w, f)}
 }
 
-func (s *findingSink) write(f *rdma.Finding) {
-	if s.err != nil {
-		return
+func (s *findingSink) put(r formats.LeakRecord) {
+	if s.err == nil {
+		s.err = s.s.Write(r)
 	}
-	if s.json {
-		s.err = s.nd.Write(formats.FindingObject(f))
-		return
-	}
-	s.err = s.human.Write(f)
 }
+
+func (s *findingSink) write(f *rdma.Finding) { s.put(formats.LeakRecord{Finding: f}) }
 
 // kernel writes a report from a kernel log; withRecording says whether a
 // recording was given, matched how many findings it has on it, and sameAs
 // where the findings of the same unregistration were shown.
 func (s *findingSink) kernel(r *rdma.KernelReport, withRecording bool, matched int, sameAs string) {
-	if s.err != nil {
-		return
-	}
-	if s.json {
-		o := formats.KernelReportObject(r)
-		if withRecording {
-			o = append(o, formats.Field{Key: "recording-findings", Kind: formats.Num, Num: uint64(matched)})
-		}
-		if sameAs != "" {
-			o = append(o, formats.Field{Key: "same-unregistration-as", Kind: formats.Str, Str: sameAs})
-		}
-		s.err = s.nd.Write(o)
-		return
-	}
-	if s.err = s.human.Flush(); s.err != nil {
-		return
-	}
-	line := formats.KernelReportLine(r)
-	switch {
-	case sameAs != "":
-		line += "\n  (the same unregistration as " + formats.Sanitize(sameAs) + ")"
-	case withRecording && matched == 0:
-		line += "\n  (the recording says nothing more about it)"
-	}
-	_, s.err = s.w.WriteString(line + "\n")
+	s.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: r, WithRecording: withRecording, Matched: matched, SameAs: sameAs}})
 }
 
 // noLeaks ends the report of a program that left nothing behind.
 func (s *findingSink) noLeaks(now time.Time, created, destroyed int) {
-	if s.err != nil {
-		return
-	}
-	if s.json {
-		s.err = s.nd.Write(formats.NoLeaksObject(now, created, destroyed))
-		return
-	}
-	if s.err = s.human.Flush(); s.err == nil {
-		_, s.err = s.w.WriteString(formats.NoLeaksLine(created, destroyed) + "\n")
-	}
+	s.put(formats.LeakRecord{NoLeaks: &formats.NoLeaks{Time: now, Created: created, Destroyed: destroyed}})
 }
 
 func (s *findingSink) flush() error {
-	if s.json {
-		if err := s.nd.Flush(); s.err == nil {
-			s.err = err
-		}
-		return s.err
-	}
-	if err := s.human.Flush(); s.err == nil {
-		s.err = err
-	}
-	if err := s.w.Flush(); s.err == nil {
+	if err := s.s.Flush(); s.err == nil {
 		s.err = err
 	}
 	return s.err
