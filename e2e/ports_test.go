@@ -301,7 +301,7 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var args []string
 			if mode == "fallback" {
-				args = append(args, "--fallback")
+				args = append(args, "--fallback", "-v") // -v: the hook list says which variant attached
 			}
 			tcpFirst, cmFirst := 7410+10*i, 7413+10*i
 			tr := startTrace(t, args...)

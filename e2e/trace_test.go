@@ -125,7 +125,7 @@ func TestTraceSeesEveryResourceWithItsOwner(t *testing.T) {
 			needDevice(t)
 			var args []string
 			if mode == "fallback" {
-				args = append(args, "--fallback")
+				args = append(args, "--fallback", "-v") // -v: the hook list says which variant attached
 			}
 			tr := startTrace(t, args...)
 			w := startAll(t)
