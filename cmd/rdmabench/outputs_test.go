@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdmabench/bench"
+	"golang.org/x/sys/unix"
 )
 
 // An untraced lat run still writes --plot and --perfetto: its samples,
@@ -93,22 +95,31 @@ func TestAPlotWithNoSamplesIsAnError(t *testing.T) {
 	}
 }
 
-// The tracer goes where the timed threads are not.
+// The tracer goes where the timed threads are not; with no CPU of its
+// own, nor pinned ends, it is left to the scheduler at the usual nice.
 func TestTracerPlaceAvoidsTheBenchmarksCPUs(t *testing.T) {
-	cpus, nice := tracerPlace([]int{0, 1})
-	if nice != 19 {
-		t.Errorf("nice %d, want 19", nice)
-	}
-	for _, c := range cpus {
-		if c == 1 {
-			t.Errorf("the tracer on the client's CPU: %v", cpus)
+	cpusOf := func(n int) *unix.CPUSet {
+		var s unix.CPUSet
+		for i := 0; i < n; i++ {
+			s.Set(i)
 		}
+		return &s
 	}
-	if len(cpus) == 0 {
-		t.Error("no CPU for the tracer")
-	}
-	if cpus, _ := tracerPlace([]int{-1, -1}); cpus != nil {
-		t.Errorf("unpinned ends, a pinned tracer: %v", cpus)
+	for _, tc := range []struct {
+		cpus  int
+		bench []int
+		want  []int
+		nice  int
+	}{
+		{4, []int{0, 1}, []int{2, 3}, 19},
+		{2, []int{0, 1}, nil, 0},
+		{4, []int{-1, -1}, nil, 0},
+		{3, []int{2, -1}, []int{0, 1}, 19},
+	} {
+		cpus, nice := placeTracer(cpusOf(tc.cpus), tc.bench)
+		if fmt.Sprint(cpus) != fmt.Sprint(tc.want) || nice != tc.nice {
+			t.Errorf("%d CPUs, ends on %v: tracer on %v at nice %d, want %v at %d", tc.cpus, tc.bench, cpus, nice, tc.want, tc.nice)
+		}
 	}
 }
 
