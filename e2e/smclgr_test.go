@@ -227,7 +227,7 @@ func smcLinkGroup(t *testing.T) {
 	})
 	// The tracer names each link's QP (no interface does): it runs from
 	// before the connect until the link groups have been looked at.
-	tr := startTrace(t, "--no-snapshot")
+	tr := startTrace(t, "--no-snapshot", "-v") // -v: smcLinksTraced reads the hook list
 	_, done := smcConnect(t, 7510)
 	var connErr error
 	connected := false
