@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 
+	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,33 +18,7 @@ import (
 // go build says what it can from the module's build information.
 var version string
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	if rev != "" {
-		return "devel-" + rev[:min(12, len(rev))] + dirty
-	}
-	return "devel"
-}
+func versionString() string { return buildver.Version(version) }
 
 // commands are rdmabench's commands; the man page generator (man.go) adds
 // itself when built.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/exporter"
@@ -102,7 +102,7 @@ func runExporter(c *cli.Context) error {
 	if trace {
 		parts = append(parts, exporter.PartTracer)
 	}
-	health := exporter.NewHealth(versionString(), buildRevision(), parts...)
+	health := exporter.NewHealth(versionString(), buildver.Revision(), parts...)
 	x.SetHealth(health)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
@@ -278,21 +278,6 @@ func (w *startWriter) started(to io.Writer) {
 	_, _ = to.Write(w.buf.Bytes())
 	w.buf.Reset()
 	w.to = to
-}
-
-// buildRevision is the VCS revision the Go toolchain recorded, "" when
-// none (a build outside a checkout).
-func buildRevision() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return ""
 }
 
 // checkExporterFlags checks the exporter's flags before anything starts.

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -16,24 +15,6 @@ func TestVersionFlags(t *testing.T) {
 		stdout, stderr, code := rdmatrace(t, flag)
 		if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "rdmatrace ") || strings.Count(stdout, "\n") != 1 {
 			t.Errorf("rdmatrace %s: exit %d, stdout %q, stderr %q; want one line \"rdmatrace VERSION\"", flag, code, stdout, stderr)
-		}
-	}
-}
-
-func TestVersionFromBuildInfo(t *testing.T) {
-	for _, tc := range []struct {
-		main     string
-		settings []debug.BuildSetting
-		want     string
-	}{
-		{"v1.2.3", nil, "v1.2.3"}, // go install ...@v1.2.3
-		{"(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}, "devel-0123456789ab-dirty"},
-		{"(devel)", []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "false"}}, "devel-0123456789ab"},
-		{"(devel)", nil, "devel"}, // -buildvcs=false
-	} {
-		bi := &debug.BuildInfo{Main: debug.Module{Version: tc.main}, Settings: tc.settings}
-		if got := buildInfoVersion(bi); got != tc.want {
-			t.Errorf("buildInfoVersion(%s, %v) = %q, want %q", tc.main, tc.settings, got, tc.want)
 		}
 	}
 }

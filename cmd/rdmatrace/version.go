@@ -1,51 +1,17 @@
 package main
 
 import (
-	"runtime/debug"
 	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 )
 
 // version is stamped by the Makefile: -ldflags '-X main.version=...'.
 var version string
 
 // versionString is the stamped version, else what the Go toolchain
-// recorded of the source: the VCS revision (and "-dirty" for uncommitted
-// changes) of a `go build` in a checkout, the module version of a
-// `go install ...@v1.2.3`.
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	return buildInfoVersion(bi)
-}
-
-func buildInfoVersion(bi *debug.BuildInfo) string {
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return "devel-" + rev + dirty
-	}
-	return "devel"
-}
+// recorded of the source (buildver).
+func versionString() string { return buildver.Version(version) }
 
 // exitStatus is the EXIT STATUS section of a command's help: 0, then
 // what 1 and 2 mean for it ("" for the usual), then the command's own
