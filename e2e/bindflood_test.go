@@ -150,8 +150,16 @@ func TestBindFloodDoesNotStarveLifecycleEvents(t *testing.T) {
 	if failed < 1000 {
 		t.Fatalf("the flood failed only %d binds: no flood", failed)
 	}
-	if got != want || pds != rounds {
-		t.Errorf("churn: %d of its %d events arrived, %d of its %d PD creates, want all", got, want, pds, rounds)
+	// On a preemptible kernel the kernel may skip a kprobe's run while
+	// another of our programs runs on that CPU (sid's 7.2 skipped 5 of
+	// 16 000): a loss the trace reports, not the ring's. Those are all
+	// the churn may miss; the ring must drop nothing (below).
+	missed := 0
+	if m := regexp.MustCompile(`the kernel skipped (\d+) runs`).FindAllStringSubmatch(said, -1); m != nil {
+		missed, _ = strconv.Atoi(m[len(m)-1][1])
+	}
+	if got > want || got+missed < want || pds > rounds || pds+missed < rounds {
+		t.Errorf("churn: %d of its %d events arrived, %d of its %d PD creates, with %d runs the kernel said it skipped; want all but those", got, want, pds, rounds, missed)
 	}
 	if !strings.Contains(said, " 0 dropped\n") {
 		t.Errorf("trace dropped events: %s", said)

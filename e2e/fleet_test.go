@@ -31,7 +31,9 @@ func TestExporterServesBeforeTheRDMAStackAndFollowsIt(t *testing.T) {
 	}
 	out, err := exec.Command("modprobe", "-r", "-a", "rdma_ucm", "ib_uverbs", "ib_umad", "rdma_cm", "iw_cm", "ib_cm", "ib_core").CombinedOutput()
 	if err != nil {
-		t.Fatalf("modprobe -r the RDMA modules: %v\n%s", err, out)
+		// sid's kernel kept ib_core in use with no device and no RDMA
+		// module of ours loaded: the test needs a stack it can unload.
+		t.Skipf("the RDMA modules cannot be unloaded here, so the stack cannot be made absent: modprobe -r: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	// A netlink socket of the RDMA family makes the kernel load ib_core
 	// (its module alias), so the exporter's first scrape would load it:
