@@ -31,6 +31,8 @@ func FuzzParse(f *testing.F) {
 		f.Fatal("no trace -j recordings in ../testdata to seed from")
 	}
 	f.Add([]byte(`{"time":"1970-01-01T00:00:03.5Z","event":"off-cpu","pid":5,"comm":"b","dur-us":2,"wait-us":0,"preempted":true,"next-pid":9,"next-comm":"hog"}`+"\nnot json\r\n\n"), int64(-1))
+	// More bad lines than are shown: the rest are counted in one error.
+	f.Add(bytes.Repeat([]byte("not json\n"), lineerr.Shown+3), int64(0))
 	f.Fuzz(func(t *testing.T, in []byte, offset int64) {
 		evs, bad, err := Parse(bytes.NewReader(in), "trace.ndjson", offset)
 		if err != nil {
@@ -42,16 +44,28 @@ func FuzzParse(f *testing.F) {
 				lines++
 			}
 		}
-		if len(evs)+len(bad) != lines {
-			t.Fatalf("%d events and %d bad lines from %d lines", len(evs), len(bad), lines)
-		}
-		last := 0
-		for _, e := range bad {
+		// Past lineerr.Shown bad lines, the rest are one error at the end
+		// that counts them (its More), so that error output stays bounded.
+		badLines, last := 0, 0
+		for i, e := range bad {
 			var le *lineerr.Error
-			if !errors.As(e, &le) || le.Source != "trace.ndjson" || le.Line <= last || le.Expected == "" {
-				t.Fatalf("bad line error %v (after line %d): want it to name the file, a later line and what was expected", e, last)
+			if !errors.As(e, &le) || le.Source != "trace.ndjson" {
+				t.Fatalf("bad line error %v: want a lineerr.Error naming the file", e)
+			}
+			badLines += le.Lines()
+			if le.More > 0 {
+				if i != len(bad)-1 || i != lineerr.Shown {
+					t.Fatalf("error %d of %d counts %d more bad lines: want it last, after the %d shown", i, len(bad), le.More, lineerr.Shown)
+				}
+				continue
+			}
+			if le.Line <= last || le.Expected == "" {
+				t.Fatalf("bad line error %v (after line %d): want it to name a later line and what was expected", e, last)
 			}
 			last = le.Line
+		}
+		if len(evs)+badLines != lines {
+			t.Fatalf("%d events and %d bad lines from %d lines", len(evs), badLines, lines)
 		}
 		for i, ev := range evs {
 			if ev.Mono != uint64(ev.Time.UnixNano()-offset) {
