@@ -15,6 +15,11 @@ port=20049
 export_dir=/srv/rdmatrace-nfs
 mnt=/mnt/rdmatrace-nfs
 
+# mounted reads the mount table, never the mount point: once the device is
+# gone, stat(2) on it (mountpoint(1)) waits for the server, for ever on a
+# hard mount and timeo*retrans on a soft one.
+mounted() { grep -q " $1 " /proc/self/mounts; }
+
 up() {
 	modprobe -a nfsd rpcrdma
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
@@ -27,12 +32,12 @@ up() {
 	grep -qx "rdma $port" /proc/fs/nfsd/portlist || echo "rdma $port" >/proc/fs/nfsd/portlist
 	# Soft, with short timeouts: once rxe0 is deleted, a hard mount's
 	# requests (the unmount's own too) would wait for ever.
-	mountpoint -q "$mnt" || mount -t nfs4 -o proto=rdma,port=$port,soft,timeo=20,retrans=1 "$addr:/" "$mnt"
+	mounted "$mnt" || mount -t nfs4 -o proto=rdma,port=$port,soft,timeo=20,retrans=1 "$addr:/" "$mnt"
 	echo "nfsrdma: $addr:/ mounted over rdma on $mnt"
 }
 
 io() {
-	mountpoint -q "$mnt" || { echo "nfsrdma: $mnt is not mounted" >&2; exit 1; }
+	mounted "$mnt" || { echo "nfsrdma: $mnt is not mounted" >&2; exit 1; }
 	dd if=/dev/zero of="$mnt/f" bs=64k count=16 conv=fsync status=none
 	cmp -s -n 1048576 "$mnt/f" /dev/zero
 	echo "nfsrdma: wrote and read 1 MiB in $mnt/f"
@@ -41,12 +46,25 @@ io() {
 down() {
 	# Forced and lazy: after its device went away, requests wait for a
 	# transport.
-	if mountpoint -q "$mnt"; then
-		timeout 30 umount -f -l "$mnt" || echo "nfsrdma: umount $mnt failed" >&2
+	status=0
+	if mounted "$mnt"; then
+		timeout 30 umount -f -l "$mnt" || { echo "nfsrdma: umount -f -l $mnt failed" >&2; status=1; }
 	fi
 	rpc.nfsd 0 2>/dev/null || true
 	exportfs -ua 2>/dev/null || true
 	pkill -x rpc.mountd 2>/dev/null || true # the guest's own, started by up
+	# The lazy unmount returns at once; the client is gone once the kernel
+	# lists no NFS volume.
+	for _ in $(seq 100); do
+		if [ ! -e /proc/fs/nfsfs/volumes ] || [ "$(wc -l </proc/fs/nfsfs/volumes)" -le 1 ]; then
+			echo "nfsrdma: unmounted, server stopped"
+			return $status
+		fi
+		sleep 0.2
+	done
+	echo "nfsrdma: 20 s after the unmount the kernel still lists an NFS volume:" >&2
+	cat /proc/fs/nfsfs/volumes >&2
+	exit 1
 }
 
 case "${1:-}" in
