@@ -74,19 +74,22 @@ func (c consumer) do(t *testing.T, step string) string {
 	began := time.Now()
 	out, err := runBounded(stepLimits[step], c.env, *consumersDir+"/"+c.script, step)
 	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", c.script, step, err, out)
+		klog, _ := exec.Command("dmesg").Output()
+		t.Fatalf("%s %s: %v\n%s\nthe kernel's log ends:\n%s", c.script, step, err, out, lastLines(string(klog), 30))
 	}
 	t.Logf("%s %s took %v", c.script, step, time.Since(began).Round(time.Millisecond))
 	return strings.TrimSpace(out)
 }
 
 // runBounded runs a command for at most limit. One still running then is
-// killed; one that SIGKILL does not end (a task in uninterruptible sleep)
-// is left behind, and the error names every such task with its kernel
-// stack.
+// killed with its process group; one that SIGKILL does not end (a task in
+// uninterruptible sleep) is left behind, and the error names every such
+// task with its kernel stack.
 func runBounded(limit time.Duration, env []string, name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second // a child left holding the output
 	var out lines
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -99,13 +102,19 @@ func runBounded(limit time.Duration, env []string, name string, args ...string) 
 		return out.String(), err
 	case <-time.After(limit):
 	}
-	_ = cmd.Process.Kill()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-done:
 		return out.String(), fmt.Errorf("still running after %v: killed", limit)
 	case <-time.After(5 * time.Second):
 		return out.String(), fmt.Errorf("still running after %v, and SIGKILL did not end it; tasks in uninterruptible sleep:\n%s", limit, stuckTasks())
 	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
 // stuckTasks lists the tasks in state D with their kernel stacks.
