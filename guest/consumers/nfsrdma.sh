@@ -25,7 +25,9 @@ up() {
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 	mkdir -p "$export_dir" "$mnt" /var/lib/nfs/v4recovery /run/rpcbind
 	mountpoint -q "$export_dir" || mount -t tmpfs -o size=64m tmpfs "$export_dir"
-	pgrep -x rpcbind >/dev/null || rpcbind
+	# Started here, stopped by down: the tests after this one see the
+	# guest's sockets as they were.
+	pgrep -x rpcbind >/dev/null || { rpcbind && touch /run/rdmatrace-nfs.rpcbind; }
 	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$export_dir"
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
 	rpc.nfsd -N 3 4
@@ -71,6 +73,10 @@ down() {
 	rpc.nfsd 0 2>/dev/null || true
 	exportfs -ua 2>/dev/null || true
 	pkill -x rpc.mountd 2>/dev/null || true # the guest's own, started by up
+	if [ -e /run/rdmatrace-nfs.rpcbind ]; then
+		pkill -x rpcbind 2>/dev/null || true
+		rm -f /run/rdmatrace-nfs.rpcbind
+	fi
 	t2=$EPOCHREALTIME
 	# The lazy unmount returns at once; the client is gone once the kernel
 	# lists no NFS volume.
