@@ -229,6 +229,134 @@ func TestLeaksNamesWhatHoldsAnUnregister(t *testing.T) {
 	}
 }
 
+// leakModule is the path of rdmatrace_leak.ko built for the running
+// kernel by guest/kmod.sh; the test skips, saying why, where it could not
+// be built.
+func leakModule(t *testing.T) string {
+	t.Helper()
+	ko := filepath.Join(*kmodDir, release(t), "rdmatrace_leak.ko")
+	if _, err := os.Stat(ko); err != nil {
+		if why, err := os.ReadFile(filepath.Join(filepath.Dir(ko), "unbuildable")); err == nil {
+			t.Skipf("no leak module for kernel %s: %s", release(t), strings.TrimSpace(string(why)))
+		}
+		t.Fatalf("%v: build it with guest/kmod.sh (make e2e does)", err)
+	}
+	return ko
+}
+
+// TestLeaksNamesAKernelListenerThatHoldsAnUnregister loads rdmatrace_leak
+// as an rdma_cm listener bound to rxe0's address that ignores the device's
+// removal (listen=): `rdma link delete rxe0` then blocks in rdma_cm's
+// cma_remove_one, which waits for every kernel user's cm_id on the device,
+// with nothing a process holds. leaks must say so every --interval, naming
+// the module and its one cm_id; once the module is removed (its exit
+// destroys the listener), the unregistration finishes with nothing left,
+// and leaks exits 3: the listener held it past --max-blocked.
+func TestLeaksNamesAKernelListenerThatHoldsAnUnregister(t *testing.T) {
+	needDevice(t)
+	ko := leakModule(t)
+	const module = "rdmatrace_leak"
+	t.Cleanup(func() {
+		_, _, _ = runStatus("rmmod", module)
+		if out, err := exec.Command(*rdmaUp).CombinedOutput(); err != nil { // the next tests need rxe0 again
+			t.Errorf("%s: %v\n%s", *rdmaUp, err, out)
+		}
+	})
+	const maxBlocked = 2 * time.Second
+	l := startLeaks(t, "--interval", "1s", "--max-blocked", maxBlocked.String(), "--filter-dev", device)
+	run(t, "insmod", ko, "listen="+addr)
+	var listener string
+	var cmids []resObject
+	if err := json.Unmarshal(run(t, "rdma", "-j", "res", "show", "cm_id"), &cmids); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range cmids {
+		if o.Comm == module && o.PID == nil && o.Ifname == device && o.CMIDN != nil {
+			listener = ident("cm_id", device, *o.CMIDN, "["+module+"]")
+		}
+	}
+	if listener == "" {
+		t.Fatalf("rdma res shows no cm_id of [%s] on %s after insmod listen=%s:\n%s", module, device, addr, run(t, "rdma", "res", "show", "cm_id"))
+	}
+
+	del := exec.Command("rdma", "link", "delete", device)
+	var delOut lines
+	del.Stdout, del.Stderr = &delOut, &delOut
+	began := time.Now()
+	if err := del.Start(); err != nil {
+		t.Fatal(err)
+	}
+	delDone := make(chan error, 1)
+	go func() { delDone <- del.Wait() }()
+	// Waiting lines past --max-blocked, each naming the module and the one
+	// cm_id it holds; and the listener among what was alive at the start.
+	type waiting struct {
+		Blocked   float64 `json:"blocked"`
+		Resources int     `json:"resources"`
+		HeldCMID  int     `json:"held-cm_id"`
+	}
+	var last waiting
+	var alive bool
+	waitFor(t, 30*time.Second, "a waiting line past --max-blocked naming ["+module+"]", func() bool {
+		for _, f := range l.out.findings(t) {
+			switch {
+			case f.Report == "unregister" && findingIdent(t, f) == listener:
+				alive = true
+			case f.Report == "waiting":
+				if f.Ifname != device || f.Comm != module || f.PID != nil { // a kernel owner: comm without pid
+					t.Fatalf("a waiting line for something other than the listener: %v", f)
+				}
+				var w waiting
+				if err := json.Unmarshal([]byte(f.line), &w); err != nil {
+					t.Fatalf("waiting line %v: %v", f, err)
+				}
+				if w.Resources != 1 || w.HeldCMID != 1 {
+					t.Fatalf("waiting line %v: want 1 resource, 1 cm_id", f)
+				}
+				last = w
+			}
+		}
+		return alive && last.Blocked > maxBlocked.Seconds()
+	})
+	t.Logf("blocked %gs, waiting for [%s]'s cm_id, %v after rdma link delete", last.Blocked, module, time.Since(began).Round(time.Millisecond))
+	select {
+	case err := <-delDone:
+		t.Fatalf("rdma link delete returned while the listener held %s: %v\n%s", device, err, delOut.String())
+	default:
+	}
+
+	run(t, "rmmod", module) // its exit destroys the listener
+	select {
+	case err := <-delDone:
+		if err != nil {
+			t.Fatalf("rdma link delete: %v\n%s", err, delOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("rdma link delete still blocked 60 s after rmmod %s; tasks in uninterruptible sleep:\n%s", module, stuckTasks())
+	}
+	waitFor(t, 10*time.Second, "the unregistered report", func() bool {
+		for _, f := range l.out.findings(t) {
+			if f.Report == "unregistered" && f.Ifname == device {
+				if text(f.Left) != "0" {
+					t.Errorf("unregistered report: %v, want nothing left", f)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	_ = l.cmd.Process.Signal(syscall.SIGINT)
+	err := l.cmd.Wait()
+	keep(t, "leaks/kernel-listener.ndjson", []byte(l.out.String()+"\n"))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("rdmatrace leaks after a listener held %s past --max-blocked: %v, want exit status 3\n%s", device, err, l.stderr.String())
+	}
+	if out := run(t, "rdma", "res", "show", "cm_id"); strings.Contains(string(out), module) {
+		t.Errorf("rdma res still shows a cm_id of %s after rmmod:\n%s", module, out)
+	}
+}
+
 // runLeaks runs `rdmatrace leaks -j -- CMD...` to the end.
 // Its log is stderr and the program's own output.
 func runLeaks(t *testing.T, argv ...string) (fs []finding, code int, log string) {

@@ -20,7 +20,7 @@ test)
 		fish zsh   # the completion scripts' tests run them
 		rpm        # the package smoke inspects the .rpm
 		dwarves    # pahole: the RDMA modules' BTF for 5.10's trace test (guest/modbtf.sh)
-		nvme-cli   # NVMe over RDMA's host side (guest/consumers; nfsrdma.sh's packages are installed by hand: guest/consumers/packages)
+		nvme-cli nfs-kernel-server nfs-common # the kernel consumers in guest/consumers (guest/consumers/packages)
 		gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C
 	;;
 *)
