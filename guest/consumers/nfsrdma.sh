@@ -30,18 +30,19 @@ up() {
 	pgrep -x rpcbind >/dev/null || { rpcbind && touch /run/rdmatrace-nfs.rpcbind; }
 	exportfs -o rw,no_root_squash,insecure,fsid=0,no_subtree_check "*:$export_dir"
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
-	rpc.nfsd -N 3 4
 	# A new server refuses new opens for its NFSv4 grace period (90 s)
 	# unless its client-tracking database says no client is to reclaim;
 	# kernels without the legacy tracker (Debian's 7.x) need nfsdcld for
 	# that, which the guest does not run. No client ever used this server:
-	# end the grace period, as nfsdcld would.
-	if [ -e /proc/fs/nfsd/v4_end_grace ] && [ "$(cat /proc/fs/nfsd/v4_end_grace)" != Y ]; then
-		echo Y >/proc/fs/nfsd/v4_end_grace
-		[ "$(cat /proc/fs/nfsd/v4_end_grace)" = Y ] || {
-			echo "nfsrdma: the server is still in its NFSv4 grace period after writing Y to /proc/fs/nfsd/v4_end_grace" >&2
-			exit 1
-		}
+	# shorten the grace period to the kernel's minimum before it starts
+	# (the files refuse a running server), then end it, as nfsdcld would,
+	# where the kernel lets us (7.2 answered EBUSY; the 10 s remain).
+	for f in nfsv4gracetime nfsv4leasetime; do
+		if [ -e /proc/fs/nfsd/$f ]; then { echo 10 >/proc/fs/nfsd/$f || true; } 2>/dev/null; fi
+	done
+	rpc.nfsd -N 3 4
+	if [ -e /proc/fs/nfsd/v4_end_grace ]; then
+		{ echo Y >/proc/fs/nfsd/v4_end_grace || true; } 2>/dev/null
 	fi
 	grep -qx "rdma $port" /proc/fs/nfsd/portlist || echo "rdma $port" >/proc/fs/nfsd/portlist
 	# Soft, with short timeouts: once rxe0 is deleted, a hard mount's
