@@ -66,6 +66,7 @@ enum cm_tp {
 	CM_TP_ID_DESTROY,
 	CM_TP_QP_CREATE,
 	CM_TP_QP_DESTROY,
+	CM_TP_LISTEN, /* rdma_listen succeeded: no tracepoint says so */
 };
 
 /* Flags in event.flags. */
@@ -1054,6 +1055,11 @@ static __always_inline __u16 sockaddr_port(const void *sa)
 
 static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long ret)
 {
+	/* A listen that worked: the ID is in LISTEN now, which no rdma_cma
+	 * tracepoint tells (a kernel service's listener would stay ADDR_BOUND
+	 * in the live table where rdma res says LISTEN). */
+	if (ret == 0 && id && op == PORT_RDMA_LISTEN)
+		return emit_cm(CM_TP_LISTEN, container(id, struct rdma_id_private, id), 0, 0);
 	if (ret != -EADDRINUSE || !id)
 		return 0;
 	struct port_busy_event *e = reserve_busy(op, sockaddr_port(&id->route.addr.src_addr));

@@ -44,6 +44,7 @@ const (
 	RdmatraceCmTpCM_TP_ID_DESTROY    RdmatraceCmTp = 13
 	RdmatraceCmTpCM_TP_QP_CREATE     RdmatraceCmTp = 14
 	RdmatraceCmTpCM_TP_QP_DESTROY    RdmatraceCmTp = 15
+	RdmatraceCmTpCM_TP_LISTEN        RdmatraceCmTp = 16
 )
 
 type RdmatraceCpuSpell struct {

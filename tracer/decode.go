@@ -132,6 +132,7 @@ var cmKinds = [...]rdma.EventKind{
 	bpf.RdmatraceCmTpCM_TP_ID_DESTROY:    rdma.EvCMIDDestroy,
 	bpf.RdmatraceCmTpCM_TP_QP_CREATE:     rdma.EvCMQPCreate,
 	bpf.RdmatraceCmTpCM_TP_QP_DESTROY:    rdma.EvCMQPDestroy,
+	bpf.RdmatraceCmTpCM_TP_LISTEN:        rdma.EvCMListen,
 }
 
 // Decoder turns ring buffer records into events. It keeps the strings it

@@ -34,7 +34,10 @@ func (k Key) Bound() bool { return k.Dev != NoDevice }
 // the event is not about one resource.
 func KeyOf(e *rdma.Event) (Key, bool) {
 	switch {
-	case e.Kind == rdma.EvCMIDCreate || (e.Kind == rdma.EvCMIDDestroy && !e.Has(rdma.EvHasDev)):
+	case e.Kind == rdma.EvCMIDCreate || (e.Kind == rdma.EvCMIDDestroy && !e.Has(rdma.EvHasDev)) ||
+		(e.Type == rdma.ResCMID && e.Has(rdma.EvHasRes) && !e.Has(rdma.EvHasDev)):
+		// An ID bound to no device, by its address: its create, destroy,
+		// and the rdma_cma events of its life (a wildcard's listen).
 		return Key{Dev: NoDevice, Res: rdma.ResCMID, Num: e.Obj}, e.Obj != 0
 	case !e.Has(rdma.EvHasRes) || !e.Has(rdma.EvHasDev):
 		return Key{}, false

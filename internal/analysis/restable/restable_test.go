@@ -186,6 +186,13 @@ func TestUnboundListenerIsOnNoDevice(t *testing.T) {
 	if n := len(tab.RemoveDevice(NoDevice)); n != 0 {
 		t.Errorf("RemoveDevice(NoDevice) took %d entries: no device goes away", n)
 	}
+	// rdma_listen on no device puts the listener itself in LISTEN, not a
+	// device-0 entry; so does a bound ID's (a per-device child's).
+	listen := rdma.Event{Kind: rdma.EvCMListen, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff1, Flags: rdma.EvHasRes}
+	listen.SetState(uint8(rdma.CMListen))
+	if op, ent := tab.Apply(&listen); op != OpUpdated || ent.Res.CMState != rdma.CMListen {
+		t.Errorf("rdma_listen of the unbound listener: %v %+v, want its entry in LISTEN", op, ent)
+	}
 	d := rdma.Event{Kind: rdma.EvCMIDDestroy, Resource: rdma.Resource{Type: rdma.ResCMID}, Obj: 0xffff1}
 	if op, _ := tab.Apply(&d); op != OpRemoved || tab.Len() != 0 {
 		t.Errorf("rdma_destroy_id of the listener: %v, len %d", op, tab.Len())
