@@ -147,6 +147,9 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	defer s.Close()
+	if c.Bool("verbose") {
+		fmt.Fprintln(os.Stderr, "rdmatrace: mode: BPF")
+	}
 	if err := sink.openRecording(c); err != nil {
 		return err
 	}

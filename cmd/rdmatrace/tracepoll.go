@@ -215,9 +215,5 @@ func noBPFReason(c *cli.Context, given *tracer.KernelBTF) string {
 	if c.Bool("netlink") {
 		return "--netlink asked for none (without it, trace loads BPF where it can)"
 	}
-	reason := tracer.NoBPF(given)
-	if reason == "" && c.Bool("verbose") {
-		fmt.Fprintln(os.Stderr, "rdmatrace: mode: BPF")
-	}
-	return reason
+	return tracer.NoBPF(given)
 }
