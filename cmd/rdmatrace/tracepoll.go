@@ -57,12 +57,12 @@ func traceNetlink(c *cli.Context, f *filter.Events, sink *eventSink, argv []stri
 	defer cl.Close()
 	sys, _ := cl.System()
 	mon, monErr := nlmon.Join(sys.Monitor != nil && *sys.Monitor)
-	devices := "device events from the kernel's monitor group"
+	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", interval)
 	if monErr != nil {
-		devices = "devices and resources"
+		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", interval)
 	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: no BPF: %s. Tracing through RDMA netlink instead: %s as they come, resources compared every %v (events marked polled, timed by the dump that found them); %s\n",
-		reason, devices, interval, netlinkNotSeen)
+	fmt.Fprintf(os.Stderr, "rdmatrace: no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s\n",
+		reason, what, netlinkNotSeen)
 	if c.Bool("verbose") {
 		fmt.Fprintf(os.Stderr, "rdmatrace: mode: netlink (monitor group: %s; a dump every %v)\n", monitorState(monErr), interval)
 	}
