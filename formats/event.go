@@ -135,6 +135,12 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
 		o = o.num("next-pid", uint64(e.Next.TID)).str("next-comm", e.Next.Comm)
 	}
+	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
+		o = o.str("netdev", e.Netdev)
+	}
+	if e.Has(rdma.EvPolled) {
+		o = append(o, Field{Key: "polled", Kind: Bool, Num: 1})
+	}
 	return o
 }
 
@@ -364,6 +370,13 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	}
 	if c := e.Cleanup(); c != "" {
 		b = append(append(append(word(b, col), '('), c...), " cleanup)"...)
+	}
+	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
+		b = append(append(word(b, col), "netdev "...), Sanitize(e.Netdev)...)
+	}
+	if e.Has(rdma.EvPolled) {
+		// Found by comparing two dumps, not seen happening.
+		b = append(word(b, col), "(polled)"...)
 	}
 	return trimSpaces(b, start)
 }

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -132,3 +133,26 @@ func kernelRelease() string {
 
 // osRelease is kernelRelease; tests set their own.
 var osRelease = kernelRelease
+
+// NoBPF says why BPF tracing cannot run here, in the preflight's words,
+// when netlink can stand in for it: no privileges for BPF, no BTF of the
+// kernel or of ib_core (and none given with --btf). "" when BPF can be
+// tried, or when what is missing (no RDMA stack) leaves netlink nothing
+// to show either. A denial found only when loading (seccomp, an LSM, a
+// sysctl) is BPFDenied's.
+func NoBPF(given *KernelBTF) string { return noBPF(os.DirFS("/"), given) }
+
+func noBPF(root fs.FS, given *KernelBTF) string {
+	for _, p := range preflight(root, given) {
+		if p.Fatal && (p.Msg == ErrPrivileges.Error() || strings.Contains(p.Msg, "BTF")) {
+			return p.Msg
+		}
+	}
+	return ""
+}
+
+// BPFDenied says whether a session's error is the kernel refusing BPF
+// (EPERM or EACCES creating a map or loading every program): where
+// seccomp, an LSM or kernel.unprivileged_bpf_disabled forbids it though
+// the capabilities are there.
+func BPFDenied(err error) bool { return errors.Is(err, ErrPrivileges) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -76,5 +77,44 @@ func TestLoadFailuresAreClassified(t *testing.T) {
 		if got := loadReason(c.err); !strings.Contains(got, c.says) {
 			t.Errorf("%v: reason %q lacks %q", c.err, got, c.says)
 		}
+	}
+}
+
+// What netlink can stand in for is named; what leaves it nothing to show
+// (no RDMA stack) and a system BPF can run on are not.
+func TestNoBPFNamesWhatNetlinkStandsInFor(t *testing.T) {
+	file := &fstest.MapFile{}
+	status := func(eff string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("CapEff:\t" + eff + "\n")}
+	}
+	debian := func() fstest.MapFS {
+		return fstest.MapFS{"proc/self/status": status("000001ffffffffff"), "proc/modules": file,
+			"sys/kernel/btf/vmlinux": file, "sys/kernel/btf/ib_core": file, "sys/kernel/btf/rdma_cm": file,
+			"sys/module/ib_core/initstate": file, "sys/module/rdma_cm/initstate": file}
+	}
+	noCaps, noBTF, noRDMA := debian(), debian(), debian()
+	noCaps["proc/self/status"] = status("0000000000000000")
+	delete(noBTF, "sys/kernel/btf/ib_core")
+	delete(noRDMA, "sys/module/ib_core/initstate")
+	delete(noRDMA, "sys/module/rdma_cm/initstate")
+	for _, tc := range []struct {
+		name string
+		fs   fstest.MapFS
+		want string
+	}{
+		{"BPF can run", debian(), ""},
+		{"no capabilities", noCaps, "needs CAP_BPF and CAP_PERFMON"},
+		{"ib_core without BTF", noBTF, "ib_core has no BTF"},
+		{"no RDMA stack", noRDMA, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := noBPF(tc.fs, nil)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if !BPFDenied(fmt.Errorf("create map: %w", ErrPrivileges)) || BPFDenied(errors.New("no hook could be attached")) {
+		t.Error("BPFDenied does not tell a denial")
 	}
 }

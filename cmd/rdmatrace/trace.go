@@ -36,6 +36,10 @@ func traceCommand() *cli.Command {
 			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
 			"exist when tracing starts are listed first as \"exists\" events. Events the kernel\n" +
 			"could not queue are counted and reported, live and at the end.\n\n" +
+			"Where BPF cannot be used (no privileges for it, no BTF, a kernel that refuses it) or\n" +
+			"with --netlink, trace says so and goes on through RDMA netlink: device events from the\n" +
+			"kernel's monitor group (Linux 6.12+) and resources compared every --poll (1s unless\n" +
+			"given), shown as polled; rdma_cm events and what lives between two polls are not seen.\n\n" +
 			filterHelp(traceFilterKeys...) +
 			"   A first word that is no key is a resource type: trace qp pid 1234.\n\n" +
 			"EXAMPLES:\n" +
@@ -47,6 +51,7 @@ func traceCommand() *cli.Command {
 			"   rdmatrace trace -w rec.ndjson -C 100 -W 5     # record, rotated past 100 MB, 5 files kept\n" +
 			"   rdmatrace trace -r rec.ndjson qp --timestamp relative   # read it back, filtered\n" +
 			"   rdmatrace trace -- rping -s -a 10.0.0.1       # only what rping and its children hold\n" +
+			"   rdmatrace trace --netlink --poll 500ms       # no BPF: netlink's device events and polled resources\n" +
 			"   rdmatrace trace --otlp http://127.0.0.1:4318 > /dev/null   # to an OpenTelemetry collector\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or the kernel cannot trace RDMA (the line says why)", "",
 			"130  a second Ctrl-C (128 + the signal): exited at once"),
@@ -68,6 +73,7 @@ func traceCommand() *cli.Command {
 			fallbackFlag,
 			btfFlag,
 			pollFlag,
+			netlinkFlag,
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
@@ -122,7 +128,11 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if reason := noBPFReason(c, o.Tracer.BTF); reason != "" {
+		return traceNetlink(c, f, sink, argv, reason)
+	}
 	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
+	o.NeedsRoot = "" // a denial falls back to netlink, saying why
 	// A port-busy event's holders and an SMC fallback's process are named
 	// as the event arrives, before the holder lets go.
 	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true})
@@ -130,10 +140,16 @@ func runTrace(c *cli.Context) error {
 		o.Kernel = f
 	}
 	s, err := tracer.NewSession(o)
+	if tracer.BPFDenied(err) {
+		return traceNetlink(c, f, sink, argv, "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process): run rdmatrace as root outside such a confinement")
+	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if c.Bool("verbose") {
+		fmt.Fprintln(os.Stderr, "rdmatrace: mode: BPF")
+	}
 	if err := sink.openRecording(c); err != nil {
 		return err
 	}

@@ -44,6 +44,12 @@ const (
 	EvSMCLinkDown               // smc:smcr_link_down: an SMC-R link went down
 	EvSMCLinkDestroy            // an SMC-R link's QP is being destroyed
 	EvCMListen                  // rdma_listen succeeded: the ID (a wildcard's per-device child too) is in LISTEN
+	// The RDMA netlink monitor group's device events (Linux 6.12+), and
+	// the same found by comparing two dumps (EvPolled).
+	EvNetdevAttach // a port (Port) got its net device (Netdev)
+	EvNetdevDetach // a port lost its net device
+	EvDevRename    // a device was renamed: DevName is its new name
+	EvNetdevRename // a port's net device was renamed: Netdev is its new name
 	numEventKinds
 )
 
@@ -52,7 +58,8 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
-	"smc-link-create", "smc-link-down", "smc-link-destroy", "cm_listen"}
+	"smc-link-create", "smc-link-down", "smc-link-destroy", "cm_listen",
+	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -98,6 +105,10 @@ const (
 	EvHasSize   // Size is set: an MR's length, ib_umem_get's size
 	EvPreempted // off-cpu: the thread was runnable when switched out (preempted), not asleep
 	EvHasDur    // Dur is set (span, off-cpu)
+	// EvPolled: not traced but found by comparing two netlink dumps
+	// (trace without BPF): its time is the later dump's, and what
+	// changed between the two dumps and back again was not seen.
+	EvPolled
 )
 
 // Cleanup names how a destroy came about: "exit" (the kernel's cleanup when

@@ -46,6 +46,9 @@ var EventKeys = []EventKey{
 	{"lgr-id", ValString}, {"role", ValString}, {"link-id", ValUint8}, {"link-state", ValString},
 	// Off-CPU spells.
 	{"wait-us", ValMicros}, {"preempted", ValBool}, {"next-pid", ValUint32}, {"next-comm", ValString},
+	// Device events: a port's net device; what trace without BPF found
+	// by comparing netlink dumps.
+	{"netdev", ValString}, {"polled", ValBool},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

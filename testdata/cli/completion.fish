@@ -244,6 +244,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l ring
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l fallback
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l netlink
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l timestamp -x
@@ -270,4 +271,4 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -s o -l
 complete -c rdmatrace -n 'not __rdmatrace_dd; and __rdmatrace_prev link dev' -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen cm'
+complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename cm'

@@ -91,6 +91,9 @@ type object struct {
 	Role      string `json:"role"`
 	LinkID    uint8  `json:"link-id"`
 	LinkState string `json:"link-state"`
+	// Device events; trace without BPF.
+	Netdev *string `json:"netdev"`
+	Polled bool    `json:"polled"`
 	// Names trace -j derives from a number (status, fallback): read, not
 	// needed; rendering derives them again.
 	StatusName     string `json:"status-name"`
@@ -288,6 +291,12 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvFileClose
 	default:
 		return &fieldError{"cleanup: exit or close", lineerr.Quote([]byte(o.Cleanup))}
+	}
+	if o.Netdev != nil {
+		ev.Netdev, ev.Resource.Has = *o.Netdev, ev.Resource.Has|rdma.HasNetdev
+	}
+	if o.Polled {
+		ev.Flags |= rdma.EvPolled
 	}
 	return spanFields(o, ev)
 }

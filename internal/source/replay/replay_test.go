@@ -437,3 +437,23 @@ func TestKernelOwnersReadInBothSpellings(t *testing.T) {
 		t.Errorf("an old recording's kernel owner is written\n %s\nwant\n %s", got, want)
 	}
 }
+
+// What trace without BPF writes reads back as written: polled resource
+// events and the monitor's device events, with their net device.
+func TestPolledAndMonitorEventsRoundTrip(t *testing.T) {
+	lines := `{"time":"2026-11-27T08:00:01Z","event":"create","res":"qp","ifname":"rxe0","port":1,"id":0,"lqpn":17,"type":"RC","state":"INIT","pid":812,"comm":"rping","polled":true}
+{"time":"2026-11-27T08:00:02Z","event":"dev_register","ifname":"rxe1"}
+{"time":"2026-11-27T08:00:02.5Z","event":"netdev-attach","ifname":"rxe1","port":1,"netdev":"veth0"}
+{"time":"2026-11-27T08:00:03Z","event":"destroy","res":"cm_id","ifname":"rxe0","port":1,"id":3,"state":"CONNECT","ps":"TCP","src-addr":"10.0.0.1:7174","pid":812,"comm":"rping","polled":true}
+`
+	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
+	}
+	evs, errs := readAll(t, lines)
+	if len(errs) > 0 || len(evs) != 4 {
+		t.Fatalf("read %d events, errors %q", len(evs), errs)
+	}
+	if !evs[0].Has(rdma.EvPolled) || evs[1].Has(rdma.EvPolled) || evs[2].Netdev != "veth0" {
+		t.Errorf("polled %v %v, netdev %q: want true false veth0", evs[0].Has(rdma.EvPolled), evs[1].Has(rdma.EvPolled), evs[2].Netdev)
+	}
+}
