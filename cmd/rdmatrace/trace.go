@@ -74,6 +74,7 @@ func traceCommand() *cli.Command {
 			btfFlag,
 			pollFlag,
 			netlinkFlag,
+			bpfFlag,
 			verboseFlag,
 			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},

@@ -38,6 +38,9 @@ const netlinkNotSeen = "rdma_cm events, spans, off-CPU spells, port conflicts, S
 // differences between dumps every --poll as polled events, until a
 // signal, --duration or --count.
 func traceNetlink(c *cli.Context, f *filter.Events, sink *eventSink, argv []string, reason string) error {
+	if c.Bool("bpf") {
+		return exitWith(1, fmt.Errorf("%s (--bpf: no fallback to RDMA netlink)", privilegeProblem(c, reason)))
+	}
 	if len(argv) > 0 || len(c.IntSlice("follow-pid")) > 0 || c.String("record-raw") != "" {
 		return exitWith(1, fmt.Errorf("no BPF (%s): -- CMD, --follow-pid and --record-raw need it", reason))
 	}
@@ -208,6 +211,10 @@ func (p *netlinkPoll) emit(evs []rdma.Event) {
 
 // errCountReached ends a run at --count; it is no failure.
 var errCountReached = errors.New("count reached")
+
+// bpfFlag refuses the fallback: a caller that needs what only BPF sees
+// (rdmabench's spans and off-CPU spells) gets the BPF problem as an error.
+var bpfFlag = &cli.BoolFlag{Name: "bpf", Usage: "trace with BPF or fail, saying why: no fallback to RDMA netlink"}
 
 // noBPFReason says why trace goes without BPF, or "" to try it: --netlink,
 // or what the preflight finds missing that netlink can stand in for.

@@ -17,6 +17,7 @@ func TestTraceWithoutBPFRefusesWhatNeedsIt(t *testing.T) {
 		{[]string{"trace", "--netlink", "--", "true"}, 1, "no BPF (--netlink asked for none"},
 		{[]string{"trace", "--netlink", "--follow-pid", "1"}, 1, "-- CMD, --follow-pid and --record-raw need it"},
 		{[]string{"trace", "--netlink", "--poll", "10ms"}, 2, "--poll without BPF: at least 100ms"},
+		{[]string{"trace", "--netlink", "--bpf"}, 1, "(--bpf: no fallback to RDMA netlink)"},
 	} {
 		stdout, stderr, code := rdmatrace(t, tc.args...)
 		if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {

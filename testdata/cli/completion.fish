@@ -245,6 +245,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l fall
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l netlink
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l bpf
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l timestamp -x

@@ -108,7 +108,9 @@ func Start(o Options) (*Run, error) {
 	// The benchmark joins events after its run: it needs them complete,
 	// not soon. Reading every 250 ms instead of 20 wakes the tracer, which
 	// takes a CPU from a busy-polling end each time, a twelfth as often.
-	args := []string{"trace", "-j", "--no-snapshot", "--ready-file", ready, "--poll", poll.String()}
+	// --bpf: without BPF there are no spans to join, and netlink's polled
+	// objects are no trace of the benchmark; the run is then untraced.
+	args := []string{"trace", "-j", "--bpf", "--no-snapshot", "--ready-file", ready, "--poll", poll.String()}
 	for _, p := range o.Follow {
 		args = append(args, "--follow-pid", strconv.Itoa(p))
 	}
