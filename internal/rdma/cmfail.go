@@ -113,7 +113,7 @@ func CMFailure(e *Event) string {
 	case CMEvMulticastError:
 		return "joining the multicast group " + peer + " failed: " + statusWord(e) + on
 	}
-	return e.CMEvent.String() + " with status " + statusWord(e) + " from " + peer + on
+	return "the connection to " + peer + " failed: " + statusWord(e) + on
 }
 
 // rejectWords is REJECTED in words: on IB and RoCE the status is the
@@ -130,22 +130,22 @@ func rejectWords(e *Event, peer, on string) string {
 	case -int32(unix.ECONNREFUSED):
 		return "no listener on " + port + on + " (connection refused)"
 	case -int32(unix.ECONNRESET):
-		return "peer " + peer + " rejected the connection (reset)" + on
+		return peerWho(peer) + " rejected the connection (reset)" + on
 	case rejConsumer:
 		// rdma_reject() by the peer's program, or its rdma_cm refusing
 		// the request before the program saw it (no listener on that
 		// address, a QP type that does not match).
-		return "peer " + peer + " rejected the connection: consumer defined (its program or its rdma_cm refused it)" + on
+		return peerWho(peer) + " rejected the connection: consumer defined (its program or its rdma_cm refused it)" + on
 	case rejTimeout:
 		// cm_destroy_id() of a request still being processed: the
 		// listener went away or returned an error for it.
-		return "peer " + peer + " dropped the request (timeout: its listener went away or failed it)" + on
+		return peerWho(peer) + " dropped the request (timeout: its listener went away or failed it)" + on
 	case rejStaleConn:
-		return "peer " + peer + " rejected the connection as stale: it still has one from the same QP" + on
+		return peerWho(peer) + " rejected the connection as stale: it still has one from the same QP" + on
 	case rejNoQP, rejNoResources:
-		return "peer " + peer + " has no resources for the connection (" + CMStatusName(e.CMEvent, e.Status) + ")" + on
+		return peerWho(peer) + " has no resources for the connection (" + CMStatusName(e.CMEvent, e.Status) + ")" + on
 	}
-	return "peer " + peer + " rejected the connection: " + statusWord(e) + on
+	return peerWho(peer) + " rejected the connection: " + statusWord(e) + on
 }
 
 // statusWord names a status as CMStatusName does, with its number when
@@ -179,6 +179,14 @@ func peerText(e *Event) string {
 		return e.Dst.Addr().String()
 	}
 	return netip.AddrPortFrom(e.Dst.Addr().Unmap(), e.Dst.Port()).String()
+}
+
+// peerWho is "peer 10.0.0.7:7471", or "the peer" when its address is unknown.
+func peerWho(peer string) string {
+	if peer == "the peer" {
+		return peer
+	}
+	return "peer " + peer
 }
 
 func addrOnly(e *Event) string {

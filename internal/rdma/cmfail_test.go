@@ -54,7 +54,7 @@ func TestCMFailureSaysWhatWentWrongForEveryEventAndStatus(t *testing.T) {
 		{"the device goes away", CMEvDeviceRemoval, 0, true, "device rxe0/1 is being removed: the ID must be destroyed"},
 		{"bonding failover", CMEvAddrChange, 0, true, "the address under rxe0/1 moved (bonding failover): the connection to 10.0.0.7:7471 must be remade"},
 		{"multicast join failed", CMEvMulticastError, -110, true, "joining the multicast group 10.0.0.7:7471 failed: ETIMEDOUT from rxe0/1"},
-		{"a response with an error", CMEvConnectResponse, -22, true, "CONNECT_RESPONSE with status EINVAL from 10.0.0.7:7471 from rxe0/1"},
+		{"a response with an error", CMEvConnectResponse, -22, true, "the connection to 10.0.0.7:7471 failed: EINVAL from rxe0/1"},
 		{"established is no failure", CMEvEstablished, 0, true, ""},
 		{"address resolved is no failure", CMEvAddrResolved, 0, false, ""},
 		{"disconnected is no failure", CMEvDisconnected, 0, true, ""},
@@ -71,6 +71,12 @@ func TestCMFailureWithoutAnAddressNamesThePeer(t *testing.T) {
 	e := cmEvent(CMRejected, 8, false)
 	e.Resource.Has &^= HasSrcAddr
 	if got, want := CMFailure(e), "no listener on port 7471 at the peer (invalid service ID)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	e = cmEvent(rejConsumer, 28, false)
+	e.CMEvent = CMRejected
+	e.Resource.Has &^= HasSrcAddr
+	if got, want := CMFailure(e), "the peer rejected the connection: consumer defined (its program or its rdma_cm refused it)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	e = cmEvent(CMEvAddrError, -110, false)

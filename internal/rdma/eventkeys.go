@@ -46,6 +46,8 @@ var EventKeys = []EventKey{
 	{"lgr-id", ValString}, {"role", ValString}, {"link-id", ValUint8}, {"link-state", ValString},
 	// Off-CPU spells.
 	{"wait-us", ValMicros}, {"preempted", ValBool}, {"next-pid", ValUint32}, {"next-comm", ValString},
+	// What went wrong, in words (Event.Failure), on the events that report a failure.
+	{"why", ValString},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the
