@@ -69,7 +69,7 @@ func CMFailure(e *Event) string {
 		case unix.ETIMEDOUT:
 			// process_one_req(): the neighbour (ARP, ND) never resolved
 			// within the caller's timeout.
-			return "no answer to ARP/ND for " + peer + " (address resolution timed out" + on + ")"
+			return "no answer for " + peer + on + ": address resolution timed out (no neighbour answered ARP/ND, or no route came up)"
 		case unix.ENETUNREACH:
 			return "no route to " + peer + on
 		case unix.EHOSTUNREACH:

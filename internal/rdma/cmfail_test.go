@@ -29,8 +29,8 @@ func TestCMFailureSaysWhatWentWrongForEveryEventAndStatus(t *testing.T) {
 		bound  bool
 		want   string
 	}{
-		{"ARP got no answer", CMEvAddrError, -110, false, "no answer to ARP/ND for 10.0.0.7:7471 (address resolution timed out)"},
-		{"ARP got no answer on a bound ID", CMEvAddrError, -110, true, "no answer to ARP/ND for 10.0.0.7:7471 (address resolution timed out from rxe0/1)"},
+		{"ARP got no answer", CMEvAddrError, -110, false, "no answer for 10.0.0.7:7471: address resolution timed out (no neighbour answered ARP/ND, or no route came up)"},
+		{"ARP got no answer on a bound ID", CMEvAddrError, -110, true, "no answer for 10.0.0.7:7471 from rxe0/1: address resolution timed out (no neighbour answered ARP/ND, or no route came up)"},
 		{"no route", CMEvAddrError, -101, false, "no route to 10.0.0.7:7471"},
 		{"host unreachable", CMEvAddrError, -113, false, "10.0.0.7:7471 is unreachable: the route says so, or its neighbour entry failed"},
 		{"no RDMA device on the netdev", CMEvAddrError, -19, false, "no RDMA device on the netdev that reaches 10.0.0.7:7471"},
@@ -81,7 +81,7 @@ func TestCMFailureWithoutAnAddressNamesThePeer(t *testing.T) {
 	}
 	e = cmEvent(CMEvAddrError, -110, false)
 	e.Dst = netip.AddrPortFrom(netip.MustParseAddr("fe80::1"), 0)
-	if got, want := CMFailure(e), "no answer to ARP/ND for fe80::1 (address resolution timed out)"; got != want {
+	if got, want := CMFailure(e), "no answer for fe80::1: address resolution timed out (no neighbour answered ARP/ND, or no route came up)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

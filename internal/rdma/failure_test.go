@@ -34,7 +34,7 @@ func TestFailureSaysWhichEventsAreFailuresAndHowBad(t *testing.T) {
 		why  string // a part of the sentence
 	}{
 		{"a rejected connection", cmEvent(CMRejected, 8, true), "REJECTED", SevWarn, "no listener on port 7471"},
-		{"an address error", cmEvent(CMEvAddrError, -110, false), "ADDR_ERROR", SevWarn, "no answer to ARP/ND"},
+		{"an address error", cmEvent(CMEvAddrError, -110, false), "ADDR_ERROR", SevWarn, "address resolution timed out"},
 		{"a device removal is fatal", cmEvent(CMEvDeviceRemoval, 0, true), "DEVICE_REMOVAL", SevFatal, "is being removed"},
 		{"an established connection", cmEvent(CMEvEstablished, 0, true), "", 0, ""},
 		{"cm_event_done repeats its handler's event", done, "", 0, ""},
