@@ -83,8 +83,8 @@ func sendEvents(t *testing.T, rc *receiver) (*Sink, []rdma.Event) {
 }
 
 // TestEventsReachALocalReceiver: each event is one record with its time,
-// its human line as body, its JSON keys as attributes, WARN for a QP to
-// ERR and a failed rdma_cm event.
+// its human line as body, its JSON keys as attributes, ERROR for a QP to
+// ERR and WARN for a failed rdma_cm event.
 func TestEventsReachALocalReceiver(t *testing.T) {
 	rc := &receiver{}
 	s, evs := sendEvents(t, rc)
@@ -112,7 +112,7 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 		!strings.Contains(r.Body.GetStringValue(), "lqpn 17") || attrs["comm"] != "rping" || attrs["res"] != "qp" || attrs["ifname"] != "rxe0" {
 		t.Errorf("record 0: time %d event %q severity %q body %q attrs %v", r.TimeUnixNano, r.EventName, r.SeverityText, r.Body.GetStringValue(), attrs)
 	}
-	for i, want := range []string{"INFO", "WARN", "WARN"} {
+	for i, want := range []string{"INFO", "ERROR", "WARN"} {
 		if got := rc.records[i].SeverityText; got != want {
 			t.Errorf("record %d (%s): severity %s, want %s", i, rc.records[i].Body.GetStringValue(), got, want)
 		}
@@ -204,4 +204,35 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The severity is Event.Failure's: ERROR when fatal, WARN for another
+// failure or an error status, INFO for the rest.
+func TestSeverityFollowsTheFailure(t *testing.T) {
+	cm := func(ev rdma.CMEvent, status int32, kind rdma.EventKind) *rdma.Event {
+		return &rdma.Event{Kind: kind, Flags: rdma.EvHasCM, CMEvent: ev, Status: status}
+	}
+	qp := func(st rdma.QPState) *rdma.Event {
+		e := &rdma.Event{Kind: rdma.EvModify, Flags: rdma.EvHasRes, Resource: rdma.Resource{Type: rdma.ResQP}}
+		e.SetState(uint8(st))
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		e    *rdma.Event
+		want string
+	}{
+		{"a rejected connect", cm(rdma.CMRejected, 8, rdma.EvCMEventHandler), "WARN"},
+		{"a device removed under an ID", cm(rdma.CMEvDeviceRemoval, 0, rdma.EvCMEventHandler), "ERROR"},
+		{"a QP moved to ERR", qp(rdma.QPStateErr), "ERROR"},
+		{"a QP moved to SQE", qp(rdma.QPStateSQE), "WARN"},
+		{"a QP moved to RTS", qp(rdma.QPStateRTS), "INFO"},
+		{"the rejected connect's done event", cm(rdma.CMRejected, 8, rdma.EvCMEventDone), "WARN"},
+		{"an established connection", cm(rdma.CMEvEstablished, 0, rdma.EvCMEventHandler), "INFO"},
+		{"a port taken", &rdma.Event{Kind: rdma.EvPortBusy, Status: -98}, "WARN"},
+	} {
+		if _, got := severityOf(tc.e); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
 }
