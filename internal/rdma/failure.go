@@ -9,8 +9,9 @@ const (
 	// SevWarn: something failed and the owner can go on or try again (a
 	// connection refused, a port taken, a fallback to TCP).
 	SevWarn Severity = iota + 1
-	// SevFatal: the object is lost for good (a QP in ERR, a device going
-	// away under its IDs).
+	// SevFatal: the object is lost for good and not by its owner's
+	// choice (a device going away under its IDs; the async QP_FATAL and
+	// DEVICE_FATAL).
 	SevFatal
 )
 
@@ -62,7 +63,8 @@ func (e *Event) Failure() (Failure, bool) {
 		}
 		switch e.QPState {
 		case QPStateErr:
-			return Failure{What: "QP_ERR", Severity: SevFatal, Why: "QP moved to ERR" + fromState(e) + ": its outstanding work requests are flushed with errors"}, true
+			// Not fatal in itself: a disconnect moves a QP to ERR too.
+			return Failure{What: "QP_ERR", Severity: SevWarn, Why: "QP moved to ERR" + fromState(e) + ": its outstanding work requests are flushed with errors"}, true
 		case QPStateSQE:
 			return Failure{What: "QP_SQE", Severity: SevWarn, Why: "QP moved to SQE" + fromState(e) + ": a send work request completed in error, the send queue stopped"}, true
 		}

@@ -38,7 +38,7 @@ func TestFailureSaysWhichEventsAreFailuresAndHowBad(t *testing.T) {
 		{"a device removal is fatal", cmEvent(CMEvDeviceRemoval, 0, true), "DEVICE_REMOVAL", SevFatal, "is being removed"},
 		{"an established connection", cmEvent(CMEvEstablished, 0, true), "", 0, ""},
 		{"cm_event_done repeats its handler's event", done, "", 0, ""},
-		{"a QP moved to ERR", qpModify(QPStateRTS, QPStateErr), "QP_ERR", SevFatal, "QP moved to ERR from RTS"},
+		{"a QP moved to ERR", qpModify(QPStateRTS, QPStateErr), "QP_ERR", SevWarn, "QP moved to ERR from RTS"},
 		{"a QP moved to SQE", qpModify(QPStateRTS, QPStateSQE), "QP_SQE", SevWarn, "moved to SQE from RTS"},
 		{"a QP moved to RTS", qpModify(QPStateRTR, QPStateRTS), "", 0, ""},
 		{"a QP moved to ERR in the exit cleanup", exiting, "", 0, ""},

@@ -72,6 +72,14 @@ type Analyzer struct {
 	// addresses: by owner and source address, unique while one lives.
 	byAddr map[addrKey]uint64
 	next   uint64
+	// disconnected are the QPs whose rdma_cm ID disconnected: their move
+	// to ERR is the teardown's flush, not a failure.
+	disconnected map[qpKey]bool
+}
+
+type qpKey struct {
+	dev  string
+	lqpn uint32
 }
 
 type addrKey struct {
@@ -97,7 +105,7 @@ func New(o Options) *Analyzer {
 		o.MaxLive = 1 << 16
 	}
 	return &Analyzer{o: o, live: restable.New(o.MaxLive), pending: map[uint64]*attempt{}, qpOfID: map[uint64]uint32{},
-		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{}}
+		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{}, disconnected: map[qpKey]bool{}}
 }
 
 // Feed takes the next event (in time order) and returns what it says went
@@ -122,6 +130,9 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 	if !a.keep(&ev) {
 		a.forget(&ev)
 		return out
+	}
+	if a.teardown(&ev) {
+		return append(out, a.follow(&ev)...)
 	}
 	if f, ok := ev.Failure(); ok {
 		out = append(out, Line{Time: ev.Time, Res: ev, What: f.What, Severity: f.Severity, Why: f.Why, Peer: peerOf(&ev)})
@@ -157,6 +168,28 @@ func (a *Analyzer) keep(e *rdma.Event) bool {
 		return false
 	}
 	return true
+}
+
+// teardown notes the QPs whose rdma_cm ID disconnects, and says whether
+// e is such a QP's move to ERR (rdma_disconnect flushes the QP through
+// ERR: librdmacm's ucma_modify_qp_err, the kernel's cma_modify_qp_err).
+func (a *Analyzer) teardown(e *rdma.Event) bool {
+	if !e.Given(rdma.HasLQPN) {
+		return false
+	}
+	k := qpKey{e.DevName, e.LQPN}
+	switch {
+	case e.Kind == rdma.EvCMDisconnect || e.Kind == rdma.EvCMSentDreq || e.Kind == rdma.EvCMSentDrep ||
+		e.Kind == rdma.EvCMEventHandler && e.CMEvent == rdma.CMEvDisconnected:
+		if len(a.disconnected) < maxPending {
+			a.disconnected[k] = true
+		}
+	case e.Type == rdma.ResQP && e.Kind == rdma.EvDestroy:
+		delete(a.disconnected, k)
+	case e.Kind == rdma.EvModify && e.Type == rdma.ResQP && e.QPState == rdma.QPStateErr:
+		return a.disconnected[k]
+	}
+	return false
 }
 
 // idOf names an rdma_cm ID of a recording (no kernel address): by its

@@ -142,3 +142,24 @@ func TestWhyNamesTheOwnerFromTheLiveTableAndSelectsByQPN(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", g, want)
 	}
 }
+
+// A QP moved to ERR after its ID disconnected is the teardown's flush,
+// not listed; one moved to ERR while connected is.
+func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
+	qpErr := func(ms int) *rdma.Event {
+		e := &rdma.Event{Kind: rdma.EvModify, Time: t0.Add(time.Duration(ms) * time.Millisecond), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
+		e.Type, e.DevName, e.LQPN = rdma.ResQP, "rxe0", 17
+		e.Owner = rdma.Owner{PID: 225, TID: 225, Comm: "rping"}
+		e.Resource.Has |= rdma.HasLQPN
+		e.SetState(uint8(rdma.QPStateErr))
+		return e
+	}
+	disc := id(rdma.EvCMDisconnect, 100, rdma.CMConnect)
+	disc.LQPN = 17
+	disc.Resource.Has |= rdma.HasLQPN
+	a := New(Options{})
+	got := feed(a, qpErr(50), disc, qpErr(110))
+	if g, want := whys(got), "50ms QP_ERR rping : QP moved to ERR: its outstanding work requests are flushed with errors"; g != want {
+		t.Errorf("got\n%s\nwant\n%s", g, want)
+	}
+}

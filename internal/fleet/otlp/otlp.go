@@ -108,10 +108,10 @@ func (s *Sink) Write(e *rdma.Event) {
 	s.emitted.Add(1)
 }
 
-// severityOf is a record's severity: ERROR for a fatal failure (a QP
-// moved to ERR, a device removed under an rdma_cm ID), WARN for another
-// failure or an event with an error status, INFO for the rest; the
-// failures are rdma.Event.Failure's.
+// severityOf is a record's severity: ERROR for a fatal failure (a device
+// removed under an rdma_cm ID, and the fatal async events), WARN for
+// another failure (a QP moved to ERR among them) or an event with an
+// error status, INFO for the rest; the failures are rdma.Event.Failure's.
 func severityOf(e *rdma.Event) (otellog.Severity, string) {
 	if f, ok := e.Failure(); ok {
 		if f.Severity == rdma.SevFatal {

@@ -83,8 +83,8 @@ func sendEvents(t *testing.T, rc *receiver) (*Sink, []rdma.Event) {
 }
 
 // TestEventsReachALocalReceiver: each event is one record with its time,
-// its human line as body, its JSON keys as attributes, ERROR for a QP to
-// ERR and WARN for a failed rdma_cm event.
+// its human line as body, its JSON keys as attributes, WARN for a QP to
+// ERR and a failed rdma_cm event.
 func TestEventsReachALocalReceiver(t *testing.T) {
 	rc := &receiver{}
 	s, evs := sendEvents(t, rc)
@@ -112,7 +112,7 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 		!strings.Contains(r.Body.GetStringValue(), "lqpn 17") || attrs["comm"] != "rping" || attrs["res"] != "qp" || attrs["ifname"] != "rxe0" {
 		t.Errorf("record 0: time %d event %q severity %q body %q attrs %v", r.TimeUnixNano, r.EventName, r.SeverityText, r.Body.GetStringValue(), attrs)
 	}
-	for i, want := range []string{"INFO", "ERROR", "WARN"} {
+	for i, want := range []string{"INFO", "WARN", "WARN"} {
 		if got := rc.records[i].SeverityText; got != want {
 			t.Errorf("record %d (%s): severity %s, want %s", i, rc.records[i].Body.GetStringValue(), got, want)
 		}
@@ -224,7 +224,7 @@ func TestSeverityFollowsTheFailure(t *testing.T) {
 	}{
 		{"a rejected connect", cm(rdma.CMRejected, 8, rdma.EvCMEventHandler), "WARN"},
 		{"a device removed under an ID", cm(rdma.CMEvDeviceRemoval, 0, rdma.EvCMEventHandler), "ERROR"},
-		{"a QP moved to ERR", qp(rdma.QPStateErr), "ERROR"},
+		{"a QP moved to ERR (a failure, or a disconnect)", qp(rdma.QPStateErr), "WARN"},
 		{"a QP moved to SQE", qp(rdma.QPStateSQE), "WARN"},
 		{"a QP moved to RTS", qp(rdma.QPStateRTS), "INFO"},
 		{"the rejected connect's done event", cm(rdma.CMRejected, 8, rdma.EvCMEventDone), "WARN"},
