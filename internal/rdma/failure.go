@@ -91,7 +91,17 @@ func (e *Event) Failure() (Failure, bool) {
 // QP_ACCESS_ERR, CQ_ERR, SRQ_ERR, PORT_ERR, DEVICE_FATAL; driver QP errors
 // and error completions): none exist yet.
 func newKindFailure(e *Event) (Failure, bool) {
-	_ = e
+	switch e.Kind {
+	// The IB async events ("async"): What is the event's name (QP_FATAL,
+	// PORT_ERR...: the alerts in deploy/prometheus match these), SevFatal
+	// for QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, CQ_ERR, SRQ_ERR and
+	// DEVICE_FATAL, SevWarn for PORT_ERR and the rest of the error types;
+	// no failure for the others (PORT_ACTIVE, COMM_EST, LID_CHANGE...).
+	//
+	// Driver QP errors and error completions ("qp-error"): What
+	// "qp-error", SevFatal, Why naming the completion status
+	// (RETRY_EXC_ERR: "the peer stopped answering; retries exhausted").
+	}
 	return Failure{}, false
 }
 
