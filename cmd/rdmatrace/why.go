@@ -115,6 +115,11 @@ func runWhy(c *cli.Context) error {
 	}
 	defer s.Close()
 	clock := s.Clock()
+	// What exists already, for the live table: a QP made before the run
+	// is named by its owner when a failure of it names none.
+	if err := snapshotEvents(clock, func(e *rdma.Event) { an.Feed(e) }); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	}
 	// Events from several CPUs, put back in time order before the
 	// analysis follows an ID from step to step.
 	reorder := restable.NewReorder(reorderWindow)

@@ -230,10 +230,14 @@ func destroysID(e *rdma.Event) bool {
 }
 
 // follow keeps track of an rdma_cm ID's steps: one begins with the
-// state the rdma_cma tracepoints carry (ADDR_QUERY, ROUTE_QUERY, CONNECT)
-// or a connect request sent, and ends with its answer, an error, or the
+// state the rdma_cma tracepoints carry (ADDR_QUERY, ROUTE_QUERY), a
+// resolution delivered (the program's next step) or a connect request
+// sent, and ends with its answer, an error, or the
 // ID's destruction, which is then listed when no answer came.
 func (a *Analyzer) follow(e *rdma.Event) []Line {
+	if e.Kind == rdma.EvExists {
+		return nil // when its step began is not known
+	}
 	if e.Obj == 0 || !(e.Type == rdma.ResCMID || e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMIDCreate || e.Kind == rdma.EvCMIDDestroy) {
 		return nil
 	}
@@ -318,16 +322,13 @@ func stepOf(e *rdma.Event) string {
 	if e.Type != rdma.ResCMID || !e.Given(rdma.HasState) {
 		return ""
 	}
+	// A connected ID stays in CONNECT: only a REQ sent starts a connect
+	// (the passive side's is not ours to answer).
 	switch e.CMState {
 	case rdma.CMAddrQuery:
 		return "address resolution"
 	case rdma.CMRouteQuery:
 		return "route resolution"
-	case rdma.CMConnect:
-		if e.Kind == rdma.EvCMSendRep || e.Kind == rdma.EvCMReqHandler {
-			return "" // the passive side: the answer is ours to give
-		}
-		return "connect"
 	}
 	return ""
 }

@@ -79,6 +79,11 @@ func TestWhyListsFailuresAndUnansweredSteps(t *testing.T) {
 			id(rdma.EvCMDisconnect, 900, rdma.CMConnect),
 			id(rdma.EvCMIDDestroy, 1000, rdma.CMDisconnect),
 		}, true, ""},
+		{"a connection that existed before the trace says nothing at its end", Options{}, []*rdma.Event{
+			id(rdma.EvExists, 0, rdma.CMConnect),
+			id(rdma.EvCMDisconnect, 900, rdma.CMConnect),
+			id(rdma.EvCMIDDestroy, 1000, rdma.CMDisconnect),
+		}, true, ""},
 		{"the passive side's connect is not ours to answer", Options{}, []*rdma.Event{
 			id(rdma.EvCMReqHandler, 0, rdma.CMConnect),
 			id(rdma.EvCMSendRep, 1, rdma.CMConnect),
