@@ -85,7 +85,13 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	if c := e.Cleanup(); c != "" {
 		o = o.str("cleanup", c)
 	}
-	return appendSpanFields(o, e)
+	o = appendSpanFields(o, e)
+	// A failed rdma_cm step in words (the other failures' kinds say
+	// what they are by their keys).
+	if f, ok := e.Failure(); ok && e.Kind == rdma.EvCMEventHandler {
+		o = o.str("why", f.Why)
+	}
+	return o
 }
 
 // appendSpanFields adds what spans and off-CPU spells carry, and an MR's
@@ -354,6 +360,10 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 		if n := statusName(e); n != "" {
 			b = append(word(b, col), statusText(e.Status, n)...)
 		}
+	}
+	if f, ok := e.Failure(); ok && e.Kind == rdma.EvCMEventHandler {
+		// A failed rdma_cm step in words, where its event is delivered.
+		b = append(append(append(b, ": "...), Sanitize(f.Why)...), ';')
 	}
 	if e.Given(rdma.HasSrcAddr) && e.Src.IsValid() {
 		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(word(b, col)), ':'), uint64(e.Src.Port()), 10)

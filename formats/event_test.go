@@ -98,7 +98,7 @@ func TestEventLineHasFixedColumns(t *testing.T) {
 	owner, detail := strings.Index(header, "OWNER"), strings.Index(header, "DETAIL")
 	for i, want := range []string{
 		`10:00:00.123456 create            qp      rxe0/1     rp\x1bing[812]           lqpn 17 RC`,
-		`10:00:00.123456 cm_event_handler  cm_id   rxe0       [nvme_rdma]              CONNECT_RESPONSE status ETIMEDOUT fe80::1%2:4791>192.0.2.1:7174 by kworker[9] (exit cleanup)`,
+		`10:00:00.123456 cm_event_handler  cm_id   rxe0       [nvme_rdma]              CONNECT_RESPONSE status ETIMEDOUT: the connection to 192.0.2.1:7174 failed: ETIMEDOUT from rxe0; fe80::1%2:4791>192.0.2.1:7174 by kworker[9] (exit cleanup)`,
 		`10:00:00.123456 dev_unregistered          rxe\u202e0 -`,
 	} {
 		got := EventLine(&evs[i])
@@ -190,6 +190,31 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	for _, k := range rdma.EventKeys {
 		if !seen[k.Name] {
 			t.Errorf("rdma.EventKeys has %q, which no event was written with", k.Name)
+		}
+	}
+}
+
+// A failed rdma_cm step says why in both views: -j adds "why", the
+// human line the same words after its status; a success says nothing.
+func TestCMFailureIsInWordsInBothViews(t *testing.T) {
+	rej := rdma.Event{Kind: rdma.EvCMEventHandler, Flags: rdma.EvHasCM | rdma.EvHasRes, CMEvent: rdma.CMRejected, Status: 8}
+	rej.Type = rdma.ResCMID
+	rej.Src, rej.Dst = netip.MustParseAddrPort("10.0.0.1:0"), netip.MustParseAddrPort("10.0.0.7:7471")
+	rej.Resource.Has |= rdma.HasSrcAddr
+	want := "no listener on port 7471 at 10.0.0.7 (invalid service ID)"
+	if line := EventLine(&rej); !strings.Contains(line, "REJECTED status 8 (invalid service ID): "+want+"; 10.0.0.1:0>10.0.0.7:7471") {
+		t.Errorf("line %q", line)
+	}
+	if js := string(AppendJSON(nil, EventObject(&rej))); !strings.Contains(js, `"status":8,"status-name":"invalid service ID"`) || !strings.Contains(js, `"why":"`+want+`"`) {
+		t.Errorf("JSON %s", js)
+	}
+	done := rej
+	done.Kind = rdma.EvCMEventDone // the same event again: said once
+	ok := rej
+	ok.CMEvent, ok.Status = rdma.CMEvEstablished, 0
+	for _, e := range []*rdma.Event{&done, &ok} {
+		if line, js := EventLine(e), string(AppendJSON(nil, EventObject(e))); strings.Contains(line, want) || strings.Contains(js, `"why"`) {
+			t.Errorf("%s %s: says why:\n%s\n%s", e.Kind, e.CMEvent, line, js)
 		}
 	}
 }

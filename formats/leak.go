@@ -77,7 +77,25 @@ func FindingFields(f *rdma.Finding) Object {
 	if f.AgeAtLeast {
 		o = o.boolean("pre-existing", true)
 	}
+	if n := diedInError(e); n != "" {
+		o = o.str("note", n)
+	}
 	return o
+}
+
+// diedInError is the note of a QP left behind in an error state: the
+// live table saw it moved to ERR or SQE before it was left, so the
+// program may have given up on it after a failure rather than forgotten
+// it. "" for the rest.
+func diedInError(e *rdma.Event) string {
+	if e.Type != rdma.ResQP || !e.Given(rdma.HasState) {
+		return ""
+	}
+	switch e.QPState {
+	case rdma.QPStateErr, rdma.QPStateSQE:
+		return "died in error: last state " + e.QPState.String()
+	}
+	return ""
 }
 
 func (o Object) append(f Field) Object { return append(o, f) }
@@ -221,6 +239,13 @@ func (lw *LeakWriter) Flush() error {
 	if g.Report == rdma.LeakExitCleanup {
 		header = append(header, "CLEANUP")
 	}
+	notes := false // a NOTE column only when a QP of the group died in error
+	for _, f := range lw.group {
+		notes = notes || diedInError(&f.Res) != ""
+	}
+	if notes {
+		header = append(header, "NOTE")
+	}
 	t := NewTable(header...)
 	for _, f := range lw.group {
 		e := &f.Res
@@ -245,6 +270,9 @@ func (lw *LeakWriter) Flush() error {
 		row := []string{owner(e), dev, e.Type.String(), id, lqpn, typ, state, age}
 		if g.Report == rdma.LeakExitCleanup {
 			row = append(row, e.Cleanup())
+		}
+		if notes {
+			row = append(row, diedInError(e))
 		}
 		t.Append(row...)
 	}

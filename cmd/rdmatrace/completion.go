@@ -99,7 +99,7 @@ func completionSpec() compSpec {
 		}
 		s.events = append(s.events, k.String())
 	}
-	s.events = append(s.events, "cm")
+	s.events = append(s.events, "cm", filter.WordCMError, filter.WordFailure)
 	var names []string
 	for _, c := range commands {
 		if !c.Hidden {

@@ -17,7 +17,7 @@ var filterUsage = map[string]string{
 	"comm":      "only objects whose owner has one of these names (comma list; kernel module names too)",
 	"dev":       "only these devices (comma list)",
 	"res":       "only these resource types (qp, cm_id, cq, mr, pd, ctx, srq)",
-	"event":     "only these events (create, destroy, modify, cm_event_handler, ..., or cm)",
+	"event":     "only these events (create, destroy, modify, cm_event_handler, ..., cm, cm-error or failure)",
 	"cgroup":    "only objects whose owner is in these cgroup v2 paths or below them (comma list: /kubepods.slice)",
 	"container": "only objects whose owner is in these containers (comma list of ids or their first characters)",
 	"pod":       "only objects whose owner is in these Kubernetes pods (comma list of pod UIDs)",

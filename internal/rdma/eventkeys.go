@@ -49,6 +49,8 @@ var EventKeys = []EventKey{
 	// Device events: a port's net device; what trace without BPF found
 	// by comparing netlink dumps.
 	{"netdev", ValString}, {"polled", ValBool},
+	// What went wrong, in words (Event.Failure), on the events that report a failure.
+	{"why", ValString},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

@@ -4,7 +4,7 @@
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --otlp | --output | --pid | --poll | --port | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --pid | -p | --container | --port | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
@@ -18,6 +18,7 @@ _rdmatrace_value() {
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp) return 0 ;; esac ;;
+    why) case $2 in --read | -r | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
     return 1
 }
@@ -52,11 +53,11 @@ _rdmatrace() {
     dev | --filter-dev | --dev) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
-    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename cm" -- "$cur")); return ;;
+    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename cm cm-error failure" -- "$cur")); return ;;
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ports ps res smc stat system trace help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -179,6 +180,13 @@ _rdmatrace() {
         qp) words="cgroup comm container dev event pid pod res" ;;
         srq) words="cgroup comm container dev event pid pod res" ;;
         esac
+        ;;
+    why)
+        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
+        words=""
+        files="--read -r --ready-file --btf"
+        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --max-input --duration --ring-size --poll"
+        formats="text json ndjson"
         ;;
     esac
     if [[ " $files " == *" $prev "* ]]; then

@@ -19,6 +19,10 @@ type Events struct {
 	devs  map[string]bool
 	res   map[rdma.ResType]bool
 	kinds map[rdma.EventKind]bool
+	// cmErrors and failures are the event words cm-error and failure,
+	// which select by what an event says (rdma.Event.Failure), not by
+	// its kind alone.
+	cmErrors, failures bool
 	// places are the place keys' wanted values, by key.
 	places map[string][]string
 	// KernelOnly and UserOnly keep the objects of kernel modules, or of
@@ -74,9 +78,17 @@ func ParseEvents(words []string) (*Events, error) {
 			}
 		case "event":
 			for _, p := range parts {
+				switch strings.ToLower(p) {
+				case WordCMError:
+					f.cmErrors = true
+					continue
+				case WordFailure:
+					f.failures = true
+					continue
+				}
 				ks, err := rdma.ParseEventKind(p)
 				if err != nil {
-					return nil, fmt.Errorf("filter event: %w", err)
+					return nil, fmt.Errorf("filter event: %w; or %s (rdma_cm events that report an error), %s (every failure)", err, WordCMError, WordFailure)
 				}
 				for _, k := range ks {
 					f.kinds[k] = true
@@ -106,7 +118,7 @@ func (f *Events) Match(e *rdma.Event) bool {
 	if len(f.res) > 0 && !(e.Has(rdma.EvHasRes) && f.res[e.Type]) {
 		return false
 	}
-	if len(f.kinds) > 0 && !f.kinds[e.Kind] {
+	if (len(f.kinds) > 0 || f.cmErrors || f.failures) && !f.kinds[e.Kind] && !f.failing(e) {
 		return false
 	}
 	if !f.MatchPlace(e.Owner.Place) {
@@ -119,6 +131,28 @@ func (f *Events) Match(e *rdma.Event) bool {
 		return false
 	}
 	return true
+}
+
+// The event words that select by what an event reports.
+const (
+	// WordCMError: rdma_cm events with an error event or a non-zero status.
+	WordCMError = "cm-error"
+	// WordFailure: every failure rdma.Event.Failure knows (cm-error, a QP
+	// moved to ERR or SQE, a destroy the driver refused, a port taken, an
+	// SMC fallback or link down, and the kinds added to it).
+	WordFailure = "failure"
+)
+
+// failing says whether e is one of the failures the cm-error and failure
+// words ask for.
+func (f *Events) failing(e *rdma.Event) bool {
+	if !f.cmErrors && !f.failures {
+		return false
+	}
+	if _, ok := e.Failure(); !ok {
+		return false
+	}
+	return f.failures || e.Kind == rdma.EvCMEventHandler
 }
 
 func inRanges(rs []numRange, v uint64) bool {

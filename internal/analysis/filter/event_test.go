@@ -58,3 +58,44 @@ func TestBadEventFiltersSayWhatIsExpected(t *testing.T) {
 		}
 	}
 }
+
+// cm-error and failure select by what an event reports, beside the kinds.
+func TestEventWordsCMErrorAndFailureSelectFailures(t *testing.T) {
+	rejected := rdma.Event{Kind: rdma.EvCMEventHandler, Flags: rdma.EvHasCM, CMEvent: rdma.CMRejected, Status: 8}
+	established := rdma.Event{Kind: rdma.EvCMEventHandler, Flags: rdma.EvHasCM, CMEvent: rdma.CMEvEstablished}
+	qpErr := rdma.Event{Kind: rdma.EvModify, Flags: rdma.EvHasRes, Resource: rdma.Resource{Type: rdma.ResQP}}
+	qpErr.SetState(uint8(rdma.QPStateErr))
+	create := rdma.Event{Kind: rdma.EvCreate, Flags: rdma.EvHasRes}
+	for _, tc := range []struct {
+		words                       string
+		rej, est, qpErrOK, createOK bool
+	}{
+		{"event cm-error", true, false, false, false},
+		{"event failure", true, false, true, false},
+		{"event FAILURE", true, false, true, false},
+		{"event failure,create", true, false, true, true},
+		{"event cm-error event create", true, false, false, true},
+		{"event cm_event_handler", true, true, false, false},
+	} {
+		f, err := ParseEvents(strings.Fields(tc.words))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.words, err)
+		}
+		for _, c := range []struct {
+			name string
+			e    *rdma.Event
+			want bool
+		}{{"REJECTED", &rejected, tc.rej}, {"ESTABLISHED", &established, tc.est}, {"QP to ERR", &qpErr, tc.qpErrOK}, {"create", &create, tc.createOK}} {
+			if got := f.Match(c.e); got != c.want {
+				t.Errorf("%q on %s: %v, want %v", tc.words, c.name, got, c.want)
+			}
+		}
+	}
+}
+
+func TestAnUnknownEventWordNamesTheFailureWords(t *testing.T) {
+	_, err := ParseEvents([]string{"event", "oops"})
+	if err == nil || !strings.Contains(err.Error(), "or cm-error (rdma_cm events that report an error), failure (every failure)") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -85,6 +85,10 @@ type Exporter struct {
 	qpLife       prometheus.Histogram
 	scrapeErrors prometheus.Counter
 	atExit       *prometheus.CounterVec
+	failures     *prometheus.CounterVec
+	// failingOwners are the owners rdma_failures_total names, the first
+	// topN seen; the others are counted as owner "other".
+	failingOwners map[holder]bool
 	// unregs are the device unregistrations under way: when each began,
 	// by whom, and who held the device's objects then (from live, the
 	// table the tracer's events and the start snapshot keep).
@@ -145,6 +149,10 @@ func New(source Source, topN int) *Exporter {
 		[]string{"device", "owner", "container"}, nil)
 	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
 		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
+	x.failingOwners = map[holder]bool{}
+	x.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_failures_total",
+		Help: "Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the first owners seen by name, the rest as comm=\"other\"."},
+		[]string{"device", "port", "event", "comm", "container"})
 	x.blocked = prometheus.NewDesc("rdma_device_unregister_blocked_seconds",
 		"How long a device's unregistration has been waiting for its users (0 series when none is).", []string{"device", "by"}, nil)
 	x.creates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_creates_total",
@@ -191,7 +199,7 @@ func (x *Exporter) SetHealth(h *Health) { x.health = h }
 
 // Register adds the exporter's metrics to reg.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked}
+	cs := []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, x.failures}
 	if x.health != nil {
 		cs = append(cs, x.health)
 	}
@@ -354,7 +362,10 @@ func (x *Exporter) Event(e *rdma.Event) {
 	dev, typ := e.DevName, e.Type.String()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.live.Apply(e)
+	_, en := x.live.Apply(e)
+	if e.Kind != rdma.EvExists {
+		x.countFailure(e, en)
+	}
 	switch e.Kind {
 	case rdma.EvDevUnregister:
 		held := map[holder]int{}
@@ -414,6 +425,36 @@ func (x *Exporter) Event(e *rdma.Event) {
 			}
 		}
 	}
+}
+
+// countFailure counts an event that reports a failure
+// (rdma.Event.Failure), under its owner, or the owner the live table
+// knows for an event that names none. Called with x.mu held.
+func (x *Exporter) countFailure(e *rdma.Event, en *restable.Entry) {
+	f, ok := e.Failure()
+	if !ok {
+		return
+	}
+	o := &e.Owner
+	if !e.Has(rdma.EvHasOwner) && o.KernName == "" && en != nil {
+		o = &en.Res.Owner
+	}
+	h := holder{name: "other"}
+	if o.PID != 0 || o.KernName != "" || o.Comm != "" {
+		h = holderOf(o)
+	}
+	if !x.failingOwners[h] {
+		if len(x.failingOwners) >= x.topN {
+			h = holder{name: "other"}
+		} else {
+			x.failingOwners[h] = true
+		}
+	}
+	port := ""
+	if e.Given(rdma.HasPort) && e.Port != 0 {
+		port = strconv.FormatUint(uint64(e.Port), 10)
+	}
+	x.failures.WithLabelValues(e.DevName, port, f.What, h.name, h.container).Inc()
 }
 
 // TracerCounts are the tracer's loss counters, read at each scrape.

@@ -121,6 +121,8 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,
 		`rdma_device_unregister_holders{container="",device="rxe1",owner="[ib_core]"} 1`,
 		`rdma_resources_freed_at_exit_total{device="rxe0",type="mr"} 1`,
+		`rdma_failures_total{comm="other",container="",device="rxe0",event="QP_ERR",port=""} 1`,
+		`rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port=""} 1`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("scrape lacks %s", want)
@@ -218,5 +220,54 @@ rdmatrace: scrape: cannot read netlink: dial netlink: protocol not supported (se
 	}
 	if v := testutil.ToFloat64(x.scrapeErrors); v != 4 {
 		t.Errorf("rdmatrace_scrape_errors_total %v, want 4", v)
+	}
+}
+
+// rdma_failures_total counts what Event.Failure reports, once per event,
+// under the owner (from the live table when the event names none), the
+// first topN owners by name and the rest as "other".
+func TestFailuresAreCountedByOwnerWithinTheBound(t *testing.T) {
+	x := New(func() Snapshot { return Snapshot{} }, 2)
+	reg := prometheus.NewPedanticRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(comm string, pid uint32, container string) rdma.Owner {
+		o := rdma.Owner{PID: pid, TID: pid, Comm: comm}
+		if container != "" {
+			o.Place = &rdma.Placement{ContainerID: container}
+		}
+		return o
+	}
+	rejected := func(o rdma.Owner) *rdma.Event {
+		e := &rdma.Event{Kind: rdma.EvCMEventHandler, Flags: rdma.EvHasCM | rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner,
+			CMEvent: rdma.CMRejected, Status: 8, Resource: rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0", Port: 1, Has: rdma.HasPort, Owner: o}}
+		return e
+	}
+	x.Event(rejected(owner("rping", 10, "")))
+	x.Event(rejected(owner("rping", 10, "")))
+	x.Event(rejected(owner("app", 20, "c0ffee")))
+	x.Event(rejected(owner("third", 30, ""))) // past topN: other
+	done := rejected(owner("rping", 10, ""))
+	done.Kind = rdma.EvCMEventDone // the same event again
+	x.Event(done)
+	// A QP made by app, then moved to ERR by a kworker: app's.
+	qp := &rdma.Event{Kind: rdma.EvCreate, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner,
+		Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", DevIndex: 1, LQPN: 17, Has: rdma.HasLQPN, Owner: owner("app", 20, "c0ffee")}}
+	x.Event(qp)
+	toErr := &rdma.Event{Kind: rdma.EvModify, Flags: rdma.EvHasRes | rdma.EvHasDev, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", DevIndex: 1, LQPN: 17, Has: rdma.HasLQPN}}
+	toErr.SetState(uint8(rdma.QPStateErr))
+	x.Event(toErr)
+	x.Event(&rdma.Event{Kind: rdma.EvPortBusy, Func: "rdma_listen", Flags: rdma.EvHasOwner, Resource: rdma.Resource{Owner: owner("rping", 10, "")}})
+	want := `# HELP rdma_failures_total Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the first owners seen by name, the rest as comm="other".
+# TYPE rdma_failures_total counter
+rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="QP_ERR",port=""} 1
+rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="REJECTED",port="1"} 1
+rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port="1"} 1
+rdma_failures_total{comm="rping",container="",device="",event="port-busy",port=""} 1
+rdma_failures_total{comm="rping",container="",device="rxe0",event="REJECTED",port="1"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rdma_failures_total"); err != nil {
+		t.Error(err)
 	}
 }

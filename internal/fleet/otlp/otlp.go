@@ -95,10 +95,7 @@ func (s *Sink) Write(e *rdma.Event) {
 	r.SetObservedTimestamp(time.Now())
 	r.SetEventName("rdma." + e.Kind.String())
 	r.SetBody(attribute.StringValue(formats.EventText(e)))
-	sev, text := otellog.SeverityInfo, "INFO"
-	if e.Status != 0 || e.Kind == rdma.EvModify && e.QPState == rdma.QPStateErr {
-		sev, text = otellog.SeverityWarn, "WARN"
-	}
+	sev, text := severityOf(e)
 	r.SetSeverity(sev)
 	r.SetSeverityText(text)
 	s.obj = formats.AppendEventObject(s.obj[:0], e)
@@ -109,6 +106,23 @@ func (s *Sink) Write(e *rdma.Event) {
 	r.AddAttributes(attrs...)
 	s.logger.Emit(context.Background(), r)
 	s.emitted.Add(1)
+}
+
+// severityOf is a record's severity: ERROR for a fatal failure (a device
+// removed under an rdma_cm ID, and the fatal async events), WARN for
+// another failure (a QP moved to ERR among them) or an event with an
+// error status, INFO for the rest; the failures are rdma.Event.Failure's.
+func severityOf(e *rdma.Event) (otellog.Severity, string) {
+	if f, ok := e.Failure(); ok {
+		if f.Severity == rdma.SevFatal {
+			return otellog.SeverityError, "ERROR"
+		}
+		return otellog.SeverityWarn, "WARN"
+	}
+	if e.Status != 0 {
+		return otellog.SeverityWarn, "WARN"
+	}
+	return otellog.SeverityInfo, "INFO"
 }
 
 // attributeOf is one key of `trace -j` as a log attribute, valued as JSON

@@ -205,3 +205,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// The severity is Event.Failure's: ERROR when fatal, WARN for another
+// failure or an error status, INFO for the rest.
+func TestSeverityFollowsTheFailure(t *testing.T) {
+	cm := func(ev rdma.CMEvent, status int32, kind rdma.EventKind) *rdma.Event {
+		return &rdma.Event{Kind: kind, Flags: rdma.EvHasCM, CMEvent: ev, Status: status}
+	}
+	qp := func(st rdma.QPState) *rdma.Event {
+		e := &rdma.Event{Kind: rdma.EvModify, Flags: rdma.EvHasRes, Resource: rdma.Resource{Type: rdma.ResQP}}
+		e.SetState(uint8(st))
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		e    *rdma.Event
+		want string
+	}{
+		{"a rejected connect", cm(rdma.CMRejected, 8, rdma.EvCMEventHandler), "WARN"},
+		{"a device removed under an ID", cm(rdma.CMEvDeviceRemoval, 0, rdma.EvCMEventHandler), "ERROR"},
+		{"a QP moved to ERR (a failure, or a disconnect)", qp(rdma.QPStateErr), "WARN"},
+		{"a QP moved to SQE", qp(rdma.QPStateSQE), "WARN"},
+		{"a QP moved to RTS", qp(rdma.QPStateRTS), "INFO"},
+		{"the rejected connect's done event", cm(rdma.CMRejected, 8, rdma.EvCMEventDone), "WARN"},
+		{"an established connection", cm(rdma.CMEvEstablished, 0, rdma.EvCMEventHandler), "INFO"},
+		{"a port taken", &rdma.Event{Kind: rdma.EvPortBusy, Status: -98}, "WARN"},
+	} {
+		if _, got := severityOf(tc.e); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

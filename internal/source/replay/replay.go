@@ -98,6 +98,7 @@ type object struct {
 	// needed; rendering derives them again.
 	StatusName     string `json:"status-name"`
 	FallbackReason string `json:"fallback-reason"`
+	Why            string `json:"why"` // rdma.Event.Failure's words
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line

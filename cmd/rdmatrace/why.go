@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
+	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+	"github.com/rdmatrace/rdmatrace/tracer"
+)
+
+func init() { commands = append(commands, whyCommand()) }
+
+func whyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "why",
+		Usage: "list what went wrong with a process's, container's or QP's RDMA objects, in words",
+		Description: "Reads a recording (trace -w) or traces live, and lists in time order each failure of\n" +
+			"the selected owner's objects: rdma_cm steps that failed (a reject, no listener, no route,\n" +
+			"no answer to ARP), connect and resolve steps that got no answer before their ID was\n" +
+			"destroyed or within --no-answer, QPs moved to ERR or SQE, ports taken, destroys the\n" +
+			"driver refused, SMC fallbacks and link failures. Each line has the time, the object,\n" +
+			"its owner, the peer where known and the sentence.\n\n" +
+			"EXAMPLES:\n" +
+			"   rdmatrace why --pid 1234 -r rec.ndjson        # what went wrong for pid 1234 in a recording\n" +
+			"   rdmatrace why --container 3f2a -r rec.ndjson.gz\n" +
+			"   rdmatrace why --qpn 17 -r rec.ndjson -j       # one QP and the rdma_cm ID that made it, NDJSON\n" +
+			"   rdmatrace why --pid 1234 --duration 60s       # live, for a minute\n" +
+			"   rdmatrace why --pod 5d1c0f3e --no-answer 5s   # live: also steps unanswered for 5 s\n\n" +
+			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or a recording could not be read (the line says why)", "",
+			"130  a second Ctrl-C (128 + the signal): exited at once"),
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "one JSON object a failure (NDJSON; same as -o ndjson)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText, Usage: "output `FORMAT`: text, json (one array) or ndjson"},
+			&cli.StringFlag{Name: "pid", Aliases: []string{"p"}, Usage: "only objects owned by these PIDs (comma list, ranges)"},
+			&cli.StringFlag{Name: "container", Usage: "only objects whose owner is in these containers (ids or their first characters)"},
+			&cli.StringFlag{Name: "pod", Usage: "only objects whose owner is in these Kubernetes pods (comma list of pod `UID`s: a node's cgroups know pods by UID, not by name)"},
+			&cli.StringFlag{Name: "comm", Usage: "only objects whose owner has one of these names (comma list)"},
+			&cli.UintFlag{Name: "qpn", Usage: "only the QP with this `N`umber and the rdma_cm ID that created it"},
+			&cli.DurationFlag{Name: "no-answer", Usage: "also list an rdma_cm step unanswered after this long (0: only when its ID is destroyed unanswered or the run ends)"},
+			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording from `FILE` (- for stdin; compressed ones too) instead of tracing"},
+			maxInputFlag,
+			durationFlag,
+			readyFileFlag("once every available hook is attached"),
+			ringSizeFlag,
+			fallbackFlag,
+			btfFlag,
+			pollFlag,
+			verboseFlag,
+		},
+		Action: runWhy,
+	}
+}
+
+func runWhy(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return usage(c, "unexpected argument %q: the owner is chosen with --pid, --container, --pod, --comm or --qpn", c.Args().First())
+	}
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if c.Duration("no-answer") < 0 {
+		return usage(c, "--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
+	}
+	f, err := whyFilter(c)
+	if err != nil {
+		return usage(c, "%w", err)
+	}
+	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
+	if err != nil {
+		return err
+	}
+	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
+	if c.IsSet("qpn") {
+		if c.Uint("qpn") > 1<<24-1 {
+			return usage(c, "--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
+		}
+		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
+	}
+	sink := formats.NewWhySink(os.Stdout, format)
+	defer sink.Close()
+	an := why.New(o)
+	write := func(ls []why.Line) error {
+		for _, l := range ls {
+			if err := sink.Write(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if path := c.String("read"); path != "" {
+		return whyRecording(c, path, an, write, sink.Flush)
+	}
+	so, err := sessionOptions(c, nil)
+	if err != nil {
+		return err
+	}
+	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
+	so.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders})
+	s, err := tracer.NewSession(so)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	clock := s.Clock()
+	// What exists already, for the live table: a QP made before the run
+	// is named by its owner when a failure of it names none.
+	if err := snapshotEvents(clock, func(e *rdma.Event) { an.Feed(e) }); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	}
+	// Events from several CPUs, put back in time order before the
+	// analysis follows an ID from step to step.
+	reorder := restable.NewReorder(reorderWindow)
+	var werr error
+	feed := func(e *rdma.Event) {
+		if werr == nil {
+			werr = write(an.Feed(e))
+		}
+	}
+	tick := func() {
+		now := tracer.Mono()
+		if now > reorderWindow {
+			reorder.FlushUntil(now-reorderWindow, feed)
+		}
+		if werr == nil {
+			werr = write(an.Overdue(clock.Wall(now)))
+		}
+		_ = sink.Flush()
+	}
+	return s.Run(tracer.Loop{
+		Consumer: tracer.Consumer{
+			Event: func(e *rdma.Event) error { reorder.Push(e, feed); return werr },
+			Tick:  tick,
+			Every: tickInterval,
+		},
+		End: func() error {
+			reorder.Flush(feed)
+			if werr != nil {
+				return werr
+			}
+			if err := write(an.End(time.Now().UTC())); err != nil {
+				return err
+			}
+			return sink.Flush()
+		},
+	})
+}
+
+// whyFilter is the owner selection: --pid, --comm, --container and
+// --pod, through trace's filter.
+func whyFilter(c *cli.Context) (*filter.Events, error) {
+	var words []string
+	for _, k := range []string{"pid", "comm", "container"} {
+		if v := c.String(k); v != "" {
+			words = append(words, k, v)
+		}
+	}
+	if v := c.String("pod"); v != "" {
+		words = append(words, "pod", v)
+	}
+	return filter.ParseEvents(words)
+}
+
+// whyRecording is why -r: a recording's events through the analysis,
+// its bad lines reported (file, line, what was expected) and the rest
+// still read; then the exit status is 1.
+func whyRecording(c *cli.Context, path string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	in, done, err := openInput(path, os.Stdin, maxInput(c))
+	if err != nil {
+		return exitWith(1, err)
+	}
+	defer done()
+	r := replay.NewReader(in, sourceName(path))
+	var ev rdma.Event
+	var last time.Time
+	bad := 0
+	for {
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			bad += le.Lines()
+			_ = flush()
+			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
+			continue
+		}
+		if err != nil {
+			_ = flush()
+			return exitWith(1, readError(sourceName(path), err))
+		}
+		last = ev.Time
+		if err := write(an.Feed(&ev)); err != nil {
+			return err
+		}
+	}
+	if err := write(an.End(last)); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
+	}
+	return nil
+}
