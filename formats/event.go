@@ -135,6 +135,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
 		o = o.num("next-pid", uint64(e.Next.TID)).str("next-comm", e.Next.Comm)
 	}
+	if e.Kind == rdma.EvQPAttr {
+		o = appendQPAttrFields(o, e)
+	}
 	return o
 }
 
@@ -198,6 +201,8 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			b = appendTask(append(b, " ... "...), e.Actor.Comm, e.Actor.TID)
 		}
+	case rdma.EvQPAttr:
+		b = appendQPAttr(b, col, e)
 	}
 	if e.Has(rdma.EvHasSize) {
 		b = strconv.AppendUint(append(word(b, col), "size "...), e.Size, 10)

@@ -43,6 +43,7 @@ const (
 	EvSMCLinkCreate             // an SMC-R link's QP (LQPN) was created on DevName/Port; SMC says which link; Status is the creation's
 	EvSMCLinkDown               // smc:smcr_link_down: an SMC-R link went down
 	EvSMCLinkDestroy            // an SMC-R link's QP is being destroyed
+	EvQPAttr                    // a modify set a QP's timeouts, retries, path MTU or address vector: QPAttr
 	numEventKinds
 )
 
@@ -51,7 +52,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
-	"smc-link-create", "smc-link-down", "smc-link-destroy"}
+	"smc-link-create", "smc-link-down", "smc-link-destroy", "qp-attr"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -151,6 +152,8 @@ type Event struct {
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
 	SMC SMCLink
+	// QPAttr is what an EvQPAttr event set: a QP's transport settings.
+	QPAttr QPAttr
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)
