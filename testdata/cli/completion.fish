@@ -85,6 +85,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd dev d de; and not __rdmatrace_dd' -s o
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l container -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l port -x
+complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l qpn -x
+complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l qp-trace -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l after -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l user -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l json -s j
