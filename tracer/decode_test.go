@@ -177,6 +177,9 @@ func FuzzDecode(f *testing.F) {
 		f.Add(rec)
 		f.Add(v1)
 	}
+	for _, r := range qpAttrRecords() {
+		f.Add(append([]byte(nil), bytesOf(&r)...))
+	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event
