@@ -2,6 +2,7 @@ package formats
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -68,4 +69,39 @@ func GIDTable(gs []rdma.GIDEntry) *Table {
 			GIDLong(*g), v4, gidVersion(g), g.Netdev, vlan, ns)
 	}
 	return t
+}
+
+// GIDChangeObject is a change `gid -w` found between two polls: the time
+// of the poll, what happened (added, removed, changed), polled true (a
+// difference of two reads, not an event the kernel reported), and the
+// entry's keys as GIDObject has them.
+func GIDChangeObject(at time.Time, what string, g *rdma.GIDEntry) Object {
+	o := Object{timeField("time", at)}.str("change", what).boolean("polled", true)
+	return append(o, GIDObject(g)...)
+}
+
+// GIDChangeLine is the human view of a polled change:
+//
+//	14:03:07.123456 added   rxe0/1 index 3 0000:...:0701 10.99.7.1 v2 veth0 (polled)
+func GIDChangeLine(at time.Time, what string, g *rdma.GIDEntry) string {
+	b := at.Local().AppendFormat(nil, "15:04:05.000000")
+	b = append(append(b, ' '), what...)
+	for i := len(what); i < 8; i++ {
+		b = append(b, ' ')
+	}
+	b = append(append(b, Sanitize(g.DevName)...), '/')
+	b = strconv.AppendUint(b, uint64(g.Port), 10)
+	b = strconv.AppendUint(append(b, " index "...), uint64(g.Index), 10)
+	b = append(append(b, ' '), GIDLong(*g)...)
+	if v4, ok := g.IPv4(); ok {
+		b = append(append(b, ' '), v4.String()...)
+	}
+	b = append(append(b, ' '), gidVersion(g)...)
+	if g.Netdev != "" {
+		b = append(append(b, ' '), Sanitize(g.Netdev)...)
+	}
+	if g.HasVLAN {
+		b = strconv.AppendUint(append(b, " vlan "...), uint64(g.VLAN), 10)
+	}
+	return string(append(b, " (polled)"...))
 }

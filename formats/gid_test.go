@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -39,4 +40,17 @@ func TestGIDTableAndObjects(t *testing.T) {
 		js.Write(append(AppendJSON(nil, GIDObject(&gs[i])), '\n'))
 	}
 	golden.Check(t, "../testdata/formats/gid.ndjson", js.Bytes())
+}
+
+// A polled change says so, in both views.
+func TestGIDChangeSaysItWasPolled(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.UTC
+	at := time.Date(2026, 11, 27, 8, 0, 1, 500000000, time.UTC)
+	g := gidEntries()[4]
+	var out bytes.Buffer
+	out.WriteString(GIDChangeLine(at, "added", &g) + "\n")
+	out.WriteString(GIDChangeLine(at, "removed", &gidEntries()[5]) + "\n")
+	out.Write(append(AppendJSON(nil, GIDChangeObject(at, "added", &g)), '\n'))
+	golden.Check(t, "../testdata/formats/gid-watch.txt", out.Bytes())
 }

@@ -8,7 +8,7 @@ _rdmatrace_value() {
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
-    gid) case $2 in --dev | -d | --port | -p | --output | -o) return 0 ;; esac ;;
+    gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
@@ -83,9 +83,9 @@ _rdmatrace() {
         values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
         ;;
     gid)
-        flags="--dev -d --port -p --json -j --output -o --help -h"
+        flags="--dev -d --port -p --json -j --output -o --watch -w --interval --help -h"
         words=""
-        values="--dev -d --port -p --output -o"
+        values="--dev -d --port -p --output -o --interval"
         formats="table json ndjson"
         ;;
     leaks)

@@ -109,6 +109,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l dev -s
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l port -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l output -s o -x
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l watch -s w
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l interval -x
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson'
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pid -x

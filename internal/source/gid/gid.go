@@ -272,3 +272,42 @@ func OurNetNS() uint64 {
 	}
 	return st.Ino
 }
+
+// Change is an entry that differs between two reads of the tables.
+type Change struct {
+	What  string // "added", "removed" or "changed" (the same index, another GID or attributes)
+	Entry rdma.GIDEntry
+}
+
+// Diff is what changed from old to cur (both as Read returns them, by
+// device, port and index): removals and changes first, in old's order,
+// then additions in cur's.
+func Diff(old, cur []rdma.GIDEntry) []Change {
+	type key struct {
+		dev         string
+		port, index uint32
+	}
+	now := make(map[key]rdma.GIDEntry, len(cur))
+	for _, e := range cur {
+		now[key{e.DevName, e.Port, e.Index}] = e
+	}
+	before := make(map[key]bool, len(old))
+	var out []Change
+	for _, e := range old {
+		k := key{e.DevName, e.Port, e.Index}
+		before[k] = true
+		n, ok := now[k]
+		switch {
+		case !ok:
+			out = append(out, Change{"removed", e})
+		case n != e:
+			out = append(out, Change{"changed", n})
+		}
+	}
+	for _, e := range cur {
+		if !before[key{e.DevName, e.Port, e.Index}] {
+			out = append(out, Change{"added", e})
+		}
+	}
+	return out
+}

@@ -127,3 +127,18 @@ func FuzzParseGID(f *testing.F) {
 		}
 	})
 }
+
+func TestDiffSaysWhatWasAddedRemovedAndChanged(t *testing.T) {
+	a := entry("rxe0", 1, 0, "fe80::1", rdma.GIDTypeRoCEv2, true, "veth0", -1, 0)
+	b := entry("rxe0", 1, 1, "::ffff:10.0.0.1", rdma.GIDTypeRoCEv2, true, "veth0", -1, 0)
+	b2 := entry("rxe0", 1, 1, "::ffff:10.0.0.2", rdma.GIDTypeRoCEv2, true, "veth0", -1, 0)
+	c := entry("rxe0", 1, 2, "::ffff:10.0.0.3", rdma.GIDTypeRoCEv2, true, "veth0", -1, 0)
+	got := Diff([]rdma.GIDEntry{a, b}, []rdma.GIDEntry{b2, c})
+	want := []Change{{"removed", a}, {"changed", b2}, {"added", c}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Diff = %v, want %v", got, want)
+	}
+	if d := Diff([]rdma.GIDEntry{a, b}, []rdma.GIDEntry{a, b}); len(d) != 0 {
+		t.Errorf("no change: %v", d)
+	}
+}
