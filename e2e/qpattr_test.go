@@ -284,6 +284,16 @@ func TestGIDTableFollowsAddresses(t *testing.T) {
 	if has(before) != 0 {
 		t.Fatalf("%s is in the table before it was added: %v", extra, before)
 	}
+	// gid -w beside it sees the address's GIDs come and go, polled.
+	watch := exec.Command(*rdmatraceBin, "gid", "-d", device, "-w", "-j", "--interval", "200ms")
+	var watched lockedBuffer
+	var watchErr strings.Builder
+	watch.Stdout, watch.Stderr = &watched, &watchErr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	waitFor(t, 30*time.Second, "gid -w's first table", func() bool { return strings.Contains(watched.String(), `"index"`) })
 	run(t, "ip", "addr", "add", extra+"/24", "dev", "veth0")
 	removed := false
 	t.Cleanup(func() {
@@ -305,6 +315,31 @@ func TestGIDTableFollowsAddresses(t *testing.T) {
 	removed = true
 	waitFor(t, 30*time.Second, "the GIDs of "+extra+" to go", func() bool { return sysfsCount() == 0 })
 	after := compareGIDTable(t)
+	changes := func() map[string]int {
+		n := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n") {
+			var c struct {
+				Change string `json:"change"`
+				Polled bool   `json:"polled"`
+				IPv4   string `json:"ipv4"`
+			}
+			if json.Unmarshal([]byte(line), &c) == nil && c.Polled && c.IPv4 == extra {
+				n[c.Change]++
+			}
+		}
+		return n
+	}
+	seen := func() bool { c := changes(); return c["added"] > 0 && c["removed"] == c["added"] }
+	for deadline := time.Now().Add(30 * time.Second); !seen() && time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+	}
+	_ = watch.Process.Signal(os.Interrupt)
+	if err := watch.Wait(); err != nil {
+		t.Errorf("gid -w: %v\n%s", err, watchErr.String())
+	}
+	if !seen() {
+		t.Errorf("gid -w saw %v of %s's GIDs, want each added and removed\n%s", changes(), extra, watched.String())
+	}
 	if has(after) != 0 || len(after) != len(before) {
 		t.Errorf("after %s was removed: %v, want the table of before: %v", extra, after, before)
 	}
