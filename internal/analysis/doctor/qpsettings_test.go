@@ -37,7 +37,7 @@ func TestReadQPSettingsMergesModifiesPerQPLife(t *testing.T) {
 	if r := strings.Join(a.Risks(), " "); r != "rnr-infinite rnr-wait link-local-gid" {
 		t.Errorf("lqpn 17's risks: %s", r)
 	}
-	if b := s[QPKey{"rxe0", 18}]; b.Timeout != 14 || len(b.Risks()) != 0 {
+	if b := s[QPKey{"rxe0", 18}]; b.Timeout != 14 || b.Sets(rdma.QPMaskRetryCnt) || len(b.Risks()) != 0 {
 		t.Errorf("lqpn 18 (its first life had timeout 0): %+v, risks %v", b, b.Risks())
 	}
 }
