@@ -59,10 +59,11 @@ func startQPAttr(t *testing.T, args ...string) (*exec.Cmd, [2]uint32) {
 	return cmd, q
 }
 
-// TestQPSettingsAreFlaggedAtTheModify connects three loopback RC pairs
-// over rxe0 under one trace: one with min_rnr_timer 0 and rnr_retry 7
-// (the RNR wait of 655 ms, retried for ever), one on the link-local GID
-// with a path MTU of 4096 over a 1500-byte netdev, and a sound one. The
+// TestQPSettingsAreFlaggedAtTheModify connects loopback RC pairs over
+// rxe0 under one trace: one with min_rnr_timer 0 and rnr_retry 7 (the RNR
+// wait of 655 ms, retried for ever), one on the link-local GID with a path
+// MTU of 4096 over a 1500-byte netdev, a sound one, and one on the GID of
+// a VLAN device. The
 // trace's qp-attr events carry each value as the program set it and the
 // GID as sysfs has it, with the risks; doctor, given the recording, warns
 // of the first two by pid and passes the third.
@@ -74,10 +75,15 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vlanIdx, vlanWhy := vlanGID(t)
 	tr := startTrace(t, "--no-snapshot")
 	rnr, rnrQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(v4v2), "-n", "0", "-r", "7", "-t", "14")
 	ll, llQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(llv2), "-n", "12", "-r", "6", "-t", "14", "-m", "4096")
 	sound, soundQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(v4v2), "-n", "12", "-r", "6", "-t", "14")
+	var vlanQPs [2]uint32
+	if vlanIdx >= 0 {
+		_, vlanQPs = startQPAttr(t, "-d", device, "-g", strconv.Itoa(vlanIdx), "-n", "12", "-r", "6", "-t", "14")
+	}
 	evs := tr.stop() // what the ring holds at the stop is delivered (tracer.StopDrain)
 	rec := filepath.Join(t.TempDir(), "trace.ndjson")
 	if err := os.WriteFile(rec, tr.out.Bytes(), 0o644); err != nil {
@@ -107,6 +113,7 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 		a.Mask |= n.Mask
 		if n.HasGID {
 			a.HasGID, a.SGID, a.SGIDIndex, a.GIDType, a.HasNdev, a.Ndev, a.NdevMTU = true, n.SGID, n.SGIDIndex, n.GIDType, n.HasNdev, n.Ndev, n.NdevMTU
+			a.HasVLAN, a.VLAN = n.HasVLAN, n.VLAN
 		}
 		settings[e.LQPN] = a
 		var j struct {
@@ -160,6 +167,30 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 		func(a rdma.QPAttr) bool { return a.MinRNRTimer == 12 && a.RNRRetry == 6 },
 		nil, []string{rdma.RiskRNRWait, rdma.RiskRNRInfinite, rdma.RiskLinkLocalGID, rdma.RiskNoTimeout, rdma.RiskMTUAboveNetdev})
 
+	t.Run("a GID of a VLAN device", func(t *testing.T) {
+		if vlanIdx < 0 {
+			t.Skip(vlanWhy)
+		}
+		for _, q := range vlanQPs {
+			if a := settings[q]; !a.HasGID || int(a.SGIDIndex) != vlanIdx || a.Ndev != "veth0.5" || !a.HasVLAN || a.VLAN != 5 {
+				t.Errorf("lqpn %d: %+v, want GID %d on veth0.5, VLAN 5\n%s", q, a, vlanIdx, strings.Join(lines[q], "\n"))
+			}
+		}
+		var rows []struct {
+			Index  int    `json:"index"`
+			Netdev string `json:"netdev"`
+			VLAN   *int   `json:"vlan"`
+		}
+		if err := json.Unmarshal(run(t, *rdmatraceBin, "gid", "-d", device, "-j"), &rows); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Netdev == "veth0.5" && (r.VLAN == nil || *r.VLAN != 5) || r.Netdev == "veth0" && r.VLAN != nil {
+				t.Errorf("rdmatrace gid: index %d on %s with VLAN %v, want 5 on veth0.5 only", r.Index, r.Netdev, r.VLAN)
+			}
+		}
+	})
+
 	doctor := func(what string, p *exec.Cmd, status string, words ...string) {
 		t.Run("doctor "+what, func(t *testing.T) {
 			out, stderr, err := runStatus(*rdmatraceBin, "doctor", "-j", "--pid", strconv.Itoa(p.Process.Pid), "--qp-trace", rec)
@@ -188,6 +219,44 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 	doctor("min_rnr_timer 0 and rnr_retry 7", rnr, "warn", "min_rnr_timer 0 = 655.36 ms", "rnr_retry 7 = infinite", "RISK", "rnr-wait")
 	doctor("a link-local GID", ll, "warn", "link-local-gid", "mtu-above-netdev", fmt.Sprintf("lqpn %d", llQPs[0]))
 	doctor("sound settings", sound, "ok", fmt.Sprintf("lqpn %d", soundQPs[0]), "rnr_retry 6")
+}
+
+// vlanGID puts VLAN 5 on rxe0's netdev with 10.99.5.1, whose RoCE v2
+// GID ib_core adds for rxe0, and returns that GID's index; -1 and why
+// where the kernel cannot (no 8021q). The test's end takes it away again,
+// and waits for its GIDs to go.
+func vlanGID(t *testing.T) (int, string) {
+	t.Helper()
+	if out, err := exec.Command("sh", "-c", "modprobe 8021q && ip link add link veth0 name veth0.5 type vlan id 5 && "+
+		"ip addr add 10.99.5.1/24 dev veth0.5 && ip link set veth0.5 up").CombinedOutput(); err != nil {
+		_ = exec.Command("ip", "link", "del", "veth0.5").Run()
+		return -1, fmt.Sprintf("kernel %s: no VLAN device on veth0 (%v): %s", release(t), err, strings.TrimSpace(string(out)))
+	}
+	gids := func() string {
+		out, _, _ := runStatus("sh", "-c", "cat /sys/class/infiniband/"+device+"/ports/1/gid_attrs/ndevs/* 2>/dev/null")
+		return string(out)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", "veth0.5").Run()
+		waitFor(t, 30*time.Second, "the GIDs of veth0.5 to go", func() bool { return !strings.Contains(gids(), "veth0.5") })
+	})
+	idx := -1
+	waitFor(t, 30*time.Second, "the RoCE v2 GID of 10.99.5.1", func() bool {
+		idx = -1
+		for i := 0; i < 64 && idx < 0; i++ {
+			idx = i
+			dir := fmt.Sprintf("/sys/class/infiniband/%s/ports/1/", device)
+			g, _ := os.ReadFile(fmt.Sprintf("%sgids/%d", dir, i))
+			ty, _ := os.ReadFile(fmt.Sprintf("%sgid_attrs/types/%d", dir, i))
+			nd, _ := os.ReadFile(fmt.Sprintf("%sgid_attrs/ndevs/%d", dir, i))
+			if strings.TrimSpace(string(g)) != "0000:0000:0000:0000:0000:ffff:0a63:0501" || strings.TrimSpace(string(ty)) != "RoCE v2" ||
+				strings.TrimSpace(string(nd)) != "veth0.5" {
+				idx = -1
+			}
+		}
+		return idx >= 0
+	})
+	return idx, ""
 }
 
 // gidRow is one object of `rdmatrace gid -j`.
