@@ -36,6 +36,28 @@ func gidOf(t *testing.T, g, typ string) int {
 	return -1
 }
 
+// startTraceWithBTF is startTrace, with --btf where the kernel has no
+// module BTF (5.10): the modules' BTF that guest/modbtf.sh made.
+func startTraceWithBTF(t *testing.T, args ...string) *tracing {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/btf/ib_core"); err == nil {
+		return startTrace(t, args...)
+	}
+	args = append([]string{"--btf", givenBTF(t)}, args...)
+	ready := filepath.Join(t.TempDir(), "ready")
+	tr := &tracing{t: t}
+	tr.cmd = exec.Command(*rdmatraceBin, append([]string{"trace", "-j", "--ready-file", ready}, args...)...)
+	tr.cmd.Stdout, tr.cmd.Stderr = &tr.out, &tr.stderr
+	if err := tr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "rdmatrace trace to attach", func() bool {
+		_, err := os.Stat(ready)
+		return err == nil || tr.cmd.ProcessState != nil
+	})
+	return tr
+}
+
 // startQPAttr runs the qpattr workload holding its connected pair, and
 // returns it with its two QP numbers once both are in RTS.
 func startQPAttr(t *testing.T, args ...string) (*exec.Cmd, [2]uint32) {
@@ -76,7 +98,7 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 		t.Fatal(err)
 	}
 	vlanIdx, vlanWhy := vlanGID(t)
-	tr := startTrace(t, "--no-snapshot")
+	tr := startTraceWithBTF(t, "--no-snapshot")
 	rnr, rnrQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(v4v2), "-n", "0", "-r", "7", "-t", "14")
 	ll, llQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(llv2), "-n", "12", "-r", "6", "-t", "14", "-m", "4096")
 	sound, soundQPs := startQPAttr(t, "-d", device, "-g", strconv.Itoa(v4v2), "-n", "12", "-r", "6", "-t", "14")
