@@ -31,8 +31,9 @@ FUZZMINTIME ?= 1000x
 # E2E_RUN selects guest tests by name (go test -run syntax).
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
-# that leaks a QP for the leak tests.
-WORKLOADS := out/churn out/leakqp out/noise
+# that leaks a QP for the leak tests, a QP pair with the transport settings
+# a test gives (qpattr).
+WORKLOADS := out/churn out/leakqp out/noise out/qpattr
 
 .PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
 

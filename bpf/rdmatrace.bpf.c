@@ -628,8 +628,11 @@ static __always_inline int emit_res(__u32 kind, struct rdma_restrack_entry *res)
 	return 0;
 }
 
+#include "qpattr.h"
+
 static __always_inline int emit_qp_state(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, int ret)
 {
+	emit_qp_attr(qp, attr, mask, ret);
 	if (ret != 0 || !(mask & IB_QP_STATE) || !qp || !attr)
 		return 0;
 	struct res_event *e = reserve(struct res_event, EV_QP_STATE);

@@ -211,6 +211,63 @@ const (
 	RdmatracePortOpPORT_INET6BIND    RdmatracePortOp = 4
 )
 
+type RdmatraceQpAttrEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Sgid         [16]uint8
+	Dgid         [16]uint8
+	Ndev         [16]int8
+	_            [4]byte
+	Netns        uint64
+	Mask         uint32
+	QaFlags      uint32
+	PathMtu      uint32
+	Ifindex      uint32
+	NdevMtu      uint32
+	GidType      uint32
+	SgidIndex    uint16
+	Vlan         uint16
+	Timeout      uint8
+	RetryCnt     uint8
+	RnrRetry     uint8
+	MinRnrTimer  uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	Pad          [2]uint8
+	_            [4]byte
+}
+
+type RdmatraceQpAttrFlag uint32
+
+const (
+	RdmatraceQpAttrFlagQA_HAS_GID  RdmatraceQpAttrFlag = 1
+	RdmatraceQpAttrFlagQA_HAS_NDEV RdmatraceQpAttrFlag = 2
+	RdmatraceQpAttrFlagQA_VLAN     RdmatraceQpAttrFlag = 4
+	RdmatraceQpAttrFlagQA_HAS_GRH  RdmatraceQpAttrFlag = 8
+)
+
+type RdmatraceQpAttrKind uint32
+
+const (
+	RdmatraceQpAttrKindEV_QP_ATTR RdmatraceQpAttrKind = 40
+)
+
 type RdmatraceReaderState struct {
 	_       structs.HostLayout
 	Polling uint64
@@ -515,6 +572,9 @@ const (
 	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
 	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
+	RdmatraceVarUnusedQpAttrEvent                                    = "unused_qp_attr_event"
+	RdmatraceVarUnusedQpAttrFlag                                     = "unused_qp_attr_flag"
+	RdmatraceVarUnusedQpAttrKind                                     = "unused_qp_attr_kind"
 	RdmatraceVarUnusedResEvent                                       = "unused_res_event"
 	RdmatraceVarUnusedSmcFallbackEvent                               = "unused_smc_fallback_event"
 	RdmatraceVarUnusedSmcLinkEvent                                   = "unused_smc_link_event"
@@ -756,6 +816,9 @@ type RdmatraceVariableSpecs struct {
 	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
+	UnusedQpAttrEvent      *ebpf.VariableSpec `ebpf:"unused_qp_attr_event"`
+	UnusedQpAttrFlag       *ebpf.VariableSpec `ebpf:"unused_qp_attr_flag"`
+	UnusedQpAttrKind       *ebpf.VariableSpec `ebpf:"unused_qp_attr_kind"`
 	UnusedResEvent         *ebpf.VariableSpec `ebpf:"unused_res_event"`
 	UnusedSmcFallbackEvent *ebpf.VariableSpec `ebpf:"unused_smc_fallback_event"`
 	UnusedSmcLinkEvent     *ebpf.VariableSpec `ebpf:"unused_smc_link_event"`
@@ -846,6 +909,9 @@ type RdmatraceVariables struct {
 	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
+	UnusedQpAttrEvent      *ebpf.Variable `ebpf:"unused_qp_attr_event"`
+	UnusedQpAttrFlag       *ebpf.Variable `ebpf:"unused_qp_attr_flag"`
+	UnusedQpAttrKind       *ebpf.Variable `ebpf:"unused_qp_attr_kind"`
 	UnusedResEvent         *ebpf.Variable `ebpf:"unused_res_event"`
 	UnusedSmcFallbackEvent *ebpf.Variable `ebpf:"unused_smc_fallback_event"`
 	UnusedSmcLinkEvent     *ebpf.Variable `ebpf:"unused_smc_link_event"`

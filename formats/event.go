@@ -147,6 +147,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Has(rdma.EvPolled) {
 		o = append(o, Field{Key: "polled", Kind: Bool, Num: 1})
 	}
+	if e.Kind == rdma.EvQPAttr {
+		o = appendQPAttrFields(o, e)
+	}
 	return o
 }
 
@@ -210,6 +213,8 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			b = appendTask(append(b, " ... "...), e.Actor.Comm, e.Actor.TID)
 		}
+	case rdma.EvQPAttr:
+		b = appendQPAttr(b, col, e)
 	}
 	if e.Has(rdma.EvHasSize) {
 		b = strconv.AppendUint(append(word(b, col), "size "...), e.Size, 10)

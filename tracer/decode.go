@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"unsafe"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
@@ -28,6 +29,7 @@ const (
 	smcFallbackSize = int(unsafe.Sizeof(bpf.RdmatraceSmcFallbackEvent{}))
 	spanSize        = int(unsafe.Sizeof(bpf.RdmatraceSpanEvent{}))
 	offCPUSize      = int(unsafe.Sizeof(bpf.RdmatraceOffCpuEvent{}))
+	qpAttrSize      = int(unsafe.Sizeof(bpf.RdmatraceQpAttrEvent{}))
 )
 
 // load copies rec into *v, which must be exactly as long: a record of
@@ -67,6 +69,7 @@ const (
 	cSMCLinkCreate   = bpf.RdmatraceEventKindEV_SMC_LINK_CREATE
 	cSMCLinkDown     = bpf.RdmatraceEventKindEV_SMC_LINK_DOWN
 	cSMCLinkDestroy  = bpf.RdmatraceEventKindEV_SMC_LINK_DESTROY
+	cQPAttr          = bpf.RdmatraceEventKind(bpf.RdmatraceQpAttrKindEV_QP_ATTR) // bpf/qpattr.h's own enum
 
 	cfUser      = bpf.RdmatraceEventFlagF_USER
 	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
@@ -204,6 +207,8 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		}
 	case cSMCLinkCreate, cSMCLinkDown, cSMCLinkDestroy:
 		err = d.decodeSMCLink(rec, kind, flags, ev)
+	case cQPAttr:
+		err = d.decodeQPAttr(rec, flags, ev)
 	case cSpan:
 		var r bpf.RdmatraceSpanEvent
 		if err = load(rec, &r, "span"); err != nil {
@@ -350,6 +355,38 @@ func (d *Decoder) decodePortBusy(rec []byte, flags bpf.RdmatraceEventFlag, ev *r
 	}
 	ev.Status = r.Status
 	d.addr(ev, flags, r.Addr.Ps, r.Addr.Src[:], r.Addr.Dst[:])
+	return nil
+}
+
+// decodeQPAttr decodes a QP's settings at a modify (struct qp_attr_event).
+func (d *Decoder) decodeQPAttr(rec []byte, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatraceQpAttrEvent
+	if err := load(rec, &r, "qp-attr"); err != nil {
+		return err
+	}
+	ev.Kind, ev.Type = rdma.EvQPAttr, rdma.ResType(r.Res.ResType)
+	ev.Flags |= rdma.EvHasRes
+	ev.ID = r.Res.Id
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	ev.Owner.KernName = d.intern(chars(r.Res.KernName[:]))
+	d.qp(ev, flags, r.Res.Qpn, r.Res.QpType)
+	a := &ev.QPAttr
+	a.Mask = rdma.QPAttrMask(r.Mask) & rdma.QPAttrMaskAll
+	a.Timeout, a.RetryCnt, a.RNRRetry, a.MinRNRTimer = r.Timeout, r.RetryCnt, r.RnrRetry, r.MinRnrTimer
+	a.PathMTU = uint8(min(r.PathMtu, 0xff))
+	qa := bpf.RdmatraceQpAttrFlag(r.QaFlags)
+	if qa&bpf.RdmatraceQpAttrFlagQA_HAS_GID != 0 {
+		a.HasGID, a.SGID, a.SGIDIndex, a.GIDType = true, netip.AddrFrom16(r.Sgid), r.SgidIndex, rdma.GIDType(min(r.GidType, 0xff))
+	}
+	if qa&bpf.RdmatraceQpAttrFlagQA_HAS_NDEV != 0 {
+		a.HasNdev, a.Ndev, a.NdevMTU, a.NetNS = true, d.intern(chars(r.Ndev[:])), r.NdevMtu, r.Netns
+	}
+	if qa&bpf.RdmatraceQpAttrFlagQA_VLAN != 0 {
+		a.HasVLAN, a.VLAN = true, r.Vlan
+	}
+	if qa&bpf.RdmatraceQpAttrFlagQA_HAS_GRH != 0 {
+		a.HasGRH, a.DGID = true, netip.AddrFrom16(r.Dgid)
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ func TestRecordsMatchTheObject(t *testing.T) {
 		{"smc_fallback_event", unsafe.Sizeof(bpf.RdmatraceSmcFallbackEvent{}), unsafe.Offsetof(bpf.RdmatraceSmcFallbackEvent{}.H)},
 		{"span_event", unsafe.Sizeof(bpf.RdmatraceSpanEvent{}), unsafe.Offsetof(bpf.RdmatraceSpanEvent{}.H)},
 		{"off_cpu_event", unsafe.Sizeof(bpf.RdmatraceOffCpuEvent{}), unsafe.Offsetof(bpf.RdmatraceOffCpuEvent{}.H)},
+		{"qp_attr_event", unsafe.Sizeof(bpf.RdmatraceQpAttrEvent{}), unsafe.Offsetof(bpf.RdmatraceQpAttrEvent{}.H)},
 	} {
 		var st *btf.Struct
 		if err := spec.Types.TypeByName(r.name, &st); err != nil {
@@ -176,6 +177,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(rec)
 		f.Add(v1)
+	}
+	for _, r := range qpAttrRecords() {
+		f.Add(append([]byte(nil), bytesOf(&r)...))
 	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})

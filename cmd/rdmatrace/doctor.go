@@ -27,19 +27,24 @@ func doctorCommand() *cli.Command {
 			"   uverbsN present where it sees files and read-write for its uid or groups; device\n" +
 			"   cgroup programs on its cgroup; RLIMIT_MEMLOCK against what its MRs hold; a RoCE GID\n" +
 			"   for an address of its namespace; with --port, that port is free for rdma_cm (and, on\n" +
-			"   iWARP, in the host's TCP port space). With -- CMD, CMD is started as the user who ran\n" +
-			"   sudo (--user to choose) and checked once it has run for --after (or, when it ended\n" +
-			"   sooner, our context with its user's credentials).",
+			"   iWARP, in the host's TCP port space); its live QPs' transport settings and which\n" +
+			"   are risky (min_rnr_timer 0, rnr_retry 7, timeout 0, a link-local or RoCE v1 GID, a\n" +
+			"   path MTU the netdev cannot carry), from the recording --qp-trace names. With -- CMD,\n" +
+			"   CMD is started as the user who ran sudo (--user to choose) and checked once it has\n" +
+			"   run for --after (or, when it ended sooner, our context with its user's credentials).",
 		Description: "EXAMPLES:\n" +
 			"   rdmatrace doctor --pid 1234\n" +
 			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
 			"   rdmatrace doctor --port 7174          # why does rdma_listen say Address already in use?\n" +
+			"   rdmatrace doctor --pid 1234 --qp-trace trace.ndjson   # its QPs' timeouts and retries\n" +
 			"   rdmatrace doctor -j -- ib_write_lat -d rxe0\n\n" +
 			"EXIT STATUS:\n" + exitStatus("a check failed, or the process could not be read", ""),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "pid", Aliases: []string{"p"}, Usage: "the process to check"},
 			&cli.StringFlag{Name: "container", Usage: "check a process of the container whose id starts with `ID` (its first, by pid)"},
 			&cli.UintFlag{Name: "port", Usage: "also check the rdma_cm TCP `PORT` it uses or will use (rping -p, perftest -p): held by another process's rdma_cm ID, or, on iWARP, by a TCP socket of its network namespace"},
+			&cli.UintFlag{Name: "qpn", Usage: "check the transport settings of the live QP `LQPN` only (whoever owns it, unless --pid, --container or -- CMD names the owner)"},
+			&cli.StringFlag{Name: "qp-trace", Usage: "a recording of rdmatrace trace -w (`FILE`) with the modifies that set its QPs' timeouts, retries, path MTU and GID: the netlink dump has none of them"},
 			&cli.DurationFlag{Name: "after", Value: 2 * time.Second, Usage: "with -- CMD: check it once it has run this long"},
 			userFlag,
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array: check, status, detail, fix (same as -o json)"},
@@ -130,7 +135,18 @@ func runDoctor(c *cli.Context) error {
 		return usage(c, "--port %d: a port is 1 to 65535", p)
 	}
 	t.Port = uint16(c.Uint("port"))
-	fs := doctor.Check(t, doctor.Gather(t))
+	if q := c.Uint("qpn"); q > 1<<24-1 || c.IsSet("qpn") && q == 0 {
+		return usage(c, "--qpn %d: a QP number is 1 to 16777215", q)
+	}
+	t.QPN, t.QPAnyOwner, t.QPTrace = uint32(c.Uint("qpn")), c.IsSet("qpn") && targets == 0, c.String("qp-trace")
+	v := doctor.Gather(t)
+	if err := doctor.ReadQPTrace(t, &v); err != nil {
+		if v.QPSettings == nil {
+			return exitWith(1, fmt.Errorf("--qp-trace: %s", formats.Sanitize(err.Error())))
+		}
+		fmt.Fprintf(os.Stderr, "rdmatrace: --qp-trace: %s\n", formats.Sanitize(err.Error()))
+	}
+	fs := doctor.Check(t, v)
 	objs := make([]formats.Object, 0, len(fs))
 	failed := false
 	for _, f := range fs {

@@ -50,6 +50,7 @@ const (
 	EvNetdevDetach // a port lost its net device
 	EvDevRename    // a device was renamed: DevName is its new name
 	EvNetdevRename // a port's net device was renamed: Netdev is its new name
+	EvQPAttr       // a modify set a QP's timeouts, retries, path MTU or address vector: QPAttr
 	numEventKinds
 )
 
@@ -59,7 +60,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
 	"smc-link-create", "smc-link-down", "smc-link-destroy", "cm_listen",
-	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename"}
+	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename", "qp-attr"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -163,6 +164,8 @@ type Event struct {
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
 	SMC SMCLink
+	// QPAttr is what an EvQPAttr event set: a QP's transport settings.
+	QPAttr QPAttr
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)

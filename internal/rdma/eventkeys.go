@@ -51,6 +51,12 @@ var EventKeys = []EventKey{
 	{"netdev", ValString}, {"polled", ValBool},
 	// What went wrong, in words (Event.Failure), on the events that report a failure.
 	{"why", ValString},
+	// A QP's transport settings (qp-attr): each set by the modify, with
+	// the source GID the QP uses and its netdev; risks is derived.
+	{"timeout", ValUint8}, {"retry-cnt", ValUint8}, {"rnr-retry", ValUint8}, {"min-rnr-timer", ValUint8},
+	{"path-mtu", ValUint32}, {"sgid-index", ValUint32}, {"sgid", ValString}, {"gid-type", ValString},
+	{"gid-ndev", ValString}, {"gid-ndev-mtu", ValUint32}, {"gid-vlan", ValUint32}, {"gid-netns", ValUint64},
+	{"dgid", ValString}, {"risks", ValStrings},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

@@ -61,6 +61,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a completion
 complete -c rdmatrace -n __fish_use_subcommand -a dev
 complete -c rdmatrace -n __fish_use_subcommand -a doctor
 complete -c rdmatrace -n __fish_use_subcommand -a exporter
+complete -c rdmatrace -n __fish_use_subcommand -a gid
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
@@ -85,6 +86,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd dev d de; and not __rdmatrace_dd' -s o
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l container -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l port -x
+complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l qpn -x
+complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l qp-trace -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l after -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l user -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l json -s j
@@ -103,6 +106,13 @@ complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l w
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.timeout -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l otlp -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l verbose -s v
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l dev -s d -x
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l port -s p -x
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l json -s j
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l output -s o -x
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l watch -s w
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l interval -x
+complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson'
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-comm -x
@@ -291,4 +301,4 @@ complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -s o -l o
 complete -c rdmatrace -n 'not __rdmatrace_dd; and __rdmatrace_prev link dev' -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename cm cm-error failure'
+complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr cm cm-error failure'

@@ -6,10 +6,11 @@ autoload -U +X bashcompinit && bashcompinit
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
-    doctor) case $2 in --pid | -p | --container | --port | --after | --user | --output | -o) return 0 ;; esac ;;
+    doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
+    gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
@@ -55,11 +56,11 @@ _rdmatrace() {
     dev | --filter-dev | --dev) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
-    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename cm cm-error failure" -- "$cur")); return ;;
+    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr cm cm-error failure" -- "$cur")); return ;;
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter leaks link parse ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -72,9 +73,10 @@ _rdmatrace() {
         [[ -z $typ || $typ == show ]] && words="$words $devs"
         ;;
     doctor)
-        flags="--pid -p --container --port --after --user --json -j --output -o --help -h"
+        flags="--pid -p --container --port --qpn --qp-trace --after --user --json -j --output -o --help -h"
         words=""
-        values="--pid -p --container --port --after --user --output -o"
+        files="--qp-trace"
+        values="--pid -p --container --port --qpn --after --user --output -o"
         formats="text json ndjson"
         ;;
     exporter)
@@ -82,6 +84,12 @@ _rdmatrace() {
         words=""
         files="--btf --ready-file --web.config.file"
         values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
+        ;;
+    gid)
+        flags="--dev -d --port -p --json -j --output -o --watch -w --interval --help -h"
+        words=""
+        values="--dev -d --port -p --output -o --interval"
+        formats="table json ndjson"
         ;;
     leaks)
         flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"

@@ -56,6 +56,12 @@ type Target struct {
 	// Port is the rdma_cm TCP port it uses or will use (rping -p,
 	// perftest -p); 0: not checked.
 	Port uint16
+	// QPN is the one QP whose settings are checked (0: all of its QPs);
+	// QPAnyOwner checks it whoever owns it. QPTrace is a recording of
+	// `rdmatrace trace -w` with the modifies that set them.
+	QPN        uint32
+	QPAnyOwner bool
+	QPTrace    string
 }
 
 // PortHolder is something that holds the target's port: an rdma_cm ID in
@@ -171,6 +177,12 @@ type View struct {
 	// PortErrs are what kept the port's holders from being read (the
 	// rdma_cm IDs, the sockets): the check then cannot say the port is free.
 	PortErrs []error
+	// QPs are its live QPs (netlink), QPSettings what Target.QPTrace saw
+	// set on them; QPErr what kept the QPs from being listed.
+	QPs        []rdma.Resource
+	QPSettings QPSettings
+	QPTrace    string
+	QPErr      error
 }
 
 // Check makes every check.
@@ -180,6 +192,9 @@ func Check(t Target, v View) []Finding {
 	}
 	if t.Port != 0 {
 		fs = append(fs, cmPort(t, v))
+	}
+	if len(v.QPs) > 0 || t.QPN != 0 || t.QPTrace != "" || v.QPErr != nil {
+		fs = append(fs, qpSettings(t, v))
 	}
 	return fs
 }

@@ -58,6 +58,7 @@ func Gather(t Target) View {
 			if sys, err := cl.System(); err == nil {
 				v.Mode = sys.NetNSMode
 			}
+			v.QPs, v.QPErr = targetQPs(cl, t, v.Devices)
 			if t.Port != 0 {
 				ids, err := cl.Resources(rdma.ResCMID, v.Devices)
 				if err != nil {
@@ -218,4 +219,40 @@ func deviceProgs(dir string) int {
 		return -1
 	}
 	return len(res.Programs)
+}
+
+// targetQPs lists the live QPs the QP settings check looks at: the
+// target's (threads folded into their process), or QPN's.
+func targetQPs(cl *nldev.Client, t Target, devs []rdma.Device) ([]rdma.Resource, error) {
+	qps, err := cl.Resources(rdma.ResQP, devs)
+	if err != nil {
+		return nil, err
+	}
+	comms := enrich.New(enrich.Options{})
+	var out []rdma.Resource
+	for _, q := range qps {
+		if t.QPN != 0 && q.LQPN != t.QPN {
+			continue
+		}
+		if !t.QPAnyOwner && q.Owner.PID != uint32(t.PID) && comms.TGID(q.Owner.PID) != uint32(t.PID) {
+			continue
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// ReadQPTrace reads the recording t.QPTrace names into v.
+func ReadQPTrace(t Target, v *View) error {
+	if t.QPTrace == "" {
+		return nil
+	}
+	f, err := os.Open(t.QPTrace)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	v.QPTrace = t.QPTrace
+	v.QPSettings, err = ReadQPSettings(f, t.QPTrace)
+	return err
 }

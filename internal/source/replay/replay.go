@@ -94,11 +94,26 @@ type object struct {
 	// Device events; trace without BPF.
 	Netdev *string `json:"netdev"`
 	Polled bool    `json:"polled"`
-	// Names trace -j derives from a number (status, fallback): read, not
-	// needed; rendering derives them again.
-	StatusName     string `json:"status-name"`
-	FallbackReason string `json:"fallback-reason"`
-	Why            string `json:"why"` // rdma.Event.Failure's words
+	// A QP's transport settings (qp-attr).
+	Timeout     *uint8  `json:"timeout"`
+	RetryCnt    *uint8  `json:"retry-cnt"`
+	RNRRetry    *uint8  `json:"rnr-retry"`
+	MinRNRTimer *uint8  `json:"min-rnr-timer"`
+	PathMTU     *uint32 `json:"path-mtu"`
+	SGIDIndex   *uint32 `json:"sgid-index"`
+	SGID        string  `json:"sgid"`
+	GIDType     string  `json:"gid-type"`
+	GIDNdev     *string `json:"gid-ndev"`
+	GIDNdevMTU  uint32  `json:"gid-ndev-mtu"`
+	GIDVLAN     *uint32 `json:"gid-vlan"`
+	GIDNetNS    uint64  `json:"gid-netns"`
+	DGID        string  `json:"dgid"`
+	// Names trace -j derives from a number (status, fallback) or from
+	// the settings (risks): read, not needed; rendering derives them again.
+	StatusName     string   `json:"status-name"`
+	FallbackReason string   `json:"fallback-reason"`
+	Risks          []string `json:"risks"`
+	Why            string   `json:"why"` // rdma.Event.Failure's words
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
@@ -340,6 +355,11 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 			return fe
 		}
 	}
+	if ev.Kind == rdma.EvQPAttr {
+		if fe := qpAttrFields(o, &ev.QPAttr); fe != nil {
+			return fe
+		}
+	}
 	if ev.Kind == rdma.EvSMCFallback {
 		if o.Fallback == nil {
 			return &fieldError{"fallback: the SMC fallback reason of an smc-fallback", "none"}
@@ -427,6 +447,57 @@ func smcLinkFields(o *object, ev *rdma.Event) *fieldError {
 			return &fieldError{"link-state: " + strings.Join(rdma.SMCLinkStates, ", "), lineerr.Quote([]byte(o.LinkState))}
 		}
 		ev.SMC.State = o.LinkState
+	}
+	return nil
+}
+
+// qpAttrFields reads a qp-attr event's settings: a key present is a
+// setting the modify set.
+func qpAttrFields(o *object, a *rdma.QPAttr) *fieldError {
+	set := func(v *uint8, m rdma.QPAttrMask, dst *uint8) {
+		if v != nil {
+			*dst, a.Mask = *v, a.Mask|m
+		}
+	}
+	set(o.Timeout, rdma.QPMaskTimeout, &a.Timeout)
+	set(o.RetryCnt, rdma.QPMaskRetryCnt, &a.RetryCnt)
+	set(o.RNRRetry, rdma.QPMaskRNRRetry, &a.RNRRetry)
+	set(o.MinRNRTimer, rdma.QPMaskMinRNRTimer, &a.MinRNRTimer)
+	if o.PathMTU != nil {
+		if a.PathMTU = rdma.PathMTUEnum(*o.PathMTU); a.PathMTU == 0 {
+			return &fieldError{"path-mtu: 256, 512, 1024, 2048 or 4096", strconv.FormatUint(uint64(*o.PathMTU), 10)}
+		}
+		a.Mask |= rdma.QPMaskPathMTU
+	}
+	if o.SGIDIndex != nil {
+		g, err := netip.ParseAddr(o.SGID)
+		if err != nil || !g.Is6() || g.Zone() != "" {
+			return &fieldError{"sgid: a GID in IPv6 notation", lineerr.Quote([]byte(o.SGID))}
+		}
+		t, err := rdma.ParseGIDType(o.GIDType)
+		if err != nil {
+			return badField("gid-type", o.GIDType, err)
+		}
+		if *o.SGIDIndex > math.MaxUint16 {
+			return &fieldError{"sgid-index: a whole number from 0 to 65535", strconv.FormatUint(uint64(*o.SGIDIndex), 10)}
+		}
+		a.HasGID, a.SGID, a.SGIDIndex, a.GIDType = true, g, uint16(*o.SGIDIndex), t
+	}
+	if o.GIDNdev != nil {
+		a.HasNdev, a.Ndev, a.NdevMTU, a.NetNS = true, *o.GIDNdev, o.GIDNdevMTU, o.GIDNetNS
+		if o.GIDVLAN != nil {
+			if *o.GIDVLAN > 4095 {
+				return &fieldError{"gid-vlan: a VLAN id from 0 to 4095", strconv.FormatUint(uint64(*o.GIDVLAN), 10)}
+			}
+			a.HasVLAN, a.VLAN = true, uint16(*o.GIDVLAN)
+		}
+	}
+	if o.DGID != "" {
+		g, err := netip.ParseAddr(o.DGID)
+		if err != nil || !g.Is6() || g.Zone() != "" {
+			return &fieldError{"dgid: a GID in IPv6 notation", lineerr.Quote([]byte(o.DGID))}
+		}
+		a.HasGRH, a.DGID, a.Mask = true, g, a.Mask|rdma.QPMaskAV
 	}
 	return nil
 }
