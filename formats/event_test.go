@@ -173,7 +173,8 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
 			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Has: ^rdma.Field(0), Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
 				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, OffCPU: rdma.OffCPU{Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
-				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true}}
+				SMC:     rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true},
+				Failure: rdma.Failure{Report: rdma.QPErrFirst, Count: 1, PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18, OnPort: []string{"o"}}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true
 				key, ok := rdma.EventKeyNamed(f.Key)

@@ -43,6 +43,8 @@ const (
 	EvSMCLinkCreate             // an SMC-R link's QP (LQPN) was created on DevName/Port; SMC says which link; Status is the creation's
 	EvSMCLinkDown               // smc:smcr_link_down: an SMC-R link went down
 	EvSMCLinkDestroy            // an SMC-R link's QP is being destroyed
+	EvAsync                     // an IB asynchronous event (Failure.IBEvent) of a port, a device or an object
+	EvQPError                   // a QP's driver moved it to ERR, or its error completions (Failure)
 	numEventKinds
 )
 
@@ -51,7 +53,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_send_rtu", "cm_send_rej", "cm_send_mra", "cm_disconnect", "cm_sent_dreq", "cm_sent_drep",
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
-	"smc-link-create", "smc-link-down", "smc-link-destroy"}
+	"smc-link-create", "smc-link-down", "smc-link-destroy", "async", "qp-error"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -151,6 +153,8 @@ type Event struct {
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
 	SMC SMCLink
+	// Failure is an async event's or a QP error's (EvAsync, EvQPError).
+	Failure Failure
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)

@@ -46,6 +46,9 @@ var EventKeys = []EventKey{
 	{"lgr-id", ValString}, {"role", ValString}, {"link-id", ValUint8}, {"link-state", ValString},
 	// Off-CPU spells.
 	{"wait-us", ValMicros}, {"preempted", ValBool}, {"next-pid", ValUint32}, {"next-comm", ValString},
+	// Async events and QP errors.
+	{"ib-event", ValString}, {"qp-error", ValString}, {"wc-status", ValString}, {"count", ValUint64},
+	{"rgid", ValString}, {"rqpn", ValUint32}, {"on-port", ValStrings},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

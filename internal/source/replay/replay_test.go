@@ -437,3 +437,39 @@ func TestKernelOwnersReadInBothSpellings(t *testing.T) {
 		t.Errorf("an old recording's kernel owner is written\n %s\nwant\n %s", got, want)
 	}
 }
+
+// TestFailuresRoundTrip reads the async event and QP error golden of
+// formats/ back and renders it again: ib-event, qp-error, wc-status,
+// count, rgid, rqpn and on-port survive.
+func TestFailuresRoundTrip(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "testdata", "formats", "failures.ndjson")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rerender(t, NewReader(bytes.NewReader(data), path)); got != string(data) {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, data)
+	}
+}
+
+// A failure's own keys with values trace -j cannot have written are
+// errors that name the key, and the lines after them are read.
+func TestBadFailureFieldsAreOneLineErrors(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"time":"2023-11-14T22:13:20Z","event":"async","ib-event":"PORT_ON_FIRE"}`, "ib-event"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"later"}`, "qp-error"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"first","wc-status":"OK"}`, "wc-status"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"driver","rgid":"10.0.0.1x"}`, "rgid"},
+	} {
+		in := tc.line + "\n" + `{"time":"2023-11-14T22:13:20Z","event":"async","ib-event":"PORT_ACTIVE"}` + "\n"
+		r := NewReader(strings.NewReader(in), "rec.ndjson")
+		var ev rdma.Event
+		err := r.Next(&ev)
+		if err == nil || !strings.Contains(err.Error(), "rec.ndjson:1") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one at rec.ndjson:1 naming %s", tc.line, err, tc.want)
+		}
+		if err := r.Next(&ev); err != nil || ev.Failure.IBEvent != rdma.IBEventPortActive {
+			t.Errorf("%s: the next line gave %v, %v", tc.line, err, ev.Failure.IBEvent)
+		}
+	}
+}
