@@ -1,0 +1,271 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// TestFailuresAreTracedWithOwnersAndPeers runs one trace through three
+// failures and compares each event with what the kernel and the programs
+// say themselves:
+//   - a port flap under a connected rping pair (ip link set the rxe netdev
+//     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
+//     port's state, the first naming both rping processes among the owners
+//     of the objects on the port;
+//   - an ib_write_bw -R server SIGKILLed mid-transfer: the client's QP gets
+//     rxe's error completion RETRY_EXC_ERR (the status the client prints),
+//     rxe moves it to ERR, and its destroy counts the errors, each naming
+//     the client as owner and the dead server's QP and GID as its peer;
+//   - the same over siw (where it is built): the completion error and the
+//     QP_FATAL async event siw raises, with the client as owner.
+func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
+	needDevice(t)
+	tr := startTrace(t)
+	var flap portFlap
+	var dead, deadSiw deadPeer
+	t.Run("port flap", func(t *testing.T) { flap = flapPort(t) })
+	t.Run("peer dies", func(t *testing.T) { dead = killPeer(t, device, addr, "18540") })
+	t.Run("peer dies over siw", func(t *testing.T) {
+		needSiw(t)
+		deadSiw = killPeer(t, "siw0", siwAddr, "18541")
+	})
+	evs := tr.stop()
+	t.Run("the port's events name the owners on it", func(t *testing.T) {
+		if flap.server == 0 {
+			t.Skip("no port flap")
+		}
+		checkPortFlap(t, evs, flap)
+	})
+	t.Run("the client's QP error has its cause, owner and peer", func(t *testing.T) {
+		if dead.client == 0 {
+			t.Skip("no dead peer")
+		}
+		checkDeadPeer(t, evs, dead, true)
+	})
+	t.Run("siw's QP error and async event", func(t *testing.T) {
+		if deadSiw.client == 0 {
+			t.Skip("no dead peer over siw")
+		}
+		checkDeadPeer(t, evs, deadSiw, false)
+		if e := findEvent(evs, func(e *traced) bool {
+			return e.Kind == rdma.EvAsync && e.Type == rdma.ResQP && e.DevName == "siw0" && e.LQPN == deadSiw.qpn
+		}); e == nil {
+			t.Errorf("no async event of the client's QP %d on siw0 (siw raises QP_FATAL when a connection breaks)", deadSiw.qpn)
+		} else if e.process() != fmt.Sprint(deadSiw.client) || e.Failure.IBEvent != 1 {
+			t.Errorf("siw's async event: %s, want QP_FATAL owned by ib_write_bw[%d]", e, deadSiw.client)
+		}
+	})
+}
+
+// portFlap is what flapPort saw: the rping processes and the port's state
+// in sysfs after each step.
+type portFlap struct {
+	server, client int
+	down, up       string
+}
+
+func portState(t *testing.T) string {
+	b, err := os.ReadFile("/sys/class/infiniband/" + device + "/ports/1/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func flapPort(t *testing.T) portFlap {
+	const port = "7440"
+	server := startRping(t, "-s", "-a", addr, "-p", port, "-C", "100000000")
+	waitListening(t, port)
+	client := startRping(t, "-c", "-a", addr, "-p", port, "-C", "100000000")
+	waitFor(t, 30*time.Second, "the rping pair's QPs in RTS", func() bool {
+		n := 0
+		for _, r := range rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp")) {
+			if r.Owner.Comm == "rping" && r.QPState == rdma.QPStateRTS {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	f := portFlap{server: server.Process.Pid, client: client.Process.Pid}
+	run(t, "ip", "link", "set", "veth0", "down")
+	waitFor(t, 10*time.Second, "rxe0/1 DOWN", func() bool { return strings.Contains(portState(t), "DOWN") })
+	f.down = portState(t)
+	run(t, "ip", "link", "set", "veth0", "up")
+	// rdma-up.sh waits for the port and its IPv4 GID, which later tests need.
+	if out, err := exec.Command(*rdmaUp).CombinedOutput(); err != nil {
+		t.Fatalf("%s after the flap: %v\n%s", *rdmaUp, err, out)
+	}
+	f.up = portState(t)
+	keep(t, "failures/ibv_devinfo.txt", run(t, "ibv_devinfo", "-d", device))
+	return f
+}
+
+func checkPortFlap(t *testing.T, evs []traced, f portFlap) {
+	t.Logf("sysfs: %s after ip link set down, %s after up", f.down, f.up)
+	var errAt, activeAt int = -1, -1
+	for i := range evs {
+		e := &evs[i]
+		if !e.IsPortEvent() || e.DevName != device || e.Port != 1 {
+			continue
+		}
+		switch {
+		case e.Failure.IBEvent == rdma.IBEventPortErr && errAt < 0:
+			errAt = i
+		case e.Failure.IBEvent == rdma.IBEventPortActive && errAt >= 0 && activeAt < 0:
+			activeAt = i
+		}
+	}
+	if errAt < 0 || activeAt < 0 {
+		t.Fatalf("want PORT_ERR then PORT_ACTIVE on %s/1 (sysfs said %s, then %s); the port's events: %v", device, f.down, f.up,
+			filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvAsync }))
+	}
+	e := evs[errAt]
+	t.Logf("%s", e)
+	for _, pid := range []int{f.server, f.client} {
+		want := fmt.Sprintf(" of rping[%d]", pid)
+		found := false
+		for _, o := range e.Failure.OnPort {
+			found = found || strings.HasSuffix(o, want) && strings.Contains(o, " qp")
+		}
+		if !found {
+			t.Errorf("PORT_ERR's objects %q name no QP of rping[%d]", e.Failure.OnPort, pid)
+		}
+	}
+	if e.Actor.Comm != "ip" {
+		t.Logf("PORT_ERR raised by %s, not ip (the netdev notifier ran elsewhere)", e.Actor.Comm)
+	}
+}
+
+// deadPeer is what killPeer saw: the client's pid, its QP and the dead
+// server's, and what the client printed.
+type deadPeer struct {
+	dev          string
+	client       int
+	qpn, peerQPN uint32
+	gid          netip.Addr
+	said         string
+}
+
+// killPeer runs ib_write_bw -R on dev, SIGKILLs the server once both QPs
+// are in RTS, and waits for the client to fail.
+func killPeer(t *testing.T, dev, ip, port string) deadPeer {
+	t.Helper()
+	server := exec.Command("ib_write_bw", "-d", dev, "-R", "-p", port, "-D", "120")
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	waitListening(t, port)
+	var said bytes.Buffer
+	client := exec.Command("ib_write_bw", "-d", dev, "-R", "-p", port, "-D", "120", ip)
+	client.Stdout, client.Stderr = &said, &said
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Process.Kill() })
+	d := deadPeer{dev: dev, client: client.Process.Pid, gid: netip.MustParseAddr("::ffff:" + ip)}
+	waitFor(t, 60*time.Second, "ib_write_bw's QPs in RTS on "+dev, func() bool {
+		var c, s *rdma.Resource
+		qps := rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp"))
+		for i := range qps {
+			r := &qps[i]
+			if r.DevName != dev || r.QPState != rdma.QPStateRTS {
+				continue
+			}
+			switch int(r.Owner.PID) {
+			case client.Process.Pid:
+				c = r
+			case server.Process.Pid:
+				s = r
+			}
+		}
+		if c == nil || s == nil {
+			return false
+		}
+		d.qpn, d.peerQPN = c.LQPN, s.LQPN
+		return true
+	})
+	time.Sleep(time.Second) // writes in flight
+	_ = server.Process.Signal(syscall.SIGKILL)
+	done := make(chan error, 1)
+	go func() { done <- client.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("ib_write_bw's client succeeded with its server killed:\n%s", said.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = client.Process.Kill()
+		<-done
+		t.Errorf("ib_write_bw's client did not fail within 60 s of its server's death:\n%s", said.String())
+	}
+	d.said = said.String()
+	keep(t, filepath.Join("failures", dev+"-client.txt"), said.Bytes())
+	return d
+}
+
+func checkDeadPeer(t *testing.T, evs []traced, d deadPeer, rxe bool) {
+	mine := func(e *traced) bool {
+		return e.Kind == rdma.EvQPError && e.DevName == d.dev && e.LQPN == d.qpn && e.process() == fmt.Sprint(d.client)
+	}
+	first := findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrFirst })
+	if first == nil {
+		t.Fatalf("no first error of the client's QP %d on %s (ib_write_bw[%d]); its QP errors: %v; the client said:\n%s",
+			d.qpn, d.dev, d.client, filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }), d.said)
+	}
+	t.Logf("%s", first)
+	// perftest prints the status of the failed completion as a number.
+	said := fmt.Sprintf("status %d", first.Failure.WCStatus)
+	if !strings.Contains(d.said, said) {
+		t.Errorf("the first error is %s, but the client did not say %q:\n%s", first.Failure.WCStatus, said, d.said)
+	}
+	if rxe {
+		if first.Failure.WCStatus.String() != "RETRY_EXC_ERR" {
+			t.Errorf("the first error is %s, want RETRY_EXC_ERR (the server's QP is gone: no ACK comes)", first.Failure.WCStatus)
+		}
+		if !first.Failure.HasPeer() || first.Failure.PeerQPN != d.peerQPN || first.Failure.PeerGID != d.gid {
+			t.Errorf("the first error's peer is %v qpn %d, want %v qpn %d (the killed server's QP)",
+				first.Failure.PeerGID, first.Failure.PeerQPN, d.gid, d.peerQPN)
+		}
+		if findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrDriver }) == nil {
+			t.Errorf("no qp-error of rxe moving the client's QP %d to ERR", d.qpn)
+		}
+	}
+	total := findEvent(evs, func(e *traced) bool {
+		return mine(e) && e.Failure.Report == rdma.QPErrTotal && e.Failure.WCStatus == first.Failure.WCStatus
+	})
+	if total == nil || total.Failure.Count < 1 {
+		t.Errorf("no count of %s at the client's QP %d's destroy: %v", first.Failure.WCStatus, d.qpn, total)
+	}
+}
+
+func findEvent(evs []traced, match func(*traced) bool) *traced {
+	for i := range evs {
+		if match(&evs[i]) {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+func filterEvents(evs []traced, match func(*traced) bool) []traced {
+	var out []traced
+	for i := range evs {
+		if match(&evs[i]) {
+			out = append(out, evs[i])
+		}
+	}
+	return out
+}
