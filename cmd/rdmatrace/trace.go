@@ -127,7 +127,10 @@ func runTrace(c *cli.Context) error {
 	// A port-busy event's holders and an SMC fallback's process are named
 	// as the event arrives, before the holder lets go; so are the objects
 	// on a port whose state changed.
-	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onport.NewLookup().Names})
+	onPort := onport.NewLookup()
+	x := enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onPort.Names})
+	onPort.Owners = x
+	o.Tracer.Enrich = x
 	if !c.Bool("no-kernel-filter") {
 		o.Kernel = f
 	}

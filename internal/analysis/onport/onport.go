@@ -81,13 +81,16 @@ func ownerName(o *rdma.Owner) string {
 // the event is handled (a port's events are rare; the objects a PORT_ERR
 // hits are still there).
 type Lookup struct {
-	take func() ([]rdma.Resource, error)
+	// Owners names the listed objects' owners (netlink gives a pid or a
+	// module's name); nil: a process is its pid.
+	Owners nldev.Owners
+	take   func(nldev.Owners) ([]rdma.Resource, error)
 }
 
 // NewLookup lists the resources through RDMA netlink.
 func NewLookup() *Lookup {
-	return &Lookup{take: func() ([]rdma.Resource, error) {
-		inv, err := nldev.TakeInventory(nldev.InventoryOptions{Types: order})
+	return &Lookup{take: func(owners nldev.Owners) ([]rdma.Resource, error) {
+		inv, err := nldev.TakeInventory(nldev.InventoryOptions{Types: order, Owners: owners})
 		return inv.Resources, err
 	}}
 }
@@ -98,7 +101,7 @@ func (l *Lookup) Names(e *rdma.Event) []string {
 	if !e.IsPortEvent() || e.DevName == "" {
 		return nil
 	}
-	res, err := l.take()
+	res, err := l.take(l.Owners)
 	if err != nil && len(res) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 func resources() []rdma.Resource {
@@ -48,7 +49,7 @@ func TestSummaryCountsThePortsObjectsPerOwner(t *testing.T) {
 
 func TestLookupAnswersPortEventsOnly(t *testing.T) {
 	calls := 0
-	l := &Lookup{take: func() ([]rdma.Resource, error) { calls++; return resources(), nil }}
+	l := &Lookup{take: func(nldev.Owners) ([]rdma.Resource, error) { calls++; return resources(), nil }}
 	port := rdma.Event{Kind: rdma.EvAsync, Resource: rdma.Resource{DevName: "rxe0", Port: 1, Has: rdma.HasPort}, Flags: rdma.EvHasDev}
 	if got := l.Names(&port); len(got) != 2 {
 		t.Errorf("port event: %q", got)
@@ -65,7 +66,7 @@ func TestLookupAnswersPortEventsOnly(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("%d listings, want 1 (for the port event)", calls)
 	}
-	l.take = func() ([]rdma.Resource, error) { return nil, errors.New("no netlink") }
+	l.take = func(nldev.Owners) ([]rdma.Resource, error) { return nil, errors.New("no netlink") }
 	if got := l.Names(&port); got != nil {
 		t.Errorf("without netlink: %q, want nil (not looked up)", got)
 	}
