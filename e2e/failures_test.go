@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +27,14 @@ import (
 //     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
 //     port's state, the first naming both rping processes among the owners
 //     of the objects on the port;
-//   - an ib_write_bw -R server SIGKILLed mid-transfer: the client's QP gets
-//     rxe's error completion RETRY_EXC_ERR (the status the client prints),
-//     rxe moves it to ERR, and its destroy counts the errors, each naming
-//     the client as owner and the dead server's QP and GID as its peer;
-//   - the same over siw (where it is built): the completion error and the
-//     QP_FATAL async event siw raises, with the client as owner.
+//   - an ibv_rc_pingpong server SIGKILLed mid-transfer: the client's QP (as
+//     the client printed its number) gets rxe's error completion
+//     RETRY_EXC_ERR (the status the client prints), rxe moves it to ERR,
+//     and its destroy counts the errors, each naming the client as owner
+//     and the dead server's QP (as the client printed it) and GID as peer;
+//   - an ib_write_bw -R server killed over siw (where it is built): the
+//     completion error the client prints and the QP_FATAL async event siw
+//     raises, with the client as owner.
 func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	needDevice(t)
 	// siw before the trace: the hooks in a module attach when it is loaded.
@@ -43,12 +48,29 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	var flap portFlap
 	var dead, deadSiw deadPeer
 	t.Run("port flap", func(t *testing.T) { flap = flapPort(t) })
-	t.Run("peer dies", func(t *testing.T) { dead = killPeer(t, device, addr, "18540") })
+	t.Run("peer dies", func(t *testing.T) {
+		// ibv_rc_pingpong sets a retry timeout (14: 67 ms) and count (7)
+		// of its own: a peer gone for good is RETRY_EXC_ERR in a second.
+		gid := gidIndex(t)
+		dead = killPeer(t, device, addr, func(client bool) []string {
+			a := []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18540", "-n", "100000000"}
+			if client {
+				a = append(a, addr)
+			}
+			return a
+		})
+	})
 	t.Run("peer dies over siw", func(t *testing.T) {
 		if !haveSiw {
 			t.Skipf("no %s (guest/siw.sh builds it; make e2e runs it)", siw)
 		}
-		deadSiw = killPeer(t, "siw0", siwAddr, "18541")
+		deadSiw = killPeer(t, "siw0", siwAddr, func(client bool) []string {
+			a := []string{"ib_write_bw", "-d", "siw0", "-R", "-p", "18541", "-D", "120"}
+			if client {
+				a = append(a, siwAddr)
+			}
+			return a
+		})
 	})
 	evs := tr.stop()
 	t.Run("the port's events name the owners on it", func(t *testing.T) {
@@ -158,7 +180,7 @@ func checkPortFlap(t *testing.T, evs []traced, f portFlap) {
 }
 
 // deadPeer is what killPeer saw: the client's pid, its QP and the dead
-// server's, and what the client printed.
+// server's as the client printed them, and all it printed.
 type deadPeer struct {
 	dev          string
 	client       int
@@ -167,64 +189,60 @@ type deadPeer struct {
 	said         string
 }
 
-// killPeer runs ib_write_bw -R on dev, SIGKILLs the server once both QPs
-// are in RTS, and waits for the client to fail.
-func killPeer(t *testing.T, dev, ip, port string) deadPeer {
+// qpnRE finds the QP numbers perftest and ibv_rc_pingpong print:
+// "local address: LID 0000 QPN 0x0003 ...", "remote address:  LID 0x0000, QPN 0x000012, ...".
+var qpnRE = regexp.MustCompile(`(local|remote) address: .*QPN 0x([0-9a-fA-F]+)`)
+
+// killPeer runs a server and its client (argv with the port, and the
+// server's address for the client), SIGKILLs the server once the client
+// spins on its CQ (connected, moving data), and waits for the client to
+// fail.
+func killPeer(t *testing.T, dev string, ip string, argv func(client bool) []string) deadPeer {
 	t.Helper()
-	server := exec.Command("ib_write_bw", "-d", dev, "-R", "-p", port, "-D", "120")
+	sa := argv(false)
+	server := exec.Command(sa[0], sa[1:]...)
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	port := sa[slices.Index(sa, "-p")+1]
 	waitListening(t, port)
 	var said bytes.Buffer
-	client := exec.Command("ib_write_bw", "-d", dev, "-R", "-p", port, "-D", "120", ip)
+	ca := argv(true)
+	client := exec.Command(ca[0], ca[1:]...)
 	client.Stdout, client.Stderr = &said, &said
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Process.Kill() })
 	d := deadPeer{dev: dev, client: client.Process.Pid, gid: netip.MustParseAddr("::ffff:" + ip)}
-	waitFor(t, 60*time.Second, "ib_write_bw's QPs in RTS on "+dev, func() bool {
-		var c, s *rdma.Resource
-		qps := rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp"))
-		for i := range qps {
-			r := &qps[i]
-			if r.DevName != dev || r.QPState != rdma.QPStateRTS {
-				continue
-			}
-			switch int(r.Owner.PID) {
-			case client.Process.Pid:
-				c = r
-			case server.Process.Pid:
-				s = r
-			}
-		}
-		if c == nil || s == nil {
-			return false
-		}
-		d.qpn, d.peerQPN = c.LQPN, s.LQPN
-		return true
-	})
-	// After the QPs connect, perftest syncs both ends through rdma_cm and
-	// then spins on its CQ: the server dies with writes in flight once the
-	// client burns CPU.
-	waitFor(t, 60*time.Second, "ib_write_bw's client to write (spin on its CQ)", func() bool { return busy(t, client.Process.Pid) })
+	waitFor(t, 60*time.Second, sa[0]+"'s client to spin on its CQ (connected, moving data)", func() bool { return busy(t, client.Process.Pid) })
 	_ = server.Process.Signal(syscall.SIGKILL)
 	done := make(chan error, 1)
 	go func() { done <- client.Wait() }()
 	select {
 	case err := <-done:
 		if err == nil {
-			t.Errorf("ib_write_bw's client succeeded with its server killed:\n%s", said.String())
+			t.Errorf("%s's client succeeded with its server killed:\n%s", sa[0], said.String())
 		}
 	case <-time.After(60 * time.Second):
 		_ = client.Process.Kill()
 		<-done
-		t.Errorf("ib_write_bw's client did not fail within 60 s of its server's death:\n%s", said.String())
+		t.Errorf("%s's client did not fail within 60 s of its server's death:\n%s", sa[0], said.String())
 	}
 	d.said = said.String()
 	keep(t, filepath.Join("failures", dev+"-client.txt"), said.Bytes())
+	for _, m := range qpnRE.FindAllStringSubmatch(d.said, -1) {
+		n, _ := strconv.ParseUint(m[2], 16, 32)
+		if m[1] == "local" {
+			d.qpn = uint32(n)
+		} else {
+			d.peerQPN = uint32(n)
+		}
+	}
+	if d.qpn == 0 || d.peerQPN == 0 {
+		t.Errorf("%s's client printed no local and remote QPN:\n%s", sa[0], d.said)
+	}
 	return d
 }
 
@@ -259,14 +277,15 @@ func checkDeadPeer(t *testing.T, evs []traced, d deadPeer, rxe bool) {
 			d.qpn, d.dev, d.client, filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }), d.said)
 	}
 	t.Logf("%s", first)
-	// perftest prints the status of the completion it failed on as a
-	// number ("Failed status 12", "Bad wc status -- 5"): one the trace
-	// counted on the QP.
+	// The client prints the status of the completion it failed on
+	// (perftest "Failed status 2", ibv_rc_pingpong "Failed status
+	// transport retry counter exceeded (12)"): one the trace counted on
+	// the QP.
 	var statuses []string
 	for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Failure.Report != rdma.QPErrDriver }) {
 		n := int(e.Failure.WCStatus)
 		statuses = append(statuses, e.Failure.WCStatus.String())
-		if strings.Contains(d.said, fmt.Sprintf("status %d", n)) || strings.Contains(d.said, fmt.Sprintf("status -- %d", n)) {
+		if strings.Contains(d.said, fmt.Sprintf("status %d", n)) || strings.Contains(d.said, fmt.Sprintf("%s (%d)", e.Failure.WCStatus.Message(), n)) {
 			statuses = nil
 			break
 		}
