@@ -20,21 +20,19 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// TestFailuresAreTracedWithOwnersAndPeers runs one trace through three
+// TestFailuresAreTracedWithOwnersAndPeers runs one trace through two
 // failures and compares each event with what the kernel and the programs
 // say themselves:
 //   - a port flap under a connected rping pair (ip link set the rxe netdev
 //     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
 //     port's state, the first naming both rping processes among the owners
-//     of the objects on the port;
-//   - an ibv_rc_pingpong server SIGKILLed mid-transfer: the client's QP (as
-//     the client printed its number) gets rxe's error completion
-//     RETRY_EXC_ERR (the status the client prints), rxe moves it to ERR,
-//     and its destroy counts the errors, each naming the client as owner
-//     and the dead server's QP (as the client printed it) and GID as peer;
+//     of the objects on the port; rxe fails the rping QP that was sending
+//     (its first error completion, its move to ERR, the counts at its
+//     destroy), named with its owner and its peer as `rdma res` gave them
+//     before the flap (lqpn, rqpn), and with the status rping printed;
 //   - an ib_write_bw -R server killed over siw (where it is built): the
 //     completion error the client prints and the QP_FATAL async event siw
-//     raises, with the client as owner.
+//     raises, with the client as owner and the QP the client printed.
 func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	needDevice(t)
 	// siw before the trace: the hooks in a module attach when it is loaded.
@@ -46,20 +44,8 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	}
 	tr := startTrace(t)
 	var flap portFlap
-	var dead, deadSiw deadPeer
+	var deadSiw deadPeer
 	t.Run("port flap", func(t *testing.T) { flap = flapPort(t) })
-	t.Run("peer dies", func(t *testing.T) {
-		// ibv_rc_pingpong sets a retry timeout (14: 67 ms) and count (7)
-		// of its own: a peer gone for good is RETRY_EXC_ERR in a second.
-		gid := gidIndex(t)
-		dead = killPeer(t, device, addr, func(client bool) []string {
-			a := []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18540", "-n", "100000000"}
-			if client {
-				a = append(a, addr)
-			}
-			return a
-		})
-	})
 	t.Run("peer dies over siw", func(t *testing.T) {
 		if !haveSiw {
 			t.Skipf("no %s (guest/siw.sh builds it; make e2e runs it)", siw)
@@ -79,17 +65,17 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 		}
 		checkPortFlap(t, evs, flap)
 	})
-	t.Run("the client's QP error has its cause, owner and peer", func(t *testing.T) {
-		if dead.client == 0 {
-			t.Skip("no dead peer")
+	t.Run("rxe fails the rping QP that was sending, naming its peer", func(t *testing.T) {
+		if flap.server == 0 {
+			t.Skip("no port flap")
 		}
-		checkDeadPeer(t, evs, dead, true)
+		checkFlapQPError(t, evs, flap)
 	})
 	t.Run("siw's QP error and async event", func(t *testing.T) {
 		if deadSiw.client == 0 {
 			t.Skip("no dead peer over siw")
 		}
-		checkDeadPeer(t, evs, deadSiw, false)
+		checkDeadPeer(t, evs, deadSiw)
 		if e := findEvent(evs, func(e *traced) bool {
 			return e.Kind == rdma.EvAsync && e.Type == rdma.ResQP && e.DevName == "siw0" && e.LQPN == deadSiw.qpn
 		}); e == nil {
@@ -104,6 +90,8 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 // in sysfs after each step.
 type portFlap struct {
 	server, client int
+	qps            []rdma.Resource // the pair's QPs in RTS, as rdma res listed them
+	said           *bytes.Buffer   // what the rpings wrote to stderr
 	down, up       string
 }
 
@@ -117,19 +105,28 @@ func portState(t *testing.T) string {
 
 func flapPort(t *testing.T) portFlap {
 	const port = "7440"
-	server := startRping(t, "-s", "-a", addr, "-p", port, "-C", "100000000")
+	f := portFlap{said: &bytes.Buffer{}}
+	start := func(args ...string) int {
+		c := exec.Command("rping", args...)
+		c.Stderr = f.said
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c.Process.Pid
+	}
+	f.server = start("-s", "-a", addr, "-p", port, "-C", "100000000")
 	waitListening(t, port)
-	client := startRping(t, "-c", "-a", addr, "-p", port, "-C", "100000000")
+	f.client = start("-c", "-a", addr, "-p", port, "-C", "100000000")
 	waitFor(t, 30*time.Second, "the rping pair's QPs in RTS", func() bool {
-		n := 0
+		f.qps = f.qps[:0]
 		for _, r := range rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp")) {
-			if r.Owner.Comm == "rping" && r.QPState == rdma.QPStateRTS {
-				n++
+			if pid := int(r.Owner.PID); (pid == f.server || pid == f.client) && r.QPState == rdma.QPStateRTS {
+				f.qps = append(f.qps, r)
 			}
 		}
-		return n >= 2
+		return len(f.qps) >= 2
 	})
-	f := portFlap{server: server.Process.Pid, client: client.Process.Pid}
 	run(t, "ip", "link", "set", "veth0", "down")
 	waitFor(t, 10*time.Second, "rxe0/1 DOWN", func() bool { return strings.Contains(portState(t), "DOWN") })
 	f.down = portState(t)
@@ -176,6 +173,54 @@ func checkPortFlap(t *testing.T, evs []traced, f portFlap) {
 	}
 	if e.Actor.Comm != "ip" {
 		t.Logf("PORT_ERR raised by %s, not ip (the netdev notifier ran elsewhere)", e.Actor.Comm)
+	}
+}
+
+// checkFlapQPError: the QPs rxe failed when the port went down include
+// one of the rping pair's, reported with its owner, its peer as rdma res
+// listed it before the flap, its move to ERR and its counts at destroy;
+// a status rping printed ("cq completion failed status N": it prints all
+// but flushes) is one the trace counted.
+func checkFlapQPError(t *testing.T, evs []traced, f portFlap) {
+	t.Logf("rdma res before the flap: %v; rping said: %q", f.qps, f.said.String())
+	found := false
+	for _, q := range f.qps {
+		mine := func(e *traced) bool {
+			return e.Kind == rdma.EvQPError && e.DevName == device && e.LQPN == q.LQPN && e.process() == fmt.Sprint(q.Owner.PID)
+		}
+		first := findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrFirst })
+		if first == nil {
+			continue
+		}
+		found = true
+		t.Logf("%s", first)
+		if !q.Given(rdma.HasRQPN) || !first.Failure.HasPeer() || first.Failure.PeerQPN != q.RQPN ||
+			first.Failure.PeerGID != netip.MustParseAddr("::ffff:"+addr) {
+			t.Errorf("lqpn %d's first error names peer %v qpn %d; rdma res said rqpn %d (given: %v), GID ::ffff:%s",
+				q.LQPN, first.Failure.PeerGID, first.Failure.PeerQPN, q.RQPN, q.Given(rdma.HasRQPN), addr)
+		}
+		if findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrDriver }) == nil {
+			t.Errorf("no qp-error of rxe moving lqpn %d to ERR", q.LQPN)
+		}
+		counted := map[int]bool{}
+		for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrTotal }) {
+			counted[int(e.Failure.WCStatus)] = e.Failure.Count > 0
+		}
+		if !counted[int(first.Failure.WCStatus)] {
+			t.Errorf("no count of %s at lqpn %d's destroy: %v", first.Failure.WCStatus, q.LQPN, counted)
+		}
+		for _, m := range regexp.MustCompile(`completion failed status (\d+)`).FindAllStringSubmatch(f.said.String(), -1) {
+			n, _ := strconv.Atoi(m[1])
+			if !counted[n] && findEvent(evs, func(e *traced) bool {
+				return e.Kind == rdma.EvQPError && e.Failure.Report == rdma.QPErrTotal && int(e.Failure.WCStatus) == n
+			}) == nil {
+				t.Errorf("rping said %q; the trace counted no completion of status %d", m[0], n)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no first error of the rping pair's QPs %v; the QP errors: %v", f.qps,
+			filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }))
 	}
 }
 
@@ -267,13 +312,13 @@ func busy(t *testing.T, pid int) bool {
 	return ticks()-before >= 30
 }
 
-func checkDeadPeer(t *testing.T, evs []traced, d deadPeer, rxe bool) {
+func checkDeadPeer(t *testing.T, evs []traced, d deadPeer) {
 	mine := func(e *traced) bool {
 		return e.Kind == rdma.EvQPError && e.DevName == d.dev && e.LQPN == d.qpn && e.process() == fmt.Sprint(d.client)
 	}
 	first := findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrFirst })
 	if first == nil {
-		t.Fatalf("no first error of the client's QP %d on %s (ib_write_bw[%d]); its QP errors: %v; the client said:\n%s",
+		t.Fatalf("no first error of the client's QP %d on %s (pid %d); the QP errors: %v; the client said:\n%s",
 			d.qpn, d.dev, d.client, filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }), d.said)
 	}
 	t.Logf("%s", first)
@@ -292,18 +337,6 @@ func checkDeadPeer(t *testing.T, evs []traced, d deadPeer, rxe bool) {
 	}
 	if statuses != nil {
 		t.Errorf("the client failed on a status the trace did not count on its QP (%v):\n%s", statuses, d.said)
-	}
-	if rxe {
-		if first.Failure.WCStatus.String() != "RETRY_EXC_ERR" {
-			t.Errorf("the first error is %s, want RETRY_EXC_ERR (the server's QP is gone: no ACK comes)", first.Failure.WCStatus)
-		}
-		if !first.Failure.HasPeer() || first.Failure.PeerQPN != d.peerQPN || first.Failure.PeerGID != d.gid {
-			t.Errorf("the first error's peer is %v qpn %d, want %v qpn %d (the killed server's QP)",
-				first.Failure.PeerGID, first.Failure.PeerQPN, d.gid, d.peerQPN)
-		}
-		if findEvent(evs, func(e *traced) bool { return mine(e) && e.Failure.Report == rdma.QPErrDriver }) == nil {
-			t.Errorf("no qp-error of rxe moving the client's QP %d to ERR", d.qpn)
-		}
 	}
 	total := findEvent(evs, func(e *traced) bool {
 		return mine(e) && e.Failure.Report == rdma.QPErrTotal && e.Failure.WCStatus == first.Failure.WCStatus
