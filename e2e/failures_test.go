@@ -35,6 +35,7 @@ import (
 //     raises, with the client as owner and the QP the client printed.
 func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	needDevice(t)
+	needModuleBTF(t) // as startTrace does: before siw is set up for nothing
 	// siw before the trace: the hooks in a module attach when it is loaded.
 	siw := filepath.Join(*kmodDir, release(t), "siw.ko")
 	_, err := os.Stat(siw)

@@ -144,8 +144,10 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"time":"2026-11-22T10:00:00Z","event":"create","res":"qp","ifname":"rxe0","lqpn":3,"type":"RC","src-addr":"[fe80::1%2]:1","ps":"TCP"}`))
-	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "formats", "spans.ndjson")); err == nil {
-		f.Add(data)
+	for _, name := range []string{"spans.ndjson", "failures.ndjson"} {
+		if data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "formats", name)); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), "fuzz")
