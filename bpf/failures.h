@@ -111,7 +111,7 @@ static __always_inline void set_peer(struct event_hdr *h, struct ev_peer *p, str
 		h->flags |= F_HAS_PEER;
 }
 
-/* A QP: its device, owner, number, type, port, state and peer. */
+/* A QP: its device, owner, number, type, port and peer. */
 static __always_inline void set_failed_qp(struct event_hdr *h, struct ev_dev *d, struct ev_res *r, struct ev_peer *p,
 					  struct ib_qp *qp)
 {
