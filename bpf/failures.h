@@ -145,7 +145,9 @@ static __always_inline int emit_async(struct ib_event *ev, struct ib_device *dev
 		struct ib_srq *srq = obj;
 		e->h.obj = (__u64)srq;
 		set_dev(&e->h, &e->dev, BPF_CORE_READ(srq, device));
-		set_owner(&e->h, &e->res, &srq->res);
+		e->res.res_type = RDMA_RESTRACK_SRQ;
+		if (bpf_core_field_exists(srq->res)) /* SRQs are tracked from 5.12 */
+			set_owner(&e->h, &e->res, &srq->res);
 		break;
 	}
 	default: { /* a port or the device; a WQ (no restrack entry): its device */
@@ -214,7 +216,9 @@ static __always_inline int emit_kernel_event(void *obj, struct ib_device *dev, _
 	default:
 		e->h.obj = (__u64)obj;
 		set_dev(&e->h, &e->dev, dev);
-		set_owner(&e->h, &e->res, &((struct ib_srq *)obj)->res);
+		e->res.res_type = RDMA_RESTRACK_SRQ;
+		if (bpf_core_field_exists(((struct ib_srq *)obj)->res)) /* SRQs are tracked from 5.12 */
+			set_owner(&e->h, &e->res, &((struct ib_srq *)obj)->res);
 	}
 	submit(&e->h);
 	return 0;
