@@ -92,7 +92,7 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 type portFlap struct {
 	server, client int
 	qps            []rdma.Resource // the pair's QPs in RTS, as rdma res listed them
-	said           *bytes.Buffer   // what the rpings wrote to stderr
+	said           []*bytes.Buffer // what each rping wrote to stderr (read once they are gone)
 	down, up       string
 }
 
@@ -106,10 +106,12 @@ func portState(t *testing.T) string {
 
 func flapPort(t *testing.T) portFlap {
 	const port = "7440"
-	f := portFlap{said: &bytes.Buffer{}}
+	var f portFlap
 	start := func(args ...string) int {
 		c := exec.Command("rping", args...)
-		c.Stderr = f.said
+		said := &bytes.Buffer{} // one each: exec copies each pipe in a goroutine of its own
+		f.said = append(f.said, said)
+		c.Stderr = said
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,11 @@ func checkPortFlap(t *testing.T, evs []traced, f portFlap) {
 // a status rping printed ("cq completion failed status N": it prints all
 // but flushes) is one the trace counted.
 func checkFlapQPError(t *testing.T, evs []traced, f portFlap) {
-	t.Logf("rdma res before the flap: %v; rping said: %q", f.qps, f.said.String())
+	var said strings.Builder
+	for _, b := range f.said {
+		said.Write(b.Bytes())
+	}
+	t.Logf("rdma res before the flap: %v; rping said: %q", f.qps, said.String())
 	found := false
 	for _, q := range f.qps {
 		mine := func(e *traced) bool {
@@ -210,7 +216,7 @@ func checkFlapQPError(t *testing.T, evs []traced, f portFlap) {
 		if !counted[int(first.Failure.WCStatus)] {
 			t.Errorf("no count of %s at lqpn %d's destroy: %v", first.Failure.WCStatus, q.LQPN, counted)
 		}
-		for _, m := range regexp.MustCompile(`completion failed status (\d+)`).FindAllStringSubmatch(f.said.String(), -1) {
+		for _, m := range regexp.MustCompile(`completion failed status (\d+)`).FindAllStringSubmatch(said.String(), -1) {
 			n, _ := strconv.Atoi(m[1])
 			if !counted[n] && findEvent(evs, func(e *traced) bool {
 				return e.Kind == rdma.EvQPError && e.Failure.Report == rdma.QPErrTotal && int(e.Failure.WCStatus) == n
