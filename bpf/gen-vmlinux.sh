@@ -13,7 +13,7 @@ command -v bpftool >/dev/null || { echo "bpf: installing bpftool" >&2; apt-get i
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-guest/run -k 6.1 -t 300 -o "$out" -c 'modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm smc && cp /sys/kernel/btf/vmlinux /sys/kernel/btf/rdma_cm /sys/kernel/btf/smc "$GUEST_OUT/"' >&2
+guest/run -k 6.1 -t 300 -o "$out" -c 'modprobe -a ib_core ib_uverbs rdma_cm rdma_ucm smc rdma_rxe && cp /sys/kernel/btf/vmlinux /sys/kernel/btf/rdma_cm /sys/kernel/btf/smc /sys/kernel/btf/rdma_rxe "$GUEST_OUT/"' >&2
 bpftool -B "$out/vmlinux" btf dump file "$out/rdma_cm" format c >bpf/vmlinux_x86.h
 mkdir -p testdata/btf/6.1
 gzip -9 -n -c "$out/vmlinux" >testdata/btf/6.1/vmlinux.btf.gz
@@ -21,6 +21,7 @@ gzip -9 -n -c "$out/rdma_cm" >testdata/btf/6.1/rdma_cm.btf.gz
 # smc's types are not in the header (the BPF code declares the one field
 # it reads); kept for the verifier test's CO-RE relocations.
 gzip -9 -n -c "$out/smc" >testdata/btf/6.1/smc.btf.gz
+gzip -9 -n -c "$out/rdma_rxe" >testdata/btf/6.1/rdma_rxe.btf.gz # the same: rxe's QP, CQ and address vector
 
 cache=${RDMATRACE_GUEST_CACHE:-$top/guest/cache}
 mkdir -p "$cache" "$out/arm64"
@@ -52,3 +53,11 @@ case $ko in
 esac
 llvm-objcopy --dump-section .BTF="$out/arm64/smc" "$out/arm64/smc.ko"
 gzip -9 -n -c "$out/arm64/smc" >testdata/btf/6.1-arm64/smc.btf.gz
+ko=$(find "$out/arm64/x" -name 'rdma_rxe.ko*')
+case $ko in
+*.xz) xz -dc "$ko" >"$out/arm64/rdma_rxe.ko" ;;
+*.zst) zstd -qdc "$ko" >"$out/arm64/rdma_rxe.ko" ;;
+*) cp "$ko" "$out/arm64/rdma_rxe.ko" ;;
+esac
+llvm-objcopy --dump-section .BTF="$out/arm64/rdma_rxe" "$out/arm64/rdma_rxe.ko"
+gzip -9 -n -c "$out/arm64/rdma_rxe" >testdata/btf/6.1-arm64/rdma_rxe.btf.gz

@@ -1721,3 +1721,4 @@ int BPF_PROG(tp_btf_sched_wakeup, struct task_struct *p) { return on_wakeup(p); 
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(raw_tp_sched_wakeup, struct task_struct *p) { return on_wakeup(p); }
+#include "failures.h" /* async events and QP errors */

@@ -13,6 +13,36 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type RdmatraceAsyncEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Peer struct {
+		_   structs.HostLayout
+		Gid [16]uint8
+		Qpn uint32
+		Pad uint32
+	}
+	IbEvent uint32
+	Pad     uint32
+	_       [4]byte
+}
+
 type RdmatraceBusyKey struct {
 	_    structs.HostLayout
 	Tgid uint32
@@ -121,6 +151,19 @@ const (
 	RdmatraceEventKindEV_SMC_LINK_DESTROY RdmatraceEventKind = 16
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
+)
+
+type RdmatraceFailureFlag uint32
+
+const (
+	RdmatraceFailureFlagF_HAS_PEER RdmatraceFailureFlag = 1048576
+)
+
+type RdmatraceFailureKind uint32
+
+const (
+	RdmatraceFailureKindEV_ASYNC    RdmatraceFailureKind = 30
+	RdmatraceFailureKindEV_QP_ERROR RdmatraceFailureKind = 31
 )
 
 type RdmatraceIwarpState struct {
@@ -268,6 +311,45 @@ const (
 	RdmatraceQpAttrKindEV_QP_ATTR RdmatraceQpAttrKind = 40
 )
 
+type RdmatraceQpErrorCause uint32
+
+const (
+	RdmatraceQpErrorCauseQPE_DRIVER_ERR RdmatraceQpErrorCause = 1
+	RdmatraceQpErrorCauseQPE_FIRST_WC   RdmatraceQpErrorCause = 2
+	RdmatraceQpErrorCauseQPE_WC_COUNT   RdmatraceQpErrorCause = 3
+)
+
+type RdmatraceQpErrorEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Peer struct {
+		_   structs.HostLayout
+		Gid [16]uint8
+		Qpn uint32
+		Pad uint32
+	}
+	_        [4]byte
+	Count    uint64
+	WcStatus uint32
+	Cause    uint32
+}
+
 type RdmatraceReaderState struct {
 	_       structs.HostLayout
 	Polling uint64
@@ -388,6 +470,18 @@ type RdmatraceSpanStart struct {
 	Dev  uint64
 }
 
+type RdmatraceWcCounts struct {
+	_ structs.HostLayout
+	N [32]uint64
+}
+
+type RdmatraceWcKey struct {
+	_   structs.HostLayout
+	Dev uint64
+	Qpn uint32
+	Pad uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -414,10 +508,20 @@ const (
 	RdmatraceMapReader                                               = "reader"
 	RdmatraceMapSideDrops                                            = "side_drops"
 	RdmatraceMapSpanStarts                                           = "span_starts"
+	RdmatraceMapWcErrors                                             = "wc_errors"
+	RdmatraceProgFentryDestroyQpUser                                 = "fentry_destroy_qp_user"
+	RdmatraceProgFentryDispatchEvent                                 = "fentry_dispatch_event"
 	RdmatraceProgFentryRestrackAbortDel                              = "fentry_restrack_abort_del"
 	RdmatraceProgFentryRestrackBeginDel                              = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel                             = "fentry_restrack_commit_del"
 	RdmatraceProgFentryRestrackDel                                   = "fentry_restrack_del"
+	RdmatraceProgFentryRxeCqPost                                     = "fentry_rxe_cq_post"
+	RdmatraceProgFentryRxeQpError                                    = "fentry_rxe_qp_error"
+	RdmatraceProgFentrySiwCqEvent                                    = "fentry_siw_cq_event"
+	RdmatraceProgFentrySiwQpEvent                                    = "fentry_siw_qp_event"
+	RdmatraceProgFentrySiwRqeComplete                                = "fentry_siw_rqe_complete"
+	RdmatraceProgFentrySiwSqeComplete                                = "fentry_siw_sqe_complete"
+	RdmatraceProgFentrySiwSrqEvent                                   = "fentry_siw_srq_event"
 	RdmatraceProgFentrySmcIbDestroyQueuePair                         = "fentry_smc_ib_destroy_queue_pair"
 	RdmatraceProgFentrySpanIbDeregMrUser                             = "fentry_span_ib_dereg_mr_user"
 	RdmatraceProgFentrySpanIbUmemGet                                 = "fentry_span_ib_umem_get"
@@ -438,6 +542,10 @@ const (
 	RdmatraceProgFentryUcmaClose                                     = "fentry_ucma_close"
 	RdmatraceProgFentryUnregisterDevice                              = "fentry_unregister_device"
 	RdmatraceProgFentryUverbsClose                                   = "fentry_uverbs_close"
+	RdmatraceProgFentryUverbsCqEvent                                 = "fentry_uverbs_cq_event"
+	RdmatraceProgFentryUverbsQpEvent                                 = "fentry_uverbs_qp_event"
+	RdmatraceProgFentryUverbsSrqEvent                                = "fentry_uverbs_srq_event"
+	RdmatraceProgFentryUverbsWqEvent                                 = "fentry_uverbs_wq_event"
 	RdmatraceProgFexitCreateKernelId                                 = "fexit_create_kernel_id"
 	RdmatraceProgFexitCreateUserId                                   = "fexit_create_user_id"
 	RdmatraceProgFexitInet6Bind                                      = "fexit_inet6_bind"
@@ -467,6 +575,8 @@ const (
 	RdmatraceProgFexitUcmaClose                                      = "fexit_ucma_close"
 	RdmatraceProgFexitUnregisterDevice                               = "fexit_unregister_device"
 	RdmatraceProgFexitUverbsClose                                    = "fexit_uverbs_close"
+	RdmatraceProgKprobeDestroyQpUser                                 = "kprobe_destroy_qp_user"
+	RdmatraceProgKprobeDispatchEvent                                 = "kprobe_dispatch_event"
 	RdmatraceProgKprobeInet6Bind                                     = "kprobe_inet6_bind"
 	RdmatraceProgKprobeInetBind                                      = "kprobe_inet_bind"
 	RdmatraceProgKprobeModifyQp                                      = "kprobe_modify_qp"
@@ -477,6 +587,13 @@ const (
 	RdmatraceProgKprobeRestrackBeginDel                              = "kprobe_restrack_begin_del"
 	RdmatraceProgKprobeRestrackCommitDel                             = "kprobe_restrack_commit_del"
 	RdmatraceProgKprobeRestrackDel                                   = "kprobe_restrack_del"
+	RdmatraceProgKprobeRxeCqPost                                     = "kprobe_rxe_cq_post"
+	RdmatraceProgKprobeRxeQpError                                    = "kprobe_rxe_qp_error"
+	RdmatraceProgKprobeSiwCqEvent                                    = "kprobe_siw_cq_event"
+	RdmatraceProgKprobeSiwQpEvent                                    = "kprobe_siw_qp_event"
+	RdmatraceProgKprobeSiwRqeComplete                                = "kprobe_siw_rqe_complete"
+	RdmatraceProgKprobeSiwSqeComplete                                = "kprobe_siw_sqe_complete"
+	RdmatraceProgKprobeSiwSrqEvent                                   = "kprobe_siw_srq_event"
 	RdmatraceProgKprobeSmcIbDestroyQueuePair                         = "kprobe_smc_ib_destroy_queue_pair"
 	RdmatraceProgKprobeSpanIbDeregMrUser                             = "kprobe_span_ib_dereg_mr_user"
 	RdmatraceProgKprobeSpanIbUmemGet                                 = "kprobe_span_ib_umem_get"
@@ -497,6 +614,10 @@ const (
 	RdmatraceProgKprobeUcmaClose                                     = "kprobe_ucma_close"
 	RdmatraceProgKprobeUnregisterDevice                              = "kprobe_unregister_device"
 	RdmatraceProgKprobeUverbsClose                                   = "kprobe_uverbs_close"
+	RdmatraceProgKprobeUverbsCqEvent                                 = "kprobe_uverbs_cq_event"
+	RdmatraceProgKprobeUverbsQpEvent                                 = "kprobe_uverbs_qp_event"
+	RdmatraceProgKprobeUverbsSrqEvent                                = "kprobe_uverbs_srq_event"
+	RdmatraceProgKprobeUverbsWqEvent                                 = "kprobe_uverbs_wq_event"
 	RdmatraceProgKretprobeInet6Bind                                  = "kretprobe_inet6_bind"
 	RdmatraceProgKretprobeInetBind                                   = "kretprobe_inet_bind"
 	RdmatraceProgKretprobeModifyQp                                   = "kretprobe_modify_qp"
@@ -564,17 +685,22 @@ const (
 	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
 	RdmatraceProgTpBtfSmcSwitchToFallback                            = "tp_btf_smc_switch_to_fallback"
 	RdmatraceProgTpBtfSmcrLinkDown                                   = "tp_btf_smcr_link_down"
+	RdmatraceVarUnusedAsyncEvent                                     = "unused_async_event"
 	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
 	RdmatraceVarUnusedDevEvent                                       = "unused_dev_event"
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
 	RdmatraceVarUnusedEventHdr                                       = "unused_event_hdr"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
+	RdmatraceVarUnusedFailureFlag                                    = "unused_failure_flag"
+	RdmatraceVarUnusedFailureKind                                    = "unused_failure_kind"
 	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
 	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
 	RdmatraceVarUnusedQpAttrEvent                                    = "unused_qp_attr_event"
 	RdmatraceVarUnusedQpAttrFlag                                     = "unused_qp_attr_flag"
 	RdmatraceVarUnusedQpAttrKind                                     = "unused_qp_attr_kind"
+	RdmatraceVarUnusedQpErrorCause                                   = "unused_qp_error_cause"
+	RdmatraceVarUnusedQpErrorEvent                                   = "unused_qp_error_event"
 	RdmatraceVarUnusedResEvent                                       = "unused_res_event"
 	RdmatraceVarUnusedSmcFallbackEvent                               = "unused_smc_fallback_event"
 	RdmatraceVarUnusedSmcLinkEvent                                   = "unused_smc_link_event"
@@ -624,10 +750,19 @@ type RdmatraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceProgramSpecs struct {
+	FentryDestroyQpUser                                 *ebpf.ProgramSpec `ebpf:"fentry_destroy_qp_user"`
+	FentryDispatchEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_dispatch_event"`
 	FentryRestrackAbortDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_abort_del"`
 	FentryRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel                                   *ebpf.ProgramSpec `ebpf:"fentry_restrack_del"`
+	FentryRxeCqPost                                     *ebpf.ProgramSpec `ebpf:"fentry_rxe_cq_post"`
+	FentryRxeQpError                                    *ebpf.ProgramSpec `ebpf:"fentry_rxe_qp_error"`
+	FentrySiwCqEvent                                    *ebpf.ProgramSpec `ebpf:"fentry_siw_cq_event"`
+	FentrySiwQpEvent                                    *ebpf.ProgramSpec `ebpf:"fentry_siw_qp_event"`
+	FentrySiwRqeComplete                                *ebpf.ProgramSpec `ebpf:"fentry_siw_rqe_complete"`
+	FentrySiwSqeComplete                                *ebpf.ProgramSpec `ebpf:"fentry_siw_sqe_complete"`
+	FentrySiwSrqEvent                                   *ebpf.ProgramSpec `ebpf:"fentry_siw_srq_event"`
 	FentrySmcIbDestroyQueuePair                         *ebpf.ProgramSpec `ebpf:"fentry_smc_ib_destroy_queue_pair"`
 	FentrySpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"fentry_span_ib_dereg_mr_user"`
 	FentrySpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"fentry_span_ib_umem_get"`
@@ -648,6 +783,10 @@ type RdmatraceProgramSpecs struct {
 	FentryUcmaClose                                     *ebpf.ProgramSpec `ebpf:"fentry_ucma_close"`
 	FentryUnregisterDevice                              *ebpf.ProgramSpec `ebpf:"fentry_unregister_device"`
 	FentryUverbsClose                                   *ebpf.ProgramSpec `ebpf:"fentry_uverbs_close"`
+	FentryUverbsCqEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_uverbs_cq_event"`
+	FentryUverbsQpEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_uverbs_qp_event"`
+	FentryUverbsSrqEvent                                *ebpf.ProgramSpec `ebpf:"fentry_uverbs_srq_event"`
+	FentryUverbsWqEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_uverbs_wq_event"`
 	FexitCreateKernelId                                 *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
 	FexitInet6Bind                                      *ebpf.ProgramSpec `ebpf:"fexit_inet6_bind"`
@@ -677,6 +816,8 @@ type RdmatraceProgramSpecs struct {
 	FexitUcmaClose                                      *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
+	KprobeDestroyQpUser                                 *ebpf.ProgramSpec `ebpf:"kprobe_destroy_qp_user"`
+	KprobeDispatchEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_dispatch_event"`
 	KprobeInet6Bind                                     *ebpf.ProgramSpec `ebpf:"kprobe_inet6_bind"`
 	KprobeInetBind                                      *ebpf.ProgramSpec `ebpf:"kprobe_inet_bind"`
 	KprobeModifyQp                                      *ebpf.ProgramSpec `ebpf:"kprobe_modify_qp"`
@@ -687,6 +828,13 @@ type RdmatraceProgramSpecs struct {
 	KprobeRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel                                   *ebpf.ProgramSpec `ebpf:"kprobe_restrack_del"`
+	KprobeRxeCqPost                                     *ebpf.ProgramSpec `ebpf:"kprobe_rxe_cq_post"`
+	KprobeRxeQpError                                    *ebpf.ProgramSpec `ebpf:"kprobe_rxe_qp_error"`
+	KprobeSiwCqEvent                                    *ebpf.ProgramSpec `ebpf:"kprobe_siw_cq_event"`
+	KprobeSiwQpEvent                                    *ebpf.ProgramSpec `ebpf:"kprobe_siw_qp_event"`
+	KprobeSiwRqeComplete                                *ebpf.ProgramSpec `ebpf:"kprobe_siw_rqe_complete"`
+	KprobeSiwSqeComplete                                *ebpf.ProgramSpec `ebpf:"kprobe_siw_sqe_complete"`
+	KprobeSiwSrqEvent                                   *ebpf.ProgramSpec `ebpf:"kprobe_siw_srq_event"`
 	KprobeSmcIbDestroyQueuePair                         *ebpf.ProgramSpec `ebpf:"kprobe_smc_ib_destroy_queue_pair"`
 	KprobeSpanIbDeregMrUser                             *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_dereg_mr_user"`
 	KprobeSpanIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"kprobe_span_ib_umem_get"`
@@ -707,6 +855,10 @@ type RdmatraceProgramSpecs struct {
 	KprobeUcmaClose                                     *ebpf.ProgramSpec `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice                              *ebpf.ProgramSpec `ebpf:"kprobe_unregister_device"`
 	KprobeUverbsClose                                   *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_close"`
+	KprobeUverbsCqEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_cq_event"`
+	KprobeUverbsQpEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_qp_event"`
+	KprobeUverbsSrqEvent                                *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_srq_event"`
+	KprobeUverbsWqEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_wq_event"`
 	KretprobeInet6Bind                                  *ebpf.ProgramSpec `ebpf:"kretprobe_inet6_bind"`
 	KretprobeInetBind                                   *ebpf.ProgramSpec `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
@@ -802,23 +954,29 @@ type RdmatraceMapSpecs struct {
 	Reader         *ebpf.MapSpec `ebpf:"reader"`
 	SideDrops      *ebpf.MapSpec `ebpf:"side_drops"`
 	SpanStarts     *ebpf.MapSpec `ebpf:"span_starts"`
+	WcErrors       *ebpf.MapSpec `ebpf:"wc_errors"`
 }
 
 // RdmatraceVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceVariableSpecs struct {
+	UnusedAsyncEvent       *ebpf.VariableSpec `ebpf:"unused_async_event"`
 	UnusedCmTp             *ebpf.VariableSpec `ebpf:"unused_cm_tp"`
 	UnusedDevEvent         *ebpf.VariableSpec `ebpf:"unused_dev_event"`
 	UnusedEventFlag        *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.VariableSpec `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedFailureFlag      *ebpf.VariableSpec `ebpf:"unused_failure_flag"`
+	UnusedFailureKind      *ebpf.VariableSpec `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.VariableSpec `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.VariableSpec `ebpf:"unused_qp_attr_flag"`
 	UnusedQpAttrKind       *ebpf.VariableSpec `ebpf:"unused_qp_attr_kind"`
+	UnusedQpErrorCause     *ebpf.VariableSpec `ebpf:"unused_qp_error_cause"`
+	UnusedQpErrorEvent     *ebpf.VariableSpec `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.VariableSpec `ebpf:"unused_res_event"`
 	UnusedSmcFallbackEvent *ebpf.VariableSpec `ebpf:"unused_smc_fallback_event"`
 	UnusedSmcLinkEvent     *ebpf.VariableSpec `ebpf:"unused_smc_link_event"`
@@ -868,6 +1026,7 @@ type RdmatraceMaps struct {
 	Reader         *ebpf.Map `ebpf:"reader"`
 	SideDrops      *ebpf.Map `ebpf:"side_drops"`
 	SpanStarts     *ebpf.Map `ebpf:"span_starts"`
+	WcErrors       *ebpf.Map `ebpf:"wc_errors"`
 }
 
 func (m *RdmatraceMaps) Close() error {
@@ -894,6 +1053,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.Reader,
 		m.SideDrops,
 		m.SpanStarts,
+		m.WcErrors,
 	)
 }
 
@@ -901,17 +1061,22 @@ func (m *RdmatraceMaps) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceVariables struct {
+	UnusedAsyncEvent       *ebpf.Variable `ebpf:"unused_async_event"`
 	UnusedCmTp             *ebpf.Variable `ebpf:"unused_cm_tp"`
 	UnusedDevEvent         *ebpf.Variable `ebpf:"unused_dev_event"`
 	UnusedEventFlag        *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.Variable `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedFailureFlag      *ebpf.Variable `ebpf:"unused_failure_flag"`
+	UnusedFailureKind      *ebpf.Variable `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.Variable `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.Variable `ebpf:"unused_qp_attr_flag"`
 	UnusedQpAttrKind       *ebpf.Variable `ebpf:"unused_qp_attr_kind"`
+	UnusedQpErrorCause     *ebpf.Variable `ebpf:"unused_qp_error_cause"`
+	UnusedQpErrorEvent     *ebpf.Variable `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.Variable `ebpf:"unused_res_event"`
 	UnusedSmcFallbackEvent *ebpf.Variable `ebpf:"unused_smc_fallback_event"`
 	UnusedSmcLinkEvent     *ebpf.Variable `ebpf:"unused_smc_link_event"`
@@ -923,10 +1088,19 @@ type RdmatraceVariables struct {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatracePrograms struct {
+	FentryDestroyQpUser                                 *ebpf.Program `ebpf:"fentry_destroy_qp_user"`
+	FentryDispatchEvent                                 *ebpf.Program `ebpf:"fentry_dispatch_event"`
 	FentryRestrackAbortDel                              *ebpf.Program `ebpf:"fentry_restrack_abort_del"`
 	FentryRestrackBeginDel                              *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
 	FentryRestrackDel                                   *ebpf.Program `ebpf:"fentry_restrack_del"`
+	FentryRxeCqPost                                     *ebpf.Program `ebpf:"fentry_rxe_cq_post"`
+	FentryRxeQpError                                    *ebpf.Program `ebpf:"fentry_rxe_qp_error"`
+	FentrySiwCqEvent                                    *ebpf.Program `ebpf:"fentry_siw_cq_event"`
+	FentrySiwQpEvent                                    *ebpf.Program `ebpf:"fentry_siw_qp_event"`
+	FentrySiwRqeComplete                                *ebpf.Program `ebpf:"fentry_siw_rqe_complete"`
+	FentrySiwSqeComplete                                *ebpf.Program `ebpf:"fentry_siw_sqe_complete"`
+	FentrySiwSrqEvent                                   *ebpf.Program `ebpf:"fentry_siw_srq_event"`
 	FentrySmcIbDestroyQueuePair                         *ebpf.Program `ebpf:"fentry_smc_ib_destroy_queue_pair"`
 	FentrySpanIbDeregMrUser                             *ebpf.Program `ebpf:"fentry_span_ib_dereg_mr_user"`
 	FentrySpanIbUmemGet                                 *ebpf.Program `ebpf:"fentry_span_ib_umem_get"`
@@ -947,6 +1121,10 @@ type RdmatracePrograms struct {
 	FentryUcmaClose                                     *ebpf.Program `ebpf:"fentry_ucma_close"`
 	FentryUnregisterDevice                              *ebpf.Program `ebpf:"fentry_unregister_device"`
 	FentryUverbsClose                                   *ebpf.Program `ebpf:"fentry_uverbs_close"`
+	FentryUverbsCqEvent                                 *ebpf.Program `ebpf:"fentry_uverbs_cq_event"`
+	FentryUverbsQpEvent                                 *ebpf.Program `ebpf:"fentry_uverbs_qp_event"`
+	FentryUverbsSrqEvent                                *ebpf.Program `ebpf:"fentry_uverbs_srq_event"`
+	FentryUverbsWqEvent                                 *ebpf.Program `ebpf:"fentry_uverbs_wq_event"`
 	FexitCreateKernelId                                 *ebpf.Program `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.Program `ebpf:"fexit_create_user_id"`
 	FexitInet6Bind                                      *ebpf.Program `ebpf:"fexit_inet6_bind"`
@@ -976,6 +1154,8 @@ type RdmatracePrograms struct {
 	FexitUcmaClose                                      *ebpf.Program `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.Program `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.Program `ebpf:"fexit_uverbs_close"`
+	KprobeDestroyQpUser                                 *ebpf.Program `ebpf:"kprobe_destroy_qp_user"`
+	KprobeDispatchEvent                                 *ebpf.Program `ebpf:"kprobe_dispatch_event"`
 	KprobeInet6Bind                                     *ebpf.Program `ebpf:"kprobe_inet6_bind"`
 	KprobeInetBind                                      *ebpf.Program `ebpf:"kprobe_inet_bind"`
 	KprobeModifyQp                                      *ebpf.Program `ebpf:"kprobe_modify_qp"`
@@ -986,6 +1166,13 @@ type RdmatracePrograms struct {
 	KprobeRestrackBeginDel                              *ebpf.Program `ebpf:"kprobe_restrack_begin_del"`
 	KprobeRestrackCommitDel                             *ebpf.Program `ebpf:"kprobe_restrack_commit_del"`
 	KprobeRestrackDel                                   *ebpf.Program `ebpf:"kprobe_restrack_del"`
+	KprobeRxeCqPost                                     *ebpf.Program `ebpf:"kprobe_rxe_cq_post"`
+	KprobeRxeQpError                                    *ebpf.Program `ebpf:"kprobe_rxe_qp_error"`
+	KprobeSiwCqEvent                                    *ebpf.Program `ebpf:"kprobe_siw_cq_event"`
+	KprobeSiwQpEvent                                    *ebpf.Program `ebpf:"kprobe_siw_qp_event"`
+	KprobeSiwRqeComplete                                *ebpf.Program `ebpf:"kprobe_siw_rqe_complete"`
+	KprobeSiwSqeComplete                                *ebpf.Program `ebpf:"kprobe_siw_sqe_complete"`
+	KprobeSiwSrqEvent                                   *ebpf.Program `ebpf:"kprobe_siw_srq_event"`
 	KprobeSmcIbDestroyQueuePair                         *ebpf.Program `ebpf:"kprobe_smc_ib_destroy_queue_pair"`
 	KprobeSpanIbDeregMrUser                             *ebpf.Program `ebpf:"kprobe_span_ib_dereg_mr_user"`
 	KprobeSpanIbUmemGet                                 *ebpf.Program `ebpf:"kprobe_span_ib_umem_get"`
@@ -1006,6 +1193,10 @@ type RdmatracePrograms struct {
 	KprobeUcmaClose                                     *ebpf.Program `ebpf:"kprobe_ucma_close"`
 	KprobeUnregisterDevice                              *ebpf.Program `ebpf:"kprobe_unregister_device"`
 	KprobeUverbsClose                                   *ebpf.Program `ebpf:"kprobe_uverbs_close"`
+	KprobeUverbsCqEvent                                 *ebpf.Program `ebpf:"kprobe_uverbs_cq_event"`
+	KprobeUverbsQpEvent                                 *ebpf.Program `ebpf:"kprobe_uverbs_qp_event"`
+	KprobeUverbsSrqEvent                                *ebpf.Program `ebpf:"kprobe_uverbs_srq_event"`
+	KprobeUverbsWqEvent                                 *ebpf.Program `ebpf:"kprobe_uverbs_wq_event"`
 	KretprobeInet6Bind                                  *ebpf.Program `ebpf:"kretprobe_inet6_bind"`
 	KretprobeInetBind                                   *ebpf.Program `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.Program `ebpf:"kretprobe_modify_qp"`
@@ -1077,10 +1268,19 @@ type RdmatracePrograms struct {
 
 func (p *RdmatracePrograms) Close() error {
 	return _RdmatraceClose(
+		p.FentryDestroyQpUser,
+		p.FentryDispatchEvent,
 		p.FentryRestrackAbortDel,
 		p.FentryRestrackBeginDel,
 		p.FentryRestrackCommitDel,
 		p.FentryRestrackDel,
+		p.FentryRxeCqPost,
+		p.FentryRxeQpError,
+		p.FentrySiwCqEvent,
+		p.FentrySiwQpEvent,
+		p.FentrySiwRqeComplete,
+		p.FentrySiwSqeComplete,
+		p.FentrySiwSrqEvent,
 		p.FentrySmcIbDestroyQueuePair,
 		p.FentrySpanIbDeregMrUser,
 		p.FentrySpanIbUmemGet,
@@ -1101,6 +1301,10 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryUcmaClose,
 		p.FentryUnregisterDevice,
 		p.FentryUverbsClose,
+		p.FentryUverbsCqEvent,
+		p.FentryUverbsQpEvent,
+		p.FentryUverbsSrqEvent,
+		p.FentryUverbsWqEvent,
 		p.FexitCreateKernelId,
 		p.FexitCreateUserId,
 		p.FexitInet6Bind,
@@ -1130,6 +1334,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.FexitUcmaClose,
 		p.FexitUnregisterDevice,
 		p.FexitUverbsClose,
+		p.KprobeDestroyQpUser,
+		p.KprobeDispatchEvent,
 		p.KprobeInet6Bind,
 		p.KprobeInetBind,
 		p.KprobeModifyQp,
@@ -1140,6 +1346,13 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeRestrackBeginDel,
 		p.KprobeRestrackCommitDel,
 		p.KprobeRestrackDel,
+		p.KprobeRxeCqPost,
+		p.KprobeRxeQpError,
+		p.KprobeSiwCqEvent,
+		p.KprobeSiwQpEvent,
+		p.KprobeSiwRqeComplete,
+		p.KprobeSiwSqeComplete,
+		p.KprobeSiwSrqEvent,
 		p.KprobeSmcIbDestroyQueuePair,
 		p.KprobeSpanIbDeregMrUser,
 		p.KprobeSpanIbUmemGet,
@@ -1160,6 +1373,10 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeUcmaClose,
 		p.KprobeUnregisterDevice,
 		p.KprobeUverbsClose,
+		p.KprobeUverbsCqEvent,
+		p.KprobeUverbsQpEvent,
+		p.KprobeUverbsSrqEvent,
+		p.KprobeUverbsWqEvent,
 		p.KretprobeInet6Bind,
 		p.KretprobeInetBind,
 		p.KretprobeModifyQp,

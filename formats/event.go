@@ -136,6 +136,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 			o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		}
 	}
+	if e.Kind == rdma.EvAsync || e.Kind == rdma.EvQPError {
+		o = appendFailureFields(o, e)
+	}
 	if e.Kind == rdma.EvOffCPU {
 		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
@@ -153,6 +156,62 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	return o
 }
 
+// appendFailureFields adds what an async event or a QP error says: the IB
+// event, which QP error it is, the completions' status and count, the QP's
+// peer, and a port event's objects.
+func appendFailureFields(o Object, e *rdma.Event) Object {
+	f := &e.Fault
+	if e.Kind == rdma.EvAsync {
+		o = o.str("ib-event", f.IBEvent.String())
+	} else {
+		o = o.str("qp-error", f.Report.String())
+		if f.Report != rdma.QPErrDriver {
+			o = o.str("wc-status", f.WCStatus.String()).num("count", f.Count)
+		}
+	}
+	if f.HasPeer() {
+		o = o.str("rgid", f.PeerGID.String()).num("rqpn", uint64(f.PeerQPN))
+	}
+	if f.OnPort != nil {
+		o = o.list("on-port", f.OnPort)
+	}
+	return o
+}
+
+// appendFailure appends the human view of an async event or a QP error.
+func appendFailure(b []byte, col int, e *rdma.Event) []byte {
+	f := &e.Fault
+	switch {
+	case e.Kind == rdma.EvAsync:
+		b = append(word(b, col), f.IBEvent.String()...)
+	case f.Report == rdma.QPErrDriver:
+		b = append(word(b, col), "ERR by its driver"...)
+	case f.Report == rdma.QPErrFirst:
+		b = append(append(append(append(word(b, col), "first error "...), f.WCStatus.String()...), " ("...), f.WCStatus.Message()...)
+		b = append(b, ')')
+	default:
+		b = strconv.AppendUint(word(b, col), f.Count, 10)
+		b = append(append(append(b, ' '), f.WCStatus.String()...), " in all"...)
+	}
+	if f.HasPeer() {
+		b = strconv.AppendUint(append(append(append(word(b, col), "peer "...), f.PeerGID.String()...), " qpn "...), uint64(f.PeerQPN), 10)
+	}
+	switch {
+	case f.OnPort == nil:
+	case len(f.OnPort) == 0:
+		b = append(b, ": no objects on it"...)
+	default:
+		b = append(b, ": "...)
+		for i, s := range f.OnPort {
+			if i > 0 {
+				b = append(b, "; "...)
+			}
+			b = append(b, Sanitize(s)...)
+		}
+	}
+	return b
+}
+
 func b2u(b bool) uint64 {
 	if b {
 		return 1
@@ -164,6 +223,8 @@ func b2u(b bool) uint64 {
 // off-CPU spell to the column that starts at col.
 func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	switch e.Kind {
+	case rdma.EvAsync, rdma.EvQPError:
+		b = appendFailure(b, col, e)
 	case rdma.EvSMCFallback:
 		b = append(append(word(b, col), "fallback "...), rdma.SMCReason(uint32(e.Status))...)
 	case rdma.EvSMCLinkCreate, rdma.EvSMCLinkDown, rdma.EvSMCLinkDestroy:

@@ -175,7 +175,8 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, OffCPU: rdma.OffCPU{Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
 				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true},
 				QPAttr: rdma.QPAttr{Mask: rdma.QPAttrMaskAll, HasGID: true, SGID: netip.MustParseAddr("fe80::1"), HasNdev: true, Ndev: "eth0", NdevMTU: 1500, NetNS: 1,
-					HasVLAN: true, VLAN: 5, HasGRH: true, DGID: netip.MustParseAddr("fe80::2")}}
+					HasVLAN: true, VLAN: 5, HasGRH: true, DGID: netip.MustParseAddr("fe80::2")},
+				Fault: rdma.Fault{Report: rdma.QPErrFirst, Count: 1, PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18, OnPort: []string{"o"}}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true
 				key, ok := rdma.EventKeyNamed(f.Key)

@@ -30,6 +30,8 @@ const (
 	spanSize        = int(unsafe.Sizeof(bpf.RdmatraceSpanEvent{}))
 	offCPUSize      = int(unsafe.Sizeof(bpf.RdmatraceOffCpuEvent{}))
 	qpAttrSize      = int(unsafe.Sizeof(bpf.RdmatraceQpAttrEvent{}))
+	asyncSize       = int(unsafe.Sizeof(bpf.RdmatraceAsyncEvent{}))
+	qpErrorSize     = int(unsafe.Sizeof(bpf.RdmatraceQpErrorEvent{}))
 )
 
 // load copies rec into *v, which must be exactly as long: a record of
@@ -70,6 +72,8 @@ const (
 	cSMCLinkDown     = bpf.RdmatraceEventKindEV_SMC_LINK_DOWN
 	cSMCLinkDestroy  = bpf.RdmatraceEventKindEV_SMC_LINK_DESTROY
 	cQPAttr          = bpf.RdmatraceEventKind(bpf.RdmatraceQpAttrKindEV_QP_ATTR) // bpf/qpattr.h's own enum
+	cAsync           = bpf.RdmatraceEventKind(bpf.RdmatraceFailureKindEV_ASYNC)
+	cQPError         = bpf.RdmatraceEventKind(bpf.RdmatraceFailureKindEV_QP_ERROR)
 
 	cfUser      = bpf.RdmatraceEventFlagF_USER
 	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
@@ -82,6 +86,7 @@ const (
 	cfClosing   = bpf.RdmatraceEventFlagF_CLOSING
 	cfHasSize   = bpf.RdmatraceEventFlagF_HAS_SIZE
 	cfPreempted = bpf.RdmatraceEventFlagF_PREEMPTED
+	cfHasPeer   = bpf.RdmatraceEventFlag(bpf.RdmatraceFailureFlagF_HAS_PEER)
 )
 
 // spanFuncs names the C side's enum span_func: the kernel functions timed.
@@ -209,6 +214,10 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		err = d.decodeSMCLink(rec, kind, flags, ev)
 	case cQPAttr:
 		err = d.decodeQPAttr(rec, flags, ev)
+	case cAsync:
+		err = d.decodeAsync(rec, flags, ev)
+	case cQPError:
+		err = d.decodeQPError(rec, flags, ev)
 	case cSpan:
 		var r bpf.RdmatraceSpanEvent
 		if err = load(rec, &r, "span"); err != nil {
@@ -461,4 +470,67 @@ func (d *Decoder) addr(ev *rdma.Event, flags bpf.RdmatraceEventFlag, ps uint32, 
 			ev.Resource.Has |= rdma.HasDstAddr
 		}
 	}
+}
+
+// noResType is the C side's res_type of an async event about a port or a
+// device (or a WQ, which restrack does not track).
+const noResType = 0xff
+
+// failedRes decodes the object of an async event or a QP error: the
+// resource (unless noResType), its device and port, owner, QP and peer.
+func (d *Decoder) failedRes(ev *rdma.Event, flags bpf.RdmatraceEventFlag, resType uint8, id uint32, kern []int8,
+	qpn uint32, qpType uint8, gid [16]uint8, peerQPN uint32) {
+	if resType != noResType {
+		ev.Type, ev.ID = rdma.ResType(resType), id
+		ev.Flags |= rdma.EvHasRes
+	}
+	ev.Owner.KernName = d.intern(chars(kern))
+	d.qp(ev, flags, qpn, qpType)
+	if flags&cfHasPeer != 0 {
+		ev.Fault.PeerGID, ev.Fault.PeerQPN = netip.AddrFrom16(gid), peerQPN
+	}
+}
+
+// decodeAsync decodes an asynchronous event (struct async_event).
+func (d *Decoder) decodeAsync(rec []byte, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatraceAsyncEvent
+	if err := load(rec, &r, "async"); err != nil {
+		return err
+	}
+	ev.Kind = rdma.EvAsync
+	if r.IbEvent > 255 {
+		return fmt.Errorf("async record with IB event %d, expected up to 255", r.IbEvent)
+	}
+	ev.Fault.IBEvent = rdma.IBEvent(r.IbEvent)
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	d.failedRes(ev, flags, r.Res.ResType, r.Res.Id, r.Res.KernName[:], r.Res.Qpn, r.Res.QpType, r.Peer.Gid, r.Peer.Qpn)
+	return nil
+}
+
+// qpErrorReports maps the C side's enum qp_error_cause.
+var qpErrorReports = [...]rdma.QPErrorReport{
+	bpf.RdmatraceQpErrorCauseQPE_DRIVER_ERR: rdma.QPErrDriver,
+	bpf.RdmatraceQpErrorCauseQPE_FIRST_WC:   rdma.QPErrFirst,
+	bpf.RdmatraceQpErrorCauseQPE_WC_COUNT:   rdma.QPErrTotal,
+}
+
+// decodeQPError decodes a QP error (struct qp_error_event).
+func (d *Decoder) decodeQPError(rec []byte, flags bpf.RdmatraceEventFlag, ev *rdma.Event) error {
+	var r bpf.RdmatraceQpErrorEvent
+	if err := load(rec, &r, "qp-error"); err != nil {
+		return err
+	}
+	if r.Cause == 0 || int(r.Cause) >= len(qpErrorReports) {
+		return fmt.Errorf("qp-error record with unknown cause %d", r.Cause)
+	}
+	if r.WcStatus > 255 {
+		return fmt.Errorf("qp-error record with completion status %d, expected up to 255", r.WcStatus)
+	}
+	ev.Kind = rdma.EvQPError
+	ev.Fault.Report = qpErrorReports[r.Cause]
+	ev.Fault.WCStatus = rdma.WCStatus(r.WcStatus)
+	ev.Fault.Count = r.Count
+	d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
+	d.failedRes(ev, flags, r.Res.ResType, r.Res.Id, r.Res.KernName[:], r.Res.Qpn, r.Res.QpType, r.Peer.Gid, r.Peer.Qpn)
+	return nil
 }

@@ -181,6 +181,12 @@ func FuzzDecode(f *testing.F) {
 	for _, r := range qpAttrRecords() {
 		f.Add(append([]byte(nil), bytesOf(&r)...))
 	}
+	var a bpf.RdmatraceAsyncEvent
+	a.H.Kind, a.H.Flags, a.Res.ResType, a.IbEvent = uint32(cAsync), uint32(cfHasPeer|cfHasQP), uint8(rdma.ResQP), 1
+	var q bpf.RdmatraceQpErrorEvent
+	q.H.Kind, q.H.Flags, q.Cause, q.WcStatus, q.Count = uint32(cQPError), uint32(cfHasPeer|cfHasDev), 3, 5, 7
+	f.Add(bytesOf(&a))
+	f.Add(bytesOf(&q))
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event

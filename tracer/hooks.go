@@ -107,6 +107,12 @@ func portHook(fn, short string, older ...string) Hook {
 // only when following.
 func spanHook(fn string) Hook { return followedHook(closeHook(fn, "span_"+fn)) }
 
+// entryHook runs at fn's entry: an fentry program, or a kprobe (the C
+// side's ENTRY_HOOK makes both, named after short).
+func entryHook(fn, short string) Hook {
+	return Hook{Name: fn, variants: []variant{tracingVariant("fentry", "fentry_"+short), kprobeVariant("kprobe_"+short, fn)}}
+}
+
 // moduleHook is h, skipped when module is not loaded.
 func moduleHook(module string, h Hook) Hook { h.module = module; return h }
 
@@ -176,6 +182,22 @@ var Hooks = []Hook{
 		tracingVariant("fentry", "fentry_smc_ib_destroy_queue_pair"),
 		kprobeVariant("kprobe_smc_ib_destroy_queue_pair", "smc_ib_destroy_queue_pair")}}),
 	moduleHook("smc", tpHook("smc", "smcr_link_down")),
+
+	// Why things fail: asynchronous events of ports and devices (every
+	// driver raises them through ib_dispatch_event) and of user objects
+	// (uverbs' handlers); siw's of kernel objects; QPs that rxe moves to
+	// ERR, and error completions of rxe and siw, counted per QP and
+	// status, reported at the first and, per status, at the QP's destroy.
+	entryHook("ib_dispatch_event", "dispatch_event"),
+	entryHook("ib_uverbs_qp_event_handler", "uverbs_qp_event"), entryHook("ib_uverbs_cq_event_handler", "uverbs_cq_event"),
+	entryHook("ib_uverbs_srq_event_handler", "uverbs_srq_event"), entryHook("ib_uverbs_wq_event_handler", "uverbs_wq_event"),
+	moduleHook("siw", entryHook("siw_qp_event", "siw_qp_event")), moduleHook("siw", entryHook("siw_cq_event", "siw_cq_event")),
+	moduleHook("siw", entryHook("siw_srq_event", "siw_srq_event")),
+	moduleHook("rdma_rxe", entryHook("rxe_qp_error", "rxe_qp_error")),
+	moduleHook("rdma_rxe", entryHook("rxe_cq_post", "rxe_cq_post")),
+	moduleHook("siw", entryHook("siw_sqe_complete", "siw_sqe_complete")),
+	moduleHook("siw", entryHook("siw_rqe_complete", "siw_rqe_complete")),
+	entryHook("ib_destroy_qp_user", "destroy_qp_user"),
 
 	// Spans (with --follow-pid only): how long the kernel took for each
 	// rdma_cm step and verb. Registrations and creations of every process

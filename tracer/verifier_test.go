@@ -40,8 +40,8 @@ func loadGzBTF(t *testing.T, path string, base *btf.Spec) *btf.Spec {
 
 // TestFallbackProgramsPassTheHostVerifier loads the kprobe and raw_tp
 // programs into this machine's kernel, which has no RDMA: their CO-RE
-// relocations are resolved against Debian 6.1's BTF (vmlinux, rdma_cm and
-// smc, kept in testdata/btf), and the kernel's verifier checks them. The
+// relocations are resolved against Debian 6.1's BTF (vmlinux, rdma_cm, smc
+// and rdma_rxe, kept in testdata/btf), and the kernel's verifier checks them. The
 // fentry/fexit/tp_btf programs need their RDMA target functions in the
 // running kernel to load at all; the guest tests load and attach them.
 func TestFallbackProgramsPassTheHostVerifier(t *testing.T) {
@@ -75,6 +75,7 @@ func verifyFallbacks(t *testing.T, spec *ebpf.CollectionSpec, btfDir string) {
 	base := loadGzBTF(t, btfDir+"/vmlinux.btf.gz", nil)
 	types := loadGzBTF(t, btfDir+"/rdma_cm.btf.gz", base)
 	smc := loadGzBTF(t, btfDir+"/smc.btf.gz", base)
+	rxe := loadGzBTF(t, btfDir+"/rdma_rxe.btf.gz", base)
 	// The fallbacks are every kprobe/kretprobe and raw_tp program in the
 	// object; each must load, and the hook table's fallbacks (what the
 	// tracer attaches without BTF targets) must be among them.
@@ -100,7 +101,7 @@ func verifyFallbacks(t *testing.T, spec *ebpf.CollectionSpec, btfDir string) {
 	for name := range want {
 		ps := spec.Programs[name]
 		sub := &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{name: ps}, Variables: spec.Variables, Types: spec.Types}
-		coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base, ExtraRelocationTargets: []*btf.Spec{types, smc}}})
+		coll, err := ebpf.NewCollectionWithOptions(sub, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base, ExtraRelocationTargets: []*btf.Spec{types, smc, rxe}}})
 		if err != nil {
 			var ve *ebpf.VerifierError
 			if errors.As(err, &ve) {

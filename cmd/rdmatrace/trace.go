@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/onport"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
@@ -135,8 +136,12 @@ func runTrace(c *cli.Context) error {
 	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
 	o.NeedsRoot = "" // a denial falls back to netlink, saying why
 	// A port-busy event's holders and an SMC fallback's process are named
-	// as the event arrives, before the holder lets go.
-	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true})
+	// as the event arrives, before the holder lets go; so are the objects
+	// on a port whose state changed.
+	onPort := onport.NewLookup()
+	x := enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onPort.Names})
+	onPort.Owners = x
+	o.Tracer.Enrich = x
 	if !c.Bool("no-kernel-filter") {
 		o.Kernel = f
 	}

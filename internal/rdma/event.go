@@ -51,6 +51,8 @@ const (
 	EvDevRename    // a device was renamed: DevName is its new name
 	EvNetdevRename // a port's net device was renamed: Netdev is its new name
 	EvQPAttr       // a modify set a QP's timeouts, retries, path MTU or address vector: QPAttr
+	EvAsync        // an IB asynchronous event (Fault.IBEvent) of a port, a device or an object
+	EvQPError      // a QP's driver moved it to ERR, or its error completions (Fault)
 	numEventKinds
 )
 
@@ -60,7 +62,8 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"cm_id_attach", "cm_id_destroy", "cm_qp_create", "cm_qp_destroy", "dev_register", "dev_unregister",
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
 	"smc-link-create", "smc-link-down", "smc-link-destroy", "cm_listen",
-	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename", "qp-attr"}
+	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename", "qp-attr",
+	"async", "qp-error"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -166,6 +169,8 @@ type Event struct {
 	SMC SMCLink
 	// QPAttr is what an EvQPAttr event set: a QP's transport settings.
 	QPAttr QPAttr
+	// Fault is an async event's or a QP error's (EvAsync, EvQPError).
+	Fault Fault
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)

@@ -57,6 +57,9 @@ var EventKeys = []EventKey{
 	{"path-mtu", ValUint32}, {"sgid-index", ValUint32}, {"sgid", ValString}, {"gid-type", ValString},
 	{"gid-ndev", ValString}, {"gid-ndev-mtu", ValUint32}, {"gid-vlan", ValUint32}, {"gid-netns", ValUint64},
 	{"dgid", ValString}, {"risks", ValStrings},
+	// Async events and QP errors.
+	{"ib-event", ValString}, {"qp-error", ValString}, {"wc-status", ValString}, {"count", ValUint64},
+	{"rgid", ValString}, {"rqpn", ValUint32}, {"on-port", ValStrings},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

@@ -1,6 +1,9 @@
 package rdma
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Severity is how bad a failure is.
 type Severity uint8
@@ -81,28 +84,83 @@ func (e *Event) Failure() (Failure, bool) {
 			return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "rdma_cm could not create the QP: " + CMStatusName(^CMEvent(0), e.Status)}, true
 		}
 	}
-	// Kinds added after these: IB async events (their error types) and
-	// driver QP errors or error completions get their cases here.
 	return newKindFailure(e)
 }
 
-// newKindFailure is the switch for the event kinds the kernel side adds
-// (IB async events of the error types: QP_FATAL, QP_REQ_ERR,
-// QP_ACCESS_ERR, CQ_ERR, SRQ_ERR, PORT_ERR, DEVICE_FATAL; driver QP errors
-// and error completions): none exist yet.
+// newKindFailure covers the kernel's own failure reports: IB async events
+// of the error types, and a QP's errors as its driver saw them.
 func newKindFailure(e *Event) (Failure, bool) {
 	switch e.Kind {
-	// The IB async events ("async"): What is the event's name (QP_FATAL,
-	// PORT_ERR...: the alerts in deploy/prometheus match these), SevFatal
-	// for QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, CQ_ERR, SRQ_ERR and
-	// DEVICE_FATAL, SevWarn for PORT_ERR and the rest of the error types;
-	// no failure for the others (PORT_ACTIVE, COMM_EST, LID_CHANGE...).
-	//
-	// Driver QP errors and error completions ("qp-error"): What
-	// "qp-error", SevFatal, Why naming the completion status
-	// (RETRY_EXC_ERR: "the peer stopped answering; retries exhausted").
+	case EvAsync:
+		ev := e.Fault.IBEvent
+		meaning, ok := asyncMeanings[ev]
+		if !ok {
+			return Failure{}, false // PORT_ACTIVE, COMM_EST, LID_CHANGE...: news, not failures
+		}
+		sev := SevFatal
+		if ev == IBEventPortErr || ev == ibEventPathMigErr {
+			sev = SevWarn // a port can come back; the primary path still works
+		}
+		return Failure{What: ev.String(), Severity: sev, Why: ev.Message() + ": " + meaning + peerOf(e)}, true
+	case EvQPError:
+		switch e.Fault.Report {
+		case QPErrDriver:
+			// rxe moves a QP to ERR for a modify to ERR too (a disconnect):
+			// a warning, as a modify to ERR is.
+			return Failure{What: "QP_ERR", Severity: SevWarn, Why: "the driver moved the QP to ERR" + peerOf(e)}, true
+		case QPErrFirst:
+			st := e.Fault.WCStatus
+			if st == WCFlushErr {
+				// Flushed requests follow a QP's move to ERR, a teardown's
+				// as well as a failure's: the cause, if any, is elsewhere.
+				return Failure{}, false
+			}
+			why := "first error completion " + st.String() + " (" + st.Message() + ")"
+			if m := wcMeanings[st]; m != "" {
+				why += ": " + m
+			}
+			return Failure{What: "qp-error", Severity: SevFatal, Why: why + peerOf(e)}, true
+		}
+		// QPErrTotal: the counts at the QP's destroy; its first error was
+		// reported when it came.
 	}
 	return Failure{}, false
+}
+
+// ibEventPathMigErr is IB_EVENT_PATH_MIG_ERR.
+const ibEventPathMigErr IBEvent = 7
+
+// asyncMeanings are the async events that report a failure, and what
+// each means to the owner of the object (the IB spec's affiliated and
+// unaffiliated errors; include/rdma/ib_verbs.h).
+var asyncMeanings = map[IBEvent]string{
+	0:                  "the CQ overran (more completions than entries) or failed; its QPs go to ERR",
+	1:                  "the QP hit an error no completion can report and is in ERR",
+	2:                  "the responder found an invalid request (a transport error); the QP is in ERR",
+	3:                  "an RDMA access broke an MR's rights or bounds at the responder; the QP is in ERR",
+	ibEventPathMigErr:  "the move to the alternate path failed",
+	IBEventDeviceFatal: "the device failed (firmware, PCI): every object on it is lost",
+	IBEventPortErr:     "the port went down (link, cable or net device); its connections stop until it is back",
+	14:                 "the SRQ failed; the QPs using it go to ERR",
+	19:                 "the WQ failed",
+}
+
+// wcMeanings say what the commonest error completions mean in practice.
+var wcMeanings = map[WCStatus]string{
+	1:  "a message longer than the receive buffer posted for it",
+	4:  "a local buffer outside its MR, or a wrong lkey",
+	9:  "the peer found the request invalid (opcode, length)",
+	10: "the peer refused an RDMA access (rkey, rights or bounds)",
+	12: "the peer stopped answering: transport retries exhausted (peer dead or unreachable, or its QP gone)",
+	13: "the peer posted no receive in time: RNR retries exhausted",
+}
+
+// peerOf names the QP's peer where the driver knew it.
+func peerOf(e *Event) string {
+	if !e.Fault.HasPeer() {
+		return ""
+	}
+	return fmt.Sprintf("; peer %s QP %d", e.Fault.PeerGID.Unmap(), e.Fault.PeerQPN)
 }
 
 func fromState(e *Event) string {

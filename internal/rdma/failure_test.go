@@ -26,6 +26,11 @@ func TestFailureSaysWhichEventsAreFailuresAndHowBad(t *testing.T) {
 	link := &Event{Kind: EvSMCLinkDown, Flags: EvHasDev, SMC: SMCLink{LGR: 0x1234, ID: 2}}
 	link.DevName = "rxe0"
 	qpc := &Event{Kind: EvCMQPCreate, Status: -12}
+	async := func(ev IBEvent) *Event { return &Event{Kind: EvAsync, Fault: Fault{IBEvent: ev}} }
+	qpErr := func(r QPErrorReport, st WCStatus) *Event {
+		return &Event{Kind: EvQPError, Flags: EvHasRes, Fault: Fault{Report: r, WCStatus: st, Count: 1,
+			PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18}}
+	}
 	for _, tc := range []struct {
 		name string
 		e    *Event
@@ -49,6 +54,16 @@ func TestFailureSaysWhichEventsAreFailuresAndHowBad(t *testing.T) {
 		{"a QP rdma_cm could not create", qpc, "cm_qp_create", SevWarn, "ENOMEM"},
 		{"a QP rdma_cm created", &Event{Kind: EvCMQPCreate}, "", 0, ""},
 		{"a resource created", &Event{Kind: EvCreate}, "", 0, ""},
+		{"a port down", async(IBEventPortErr), "PORT_ERR", SevWarn, "port error: the port went down"},
+		{"a port up", async(IBEventPortActive), "", 0, ""},
+		{"a QP fatal", async(1), "QP_FATAL", SevFatal, "QP fatal error: "},
+		{"a device fatal", async(IBEventDeviceFatal), "DEVICE_FATAL", SevFatal, "every object on it is lost"},
+		{"communication established", async(4), "", 0, ""},
+		{"a peer gone", qpErr(QPErrFirst, 12), "qp-error", SevFatal, "first error completion RETRY_EXC_ERR (transport retry counter exceeded): the peer stopped answering"},
+		{"a peer gone, with the peer", qpErr(QPErrFirst, 12), "qp-error", SevFatal, "; peer 10.0.0.2 QP 18"},
+		{"flushed requests", qpErr(QPErrFirst, WCFlushErr), "", 0, ""},
+		{"the counts at destroy", qpErr(QPErrTotal, 12), "", 0, ""},
+		{"the driver's move to ERR", qpErr(QPErrDriver, 0), "QP_ERR", SevWarn, "the driver moved the QP to ERR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, ok := tc.e.Failure()

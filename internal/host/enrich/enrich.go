@@ -26,6 +26,10 @@ type Options struct {
 	// is given from outside: the holders are found in sockets and
 	// rdma_cm IDs, which sources read, not this package.
 	Holders func(*rdma.Event) []string
+	// PortObjects, when set, says what lives on the port (or device) of a
+	// port's or device's async event (Event fills Failure.OnPort with it);
+	// given from outside, as Holders is.
+	PortObjects func(*rdma.Event) []string
 	// SMCOwners: Event names the process holding the socket of an SMC
 	// fallback event that came without one (its inode's holder, from
 	// /proc/PID/fd: the server side falls back in a kworker).
@@ -139,6 +143,9 @@ func (x *Enricher) Event(e *rdma.Event) {
 	}
 	if x.opts.Holders != nil && e.Kind == rdma.EvPortBusy && e.Holders == nil {
 		e.Holders = x.opts.Holders(e)
+	}
+	if x.opts.PortObjects != nil && e.IsPortEvent() && e.Fault.OnPort == nil {
+		e.Fault.OnPort = x.opts.PortObjects(e)
 	}
 	if x.opts.SMCOwners && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
 		x.SMCOwner(e)

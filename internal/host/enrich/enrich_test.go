@@ -110,3 +110,21 @@ func TestCgroupSelectorTurnsPlaceFiltersIntoCgroupIDs(t *testing.T) {
 		t.Errorf("selected %v, want the docker scope's id %d", ids, docker)
 	}
 }
+
+// A port's async event gets what lives on its port, from the hook, once;
+// an object's async event and an Enricher without the hook get nothing.
+func TestEventNamesAPortsObjectsOnlyWhenAsked(t *testing.T) {
+	port := rdma.Event{Kind: rdma.EvAsync, Resource: rdma.Resource{DevName: "rxe0", Port: 1, Has: rdma.HasPort}, Flags: rdma.EvHasDev}
+	New(Options{}).Event(&port)
+	if port.Fault.OnPort != nil {
+		t.Errorf("an Enricher without PortObjects named %q", port.Fault.OnPort)
+	}
+	asked := 0
+	x := New(Options{PortObjects: func(*rdma.Event) []string { asked++; return []string{"2 qp of rping[212]"} }})
+	x.Event(&port)
+	qp := rdma.Event{Kind: rdma.EvAsync, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0"}, Flags: rdma.EvHasDev | rdma.EvHasRes}
+	x.Event(&qp)
+	if len(port.Fault.OnPort) != 1 || qp.Fault.OnPort != nil || asked != 1 {
+		t.Errorf("port event %q, QP event %q, %d lookups", port.Fault.OnPort, qp.Fault.OnPort, asked)
+	}
+}

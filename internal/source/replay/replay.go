@@ -108,6 +108,14 @@ type object struct {
 	GIDVLAN     *uint32 `json:"gid-vlan"`
 	GIDNetNS    uint64  `json:"gid-netns"`
 	DGID        string  `json:"dgid"`
+	// Async events and QP errors.
+	IBEvent  string   `json:"ib-event"`
+	QPError  string   `json:"qp-error"`
+	WCStatus string   `json:"wc-status"`
+	Count    uint64   `json:"count"`
+	RGID     string   `json:"rgid"`
+	RQPN     uint32   `json:"rqpn"`
+	OnPort   []string `json:"on-port"`
 	// Names trace -j derives from a number (status, fallback) or from
 	// the settings (risks): read, not needed; rendering derives them again.
 	StatusName     string   `json:"status-name"`
@@ -360,6 +368,11 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 			return fe
 		}
 	}
+	if ev.Kind == rdma.EvAsync || ev.Kind == rdma.EvQPError {
+		if fe := failureFields(o, ev); fe != nil {
+			return fe
+		}
+	}
 	if ev.Kind == rdma.EvSMCFallback {
 		if o.Fallback == nil {
 			return &fieldError{"fallback: the SMC fallback reason of an smc-fallback", "none"}
@@ -582,4 +595,34 @@ func invalidUTF8(b []byte) int {
 		i += n
 	}
 	return len(b)
+}
+
+// failureFields reads an async event's or a QP error's own keys.
+func failureFields(o *object, ev *rdma.Event) *fieldError {
+	f := &ev.Fault
+	var err error
+	if ev.Kind == rdma.EvAsync {
+		if f.IBEvent, err = rdma.ParseIBEvent(o.IBEvent); err != nil {
+			return badField("ib-event", o.IBEvent, err)
+		}
+	} else {
+		if f.Report, err = rdma.ParseQPErrorReport(o.QPError); err != nil {
+			return badField("qp-error", o.QPError, err)
+		}
+		if f.Report != rdma.QPErrDriver {
+			if f.WCStatus, err = rdma.ParseWCStatus(o.WCStatus); err != nil {
+				return badField("wc-status", o.WCStatus, err)
+			}
+			f.Count = o.Count
+		}
+	}
+	if o.RGID != "" {
+		a, err := netip.ParseAddr(o.RGID)
+		if err != nil || !a.Is6() {
+			return &fieldError{"rgid: a GID as an IPv6 address", lineerr.Quote([]byte(o.RGID))}
+		}
+		f.PeerGID, f.PeerQPN = a, o.RQPN
+	}
+	f.OnPort = o.OnPort
+	return nil
 }

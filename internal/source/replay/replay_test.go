@@ -144,8 +144,10 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"time":"2026-11-22T10:00:00Z","event":"create","res":"qp","ifname":"rxe0","lqpn":3,"type":"RC","src-addr":"[fe80::1%2]:1","ps":"TCP"}`))
-	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "formats", "spans.ndjson")); err == nil {
-		f.Add(data)
+	for _, name := range []string{"spans.ndjson", "failures.ndjson"} {
+		if data, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "formats", name)); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), "fuzz")
@@ -455,5 +457,41 @@ func TestPolledAndMonitorEventsRoundTrip(t *testing.T) {
 	}
 	if !evs[0].Has(rdma.EvPolled) || evs[1].Has(rdma.EvPolled) || evs[2].Netdev != "veth0" {
 		t.Errorf("polled %v %v, netdev %q: want true false veth0", evs[0].Has(rdma.EvPolled), evs[1].Has(rdma.EvPolled), evs[2].Netdev)
+	}
+}
+
+// TestFailuresRoundTrip reads the async event and QP error golden of
+// formats/ back and renders it again: ib-event, qp-error, wc-status,
+// count, rgid, rqpn and on-port survive.
+func TestFailuresRoundTrip(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "testdata", "formats", "failures.ndjson")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rerender(t, NewReader(bytes.NewReader(data), path)); got != string(data) {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, data)
+	}
+}
+
+// A failure's own keys with values trace -j cannot have written are
+// errors that name the key, and the lines after them are read.
+func TestBadFailureFieldsAreOneLineErrors(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"time":"2023-11-14T22:13:20Z","event":"async","ib-event":"PORT_ON_FIRE"}`, "ib-event"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"later"}`, "qp-error"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"first","wc-status":"OK"}`, "wc-status"},
+		{`{"time":"2023-11-14T22:13:20Z","event":"qp-error","qp-error":"driver","rgid":"10.0.0.1x"}`, "rgid"},
+	} {
+		in := tc.line + "\n" + `{"time":"2023-11-14T22:13:20Z","event":"async","ib-event":"PORT_ACTIVE"}` + "\n"
+		r := NewReader(strings.NewReader(in), "rec.ndjson")
+		var ev rdma.Event
+		err := r.Next(&ev)
+		if err == nil || !strings.Contains(err.Error(), "rec.ndjson:1") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one at rec.ndjson:1 naming %s", tc.line, err, tc.want)
+		}
+		if err := r.Next(&ev); err != nil || ev.Fault.IBEvent != rdma.IBEventPortActive {
+			t.Errorf("%s: the next line gave %v, %v", tc.line, err, ev.Fault.IBEvent)
+		}
 	}
 }

@@ -1,0 +1,373 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// TestFailuresAreTracedWithOwnersAndPeers runs one trace through two
+// failures and compares each event with what the kernel and the programs
+// say themselves:
+//   - a port flap under a connected rping pair (ip link set the rxe netdev
+//     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
+//     port's state, the first naming both rping processes among the owners
+//     of the objects on the port; rxe fails the rping QP that was sending
+//     (its first error completion, its move to ERR, the counts at its
+//     destroy), named with its owner and its peer as `rdma res` gave them
+//     before the flap (lqpn, rqpn), and with the status rping printed;
+//   - an ib_write_bw -R server killed over siw (where it is built): the
+//     completion error the client prints and the QP_FATAL async event siw
+//     raises, with the client as owner and the QP the client printed.
+func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
+	needDevice(t)
+	needModuleBTF(t) // as startTrace does: before siw is set up for nothing
+	// siw before the trace: the hooks in a module attach when it is loaded.
+	siw := filepath.Join(*kmodDir, release(t), "siw.ko")
+	_, err := os.Stat(siw)
+	haveSiw := err == nil
+	if haveSiw {
+		needSiw(t)
+	}
+	tr := startTrace(t)
+	var flap portFlap
+	var deadSiw deadPeer
+	t.Run("port flap", func(t *testing.T) { flap = flapPort(t) })
+	t.Run("peer dies over siw", func(t *testing.T) {
+		if !haveSiw {
+			t.Skipf("no %s (guest/siw.sh builds it; make e2e runs it)", siw)
+		}
+		deadSiw = killPeer(t, "siw0", siwAddr, func(client bool) []string {
+			a := []string{"ib_write_bw", "-d", "siw0", "-R", "-p", "18541", "-D", "120"}
+			if client {
+				a = append(a, siwAddr)
+			}
+			return a
+		})
+	})
+	evs := tr.stop()
+	t.Run("the port's events name the owners on it", func(t *testing.T) {
+		if flap.server == 0 {
+			t.Skip("no port flap")
+		}
+		checkPortFlap(t, evs, flap)
+	})
+	t.Run("rxe fails the rping QP that was sending, naming its peer", func(t *testing.T) {
+		if flap.server == 0 {
+			t.Skip("no port flap")
+		}
+		checkFlapQPError(t, evs, flap)
+	})
+	t.Run("siw's QP error and async event", func(t *testing.T) {
+		if deadSiw.client == 0 {
+			t.Skip("no dead peer over siw")
+		}
+		checkDeadPeer(t, evs, deadSiw)
+		if e := findEvent(evs, func(e *traced) bool {
+			return e.Kind == rdma.EvAsync && e.Type == rdma.ResQP && e.DevName == "siw0" && e.LQPN == deadSiw.qpn
+		}); e == nil {
+			t.Errorf("no async event of the client's QP %d on siw0 (siw raises QP_FATAL when a connection breaks)", deadSiw.qpn)
+		} else if e.process() != fmt.Sprint(deadSiw.client) || e.Fault.IBEvent != 1 {
+			t.Errorf("siw's async event: %s, want QP_FATAL owned by ib_write_bw[%d]", e, deadSiw.client)
+		}
+	})
+}
+
+// portFlap is what flapPort saw: the rping processes and the port's state
+// in sysfs after each step.
+type portFlap struct {
+	server, client int
+	qps            []rdma.Resource // the pair's QPs in RTS, as rdma res listed them
+	said           []*bytes.Buffer // what each rping wrote to stderr (read once they are gone)
+	down, up       string
+}
+
+func portState(t *testing.T) string {
+	b, err := os.ReadFile("/sys/class/infiniband/" + device + "/ports/1/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func flapPort(t *testing.T) portFlap {
+	const port = "7440"
+	var f portFlap
+	start := func(args ...string) int {
+		c := exec.Command("rping", args...)
+		said := &bytes.Buffer{} // one each: exec copies each pipe in a goroutine of its own
+		f.said = append(f.said, said)
+		c.Stderr = said
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c.Process.Pid
+	}
+	f.server = start("-s", "-a", addr, "-p", port, "-C", "100000000")
+	waitListening(t, port)
+	f.client = start("-c", "-a", addr, "-p", port, "-C", "100000000")
+	waitFor(t, 30*time.Second, "the rping pair's QPs in RTS", func() bool {
+		f.qps = f.qps[:0]
+		for _, r := range rdmaResources(t, "rdma -j res show qp", run(t, "rdma", "-j", "res", "show", "qp")) {
+			if pid := int(r.Owner.PID); (pid == f.server || pid == f.client) && r.QPState == rdma.QPStateRTS {
+				f.qps = append(f.qps, r)
+			}
+		}
+		return len(f.qps) >= 2
+	})
+	run(t, "ip", "link", "set", "veth0", "down")
+	waitFor(t, 10*time.Second, "rxe0/1 DOWN", func() bool { return strings.Contains(portState(t), "DOWN") })
+	f.down = portState(t)
+	run(t, "ip", "link", "set", "veth0", "up")
+	// rdma-up.sh waits for the port and its IPv4 GID, which later tests need.
+	if out, err := exec.Command(*rdmaUp).CombinedOutput(); err != nil {
+		t.Fatalf("%s after the flap: %v\n%s", *rdmaUp, err, out)
+	}
+	f.up = portState(t)
+	keep(t, "failures/ibv_devinfo.txt", run(t, "ibv_devinfo", "-d", device))
+	return f
+}
+
+func checkPortFlap(t *testing.T, evs []traced, f portFlap) {
+	t.Logf("sysfs: %s after ip link set down, %s after up", f.down, f.up)
+	var errAt, activeAt int = -1, -1
+	for i := range evs {
+		e := &evs[i]
+		if !e.IsPortEvent() || e.DevName != device || e.Port != 1 {
+			continue
+		}
+		switch {
+		case e.Fault.IBEvent == rdma.IBEventPortErr && errAt < 0:
+			errAt = i
+		case e.Fault.IBEvent == rdma.IBEventPortActive && errAt >= 0 && activeAt < 0:
+			activeAt = i
+		}
+	}
+	if errAt < 0 || activeAt < 0 {
+		t.Fatalf("want PORT_ERR then PORT_ACTIVE on %s/1 (sysfs said %s, then %s); the port's events: %v", device, f.down, f.up,
+			filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvAsync }))
+	}
+	e := evs[errAt]
+	t.Logf("%s", e)
+	for _, pid := range []int{f.server, f.client} {
+		want := fmt.Sprintf(" of rping[%d]", pid)
+		found := false
+		for _, o := range e.Fault.OnPort {
+			found = found || strings.HasSuffix(o, want) && strings.Contains(o, " qp")
+		}
+		if !found {
+			t.Errorf("PORT_ERR's objects %q name no QP of rping[%d]", e.Fault.OnPort, pid)
+		}
+	}
+	if e.Actor.Comm != "ip" {
+		t.Logf("PORT_ERR raised by %s, not ip (the netdev notifier ran elsewhere)", e.Actor.Comm)
+	}
+}
+
+// checkFlapQPError: the QPs rxe failed when the port went down include
+// one of the rping pair's, reported with its owner, its peer as rdma res
+// listed it before the flap, its move to ERR and its counts at destroy;
+// a status rping printed ("cq completion failed status N": it prints all
+// but flushes) is one the trace counted.
+func checkFlapQPError(t *testing.T, evs []traced, f portFlap) {
+	var said strings.Builder
+	for _, b := range f.said {
+		said.Write(b.Bytes())
+	}
+	t.Logf("rdma res before the flap: %v; rping said: %q", f.qps, said.String())
+	found := false
+	for _, q := range f.qps {
+		mine := func(e *traced) bool {
+			return e.Kind == rdma.EvQPError && e.DevName == device && e.LQPN == q.LQPN && e.process() == fmt.Sprint(q.Owner.PID)
+		}
+		first := findEvent(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrFirst })
+		if first == nil {
+			continue
+		}
+		found = true
+		t.Logf("%s", first)
+		if !q.Given(rdma.HasRQPN) || !first.Fault.HasPeer() || first.Fault.PeerQPN != q.RQPN ||
+			first.Fault.PeerGID != netip.MustParseAddr("::ffff:"+addr) {
+			t.Errorf("lqpn %d's first error names peer %v qpn %d; rdma res said rqpn %d (given: %v), GID ::ffff:%s",
+				q.LQPN, first.Fault.PeerGID, first.Fault.PeerQPN, q.RQPN, q.Given(rdma.HasRQPN), addr)
+		}
+		if findEvent(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrDriver }) == nil {
+			t.Errorf("no qp-error of rxe moving lqpn %d to ERR", q.LQPN)
+		}
+		counted := map[int]bool{}
+		for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrTotal }) {
+			counted[int(e.Fault.WCStatus)] = e.Fault.Count > 0
+		}
+		if !counted[int(first.Fault.WCStatus)] {
+			t.Errorf("no count of %s at lqpn %d's destroy: %v", first.Fault.WCStatus, q.LQPN, counted)
+		}
+		for _, m := range regexp.MustCompile(`completion failed status (\d+)`).FindAllStringSubmatch(said.String(), -1) {
+			n, _ := strconv.Atoi(m[1])
+			if !counted[n] && findEvent(evs, func(e *traced) bool {
+				return e.Kind == rdma.EvQPError && e.Fault.Report == rdma.QPErrTotal && int(e.Fault.WCStatus) == n
+			}) == nil {
+				t.Errorf("rping said %q; the trace counted no completion of status %d", m[0], n)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no first error of the rping pair's QPs %v; the QP errors: %v", f.qps,
+			filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }))
+	}
+}
+
+// deadPeer is what killPeer saw: the client's pid, its QP and the dead
+// server's as the client printed them, and all it printed.
+type deadPeer struct {
+	dev          string
+	client       int
+	qpn, peerQPN uint32
+	gid          netip.Addr
+	said         string
+}
+
+// qpnRE finds the QP numbers perftest and ibv_rc_pingpong print:
+// "local address: LID 0000 QPN 0x0003 ...", "remote address:  LID 0x0000, QPN 0x000012, ...".
+var qpnRE = regexp.MustCompile(`(local|remote) address: .*QPN 0x([0-9a-fA-F]+)`)
+
+// killPeer runs a server and its client (argv with the port, and the
+// server's address for the client), SIGKILLs the server once the client
+// spins on its CQ (connected, moving data), and waits for the client to
+// fail.
+func killPeer(t *testing.T, dev string, ip string, argv func(client bool) []string) deadPeer {
+	t.Helper()
+	sa := argv(false)
+	server := exec.Command(sa[0], sa[1:]...)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	port := sa[slices.Index(sa, "-p")+1]
+	waitListening(t, port)
+	var said bytes.Buffer
+	ca := argv(true)
+	client := exec.Command(ca[0], ca[1:]...)
+	client.Stdout, client.Stderr = &said, &said
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Process.Kill() })
+	d := deadPeer{dev: dev, client: client.Process.Pid, gid: netip.MustParseAddr("::ffff:" + ip)}
+	waitFor(t, 60*time.Second, sa[0]+"'s client to spin on its CQ (connected, moving data)", func() bool { return busy(t, client.Process.Pid) })
+	_ = server.Process.Signal(syscall.SIGKILL)
+	done := make(chan error, 1)
+	go func() { done <- client.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("%s's client succeeded with its server killed:\n%s", sa[0], said.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = client.Process.Kill()
+		<-done
+		t.Errorf("%s's client did not fail within 60 s of its server's death:\n%s", sa[0], said.String())
+	}
+	d.said = said.String()
+	keep(t, filepath.Join("failures", dev+"-client.txt"), said.Bytes())
+	for _, m := range qpnRE.FindAllStringSubmatch(d.said, -1) {
+		n, _ := strconv.ParseUint(m[2], 16, 32)
+		if m[1] == "local" {
+			d.qpn = uint32(n)
+		} else {
+			d.peerQPN = uint32(n)
+		}
+	}
+	if d.qpn == 0 || d.peerQPN == 0 {
+		t.Errorf("%s's client printed no local and remote QPN:\n%s", sa[0], d.said)
+	}
+	return d
+}
+
+// busy says whether process pid ran on a CPU for most of the next half
+// second (utime and stime of /proc/PID/stat, in clock ticks of 10 ms).
+func busy(t *testing.T, pid int) bool {
+	ticks := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		var u, s int
+		if len(f) > 12 {
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &s)
+		}
+		return u + s
+	}
+	before := ticks()
+	time.Sleep(500 * time.Millisecond)
+	return ticks()-before >= 30
+}
+
+func checkDeadPeer(t *testing.T, evs []traced, d deadPeer) {
+	mine := func(e *traced) bool {
+		return e.Kind == rdma.EvQPError && e.DevName == d.dev && e.LQPN == d.qpn && e.process() == fmt.Sprint(d.client)
+	}
+	first := findEvent(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrFirst })
+	if first == nil {
+		t.Fatalf("no first error of the client's QP %d on %s (pid %d); the QP errors: %v; the client said:\n%s",
+			d.qpn, d.dev, d.client, filterEvents(evs, func(e *traced) bool { return e.Kind == rdma.EvQPError }), d.said)
+	}
+	t.Logf("%s", first)
+	// The client prints the status of the completion it failed on
+	// (perftest "Failed status 2", ibv_rc_pingpong "Failed status
+	// transport retry counter exceeded (12)"): one the trace counted on
+	// the QP.
+	var statuses []string
+	for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Fault.Report != rdma.QPErrDriver }) {
+		n := int(e.Fault.WCStatus)
+		statuses = append(statuses, e.Fault.WCStatus.String())
+		if strings.Contains(d.said, fmt.Sprintf("status %d", n)) || strings.Contains(d.said, fmt.Sprintf("%s (%d)", e.Fault.WCStatus.Message(), n)) {
+			statuses = nil
+			break
+		}
+	}
+	if statuses != nil {
+		t.Errorf("the client failed on a status the trace did not count on its QP (%v):\n%s", statuses, d.said)
+	}
+	total := findEvent(evs, func(e *traced) bool {
+		return mine(e) && e.Fault.Report == rdma.QPErrTotal && e.Fault.WCStatus == first.Fault.WCStatus
+	})
+	if total == nil || total.Fault.Count < 1 {
+		t.Errorf("no count of %s at the client's QP %d's destroy: %v", first.Fault.WCStatus, d.qpn, total)
+	}
+}
+
+func findEvent(evs []traced, match func(*traced) bool) *traced {
+	for i := range evs {
+		if match(&evs[i]) {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+func filterEvents(evs []traced, match func(*traced) bool) []traced {
+	var out []traced
+	for i := range evs {
+		if match(&evs[i]) {
+			out = append(out, evs[i])
+		}
+	}
+	return out
+}
