@@ -36,6 +36,19 @@ import (
 func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 	needDevice(t)
 	needModuleBTF(t) // as startTrace does: before siw is set up for nothing
+	// Registered first, so it runs last, once the rping pair is gone: rxe0
+	// made again. On 6.1, after this test every rdma_cm connect over rxe0
+	// timed out (the CM's requests went out on the GSI QP, in RTS, and no
+	// answer came) until rxe0 was made again; a plain flap with no
+	// traffic does not do it. Where inside rxe it breaks is not known.
+	t.Cleanup(func() {
+		gsi := run(t, "rdma", "res", "show", "qp", "link", device+"/1", "lqpn", "1")
+		t.Logf("after the test, rxe0's GSI QP: %s", bytes.TrimSpace(gsi))
+		run(t, "rdma", "link", "delete", device)
+		if out, err := exec.Command(*rdmaUp).CombinedOutput(); err != nil {
+			t.Errorf("%s after deleting %s: %v\n%s", *rdmaUp, device, err, out)
+		}
+	})
 	// siw before the trace: the hooks in a module attach when it is loaded.
 	siw := filepath.Join(*kmodDir, release(t), "siw.ko")
 	_, err := os.Stat(siw)
@@ -206,8 +219,15 @@ func checkFlapQPError(t *testing.T, evs []traced, f portFlap) {
 			t.Errorf("lqpn %d's first error names peer %v qpn %d; rdma res said rqpn %d (given: %v), GID ::ffff:%s",
 				q.LQPN, first.Fault.PeerGID, first.Fault.PeerQPN, q.RQPN, q.Given(rdma.HasRQPN), addr)
 		}
-		if findEvent(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrDriver }) == nil {
-			t.Errorf("no qp-error of rxe moving lqpn %d to ERR", q.LQPN)
+		// Its move to ERR: rxe's own (a send that failed on the dead
+		// port), or the modify of rping's disconnect once rdma_cm told it
+		// (6.12), after which rxe flushes what was posted.
+		driver := findEvent(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrDriver })
+		modify := findEvent(evs, func(e *traced) bool {
+			return e.Kind == rdma.EvModify && e.DevName == device && e.LQPN == q.LQPN && e.Given(rdma.HasState) && e.QPState == rdma.QPStateErr
+		})
+		if driver == nil && modify == nil {
+			t.Errorf("lqpn %d: neither rxe's move to ERR (qp-error driver) nor a modify to ERR was traced", q.LQPN)
 		}
 		counted := map[int]bool{}
 		for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Fault.Report == rdma.QPErrTotal }) {
