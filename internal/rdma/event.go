@@ -150,7 +150,8 @@ type Event struct {
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
-	SMC SMCLink
+	SMC   SMCLink
+	Stack *CallStack // a user object's create: where in its program it was made (--stacks); nil: not known
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)

@@ -1,0 +1,145 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+// Call sites of user-space creates: a uprobe at the entry of a verbs or
+// rdma_cm library function (ibv_create_qp, rdma_create_id, ...) records
+// the caller's return address and the user stack above it; a uretprobe
+// at its return closes the window. User space joins a create the main
+// object traced (rdma_restrack_add, rdma_cm ID creation) to the window
+// its thread was in. An object of its own, with its own small ring, so
+// that the main object stays as it is and a plain trace loads no uprobe.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define CALLSITE_FRAMES 32
+
+enum callsite_kind {
+	CALLSITE_ENTER = 1, /* struct callsite_entry */
+	CALLSITE_EXIT = 2,  /* struct callsite_hdr */
+};
+
+struct callsite_hdr {
+	__u64 ts;     /* bpf_ktime_get_ns: the main object's clock */
+	__u64 sp;     /* the stack pointer: at entry (x86: it points at the return address), or after the return */
+	__u64 ip;     /* entry: the probed function's address; exit: where it returned to */
+	__u64 cgroup; /* the thread's cgroup v2 id */
+	__u32 pid;
+	__u32 tid;
+	__u32 kind; /* enum callsite_kind */
+	__u32 pad;
+};
+
+struct callsite_entry {
+	struct callsite_hdr h;
+	__u64 ret;       /* the caller's return address, read at the function's first instruction */
+	__s64 stack_len; /* bpf_get_stack's bytes of frames, or its negative errno */
+	__u64 frames[CALLSITE_FRAMES];
+};
+
+const struct callsite_hdr *unused_callsite_hdr __attribute__((unused));
+const struct callsite_entry *unused_callsite_entry __attribute__((unused));
+const enum callsite_kind *unused_callsite_kind __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} callsites SEC(".maps");
+
+/* Records that found the ring full: counted, never silent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} callsite_drops SEC(".maps");
+
+/* With cgroup_filter[0] set, only threads in these cgroups are recorded
+ * (leaks -- CMD: the program's own cgroup). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroups SEC(".maps");
+
+static __always_inline int wanted(__u64 cg)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&cgroup_filter, &zero);
+	if (on && *on && !bpf_map_lookup_elem(&cgroups, &cg))
+		return 0;
+	return 1;
+}
+
+static __always_inline void callsite_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&callsite_drops, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline void fill(struct callsite_hdr *h, struct pt_regs *ctx, __u32 kind, __u64 cg)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	h->ts = bpf_ktime_get_ns();
+	h->sp = PT_REGS_SP(ctx);
+	h->ip = PT_REGS_IP(ctx);
+	h->cgroup = cg;
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->kind = kind;
+}
+
+SEC("uprobe")
+int callsite_enter(struct pt_regs *ctx)
+{
+	__u64 cg = bpf_get_current_cgroup_id();
+	if (!wanted(cg))
+		return 0;
+	struct callsite_entry *e = bpf_ringbuf_reserve(&callsites, sizeof(*e), 0);
+	if (!e) {
+		callsite_drop();
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill(&e->h, ctx, CALLSITE_ENTER, cg);
+#if defined(__TARGET_ARCH_x86)
+	/* At the first instruction the return address is on top of the
+	 * stack: the caller's frame, which a frame-pointer walk from here
+	 * skips (the callee has not pushed its frame yet). */
+	bpf_probe_read_user(&e->ret, sizeof(e->ret), (void *)PT_REGS_SP(ctx));
+#else
+	e->ret = PT_REGS_RET(ctx); /* the link register */
+#endif
+	e->stack_len = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("uretprobe")
+int callsite_exit(struct pt_regs *ctx)
+{
+	__u64 cg = bpf_get_current_cgroup_id();
+	if (!wanted(cg))
+		return 0;
+	struct callsite_hdr *h = bpf_ringbuf_reserve(&callsites, sizeof(*h), 0);
+	if (!h) {
+		callsite_drop();
+		return 0;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	fill(h, ctx, CALLSITE_EXIT, cg);
+	bpf_ringbuf_submit(h, 0);
+	return 0;
+}

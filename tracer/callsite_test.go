@@ -1,0 +1,193 @@
+package tracer
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// lineOf is the line of src that holds marker.
+func lineOf(t *testing.T, src, marker string) int {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, marker) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no %s", src, marker)
+	return 0
+}
+
+// buildCallsiteProgram compiles testdata/callsite: libfakeverbs.so (an
+// ibv_create_qp of its own) and prog, built as the docs ask (-g
+// -fno-omit-frame-pointer), and prog stripped.
+func buildCallsiteProgram(t *testing.T) (lib, prog, stripped string) {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("the call-site test builds a C program: no cc (apt-get install gcc)")
+	}
+	dir := t.TempDir()
+	src, _ := filepath.Abs("testdata/callsite")
+	lib, prog, stripped = filepath.Join(dir, "libfakeverbs.so"), filepath.Join(dir, "prog"), filepath.Join(dir, "prog-stripped")
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run(cc, "-shared", "-fPIC", "-O1", "-o", lib, filepath.Join(src, "fakeverbs.c"))
+	run(cc, "-g", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id", "-o", prog, filepath.Join(src, "prog.c"), "-L"+dir, "-lfakeverbs", "-Wl,-rpath,"+dir)
+	run("objcopy", "--strip-all", prog, stripped)
+	return lib, prog, stripped
+}
+
+// openCallSitesOrSkip loads the call-site probes on lib, or skips where
+// this machine cannot (not root, no uprobes).
+func openCallSitesOrSkip(t *testing.T, lib string) *CallSites {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("uprobes need root")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenCallSites(CallSiteOptions{Libraries: []string{lib}, NoDefault: true})
+	if errors.Is(err, ErrPrivileges) {
+		t.Skip(err)
+	}
+	if err != nil {
+		if _, serr := os.Stat("/sys/bus/event_source/devices/uprobe"); serr != nil {
+			t.Skipf("this kernel has no uprobes (CONFIG_UPROBE_EVENTS): %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// runProgram runs prog until it has made its two calls, and returns, for
+// each, the event the kernel would have made of it: a create by that
+// thread at that time. The program runs until the test ends (it waits for
+// its stdin to close).
+func runProgram(t *testing.T, prog string) []rdma.Event {
+	t.Helper()
+	cmd := exec.Command(prog)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	var evs []rdma.Event
+	for len(evs) < 2 && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		tid, _ := strconv.ParseUint(f[0], 10, 32)
+		mono, _ := strconv.ParseUint(f[1], 10, 64)
+		evs = append(evs, rdma.Event{Kind: rdma.EvCreate, Flags: rdma.EvUser | rdma.EvHasRes, Resource: rdma.Resource{Type: rdma.ResQP},
+			Actor: rdma.Owner{PID: uint32(cmd.Process.Pid), TID: uint32(tid)}, Mono: mono})
+	}
+	if len(evs) != 2 {
+		t.Fatalf("the program said %d calls, want 2", len(evs))
+	}
+	return evs
+}
+
+// With frame pointers and DWARF, each create is named by its call site,
+// function and line (a helper's, then main's), the caller above it, and
+// the function that was called.
+func TestCallSitesNameTheFunctionAndLineOfEachCreate(t *testing.T) {
+	lib, prog, _ := buildCallsiteProgram(t)
+	c := openCallSitesOrSkip(t, lib)
+	evs := runProgram(t, prog)
+	src := "testdata/callsite/prog.c"
+	for i := range evs {
+		c.Annotate(&evs[i])
+	}
+	want := []struct {
+		funcs []string
+		line  int
+	}{
+		{[]string{"setup_conn", "main"}, lineOf(t, src, "SETUP_CONN_LINE")},
+		{[]string{"main"}, lineOf(t, src, "MAIN_LINE")},
+	}
+	for i, w := range want {
+		st := evs[i].Stack
+		if st == nil {
+			t.Fatalf("create %d has no stack", i)
+		}
+		if st.Via != "ibv_create_qp" {
+			t.Errorf("create %d: via %q, want ibv_create_qp", i, st.Via)
+		}
+		site := st.Site()
+		if site.Func != w.funcs[0] || filepath.Base(site.File) != "prog.c" || site.Line != w.line {
+			t.Errorf("create %d: call site %s, want %s (prog.c:%d)", i, site, w.funcs[0], w.line)
+		}
+		if len(st.Frames) < len(w.funcs) {
+			t.Fatalf("create %d: frames %v (%s), want at least %v", i, st.Frames, st.Partial, w.funcs)
+		}
+		for j, fn := range w.funcs {
+			if st.Frames[j].Func != fn {
+				t.Errorf("create %d: frame %d is %s, want %s (stack %v)", i, j, st.Frames[j], fn, st.Frames)
+			}
+		}
+		if site.BuildID == "" || site.Binary != prog {
+			t.Errorf("create %d: binary %q build-id %q, want %s and its build-id", i, site.Binary, site.BuildID, prog)
+		}
+	}
+}
+
+// A stripped program is named by binary+offset and its build-id, which
+// are the unstripped one's: it can be symbolized later.
+func TestCallSitesOfAStrippedProgramAreOffsetsWithTheBuildID(t *testing.T) {
+	lib, prog, stripped := buildCallsiteProgram(t)
+	c := openCallSitesOrSkip(t, lib)
+	full := runProgram(t, prog)
+	bare := runProgram(t, stripped)
+	for i := range full {
+		c.Annotate(&full[i])
+		c.Annotate(&bare[i])
+		if full[i].Stack == nil || bare[i].Stack == nil {
+			t.Fatalf("create %d: stacks %v and %v", i, full[i].Stack, bare[i].Stack)
+		}
+		f, b := full[i].Stack.Site(), bare[i].Stack.Site()
+		if b.Func != "" || b.File != "" || b.Binary != stripped || b.BuildID != f.BuildID || b.Offset != f.Offset {
+			t.Errorf("create %d: stripped site %+v, want %s+0x%x with build-id %s and no names", i, b, stripped, f.Offset, f.BuildID)
+		}
+		if s := b.String(); !strings.Contains(s, "prog-stripped+0x") || !strings.Contains(s, f.BuildID) {
+			t.Errorf("create %d: stripped site says %q", i, s)
+		}
+	}
+}
+
+// A create outside every probed call (another thread, or a time no call
+// was under way) gets no stack.
+func TestACreateOutsideTheProbedCallsHasNoStack(t *testing.T) {
+	lib, prog, _ := buildCallsiteProgram(t)
+	c := openCallSitesOrSkip(t, lib)
+	evs := runProgram(t, prog)
+	c.Annotate(&evs[0]) // the reader has caught up
+	other := evs[1]
+	other.Actor.TID++
+	late := evs[1]
+	late.Mono += 1 << 40
+	for _, e := range []*rdma.Event{&other, &late} {
+		if c.Annotate(e); e.Stack != nil {
+			t.Errorf("tid %d at %d: stack %v, want none", e.Actor.TID, e.Mono, e.Stack.Frames)
+		}
+	}
+}
