@@ -167,13 +167,15 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	kinds := map[Kind][]rdma.EventValue{
 		Str: {rdma.ValString}, Time: {rdma.ValString}, Bool: {rdma.ValBool}, StrList: {rdma.ValStrings},
 		Micros: {rdma.ValMicros}, Int: {rdma.ValInt32}, Num: {rdma.ValUint8, rdma.ValUint32, rdma.ValUint64},
+		Frames: {rdma.ValFrames},
 	}
 	seen := map[string]bool{}
 	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
 		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
 			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Has: ^rdma.Field(0), Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
 				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Func: "f", Dur: 1, Size: 1, OffCPU: rdma.OffCPU{Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
-				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true}}
+				SMC:   rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true},
+				Stack: &rdma.CallStack{Via: "ibv_create_qp", Frames: []rdma.CallFrame{{Func: "main", File: "a.c", Line: 3, Binary: "/bin/a", Offset: 16, BuildID: "ab"}}}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true
 				key, ok := rdma.EventKeyNamed(f.Key)

@@ -112,7 +112,7 @@ const (
 	maxUnboundIDs     = 4096
 	// joinWait bounds how long a create waits for the probes' reader to
 	// catch up with it.
-	joinWait = 200 * time.Millisecond
+	joinWait = time.Second
 )
 
 // OpenCallSites loads bpf/callsite.bpf.c and attaches its probes to every
@@ -558,7 +558,7 @@ func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string
 	}
 	f.BuildID = b.BuildID
 	if !b.AfterCall(f.Offset) {
-		return f, false, fmt.Sprintf("%s does not return after a call: the frames above were built without frame pointers", f.Place())
+		return f, false, fmt.Sprintf("%s follows no call instruction: code without frame pointers above it", f.Place())
 	}
 	f.Func, f.File, f.Line, _ = b.Place(f.Offset)
 	return f, true, ""

@@ -11,12 +11,12 @@ import (
 // Offset (in the file) and BuildID always say where it points, so that it
 // can be symbolized later.
 type CallFrame struct {
-	Func    string // the function, e.g. setup_conn
-	File    string // the source file, as DWARF names it
-	Line    int    // 0: unknown
-	Binary  string // the file's path, as the process mapped it
-	Offset  uint64 // the address's offset in that file
-	BuildID string // lower-case hex of .note.gnu.build-id; "" when it has none
+	Func    string `json:"func,omitempty"`     // the function, e.g. setup_conn
+	File    string `json:"file,omitempty"`     // the source file, as DWARF names it
+	Line    int    `json:"line,omitempty"`     // 0: unknown
+	Binary  string `json:"binary"`             // the file's path, as the process mapped it
+	Offset  uint64 `json:"offset"`             // the address's offset in that file
+	BuildID string `json:"build-id,omitempty"` // lower-case hex of .note.gnu.build-id; "" when it has none
 }
 
 // String is "func (file:line)", "func (binary+0xoff)" without lines, or
@@ -87,4 +87,46 @@ func (s *CallStack) Key() string {
 		id = f.Binary
 	}
 	return id + "+" + strconv.FormatUint(f.Offset, 16) + " " + s.Via
+}
+
+// CallSiteLeaks is what one call site in a program left: N resources of
+// type Res, created by the calls at Stack's first frame (the frames above
+// are the first such call's).
+type CallSiteLeaks struct {
+	Stack *CallStack
+	Res   ResType
+	N     int
+}
+
+// ByCallSite groups the leak findings that know where their resource was
+// created (--stacks) by call site and type, as valgrind sums up the
+// blocks lost at one place: the largest groups first, then in the order
+// of their first finding. Findings without a stack are left out.
+func ByCallSite(fs []*Finding) []CallSiteLeaks {
+	type key struct {
+		site string
+		res  ResType
+	}
+	at := map[key]int{}
+	var out []CallSiteLeaks
+	for _, f := range fs {
+		st := f.Res.Stack
+		if st == nil || len(st.Frames) == 0 || !f.Report.IsLeak() {
+			continue
+		}
+		k := key{st.Key(), f.Res.Type}
+		if i, ok := at[k]; ok {
+			out[i].N++
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, CallSiteLeaks{Stack: st, Res: f.Res.Type, N: 1})
+	}
+	// A stable insertion sort: the groups are few.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].N > out[j-1].N; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
 }

@@ -95,6 +95,9 @@ type object struct {
 	// needed; rendering derives them again.
 	StatusName     string `json:"status-name"`
 	FallbackReason string `json:"fallback-reason"`
+	// Where a user object was created (--stacks).
+	Via   string           `json:"via"`
+	Stack []rdma.CallFrame `json:"stack"`
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
@@ -325,6 +328,9 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
 	ev.Holders, ev.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
+	if o.Stack != nil {
+		ev.Stack = &rdma.CallStack{Via: o.Via, Frames: o.Stack}
+	}
 	if ev.Kind.IsSMCLink() {
 		if fe := smcLinkFields(o, ev); fe != nil {
 			return fe
@@ -441,6 +447,7 @@ var valueKindWords = [...]string{
 	rdma.ValUint32:  "a whole number from 0 to 4294967295",
 	rdma.ValUint64:  "a whole number from 0 to 18446744073709551615",
 	rdma.ValInt32:   "a whole number from -2147483648 to 2147483647",
+	rdma.ValFrames:  `an array of frames ({"func","file","line","binary","offset","build-id"})`,
 }
 
 // valueWords says what JSON value was found where another was expected:

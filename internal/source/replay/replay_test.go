@@ -379,6 +379,7 @@ func TestObjectHoldsEveryKeyOfTheTable(t *testing.T) {
 		rdma.ValUint32:  {reflect.TypeFor[uint32]()},
 		rdma.ValUint64:  {reflect.TypeFor[uint64]()},
 		rdma.ValInt32:   {reflect.TypeFor[int32]()},
+		rdma.ValFrames:  {reflect.TypeFor[[]rdma.CallFrame]()},
 	}
 	fields := map[string]reflect.Type{}
 	ot := reflect.TypeFor[object]()
@@ -435,5 +436,15 @@ func TestKernelOwnersReadInBothSpellings(t *testing.T) {
 	want := `{"time":"2026-11-22T10:00:01Z","event":"create","res":"pd","ifname":"rxe0","id":2,"comm":"nvme_rdma"}`
 	if got := string(formats.AppendJSON(nil, formats.EventObject(&evs[1]))); got != want {
 		t.Errorf("an old recording's kernel owner is written\n %s\nwant\n %s", got, want)
+	}
+}
+
+// A create that --stacks named by its call site keeps its frames when the
+// recording is read back.
+func TestACreateWithItsCallSiteRoundTrips(t *testing.T) {
+	lines := `{"time":"2026-11-27T08:00:00.5Z","event":"create","res":"qp","ifname":"rxe0","id":0,"lqpn":17,"type":"RC","pid":300,"comm":"leakqp","via":"ibv_create_qp","stack":[{"func":"setup_conn","file":"/src/leakqp.c","line":40,"binary":"/usr/bin/leakqp","offset":4454,"build-id":"e898"},{"binary":"/usr/lib/x86_64-linux-gnu/libc.so.6","offset":160330}]}
+`
+	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
 	}
 }
