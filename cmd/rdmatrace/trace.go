@@ -65,6 +65,7 @@ func traceCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
+			stacksFlag,
 			fallbackFlag,
 			btfFlag,
 			pollFlag,
@@ -122,6 +123,7 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	o.Tracer.Stacks = c.Bool(stacksFlag.Name)
 	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
 	// A port-busy event's holders and an SMC fallback's process are named
 	// as the event arrives, before the holder lets go.
