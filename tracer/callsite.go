@@ -552,10 +552,14 @@ func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string
 			fmt.Sprintf("0x%x is in no file the process maps (JIT code, or it has exited)", addr)
 	}
 	f := rdma.CallFrame{Binary: m.path, Offset: addr - m.start + m.off}
-	b, err := c.sym.Open(c.filePath(pid, m))
-	if err != nil {
-		return f, false, err.Error()
+	if m.bin == nil && m.binErr == nil {
+		// Once per mapping: later calls from the process find it here.
+		m.bin, m.binErr = c.sym.Open(c.filePath(pid, m))
 	}
+	if m.binErr != nil {
+		return f, false, m.binErr.Error()
+	}
+	b := m.bin
 	f.BuildID = b.BuildID
 	if !b.AfterCall(f.Offset) {
 		return f, false, fmt.Sprintf("%s follows no call instruction: code without frame pointers above it", f.Place())

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/host/symbolize"
 )
 
 // mapping is one file-backed executable mapping of a process
@@ -16,6 +18,9 @@ type mapping struct {
 	dev             string
 	ino             uint64
 	path            string
+	// bin is the file as read, once a frame needed it (tracer/callsite.go).
+	bin    *symbolize.Binary
+	binErr error
 }
 
 // maxMappings bounds what is kept of one process's maps.
@@ -58,7 +63,7 @@ func parseMapsLine(l string) (mapping, bool, error) {
 	m.end, err2 = strconv.ParseUint(hi, 16, 64)
 	m.off, err3 = strconv.ParseUint(f[2], 16, 64)
 	m.ino, err4 = strconv.ParseUint(f[4], 10, 64)
-	if !ok || err1 != nil || err2 != nil || err3 != nil || err4 != nil || m.end < m.start || len(f[1]) != 4 {
+	if !ok || err1 != nil || err2 != nil || err3 != nil || err4 != nil || m.end <= m.start || len(f[1]) != 4 {
 		return m, false, fmt.Errorf("expected start-end perms offset dev inode [path], found %q", clip(l))
 	}
 	m.dev = f[3]

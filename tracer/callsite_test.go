@@ -59,6 +59,13 @@ func buildCallsiteProgram(t *testing.T) (lib, prog, stripped string) {
 // this machine cannot (not root, no uprobes).
 func openCallSitesOrSkip(t *testing.T, lib string) *CallSites {
 	t.Helper()
+	c := openCallSitesOrSkipB(t, lib)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func openCallSitesOrSkipB(t testing.TB, lib string) *CallSites {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("uprobes need root")
 	}
@@ -75,7 +82,6 @@ func openCallSitesOrSkip(t *testing.T, lib string) *CallSites {
 		}
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
 	return c
 }
 

@@ -15,3 +15,9 @@ void *ibv_create_qp(void *pd, void *attr)
 	fflush(stdout);
 	return pd ? pd : attr;
 }
+
+/* Quiet, for the benchmark's loop: a probed name that does nothing. */
+void *ibv_alloc_pd(void *ctx)
+{
+	return ctx;
+}
