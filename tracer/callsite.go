@@ -245,6 +245,10 @@ func (c *CallSites) attachLibrary(path string, dev, ino uint64) {
 		}
 		opts := &link.UprobeOptions{Address: a.off}
 		in, err := ex.Uprobe(a.name, c.coll.Programs["callsite_enter"], opts)
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
+			c.Problems = append(c.Problems, fmt.Sprintf("this kernel has no uprobes (CONFIG_UPROBE_EVENTS, or tracefs for older kernels): %v", err))
+			return
+		}
 		if err != nil {
 			c.Problems = append(c.Problems, fmt.Sprintf("%s: uprobe %s: %v", path, a.name, err))
 			continue
