@@ -78,7 +78,7 @@ type CallSites struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	threads map[uint32]*threadCalls
-	caught  uint64 // the reader had emptied the ring at this monotonic time
+	busy    bool // the reader holds a record it has not applied yet
 	done    bool
 	readErr error                      // what ended the reader, other than Close
 	cmids   map[uint64]*rdma.CallStack // unbound rdma_cm IDs' stacks, for their later bind
@@ -333,7 +333,8 @@ func (c *CallSites) read() {
 	}()
 	var rec ringbuf.Record
 	for {
-		if err := c.reader.ReadInto(&rec); err != nil {
+		err := c.reader.ReadInto(&rec)
+		if err != nil {
 			if !errors.Is(err, ringbuf.ErrClosed) {
 				c.mu.Lock()
 				c.readErr = err
@@ -341,14 +342,14 @@ func (c *CallSites) read() {
 			}
 			return
 		}
+		c.mu.Lock()
+		c.busy = true
+		c.mu.Unlock()
 		c.record(rec.RawSample)
-		if c.reader.AvailableBytes() == 0 {
-			now := Mono()
-			c.mu.Lock()
-			c.caught = now
-			c.cond.Broadcast()
-			c.mu.Unlock()
-		}
+		c.mu.Lock()
+		c.busy = false
+		c.cond.Broadcast()
+		c.mu.Unlock()
 	}
 }
 
@@ -425,8 +426,10 @@ func (c *CallSites) thread(tid uint32) *threadCalls {
 
 // Annotate gives a user object's create the stack of the probed call its
 // thread was in when the kernel made it (the outermost one:
-// rdma_create_qp's, not the ibv_create_qp it makes). It waits, up to
-// joinWait, for the probes' reader to catch up with the event.
+// rdma_create_qp's, not the ibv_create_qp it makes). A probed call's
+// entry was recorded before the kernel made anything in it: while the
+// probes' ring holds records or the reader one it has not applied, it
+// waits for them (up to joinWait); an empty ring means there is no call.
 func (c *CallSites) Annotate(e *rdma.Event) {
 	if c == nil {
 		return
@@ -445,10 +448,10 @@ func (c *CallSites) Annotate(e *rdma.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.lookup(e.Actor.TID, e.Mono)
-	if st == nil && !c.done {
+	if st == nil && !c.done && (c.busy || c.reader.AvailableBytes() > 0) {
 		deadline := time.Now().Add(joinWait)
 		stop := time.AfterFunc(joinWait, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
-		for st == nil && c.caught < e.Mono && !c.done && time.Now().Before(deadline) {
+		for st == nil && !c.done && (c.busy || c.reader.AvailableBytes() > 0) && time.Now().Before(deadline) {
 			c.cond.Wait()
 			st = c.lookup(e.Actor.TID, e.Mono)
 		}
