@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/internal/host/symbolize"
@@ -507,8 +508,13 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 	st := &rdma.CallStack{}
 	if m := c.mapping(pid, e.H.Ip); m != nil {
 		var s syscall.Stat_t
-		if syscall.Stat(c.filePath(pid, m), &s) == nil {
-			st.Via = c.probedAt[probeKey{uint64(s.Dev), s.Ino, e.H.Ip - m.start + m.off}]
+		if syscall.Stat(c.filePath(pid, m), &s) == nil || syscall.Stat(m.path, &s) == nil {
+			off := e.H.Ip - m.start + m.off
+			// x86 kernels hand the probe the address after the breakpoint
+			// instruction (int3, one byte); others the probed one.
+			if st.Via = c.probedAt[probeKey{uint64(s.Dev), s.Ino, off}]; st.Via == "" && runtime.GOARCH == "amd64" {
+				st.Via = c.probedAt[probeKey{uint64(s.Dev), s.Ino, off - 1}]
+			}
 		}
 	}
 	addrs := []uint64{e.Ret}
@@ -562,6 +568,11 @@ func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string
 	if m.bin == nil && m.binErr == nil {
 		// Once per mapping: later calls from the process find it here.
 		m.bin, m.binErr = c.sym.Open(c.filePath(pid, m))
+		var s syscall.Stat_t
+		if m.binErr != nil && syscall.Stat(m.path, &s) == nil && s.Ino == m.ino && devName(uint64(s.Dev)) == m.dev {
+			// The process is gone (its root with it): the same file in ours.
+			m.bin, m.binErr = c.sym.Open(m.path)
+		}
 	}
 	if m.binErr != nil {
 		return f, false, m.binErr.Error()
@@ -607,4 +618,9 @@ func (c *CallSites) mapping(pid uint32, addr uint64) *mapping {
 	}
 	c.procs[pid] = &procMaps{maps: ms, read: time.Now()}
 	return findMapping(ms, addr)
+}
+
+// devName is a device number as /proc/PID/maps writes it ("fd:01").
+func devName(dev uint64) string {
+	return fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
 }
