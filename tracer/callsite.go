@@ -18,7 +18,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/internal/host/symbolize"
@@ -569,8 +568,11 @@ func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string
 		// Once per mapping: later calls from the process find it here.
 		m.bin, m.binErr = c.sym.Open(c.filePath(pid, m))
 		var s syscall.Stat_t
-		if m.binErr != nil && syscall.Stat(m.path, &s) == nil && s.Ino == m.ino && devName(uint64(s.Dev)) == m.dev {
-			// The process is gone (its root with it): the same file in ours.
+		if m.binErr != nil && syscall.Stat(m.path, &s) == nil && s.Ino == m.ino {
+			// Not there through the process's root (it has exited, or
+			// its root hides the file): the same file in ours. The
+			// inode, not the device: maps gives an overlay's or 9p's
+			// device otherwise than stat does.
 			m.bin, m.binErr = c.sym.Open(m.path)
 		}
 	}
@@ -618,9 +620,4 @@ func (c *CallSites) mapping(pid uint32, addr uint64) *mapping {
 	}
 	c.procs[pid] = &procMaps{maps: ms, read: time.Now()}
 	return findMapping(ms, addr)
-}
-
-// devName is a device number as /proc/PID/maps writes it ("fd:01").
-func devName(dev uint64) string {
-	return fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
 }

@@ -3,8 +3,6 @@ package tracer
 import (
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 const sampleMaps = `55d4c3a00000-55d4c3a01000 r--p 00000000 fd:01 1311 /usr/bin/leak sites
@@ -67,12 +65,4 @@ func FuzzParseMaps(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestADeviceIsNamedAsMapsNamesIt(t *testing.T) {
-	for dev, want := range map[uint64]string{unix.Mkdev(0xfe, 0): "fe:00", unix.Mkdev(0, 0x1b): "00:1b", unix.Mkdev(259, 2): "103:02"} {
-		if got := devName(dev); got != want {
-			t.Errorf("devName(%d) = %q, want %q", dev, got, want)
-		}
-	}
 }
