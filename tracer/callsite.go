@@ -560,8 +560,11 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string) {
 	m := c.mapping(pid, addr)
 	if m == nil {
-		return rdma.CallFrame{Offset: addr, Binary: "[unknown]"}, false,
-			fmt.Sprintf("0x%x is in no file the process maps (JIT code, or it has exited)", addr)
+		why := fmt.Sprintf("0x%x is in no file the process maps (JIT code?)", addr)
+		if pm := c.procs[pid]; pm == nil || len(pm.maps) == 0 {
+			why = fmt.Sprintf("process %d exited before its memory map was read", pid)
+		}
+		return rdma.CallFrame{Offset: addr, Binary: "[unknown]"}, false, why
 	}
 	f := rdma.CallFrame{Binary: m.path, Offset: addr - m.start + m.off}
 	if m.bin == nil && m.binErr == nil {

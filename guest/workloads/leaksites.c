@@ -50,5 +50,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "leaksites: allocation failed\n");
 		return 1;
 	}
+	/* Half a second before it exits: rdmatrace reads a process's memory
+	 * map while it runs, and on one emulated CPU a program that exits
+	 * within milliseconds of its creates can be gone before (docs/leaks.md). */
+	nanosleep(&(struct timespec){.tv_nsec = 500000000}, NULL);
 	return 0; /* the kernel frees them at exit */
 }

@@ -56,6 +56,7 @@ type Binary struct {
 	Machine elf.Machine
 	loads   []elf.ProgHeader // PT_LOAD
 	funcs   []function       // sorted by addr
+	symtab  bool             // funcs are a full symbol table's, not .dynsym's
 	dwarf   *dwarf.Data
 	mu      sync.Mutex
 	lines   map[uint64]line // Line's answers
@@ -128,12 +129,12 @@ func (s *Symbolizer) read(path string) (b *Binary, err error) {
 		}
 	}
 	b.BuildID = buildID(ef)
-	b.funcs = functions(ef)
+	b.funcs, b.symtab = functions(ef)
 	if err := b.readLines(ef); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if (len(b.funcs) == 0 || b.dwarf == nil) && b.BuildID != "" {
+	if (!b.symtab || b.dwarf == nil) && b.BuildID != "" {
 		s.readDebugFile(b)
 	}
 	b.Symbols, b.Lines = len(b.funcs) > 0, b.dwarf != nil
@@ -165,8 +166,8 @@ func (s *Symbolizer) readDebugFile(b *Binary) {
 				df.Close()
 				return
 			}
-			if len(b.funcs) == 0 {
-				b.funcs = functions(df)
+			if fs, full := functions(df); full && !b.symtab {
+				b.funcs, b.symtab = fs, true // static functions too, not only the exported
 			}
 			if b.dwarf == nil {
 				_ = b.readLines(df)
@@ -207,14 +208,14 @@ func buildID(f *elf.File) string {
 
 func align4(n uint32) uint32 { return (n + 3) &^ 3 }
 
-// functions are the binary's function symbols, .symtab's else .dynsym's,
-// sorted by address.
-func functions(f *elf.File) []function {
+// functions are the binary's function symbols, .symtab's (full) else
+// .dynsym's (the exported ones only), sorted by address.
+func functions(f *elf.File) (out []function, full bool) {
 	syms, err := f.Symbols()
-	if err != nil || len(syms) == 0 {
+	full = err == nil && len(syms) > 0
+	if !full {
 		syms, _ = f.DynamicSymbols()
 	}
-	var out []function
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
 			continue
@@ -222,7 +223,7 @@ func functions(f *elf.File) []function {
 		out = append(out, function{addr: s.Value, size: s.Size, name: s.Name})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].addr < out[j].addr })
-	return out
+	return out, full
 }
 
 // readLines keeps the DWARF data for Line; no DWARF is no error.

@@ -21,7 +21,9 @@ func build(t *testing.T) (prog, stripped string) {
 	dir := t.TempDir()
 	prog, stripped = filepath.Join(dir, "calls"), filepath.Join(dir, "calls-stripped")
 	for _, args := range [][]string{
-		{cc, "-g", "-O0", "-fno-omit-frame-pointer", "-Wl,--build-id", "-o", prog, "testdata/calls.c"},
+		// -rdynamic: the stripped copy keeps main and sink in .dynsym,
+		// as a shared library keeps its exported functions.
+		{cc, "-g", "-O0", "-fno-omit-frame-pointer", "-rdynamic", "-Wl,--build-id", "-o", prog, "testdata/calls.c"},
 		{"objcopy", "--strip-all", prog, stripped},
 	} {
 		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
@@ -114,7 +116,7 @@ func TestAReturnAddressIsNamedByTheCallBeforeIt(t *testing.T) {
 }
 
 // A stripped binary whose debug file is installed by build-id is named
-// from it.
+// from it: its static functions too, which its .dynsym lacks.
 func TestAStrippedBinaryIsNamedFromItsDebugFile(t *testing.T) {
 	prog, stripped := build(t)
 	s := New()
@@ -131,13 +133,18 @@ func TestAStrippedBinaryIsNamedFromItsDebugFile(t *testing.T) {
 		t.Fatalf("objcopy: %v\n%s", err, out)
 	}
 	s.DebugRoots = []string{root}
-	off := callsTo(t, prog, "sink")[1]
+	offs := callsTo(t, prog, "sink")
 	sb, err := s.Open(stripped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fn, file, ln, _ := sb.Place(off); fn != "main" || filepath.Base(file) != "calls.c" || ln != lineOf(t, "MAIN_CALL") {
-		t.Errorf("stripped with its debug file: %s (%s:%d), want main (calls.c:%d)", fn, file, ln, lineOf(t, "MAIN_CALL"))
+	for i, w := range []struct {
+		fn     string
+		marker string
+	}{{"helper", "HELPER_CALL"}, {"main", "MAIN_CALL"}} {
+		if fn, file, ln, _ := sb.Place(offs[i]); fn != w.fn || filepath.Base(file) != "calls.c" || ln != lineOf(t, w.marker) {
+			t.Errorf("stripped with its debug file: %s (%s:%d), want %s (calls.c:%d)", fn, file, ln, w.fn, lineOf(t, w.marker))
+		}
 	}
 }
 
