@@ -11,10 +11,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define CALLSITE_FRAMES 32
+#define CALLSITE_VMAS 8     /* the call site and the first frames above it */
+#define CALLSITE_NAME_LEN 64
 
 enum callsite_kind {
 	CALLSITE_ENTER = 1, /* struct callsite_entry */
@@ -32,15 +35,28 @@ struct callsite_hdr {
 	__u32 pad;
 };
 
+/* Which file maps an address, as the kernel knew it at the call
+ * (callsite_enter_vma): what names a frame after the process has exited
+ * and /proc/PID/maps with it. ino 0: no file, or not looked up. */
+struct callsite_vma {
+	__u64 start;  /* vm_start */
+	__u64 pgoff;  /* vm_pgoff: the mapping's offset in the file, in pages */
+	__u64 ino;    /* the file's inode */
+	char name[CALLSITE_NAME_LEN]; /* the file's name (its dentry's: no directory) */
+};
+
 struct callsite_entry {
 	struct callsite_hdr h;
 	__u64 ret;       /* the caller's return address, read at the function's first instruction */
 	__s64 stack_len; /* bpf_get_stack's bytes of frames, or its negative errno */
 	__u64 frames[CALLSITE_FRAMES];
+	/* ret's, then frames[1..]'s (frames[0] is the probed function) */
+	struct callsite_vma vmas[CALLSITE_VMAS];
 };
 
 const struct callsite_hdr *unused_callsite_hdr __attribute__((unused));
 const struct callsite_entry *unused_callsite_entry __attribute__((unused));
+const struct callsite_vma *unused_callsite_vma __attribute__((unused));
 const enum callsite_kind *unused_callsite_kind __attribute__((unused));
 
 struct {
@@ -101,8 +117,7 @@ static __always_inline void fill(struct callsite_hdr *h, struct pt_regs *ctx, __
 	h->kind = kind;
 }
 
-SEC("uprobe")
-int callsite_enter(struct pt_regs *ctx)
+static __always_inline struct callsite_entry *enter(struct pt_regs *ctx)
 {
 	__u64 cg = bpf_get_current_cgroup_id();
 	if (!wanted(cg))
@@ -123,6 +138,49 @@ int callsite_enter(struct pt_regs *ctx)
 	e->ret = PT_REGS_RET(ctx); /* the link register */
 #endif
 	e->stack_len = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK);
+	return e;
+}
+
+SEC("uprobe")
+int callsite_enter(struct pt_regs *ctx)
+{
+	struct callsite_entry *e = enter(ctx);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static long vma_of(struct task_struct *task, struct vm_area_struct *vma, struct callsite_vma *out)
+{
+	out->start = BPF_CORE_READ(vma, vm_start);
+	out->pgoff = BPF_CORE_READ(vma, vm_pgoff);
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+	if (f) {
+		out->ino = BPF_CORE_READ(f, f_inode, i_ino);
+		bpf_probe_read_kernel_str(out->name, sizeof(out->name), BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	}
+	return 0;
+}
+
+/* callsite_enter, and which file maps each address (bpf_find_vma, Linux
+ * 5.17): user space loads it where the kernel takes it. */
+SEC("uprobe")
+int callsite_enter_vma(struct pt_regs *ctx)
+{
+	struct callsite_entry *e = enter(ctx);
+	if (!e)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct callsite_vma v;
+	for (int i = 0; i < CALLSITE_VMAS; i++) {
+		__u64 addr = i == 0 ? e->ret : e->frames[i];
+		if (!addr || (i > 0 && (__s64)i * 8 >= e->stack_len))
+			break;
+		__builtin_memset(&v, 0, sizeof(v));
+		if (bpf_find_vma(task, addr, vma_of, &v, 0))
+			continue;
+		__builtin_memcpy(&e->vmas[i], &v, sizeof(v));
+	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -19,6 +19,7 @@ type CallsiteCallsiteEntry struct {
 	Ret      uint64
 	StackLen int64
 	Frames   [32]uint64
+	Vmas     [8]CallsiteCallsiteVma
 }
 
 type CallsiteCallsiteHdr struct {
@@ -40,6 +41,14 @@ const (
 	CallsiteCallsiteKindCALLSITE_EXIT  CallsiteCallsiteKind = 2
 )
 
+type CallsiteCallsiteVma struct {
+	_     structs.HostLayout
+	Start uint64
+	Pgoff uint64
+	Ino   uint64
+	Name  [64]int8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -49,10 +58,12 @@ const (
 	CallsiteMapCgroupFilter        = "cgroup_filter"
 	CallsiteMapCgroups             = "cgroups"
 	CallsiteProgCallsiteEnter      = "callsite_enter"
+	CallsiteProgCallsiteEnterVma   = "callsite_enter_vma"
 	CallsiteProgCallsiteExit       = "callsite_exit"
 	CallsiteVarUnusedCallsiteEntry = "unused_callsite_entry"
 	CallsiteVarUnusedCallsiteHdr   = "unused_callsite_hdr"
 	CallsiteVarUnusedCallsiteKind  = "unused_callsite_kind"
+	CallsiteVarUnusedCallsiteVma   = "unused_callsite_vma"
 )
 
 // LoadCallsite returns the embedded CollectionSpec for Callsite.
@@ -97,8 +108,9 @@ type CallsiteSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type CallsiteProgramSpecs struct {
-	CallsiteEnter *ebpf.ProgramSpec `ebpf:"callsite_enter"`
-	CallsiteExit  *ebpf.ProgramSpec `ebpf:"callsite_exit"`
+	CallsiteEnter    *ebpf.ProgramSpec `ebpf:"callsite_enter"`
+	CallsiteEnterVma *ebpf.ProgramSpec `ebpf:"callsite_enter_vma"`
+	CallsiteExit     *ebpf.ProgramSpec `ebpf:"callsite_exit"`
 }
 
 // CallsiteMapSpecs contains maps before they are loaded into the kernel.
@@ -118,6 +130,7 @@ type CallsiteVariableSpecs struct {
 	UnusedCallsiteEntry *ebpf.VariableSpec `ebpf:"unused_callsite_entry"`
 	UnusedCallsiteHdr   *ebpf.VariableSpec `ebpf:"unused_callsite_hdr"`
 	UnusedCallsiteKind  *ebpf.VariableSpec `ebpf:"unused_callsite_kind"`
+	UnusedCallsiteVma   *ebpf.VariableSpec `ebpf:"unused_callsite_vma"`
 }
 
 // CallsiteObjects contains all objects after they have been loaded into the kernel.
@@ -162,19 +175,22 @@ type CallsiteVariables struct {
 	UnusedCallsiteEntry *ebpf.Variable `ebpf:"unused_callsite_entry"`
 	UnusedCallsiteHdr   *ebpf.Variable `ebpf:"unused_callsite_hdr"`
 	UnusedCallsiteKind  *ebpf.Variable `ebpf:"unused_callsite_kind"`
+	UnusedCallsiteVma   *ebpf.Variable `ebpf:"unused_callsite_vma"`
 }
 
 // CallsitePrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadCallsiteObjects or ebpf.CollectionSpec.LoadAndAssign.
 type CallsitePrograms struct {
-	CallsiteEnter *ebpf.Program `ebpf:"callsite_enter"`
-	CallsiteExit  *ebpf.Program `ebpf:"callsite_exit"`
+	CallsiteEnter    *ebpf.Program `ebpf:"callsite_enter"`
+	CallsiteEnterVma *ebpf.Program `ebpf:"callsite_enter_vma"`
+	CallsiteExit     *ebpf.Program `ebpf:"callsite_exit"`
 }
 
 func (p *CallsitePrograms) Close() error {
 	return _CallsiteClose(
 		p.CallsiteEnter,
+		p.CallsiteEnterVma,
 		p.CallsiteExit,
 	)
 }

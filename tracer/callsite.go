@@ -66,6 +66,7 @@ type CallSiteOptions struct {
 // resolves the addresses at once, while the process still runs.
 type CallSites struct {
 	coll   *ebpf.Collection
+	enter  *ebpf.Program // callsite_enter_vma where the kernel takes it
 	links  []link.Link
 	reader *ringbuf.Reader
 	sym    *symbolize.Symbolizer
@@ -84,6 +85,11 @@ type CallSites struct {
 	cmids   map[uint64]*rdma.CallStack // unbound rdma_cm IDs' stacks, for their later bind
 	procs   map[uint32]*procMaps
 	wg      sync.WaitGroup
+	// known are files by inode, from what was probed, what processes
+	// mapped and the programs started: where a frame's file is found
+	// once its process has exited. Only the reader touches it after
+	// OpenCallSites (AddProgram holds mu).
+	known map[uint64][]string
 }
 
 type probeKey struct {
@@ -122,14 +128,22 @@ func OpenCallSites(o CallSiteOptions) (*CallSites, error) {
 	if err != nil {
 		return nil, err
 	}
+	enter := "callsite_enter_vma"
 	coll, err := ebpf.NewCollection(spec)
+	if err != nil && !errors.Is(err, os.ErrPermission) {
+		// Before Linux 5.17 (bpf_find_vma): the plain entry program.
+		delete(spec.Programs, enter)
+		enter = "callsite_enter"
+		coll, err = ebpf.NewCollection(spec)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, ErrPrivileges
 		}
 		return nil, fmt.Errorf("--stacks: load the call-site probes: %w", err)
 	}
-	c := &CallSites{coll: coll, sym: symbolize.New(), proc: o.ProcRoot, probedAt: map[probeKey]string{},
+	c := &CallSites{coll: coll, enter: coll.Programs[enter], sym: symbolize.New(), proc: o.ProcRoot, probedAt: map[probeKey]string{},
+		known:   map[uint64][]string{},
 		threads: map[uint32]*threadCalls{}, cmids: map[uint64]*rdma.CallStack{}, procs: map[uint32]*procMaps{}}
 	if c.proc == "" {
 		c.proc = "/proc"
@@ -244,7 +258,7 @@ func (c *CallSites) attachLibrary(path string, dev, ino uint64) {
 			continue
 		}
 		opts := &link.UprobeOptions{Address: a.off}
-		in, err := ex.Uprobe(a.name, c.coll.Programs["callsite_enter"], opts)
+		in, err := ex.Uprobe(a.name, c.enter, opts)
 		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
 			c.Problems = append(c.Problems, fmt.Sprintf("this kernel has no uprobes (CONFIG_UPROBE_EVENTS, or tracefs for older kernels): %v", err))
 			return
@@ -516,7 +530,8 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 			}
 		}
 	}
-	addrs := []uint64{e.Ret}
+	// The addresses, each with the index of its vma (-1: none).
+	addrs, vmas := []uint64{e.Ret}, []int{0}
 	n := 0
 	if e.StackLen > 0 {
 		n = min(int(e.StackLen)/8, len(e.Frames))
@@ -525,19 +540,26 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 	// the caller's return address read from the stack (what Ret is);
 	// older ones skip it: its frame is not built yet at the first
 	// instruction.
-	walk := e.Frames[:n]
-	if len(walk) > 0 {
-		walk = walk[1:]
+	for j := 1; j < n; j++ {
+		if j == 1 && e.Frames[j] == e.Ret {
+			continue
+		}
+		addrs = append(addrs, e.Frames[j])
+		if j < len(e.Vmas) {
+			vmas = append(vmas, j)
+		} else {
+			vmas = append(vmas, -1)
+		}
 	}
-	if len(walk) > 0 && walk[0] == e.Ret {
-		walk = walk[1:]
-	}
-	addrs = append(addrs, walk...)
 	if e.StackLen < 0 {
 		st.Partial = "the kernel walked no user stack (error " + strconv.FormatInt(e.StackLen, 10) + ")"
 	}
 	for i, a := range addrs {
-		f, ok, why := c.frame(pid, a)
+		var v *bpf.CallsiteCallsiteVma
+		if vmas[i] >= 0 {
+			v = &e.Vmas[vmas[i]]
+		}
+		f, ok, why := c.frame(pid, a, v)
 		if !ok {
 			st.Partial = why
 			if i == 0 {
@@ -557,8 +579,11 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 // why, where the walk must stop: no file maps it, or it does not return
 // after a call (a frame-pointer walk through code without frame
 // pointers read data).
-func (c *CallSites) frame(pid uint32, addr uint64) (rdma.CallFrame, bool, string) {
+func (c *CallSites) frame(pid uint32, addr uint64, v *bpf.CallsiteCallsiteVma) (rdma.CallFrame, bool, string) {
 	m := c.mapping(pid, addr)
+	if m == nil && v != nil {
+		m = c.vmaMapping(v) // the process is gone: the kernel's word at the call
+	}
 	if m == nil {
 		why := fmt.Sprintf("0x%x is in no file the process maps (JIT code?)", addr)
 		if pm := c.procs[pid]; pm == nil || len(pm.maps) == 0 {
@@ -622,5 +647,72 @@ func (c *CallSites) mapping(pid uint32, addr uint64) *mapping {
 		}
 	}
 	c.procs[pid] = &procMaps{maps: ms, read: time.Now()}
+	c.mu.Lock()
+	for _, m := range ms {
+		c.addKnown(m.ino, m.path)
+	}
+	c.mu.Unlock()
 	return findMapping(ms, addr)
+}
+
+// maxKnown bounds the files known by inode.
+const maxKnown = 4096
+
+// addKnown notes that path is the file of inode ino. c.mu is held.
+func (c *CallSites) addKnown(ino uint64, path string) {
+	if containsString(c.known[ino], path) {
+		return
+	}
+	if len(c.known) >= maxKnown {
+		clear(c.known)
+	}
+	c.known[ino] = append(c.known[ino], path)
+}
+
+// AddProgram notes a program's file (leaks -- CMD's), so that its frames
+// are named even when it exits before its memory map is read.
+func (c *CallSites) AddProgram(path string) {
+	if c == nil {
+		return
+	}
+	var st syscall.Stat_t
+	if abs, err := filepath.Abs(path); err == nil && syscall.Stat(abs, &st) == nil {
+		c.mu.Lock()
+		c.addKnown(st.Ino, abs)
+		c.mu.Unlock()
+	}
+}
+
+// vmaMapping is the mapping the kernel said holds an address (bpf_find_vma
+// at the call), with its file found by inode among the files known and
+// the dynamic linker's directories; nil when none is.
+func (c *CallSites) vmaMapping(v *bpf.CallsiteCallsiteVma) *mapping {
+	if v.Ino == 0 {
+		return nil
+	}
+	name := cString(v.Name[:])
+	c.mu.Lock()
+	cands := append([]string(nil), c.known[v.Ino]...)
+	c.mu.Unlock()
+	for _, d := range libraryDirs() {
+		cands = append(cands, filepath.Join(d, name))
+	}
+	for _, p := range cands {
+		var st syscall.Stat_t
+		if filepath.Base(p) == name && syscall.Stat(p, &st) == nil && st.Ino == v.Ino {
+			return &mapping{start: v.Start, end: ^uint64(0), off: v.Pgoff * uint64(os.Getpagesize()), ino: v.Ino, path: p}
+		}
+	}
+	return nil
+}
+
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
 }

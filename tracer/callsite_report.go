@@ -36,9 +36,14 @@ func stacksSummary(t *Tracer, out io.Writer) {
 	}
 }
 
-// followStacks limits the call-site probes to the program's cgroup.
-func (s *Session) followStacks(cgroup uint64, out io.Writer) {
-	if s.t == nil || s.t.CallSites == nil || cgroup == 0 {
+// followStacks limits the call-site probes to the program's cgroup, and
+// notes its file, whose frames are then named even after it exits.
+func (s *Session) followStacks(cgroup uint64, path string, out io.Writer) {
+	if s.t == nil || s.t.CallSites == nil {
+		return
+	}
+	s.t.CallSites.AddProgram(path)
+	if cgroup == 0 {
 		return
 	}
 	if err := s.t.CallSites.FollowCgroup(cgroup); err != nil {

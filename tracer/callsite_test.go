@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 
+	"github.com/rdmatrace/rdmatrace/bpf"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -66,13 +68,18 @@ func openCallSitesOrSkip(t *testing.T, lib string) *CallSites {
 
 func openCallSitesOrSkipB(t testing.TB, lib string) *CallSites {
 	t.Helper()
+	return openCallSitesWith(t, CallSiteOptions{Libraries: []string{lib}, NoDefault: true})
+}
+
+func openCallSitesWith(t testing.TB, o CallSiteOptions) *CallSites {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("uprobes need root")
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCallSites(CallSiteOptions{Libraries: []string{lib}, NoDefault: true})
+	c, err := OpenCallSites(o)
 	if errors.Is(err, ErrPrivileges) {
 		t.Skip(err)
 	}
@@ -194,6 +201,60 @@ func TestACreateOutsideTheProbedCallsHasNoStack(t *testing.T) {
 	for _, e := range []*rdma.Event{&other, &late} {
 		if c.Annotate(e); e.Stack != nil {
 			t.Errorf("tid %d at %d: stack %v, want none", e.Actor.TID, e.Mono, e.Stack.Frames)
+		}
+	}
+}
+
+// A program whose memory map cannot be read any more (it has exited; here,
+// a /proc without it) is named from what the kernel said of each address
+// at the call (bpf_find_vma): the file's inode and name, found among the
+// programs started.
+func TestCallSitesOfAProgramGoneAreNamedFromTheKernelsMappings(t *testing.T) {
+	lib, prog, _ := buildCallsiteProgram(t)
+	c := openCallSitesWith(t, CallSiteOptions{Libraries: []string{lib}, NoDefault: true, ProcRoot: t.TempDir()})
+	t.Cleanup(c.Close)
+	if !strings.Contains(c.enter.String(), "vma") {
+		t.Skipf("this kernel has no bpf_find_vma (Linux 5.17): %s", c.enter)
+	}
+	c.AddProgram(prog)
+	evs := runProgram(t, prog)
+	c.Annotate(&evs[0])
+	st := evs[0].Stack
+	if st == nil || len(st.Frames) < 2 {
+		t.Fatalf("stack %+v, want setup_conn and main", st)
+	}
+	if f := st.Frames[0]; f.Func != "setup_conn" || f.Line != lineOf(t, "testdata/callsite/prog.c", "SETUP_CONN_LINE") || f.Binary != prog {
+		t.Errorf("call site %+v, want setup_conn in %s", f, prog)
+	}
+	if f := st.Frames[1]; f.Func != "main" {
+		t.Errorf("caller %+v, want main", f)
+	}
+}
+
+// The call-site object's programs pass this machine's verifier with their
+// CO-RE relocations resolved against Debian 6.1's kernel types (the
+// oldest kernel with bpf_find_vma that the guest tests run): the fields
+// callsite_enter_vma reads exist there.
+func TestCallSiteProgramsLoadAgainstDebian61Types(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CI runs as root)")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := bpf.LoadCallsite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := loadGzBTF(t, "../testdata/btf/6.1/vmlinux.btf.gz", nil)
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	for _, p := range []string{"callsite_enter", "callsite_enter_vma", "callsite_exit"} {
+		if coll.Programs[p] == nil {
+			t.Errorf("no program %s", p)
 		}
 	}
 }

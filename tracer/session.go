@@ -221,7 +221,7 @@ func (s *Session) Run(l Loop) error {
 		if s.o.OnlyProgram {
 			owns = programOwns(p)
 		}
-		s.followStacks(programCgroup(p), s.stderr)
+		s.followStacks(programCgroup(p), p.Cmd.Path, s.stderr)
 		if l.Program != nil {
 			l.Program(uint32(p.Cmd.Process.Pid), programCgroup(p))
 		}
