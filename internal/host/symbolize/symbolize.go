@@ -21,7 +21,8 @@ import (
 	"syscall"
 )
 
-// MaxLines bounds the answers of Line kept for one binary.
+// MaxLines bounds the answers of Line (and of AfterCall) kept for one
+// binary.
 const MaxLines = 1 << 14
 
 // maxBinaries bounds the binaries kept at once.
@@ -60,6 +61,7 @@ type Binary struct {
 	dwarf   *dwarf.Data
 	mu      sync.Mutex
 	lines   map[uint64]line // Line's answers
+	calls   map[uint64]bool // AfterCall's
 	// Lines says whether a line table was found; Symbols a symbol table.
 	Lines, Symbols bool
 	text           io.ReaderAt
@@ -122,7 +124,7 @@ func (s *Symbolizer) read(path string) (b *Binary, err error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
 	}
-	b = &Binary{Path: path, Machine: ef.Machine, text: f, close: f.Close, lines: map[uint64]line{}}
+	b = &Binary{Path: path, Machine: ef.Machine, text: f, close: f.Close, lines: map[uint64]line{}, calls: map[uint64]bool{}}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			b.loads = append(b.loads, p.ProgHeader)
@@ -321,10 +323,18 @@ func (b *Binary) AfterCall(off uint64) bool {
 	if off < uint64(len(buf)) {
 		return false
 	}
-	if _, err := b.text.ReadAt(buf[:], int64(off)-int64(len(buf))); err != nil {
-		return false
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.calls[off]; ok {
+		return v
 	}
-	return endsInCall(b.Machine, buf)
+	_, err := b.text.ReadAt(buf[:], int64(off)-int64(len(buf)))
+	v := err == nil && endsInCall(b.Machine, buf)
+	if len(b.calls) >= MaxLines {
+		clear(b.calls)
+	}
+	b.calls[off] = v
+	return v
 }
 
 // endsInCall tells whether 7 bytes of code end with a call: x86-64's
