@@ -52,6 +52,7 @@ struct callsite_entry {
 	__u64 frames[CALLSITE_FRAMES];
 	/* ret's, then frames[1..]'s (frames[0] is the probed function) */
 	struct callsite_vma vmas[CALLSITE_VMAS];
+	struct callsite_vma ip_vma; /* the probed function's: which it is */
 };
 
 const struct callsite_hdr *unused_callsite_hdr __attribute__((unused));
@@ -129,8 +130,12 @@ static __always_inline struct callsite_entry *enter(struct pt_regs *ctx)
 		callsite_drop();
 		return 0;
 	}
-	__builtin_memset(e, 0, sizeof(*e));
+	/* Every field is written: the header here, ret, the frames by
+	 * bpf_get_stack (which zeroes what it does not fill), the mappings
+	 * by clear_vmas or callsite_enter_vma. (Too large for one memset.) */
+	__builtin_memset(&e->h, 0, sizeof(e->h));
 	fill(&e->h, ctx, CALLSITE_ENTER, cg);
+	e->ret = 0;
 #if defined(__TARGET_ARCH_x86)
 	/* At the first instruction the return address is on top of the
 	 * stack: the caller's frame, which a frame-pointer walk from here
@@ -143,12 +148,21 @@ static __always_inline struct callsite_entry *enter(struct pt_regs *ctx)
 	return e;
 }
 
+static __always_inline void clear_vmas(struct callsite_entry *e)
+{
+	for (int i = 0; i < CALLSITE_VMAS; i++)
+		__builtin_memset(&e->vmas[i], 0, sizeof(e->vmas[i]));
+	__builtin_memset(&e->ip_vma, 0, sizeof(e->ip_vma));
+}
+
 SEC("uprobe")
 int callsite_enter(struct pt_regs *ctx)
 {
 	struct callsite_entry *e = enter(ctx);
-	if (e)
+	if (e) {
+		clear_vmas(e);
 		bpf_ringbuf_submit(e, 0);
+	}
 	return 0;
 }
 
@@ -172,8 +186,12 @@ int callsite_enter_vma(struct pt_regs *ctx)
 	struct callsite_entry *e = enter(ctx);
 	if (!e)
 		return 0;
+	clear_vmas(e);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct callsite_vma v;
+	__builtin_memset(&v, 0, sizeof(v));
+	if (!bpf_find_vma(task, e->h.ip, vma_of, &v, 0))
+		__builtin_memcpy(&e->ip_vma, &v, sizeof(v));
 	for (int i = 0; i < CALLSITE_VMAS; i++) {
 		__u64 addr = i == 0 ? e->ret : e->frames[i];
 		if (!addr || (i > 0 && (__s64)i * 8 >= e->stack_len))

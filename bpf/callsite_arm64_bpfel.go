@@ -20,6 +20,7 @@ type CallsiteCallsiteEntry struct {
 	StackLen int64
 	Frames   [32]uint64
 	Vmas     [8]CallsiteCallsiteVma
+	IpVma    CallsiteCallsiteVma
 }
 
 type CallsiteCallsiteHdr struct {

@@ -57,6 +57,9 @@ type CallSiteOptions struct {
 	NoDefault bool
 	// ProcRoot is /proc (tests may point elsewhere).
 	ProcRoot string
+	// plain loads the entry program without bpf_find_vma, as on kernels
+	// before 5.17 (tests).
+	plain bool
 }
 
 // CallSites finds where in a program each user object was created: the
@@ -74,7 +77,8 @@ type CallSites struct {
 	// Probed names what is probed ("libibverbs.so.1.14.44.0: ibv_alloc_pd ...");
 	// Problems what could not be.
 	Probed, Problems []string
-	probedAt         map[probeKey]string // (file, offset) -> function
+	probedAt         map[probeKey]string  // (file, offset) -> function
+	probedIno        map[[2]uint64]string // (inode, offset) -> function: for the kernel's word at the call
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -129,8 +133,12 @@ func OpenCallSites(o CallSiteOptions) (*CallSites, error) {
 		return nil, err
 	}
 	enter := "callsite_enter_vma"
+	if o.plain {
+		delete(spec.Programs, enter)
+		enter = "callsite_enter"
+	}
 	coll, err := ebpf.NewCollection(spec)
-	if err != nil && !errors.Is(err, os.ErrPermission) {
+	if err != nil && !errors.Is(err, os.ErrPermission) && !o.plain {
 		// Before Linux 5.17 (bpf_find_vma): the plain entry program.
 		delete(spec.Programs, enter)
 		enter = "callsite_enter"
@@ -143,7 +151,7 @@ func OpenCallSites(o CallSiteOptions) (*CallSites, error) {
 		return nil, fmt.Errorf("--stacks: load the call-site probes: %w", err)
 	}
 	c := &CallSites{coll: coll, enter: coll.Programs[enter], sym: symbolize.New(), proc: o.ProcRoot, probedAt: map[probeKey]string{},
-		known:   map[uint64][]string{},
+		known: map[uint64][]string{}, probedIno: map[[2]uint64]string{},
 		threads: map[uint32]*threadCalls{}, cmids: map[uint64]*rdma.CallStack{}, procs: map[uint32]*procMaps{}}
 	if c.proc == "" {
 		c.proc = "/proc"
@@ -275,6 +283,7 @@ func (c *CallSites) attachLibrary(path string, dev, ino uint64) {
 		}
 		c.links = append(c.links, in, out)
 		c.probedAt[probeKey{dev, ino, a.off}] = a.name
+		c.probedIno[[2]uint64{ino, a.off}] = a.name
 		if !containsString(names, a.name) {
 			names = append(names, a.name)
 		}
@@ -519,7 +528,14 @@ type procMaps struct {
 func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 	pid := e.H.Pid
 	st := &rdma.CallStack{}
-	if m := c.mapping(pid, e.H.Ip); m != nil {
+	if v := &e.IpVma; v.Ino != 0 {
+		// The kernel's word at the call: right even if the process is gone.
+		off := e.H.Ip - v.Start + v.Pgoff*uint64(os.Getpagesize())
+		if st.Via = c.probedIno[[2]uint64{v.Ino, off}]; st.Via == "" && runtime.GOARCH == "amd64" {
+			st.Via = c.probedIno[[2]uint64{v.Ino, off - 1}]
+		}
+	}
+	if m := c.mapping(pid, e.H.Ip); m != nil && st.Via == "" {
 		var s syscall.Stat_t
 		if syscall.Stat(c.filePath(pid, m), &s) == nil || syscall.Stat(m.path, &s) == nil {
 			off := e.H.Ip - m.start + m.off

@@ -124,8 +124,17 @@ func runProgram(t *testing.T, prog string) []rdma.Event {
 // function and line (a helper's, then main's), the caller above it, and
 // the function that was called.
 func TestCallSitesNameTheFunctionAndLineOfEachCreate(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "with the kernel's mappings", true: "without bpf_find_vma"}[plain], func(t *testing.T) {
+			namesEachCreate(t, plain)
+		})
+	}
+}
+
+func namesEachCreate(t *testing.T, plain bool) {
 	lib, prog, _ := buildCallsiteProgram(t)
-	c := openCallSitesOrSkip(t, lib)
+	c := openCallSitesWith(t, CallSiteOptions{Libraries: []string{lib}, NoDefault: true, plain: plain})
+	t.Cleanup(c.Close)
 	evs := runProgram(t, prog)
 	src := "testdata/callsite/prog.c"
 	for i := range evs {
@@ -228,6 +237,9 @@ func TestCallSitesOfAProgramGoneAreNamedFromTheKernelsMappings(t *testing.T) {
 	}
 	if f := st.Frames[1]; f.Func != "main" {
 		t.Errorf("caller %+v, want main", f)
+	}
+	if st.Via != "ibv_create_qp" {
+		t.Errorf("via %q, want ibv_create_qp", st.Via)
 	}
 }
 
