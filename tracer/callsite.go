@@ -121,8 +121,10 @@ const (
 	maxThreads        = 1024
 	maxUnboundIDs     = 4096
 	// joinWait bounds how long a create waits for the probes' reader to
-	// catch up with it.
-	joinWait = time.Second
+	// catch up with it: long enough for the first call of a process,
+	// whose binaries it reads (a distribution's libc with its debug file:
+	// a second under the race detector, more under emulation).
+	joinWait = 5 * time.Second
 )
 
 // OpenCallSites loads bpf/callsite.bpf.c and attaches its probes to every
