@@ -32,8 +32,8 @@ FUZZMINTIME ?= 1000x
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
 # that leaks a QP for the leak tests, a QP pair with the transport settings
-# a test gives (qpattr).
-WORKLOADS := out/churn out/leakqp out/noise out/qpattr
+# a test gives (qpattr), a program leaking from three call sites (leaksites).
+WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites
 
 .PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing test capture generate bench demo clean man install image
 
@@ -230,6 +230,12 @@ generate: bpf-generate
 # its 9p root.
 out/%: guest/workloads/%.c | test-tools
 	mkdir -p out && gcc -O2 -Wall -o $@ $< -libverbs
+
+# leaksites, as the call-site docs ask a program to be built (DWARF, frame
+# pointers), and a stripped copy.
+out/leaksites: guest/workloads/leaksites.c | test-tools
+	mkdir -p out && gcc -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -o $@ $< -libverbs -lrdmacm
+	objcopy --strip-all $@ $@-stripped
 
 # Measurements: Go benchmarks, then in the guest the netlink and tracer
 # scripts and the e2e measurements (RDMATRACE_E2E_BENCH=1: the tracer's

@@ -85,6 +85,9 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	if c := e.Cleanup(); c != "" {
 		o = o.str("cleanup", c)
 	}
+	if e.Stack != nil {
+		o = appendStack(o, e.Stack)
+	}
 	o = appendSpanFields(o, e)
 	// A failed rdma_cm step in words (the other failures' kinds say
 	// what they are by their keys).
@@ -547,3 +550,39 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 
 // Flush writes out buffered events.
 func (ew *EventWriter) Flush() error { return ew.w.Flush() }
+
+// appendStack adds where a user object was created (--stacks): "via", the
+// library function its program called, and "stack", the frames from the
+// call site outwards, each {"func","file","line","binary","offset","build-id"}
+// with what is known.
+func appendStack(o Object, s *rdma.CallStack) Object {
+	if s.Via != "" {
+		o = o.str("via", s.Via)
+	}
+	b := []byte{'['}
+	words := make([]string, len(s.Frames))
+	for i, f := range s.Frames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if f.Func != "" {
+			b = append(AppendJSONString(append(b, `"func":`...), f.Func), ',')
+		}
+		if f.File != "" {
+			b = append(AppendJSONString(append(b, `"file":`...), f.File), ',')
+		}
+		if f.Line > 0 {
+			b = append(strconv.AppendInt(append(b, `"line":`...), int64(f.Line), 10), ',')
+		}
+		b = AppendJSONString(append(b, `"binary":`...), f.Binary)
+		b = strconv.AppendUint(append(b, `,"offset":`...), f.Offset, 10)
+		if f.BuildID != "" {
+			b = AppendJSONString(append(b, `,"build-id":`...), f.BuildID)
+		}
+		b = append(b, '}')
+		words[i] = Sanitize(f.String())
+	}
+	b = append(b, ']')
+	return append(o, Field{Key: "stack", Kind: Frames, Str: string(b), List: words})
+}

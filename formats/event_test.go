@@ -167,6 +167,7 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	kinds := map[Kind][]rdma.EventValue{
 		Str: {rdma.ValString}, Time: {rdma.ValString}, Bool: {rdma.ValBool}, StrList: {rdma.ValStrings},
 		Micros: {rdma.ValMicros}, Int: {rdma.ValInt32}, Num: {rdma.ValUint8, rdma.ValUint32, rdma.ValUint64},
+		Frames: {rdma.ValFrames},
 	}
 	seen := map[string]bool{}
 	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
@@ -176,7 +177,8 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true},
 				QPAttr: rdma.QPAttr{Mask: rdma.QPAttrMaskAll, HasGID: true, SGID: netip.MustParseAddr("fe80::1"), HasNdev: true, Ndev: "eth0", NdevMTU: 1500, NetNS: 1,
 					HasVLAN: true, VLAN: 5, HasGRH: true, DGID: netip.MustParseAddr("fe80::2")},
-				Fault: rdma.Fault{Report: rdma.QPErrFirst, Count: 1, PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18, OnPort: []string{"o"}}}
+				Fault: rdma.Fault{Report: rdma.QPErrFirst, Count: 1, PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18, OnPort: []string{"o"}},
+				Stack: &rdma.CallStack{Via: "ibv_create_qp", Frames: []rdma.CallFrame{{Func: "main", File: "a.c", Line: 3, Binary: "/bin/a", Offset: 16, BuildID: "ab"}}}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true
 				key, ok := rdma.EventKeyNamed(f.Key)

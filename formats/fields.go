@@ -3,6 +3,7 @@ package formats
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -22,6 +23,7 @@ const (
 	Time                // a time: Unix nanoseconds in Num, RFC 3339 with nanoseconds in UTC (formatted on output: no allocation)
 	Micros              // a duration: nanoseconds in Num, a JSON number of microseconds ("12.345"), "12.345us" in text
 	NumList             // a JSON array of numbers, List holding them in decimal (a counter's QPs)
+	Frames              // call frames: Str their JSON array (made by this package), List each in words
 )
 
 // Field is one key and value of an object, in iproute2's key names.
@@ -59,6 +61,8 @@ func (f *Field) Text() string {
 			s += v
 		}
 		return s
+	case Frames:
+		return strings.Join(f.List, " < ")
 	}
 	return f.Str
 }

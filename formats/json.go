@@ -63,6 +63,8 @@ func appendJSONValue(b []byte, f *Field, indent string) []byte {
 		b = append(b, '"')
 		b = timeOf(f.Num).AppendFormat(b, time.RFC3339Nano)
 		return append(b, '"')
+	case Frames:
+		return append(b, f.Str...)
 	case StrList, NumList:
 		b = append(b, '[')
 		for j, s := range f.List {

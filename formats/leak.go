@@ -276,11 +276,56 @@ func (lw *LeakWriter) Flush() error {
 		}
 		t.Append(row...)
 	}
+	sites := rdma.ByCallSite(lw.group)
 	lw.group = lw.group[:0]
 	if lw.err == nil {
 		lw.err = t.Render(lw.w)
 	}
+	for _, s := range sites {
+		for _, l := range callSiteLines(g.Report, s) {
+			lw.line(l)
+		}
+	}
 	return lw.err
+}
+
+// callSiteVerbs say what became of a call site's resources, by report
+// (plural, singular).
+var callSiteVerbs = map[rdma.LeakReport][2]string{
+	rdma.LeakUnregister:  {"were alive when the unregistration began", "was alive when the unregistration began"},
+	rdma.LeakLeft:        {"were never freed", "was never freed"},
+	rdma.LeakEnd:         {"were alive at the end of the run", "was alive at the end of the run"},
+	rdma.LeakExitCleanup: {"were never destroyed", "was never destroyed"},
+	rdma.LeakAlive:       {"are still alive", "is still alive"},
+}
+
+// maxCallers bounds the frames shown above a call site.
+const maxCallers = 8
+
+// callSiteLines sum up one call site, as valgrind does: "3 QPs created at
+// setup_conn (leakqp.c:40) via ibv_create_qp were never destroyed", then
+// the callers above it.
+func callSiteLines(r rdma.LeakReport, s rdma.CallSiteLeaks) []string {
+	res, verb := strings.ToUpper(s.Res.String()), callSiteVerbs[r][1]
+	if s.N != 1 {
+		res, verb = res+"s", callSiteVerbs[r][0]
+	}
+	line := fmt.Sprintf("%d %s created at %s", s.N, res, Sanitize(s.Stack.Site().String()))
+	if s.Stack.Via != "" {
+		line += " via " + Sanitize(s.Stack.Via)
+	}
+	out := []string{line + " " + verb}
+	for i, f := range s.Stack.Frames[1:] {
+		if i == maxCallers {
+			out = append(out, fmt.Sprintf("    ... %d frames more", len(s.Stack.Frames)-1-i))
+			break
+		}
+		out = append(out, "    called from "+Sanitize(f.String()))
+	}
+	if s.Stack.Partial != "" {
+		out = append(out, "    (the walk stopped: "+Sanitize(s.Stack.Partial)+")")
+	}
+	return out
 }
 
 // portBusyLine is a port-busy finding in words: "port busy: rping[312]

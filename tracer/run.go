@@ -95,6 +95,7 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 					c.Bad(err)
 				}
 			} else {
+				t.CallSites.Annotate(&t.ev)
 				t.enrich.Event(&t.ev)
 				if err := c.Event(&t.ev); err != nil {
 					return err

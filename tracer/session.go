@@ -164,6 +164,7 @@ func NewSession(o SessionOptions) (*Session, error) {
 		}
 		return nil, err
 	}
+	stacksAttached(t, o.Verbose, s.stderr)
 	s.t = t
 	return s, nil
 }
@@ -220,6 +221,7 @@ func (s *Session) Run(l Loop) error {
 		if s.o.OnlyProgram {
 			owns = programOwns(p)
 		}
+		s.followStacks(programCgroup(p), p.Cmd.Path, s.stderr)
 		if l.Program != nil {
 			l.Program(uint32(p.Cmd.Process.Pid), programCgroup(p))
 		}
@@ -331,6 +333,7 @@ func (s *Session) report() {
 	}
 	drops, _ := s.t.Drops()
 	summary(s.t, s.seen, s.shown, drops, s.o.Verbose, s.stderr)
+	stacksSummary(s.t, s.stderr)
 	if n := s.t.Unread(); n > 0 {
 		fmt.Fprintf(s.stderr, "rdmatrace: WARNING: %d events left unread in the ring buffer: the stop reads for at most %v\n", n, StopDrain)
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// kernel's for the programs' CO-RE relocations; nil: the running
 	// kernel's.
 	BTF *KernelBTF
+	// Stacks names where each user object was created (CallSites): the
+	// uprobes cost microseconds a call, so only when asked.
+	Stacks     bool
+	StackProbe CallSiteOptions
 }
 
 // Report says how one hook was attached, or why it was not.
@@ -82,6 +86,10 @@ type Tracer struct {
 	cache      *btf.Cache
 	// progOpts carry the CO-RE targets of --btf, when given.
 	progOpts ebpf.ProgramOptions
+	// CallSites are --stacks' probes (nil without); StacksErr why they
+	// could not be had.
+	CallSites *CallSites
+	StacksErr error
 	ring
 }
 
@@ -217,6 +225,9 @@ func Open(opts Options) (*Tracer, error) {
 		r := t.attachHook(h, opts.Fallback, t.Kprobes.First)
 		r.Requested = h.followed
 		t.Reports = append(t.Reports, r)
+	}
+	if opts.Stacks {
+		t.CallSites, t.StacksErr = OpenCallSites(opts.StackProbe)
 	}
 	t.ring.poll = opts.Poll
 	if t.ring.poll <= 0 {
@@ -362,6 +373,9 @@ func (t *Tracer) perCPUSum(name string) (uint64, error) {
 // away when the process dies, even by SIGKILL.
 func (t *Tracer) Close() error {
 	t.ring.close()
+	if t.CallSites != nil {
+		t.CallSites.Close()
+	}
 	for _, l := range t.links {
 		l.Close()
 	}

@@ -34,6 +34,10 @@ const reorderWindow = uint64(50 * time.Millisecond)
 // notice signals and the program's exit.
 const tickInterval = 250 * time.Millisecond
 
+// stacksFlag names where each user object was created: on for leaks --
+// CMD, off elsewhere unless asked (a uprobe costs microseconds a call).
+var stacksFlag = &cli.BoolFlag{Name: "stacks", Usage: "name where in its program each user object was created: the call into libibverbs or librdmacm and the callers above it (uprobes: microseconds a call; on for leaks -- CMD, --stacks=false to turn off)"}
+
 // leaksFilterKeys are leaks' filter keys: not event, which would hide the
 // destroys that end a resource's life.
 var leaksFilterKeys = []string{"pid", "comm", "dev", "res", "cgroup", "container", "pod"}
@@ -91,6 +95,7 @@ func leaksCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-table", Value: 1 << 18, Usage: "most resources tracked at once (the rest are counted as untracked)"},
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
+			stacksFlag,
 			fallbackFlag,
 			btfFlag,
 			verboseFlag,
@@ -178,6 +183,7 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	o.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
 	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
 	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders}) // named now, before the holder lets go
 	s, err := tracer.NewSession(o)

@@ -71,6 +71,7 @@ func traceCommand() *cli.Command {
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
 			readyFileFlag("once every available hook is attached"),
 			ringSizeFlag,
+			stacksFlag,
 			fallbackFlag,
 			btfFlag,
 			pollFlag,
@@ -130,6 +131,7 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	o.Tracer.Stacks = c.Bool(stacksFlag.Name)
 	if reason := noBPFReason(c, o.Tracer.BTF); reason != "" {
 		return traceNetlink(c, f, sink, argv, reason)
 	}

@@ -171,6 +171,7 @@ type Event struct {
 	QPAttr QPAttr
 	// Fault is an async event's or a QP error's (EvAsync, EvQPError).
 	Fault Fault
+	Stack *CallStack // a user object's create: where in its program it was made (--stacks); nil: not known
 }
 
 // PortBusy is what an EvPortBusy event says beyond the operation (Func)

@@ -12,6 +12,7 @@ const (
 	ValUint32                    // a whole number from 0 to 2^32-1
 	ValUint64                    // a whole number from 0 to 2^64-1
 	ValInt32                     // a whole number from -2^31 to 2^31-1
+	ValFrames                    // an array of call frames: objects of CallFrame's keys
 )
 
 // EventKey is one key of the event objects `rdmatrace trace -j` writes
@@ -60,6 +61,9 @@ var EventKeys = []EventKey{
 	// Async events and QP errors.
 	{"ib-event", ValString}, {"qp-error", ValString}, {"wc-status", ValString}, {"count", ValUint64},
 	{"rgid", ValString}, {"rqpn", ValUint32}, {"on-port", ValStrings},
+	// Where a user object was created (--stacks): the library function
+	// called, and the program's frames.
+	{"via", ValString}, {"stack", ValFrames},
 }
 
 // OldEventKeys are keys that recordings of earlier versions have and the

@@ -131,6 +131,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l max-
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l max-table -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l ring-size -x
+complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l stacks
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l fallback
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l verbose -s v
@@ -252,6 +253,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l dura
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l count -s c -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l ring-size -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l stacks
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l fallback
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll -x

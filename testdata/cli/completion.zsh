@@ -92,7 +92,7 @@ _rdmatrace() {
         formats="table json ndjson"
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --stacks --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         files="--ready-file --btf --log --recording --report"
         values="--filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --duration --interval --max-blocked --max-table --ring-size --max-input --user"
@@ -176,7 +176,7 @@ _rdmatrace() {
         esac
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --list -l --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --list -l --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         files="--ready-file --btf --read -r --write -w"
         values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp"

@@ -122,6 +122,9 @@ type object struct {
 	FallbackReason string   `json:"fallback-reason"`
 	Risks          []string `json:"risks"`
 	Why            string   `json:"why"` // rdma.Event.Failure's words
+	// Where a user object was created (--stacks).
+	Via   string           `json:"via"`
+	Stack []rdma.CallFrame `json:"stack"`
 }
 
 // Next returns the next event, io.EOF at the end, or a *lineerr.Error for a line
@@ -358,6 +361,9 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
 	ev.Holders, ev.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
+	if o.Stack != nil {
+		ev.Stack = &rdma.CallStack{Via: o.Via, Frames: o.Stack}
+	}
 	if ev.Kind.IsSMCLink() {
 		if fe := smcLinkFields(o, ev); fe != nil {
 			return fe
@@ -535,6 +541,7 @@ var valueKindWords = [...]string{
 	rdma.ValUint32:  "a whole number from 0 to 4294967295",
 	rdma.ValUint64:  "a whole number from 0 to 18446744073709551615",
 	rdma.ValInt32:   "a whole number from -2147483648 to 2147483647",
+	rdma.ValFrames:  `an array of frames ({"func","file","line","binary","offset","build-id"})`,
 }
 
 // valueWords says what JSON value was found where another was expected:

@@ -381,6 +381,7 @@ func TestObjectHoldsEveryKeyOfTheTable(t *testing.T) {
 		rdma.ValUint32:  {reflect.TypeFor[uint32]()},
 		rdma.ValUint64:  {reflect.TypeFor[uint64]()},
 		rdma.ValInt32:   {reflect.TypeFor[int32]()},
+		rdma.ValFrames:  {reflect.TypeFor[[]rdma.CallFrame]()},
 	}
 	fields := map[string]reflect.Type{}
 	ot := reflect.TypeFor[object]()
@@ -493,5 +494,15 @@ func TestBadFailureFieldsAreOneLineErrors(t *testing.T) {
 		if err := r.Next(&ev); err != nil || ev.Fault.IBEvent != rdma.IBEventPortActive {
 			t.Errorf("%s: the next line gave %v, %v", tc.line, err, ev.Fault.IBEvent)
 		}
+	}
+}
+
+// A create that --stacks named by its call site keeps its frames when the
+// recording is read back.
+func TestACreateWithItsCallSiteRoundTrips(t *testing.T) {
+	lines := `{"time":"2026-11-27T08:00:00.5Z","event":"create","res":"qp","ifname":"rxe0","id":0,"lqpn":17,"type":"RC","pid":300,"comm":"leakqp","via":"ibv_create_qp","stack":[{"func":"setup_conn","file":"/src/leakqp.c","line":40,"binary":"/usr/bin/leakqp","offset":4454,"build-id":"e898"},{"binary":"/usr/lib/x86_64-linux-gnu/libc.so.6","offset":160330}]}
+`
+	if got := rerender(t, NewReader(strings.NewReader(lines), "x.ndjson")); got != lines {
+		t.Errorf("round trip differs:\n--- got ---\n%s--- want ---\n%s", got, lines)
 	}
 }
