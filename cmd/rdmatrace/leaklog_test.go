@@ -21,6 +21,10 @@ func TestLeakLogGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir("../../testdata")
+	// The logs' wall-clock stamps name no zone: the machine's, UTC here.
+	local := time.Local
+	time.Local = time.UTC
+	t.Cleanup(func() { time.Local = local })
 	cases := map[string][]string{
 		"kmod-6.12":    {"--log", "kernlog/debian-6.12-kmod-leak.dmesg"},
 		"hung-6.1":     {"--log", "kernlog/debian-6.1-hung-unregister.dmesg"},
@@ -40,6 +44,16 @@ func TestLeakLogGoldens(t *testing.T) {
 		"truncated-gzip":    {"--log", "decompress/truncated.txt.gz", "--log", "kernlog/named-restrack.dmesg"},
 		"missing-recording": {"--log", "leaklog/6.12/dmesg.txt", "--recording", "leaklog/nonexistent.ndjson"},
 		"not-a-log":         {"--log", "leaklog/not-a-log.bin", "--log", "leaklog/empty.log", "--log", "leaklog/6.12/trace.ndjson"},
+		// mlx5's QP error syndromes, written after the kernel's format
+		// string, joined with a recording written in trace -j's form: in
+		// each log form, by the QP alive at the line's wall-clock time;
+		// dmesg's seconds since boot only where the QP number is unique.
+		"syndrome":           {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt"},
+		"syndrome-dmesg-T":   {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-dmesg":     {"--log", "leaklog/mlx5-syndrome/dmesg.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-journal":   {"--log", "leaklog/mlx5-syndrome/journal.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-comm":      {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson", "--filter-comm", "rping"},
+		"syndrome-and-leaks": {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--log", "leaklog/6.12/dmesg.txt", "--recording", "leaklog/6.12/trace.ndjson"},
 	}
 	for _, k := range []string{"6.1", "6.12"} {
 		if _, err := os.Stat(filepath.Join("leaklog", k, "trace.ndjson")); err == nil {
