@@ -147,3 +147,32 @@ func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
 		}
 	}
 }
+
+// why -r --log: mlx5's QP error syndromes (lines written after the
+// kernel's format string) listed among an owner's failures, by the QP
+// the recording has alive at the line's time; the ones without a QP are
+// said on stderr. The recording is written in trace -j's form.
+func TestWhyListsTheLogsQPErrorSyndromes(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	dir := "../../testdata/leaklog/mlx5-syndrome/"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"why-syndrome.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt"}, 0},
+		{"why-syndrome.ndjson", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt", "-j"}, 0},
+		{"why-syndrome-pid.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt", "--log", dir + "dmesg.txt", "--pid", "4200"}, 0},
+		{"why-syndrome-qpn.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "journal.txt", "--qpn", "137"}, 0},
+		{"why-syndrome-bad.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", "../../testdata/kernlog/mlx5-syndrome.dmesg"}, 1},
+	} {
+		stdout, stderr, code := rdmatrace(t, tc.args...)
+		goldenCLI(t, tc.name, stdout+"--- stderr\n"+stderr+"--- exit status "+strconv.Itoa(code)+"\n")
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, tc.code)
+		}
+	}
+	if _, stderr, code := rdmatrace(t, "why", "--log", dir+"dmesg.txt", "--pid", "1"); code != 2 || !strings.Contains(stderr, "--log needs a recording") {
+		t.Errorf("--log without -r: exit %d, stderr %q", code, stderr)
+	}
+}

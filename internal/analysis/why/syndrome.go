@@ -164,7 +164,15 @@ func SyndromeLine(r *rdma.KernelReport) Line {
 			l.Time = l.Time.AddDate(r.QP.Time.Year(), 0, 0)
 		}
 	}
+	if !r.HasWall {
+		l.Why += " (logged " + r.Stamp + " after boot, which a recording cannot place: shown at the QP's creation)"
+	}
 	l.Res.Kind, l.Res.Time = rdma.EvQPError, l.Time
+	l.Res.Resource.Has &^= rdma.HasState // the create's, not the state it failed in
+	if !l.Res.Given(rdma.HasPort) && r.Port != 0 {
+		l.Res.Port = r.Port
+		l.Res.Resource.Has |= rdma.HasPort
+	}
 	return l
 }
 
