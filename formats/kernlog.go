@@ -28,6 +28,9 @@ func KernelReportObject(r *rdma.KernelReport) Object {
 		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).num("blocked", uint64(r.BlockedSecs)).str("waits-in", r.WaitsIn)
 	case rdma.KernQPErrSyndrome:
 		o = o.str("ifname", r.Device).num("port", uint64(r.Port)).num("lqpn", uint64(r.QPN)).str("status-msg", r.StatusMsg)
+		if r.HasSyndrome {
+			o = o.str("cqe-syndrome", hex(uint32(r.Syndrome)))
+		}
 		if r.HasWCStatus {
 			o = o.str("wc-status", r.WCStatus.String())
 		}

@@ -14,7 +14,7 @@ import (
 func TestKernelReportLineOfASyndrome(t *testing.T) {
 	r := &rdma.KernelReport{Kind: rdma.KernQPErrSyndrome, Source: "dmesg.txt", Line: 3, Stamp: "[  5.100000]", Device: "mlx5_0",
 		Port: 1, QPN: 137, StatusMsg: "unrecognized status", VendorSyndrome: 0x41, HWSyndromeType: 0x2, HWSyndrome: 0x1f}
-	want := "dmesg.txt:3: [  5.100000] mlx5_0/1 QP 137: unrecognized status (vendor syndrome 0x41, hw 0x2/0x1f)"
+	want := "dmesg.txt:3: [  5.100000] mlx5_0/1 QP 137: an error of CQE syndrome 0x16 or above (the kernel could not name it; vendor syndrome 0x41, hw 0x2/0x1f)"
 	if got := KernelReportLine(r); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -74,15 +74,18 @@ type KernelReport struct {
 	MoreFrames  int
 	Truncated   bool
 	// QP error syndrome: Device, the QP's port (0 when it was never set)
-	// and number, the completion status its syndrome names (HasWCStatus
-	// false when the kernel printed "unrecognized status" or a text not
-	// known here), that text as logged, and the vendor's syndrome and the
-	// hardware's syndrome type and error.
+	// and number, the status text as logged, the CQE syndrome it stands
+	// for (HasSyndrome false for "unrecognized status" and texts not known
+	// here) and the completion status mlx5 reports for that syndrome
+	// (HasWCStatus false for one it does not define), and the vendor's
+	// syndrome and the hardware's syndrome type and error.
 	Port           uint32
 	QPN            uint32
+	StatusMsg      string
+	Syndrome       uint8
+	HasSyndrome    bool
 	WCStatus       WCStatus
 	HasWCStatus    bool
-	StatusMsg      string
 	VendorSyndrome uint32
 	HWSyndromeType uint32
 	HWSyndrome     uint32
@@ -92,23 +95,55 @@ type KernelReport struct {
 	QP *Event
 }
 
-// WCStatusOfMessage maps ib_wc_status_msg()'s text back to the status;
-// false for "unrecognized status" and any text it does not print.
-func WCStatusOfMessage(msg string) (WCStatus, bool) {
+// mlx5 prints the syndrome with ib_wc_status_msg(syndrome), but the
+// syndrome is the error CQE's (MLX5_CQE_SYNDROME_*), not an ib_wc_status:
+// the text is the status whose number the syndrome has, right for 0x1 to
+// 0x6 only. mlx5SyndromeStatus is the status mlx5 gives each syndrome in
+// a completion (mlx5_handle_error_cqe, drivers/infiniband/hw/mlx5/cq.c).
+var mlx5SyndromeStatus = map[uint8]WCStatus{0x01: 1, 0x02: 2, 0x04: 4, 0x05: 5, 0x06: 6, 0x10: 7, 0x11: 8, 0x12: 9,
+	0x13: 10, 0x14: 11, 0x15: 12, 0x16: 13, 0x22: 16}
+
+// MLX5SyndromeOfMessage reads the CQE syndrome back from the text mlx5
+// printed for it (ib_wc_status_msg of the syndrome's number); false for
+// "unrecognized status" (0x16 and above) and any text it does not print.
+func MLX5SyndromeOfMessage(msg string) (uint8, bool) {
 	for i, m := range wcStatusMsgs {
 		if m == msg {
-			return WCStatus(i), true
+			return uint8(i), true
 		}
 	}
 	return 0, false
 }
 
+// MLX5SyndromeStatus is the completion status mlx5 reports for a CQE
+// syndrome; false for a syndrome it does not define.
+func MLX5SyndromeStatus(syndrome uint8) (WCStatus, bool) {
+	st, ok := mlx5SyndromeStatus[syndrome]
+	return st, ok
+}
+
 // SyndromeSentence says what a QP error syndrome report says, in words:
-// "mlx5_0/1 QP 137: local protection error (vendor syndrome 0x41, hw
-// 0x0/0x0)", then what the status means in practice where known. The
-// device and the status text are as logged: escape them to show them.
+// "mlx5_0/1 QP 137: remote access error (CQE syndrome 0x13, logged as
+// "fatal error"; vendor syndrome 0x41, hw 0x0/0x0)", then what the status
+// means in practice where known. The device and the status text are as
+// logged: escape them to show them.
 func (r *KernelReport) SyndromeSentence() string {
-	s := fmt.Sprintf("%s/%d QP %d: %s (vendor syndrome 0x%x, hw 0x%x/0x%x)", r.Device, r.Port, r.QPN, r.StatusMsg,
+	var what, cqe string
+	switch {
+	case r.HasWCStatus:
+		what = r.WCStatus.Message()
+		cqe = fmt.Sprintf("CQE syndrome 0x%x", r.Syndrome)
+	case r.HasSyndrome:
+		what = "an error mlx5 does not define"
+		cqe = fmt.Sprintf("CQE syndrome 0x%x", r.Syndrome)
+	default:
+		what = "an error of CQE syndrome 0x16 or above"
+		cqe = "the kernel could not name it"
+	}
+	if what != r.StatusMsg && r.StatusMsg != "unrecognized status" {
+		cqe += fmt.Sprintf(", logged as %q", r.StatusMsg)
+	}
+	s := fmt.Sprintf("%s/%d QP %d: %s (%s; vendor syndrome 0x%x, hw 0x%x/0x%x)", r.Device, r.Port, r.QPN, what, cqe,
 		r.VendorSyndrome, r.HWSyndromeType, r.HWSyndrome)
 	if r.HasWCStatus {
 		if m := wcMeanings[r.WCStatus]; m != "" {

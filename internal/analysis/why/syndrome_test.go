@@ -19,7 +19,7 @@ func qpEvent(kind rdma.EventKind, dev string, qpn uint32, at time.Duration, pid 
 
 func syndrome(dev string, qpn uint32, at time.Duration, wall bool) *rdma.KernelReport {
 	r := &rdma.KernelReport{Kind: rdma.KernQPErrSyndrome, Device: dev, Port: 1, QPN: qpn, StatusMsg: "local protection error",
-		WCStatus: 4, HasWCStatus: true, VendorSyndrome: 0x41}
+		Syndrome: 4, HasSyndrome: true, WCStatus: 4, HasWCStatus: true, VendorSyndrome: 0x41}
 	if wall {
 		r.Wall, r.HasWall = synT0.Add(at), true
 	} else {
@@ -88,7 +88,7 @@ func TestSyndromeLineIsTheQPsFailure(t *testing.T) {
 	r := syndrome("mlx5_0", 137, 2*time.Second, true)
 	r.QP = qpEvent(rdma.EvCreate, "mlx5_0", 137, time.Second, 100)
 	l := SyndromeLine(r)
-	want := "mlx5_0/1 QP 137: local protection error (vendor syndrome 0x41, hw 0x0/0x0): a local buffer outside its MR, or a wrong lkey"
+	want := "mlx5_0/1 QP 137: local protection error (CQE syndrome 0x4; vendor syndrome 0x41, hw 0x0/0x0): a local buffer outside its MR, or a wrong lkey"
 	if !l.Time.Equal(synT0.Add(2*time.Second)) || l.What != SyndromeWhat || l.Severity != rdma.SevFatal || l.Why != want ||
 		l.Res.Owner.PID != 100 || !l.Res.Given(rdma.HasPort) || l.Res.Port != 1 {
 		t.Errorf("%+v", l)

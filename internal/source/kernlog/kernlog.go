@@ -64,7 +64,8 @@ var (
 	// 6.3 on), on a QP's fatal or access error event:
 	// pr_err("%s/%d: QP %d error: %s (0x%x 0x%x 0x%x)\n", device, port,
 	// qp_num, ib_wc_status_msg(syndrome), vendor_error_syndrome,
-	// hw_syndrome_type, hw_error_syndrome).
+	// hw_syndrome_type, hw_error_syndrome); the syndrome is the CQE's, not
+	// a status (rdma.MLX5SyndromeOfMessage).
 	qpSyndrome = regexp.MustCompile(`^([^\s/]+)/(\d+): QP (\d+) error: (.+) \(0x([0-9a-f]+) 0x([0-9a-f]+) 0x([0-9a-f]+)\)\s*$`)
 )
 
@@ -268,7 +269,10 @@ func (r *Reader) syndrome(m []string, st stamp) {
 	rep := r.report(rdma.KernQPErrSyndrome, st)
 	rep.Device, rep.Port, rep.QPN, rep.StatusMsg = m[1], uint32(v[0]), uint32(v[1]), m[4]
 	rep.VendorSyndrome, rep.HWSyndromeType, rep.HWSyndrome = uint32(v[2]), uint32(v[3]), uint32(v[4])
-	rep.WCStatus, rep.HasWCStatus = rdma.WCStatusOfMessage(m[4])
+	rep.Syndrome, rep.HasSyndrome = rdma.MLX5SyndromeOfMessage(m[4])
+	if rep.HasSyndrome {
+		rep.WCStatus, rep.HasWCStatus = rdma.MLX5SyndromeStatus(rep.Syndrome)
+	}
 	r.queue = append(r.queue, rep)
 }
 

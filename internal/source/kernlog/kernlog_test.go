@@ -44,6 +44,9 @@ func render(r *Reader) string {
 		switch rep.Kind {
 		case rdma.KernQPErrSyndrome:
 			fmt.Fprintf(&b, " device=%q port=%d qpn=%d status=%q", rep.Device, rep.Port, rep.QPN, rep.StatusMsg)
+			if rep.HasSyndrome {
+				fmt.Fprintf(&b, " cqe-syndrome=0x%x", rep.Syndrome)
+			}
 			if rep.HasWCStatus {
 				fmt.Fprintf(&b, " wc=%s", rep.WCStatus)
 			}
