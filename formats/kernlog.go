@@ -26,6 +26,29 @@ func KernelReportObject(r *rdma.KernelReport) Object {
 		return o
 	case rdma.KernHungUnregister:
 		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).num("blocked", uint64(r.BlockedSecs)).str("waits-in", r.WaitsIn)
+	case rdma.KernQPErrSyndrome:
+		o = o.str("ifname", r.Device).num("port", uint64(r.Port)).num("lqpn", uint64(r.QPN)).str("status-msg", r.StatusMsg)
+		if r.HasSyndrome {
+			o = o.str("cqe-syndrome", hex(uint32(r.Syndrome)))
+		}
+		if r.HasWCStatus {
+			o = o.str("wc-status", r.WCStatus.String())
+		}
+		o = o.str("vendor-syndrome", hex(r.VendorSyndrome)).str("hw-syndrome-type", hex(r.HWSyndromeType)).
+			str("hw-syndrome", hex(r.HWSyndrome))
+		if qp := r.QP; qp != nil {
+			// The recording's QP: its owner, and when it was made.
+			o = append(o, timeField("qp-created", qp.Time))
+			if qp.Given(rdma.HasQPType) {
+				o = o.str("type", qp.QPType.String())
+			}
+			if qp.Has(rdma.EvHasOwner) {
+				o = o.num("pid", uint64(qp.Owner.PID)).str("comm", qp.Owner.Comm).place(qp.Owner.Place)
+			} else if qp.Owner.KernName != "" {
+				o = o.str("kern-name", qp.Owner.KernName)
+			}
+		}
+		return o
 	default:
 		o = o.num("pid", uint64(r.PID)).str("comm", r.Task).str("location", r.Location).str("function", r.Function)
 	}
@@ -51,6 +74,12 @@ func KernelReportLine(r *rdma.KernelReport) string {
 		return at + fmt.Sprintf("restrack: %s: a %s of %s was never freed", Sanitize(r.Device), r.Res, who)
 	case rdma.KernHungUnregister:
 		return at + fmt.Sprintf("%s blocked for more than %d s in %s: a device's unregistration waits", task, r.BlockedSecs, Sanitize(r.WaitsIn))
+	case rdma.KernQPErrSyndrome:
+		line := at + Sanitize(r.SyndromeSentence())
+		if r.QP != nil {
+			line += "\n  the QP of " + owner(r.QP) + ", created " + r.QP.Time.UTC().Format("2006-01-02 15:04:05.000000")
+		}
+		return line
 	case rdma.KernDriverWarning:
 		return at + fmt.Sprintf("WARNING at %s (%s) by %s: the driver had objects left when the device was freed%s",
 			Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
@@ -58,6 +87,8 @@ func KernelReportLine(r *rdma.KernelReport) string {
 	return at + fmt.Sprintf("WARNING at %s (%s) by %s: a device was freed with resources still tracked; the kernel does not say which%s",
 		Sanitize(r.Location), Sanitize(r.Function), task, truncated(r))
 }
+
+func hex(v uint32) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
 
 func truncated(r *rdma.KernelReport) string {
 	if r.Truncated {

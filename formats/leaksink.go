@@ -25,6 +25,8 @@ type KernelNote struct {
 	WithRecording bool
 	Matched       int
 	SameAs        string
+	// NoQP says why a recording names no QP for a QP error syndrome.
+	NoQP string
 }
 
 // NoLeaks ends the report of a program that left nothing behind.
@@ -57,6 +59,9 @@ func (s *leakNDJSON) Write(r LeakRecord) error {
 		}
 		if k.SameAs != "" {
 			o = append(o, Field{Key: "same-unregistration-as", Kind: Str, Str: k.SameAs})
+		}
+		if k.NoQP != "" {
+			o = o.str("no-qp", k.NoQP)
 		}
 		return s.nd.Write(o)
 	case r.NoLeaks != nil:
@@ -91,6 +96,8 @@ func (s *leakText) Write(r LeakRecord) error {
 		switch {
 		case k.SameAs != "":
 			line += "\n  (the same unregistration as " + Sanitize(k.SameAs) + ")"
+		case k.NoQP != "":
+			line += "\n  (" + Sanitize(k.NoQP) + ")"
 		case k.WithRecording && k.Matched == 0:
 			line += "\n  (the recording says nothing more about it)"
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/kernlog"
@@ -107,8 +108,9 @@ func (p *postMortem) readLog(path string, each func(*rdma.KernelReport)) {
 }
 
 // replayRecording replays a `trace -j` recording against the logs'
-// reports reps, keeping what keep selects; nil when it cannot be read.
-func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, keep func(*rdma.Event) bool) *leaks.PostMortem {
+// reports reps, keeping what keep selects, and passes each event to also
+// (the QP error syndromes' join); nil when it cannot be read.
+func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, keep func(*rdma.Event) bool, also func(*rdma.Event)) *leaks.PostMortem {
 	in, done, err := p.open(path)
 	if err != nil {
 		p.failed++
@@ -123,6 +125,7 @@ func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, kee
 	p.drain(name, func() error {
 		err := r.Next(&ev)
 		if err == nil {
+			also(&ev)
 			pm.Add(&ev)
 		}
 		return err
@@ -144,6 +147,32 @@ func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, kee
 	return pm
 }
 
+// joinSyndromes names the QP of each QP error syndrome of the logs from
+// the recording, and returns why the others have none. A QP whose owner
+// the filters leave out is not named.
+func (p *postMortem) joinSyndromes(syn *why.Syndromes, recording string, f *filter.Events) map[*rdma.KernelReport]string {
+	noQP := syn.Join()
+	if syn.Untold > 0 {
+		p.warn("%s: %d QPs past the first %d of the numbers the log names were not kept: a syndrome's QP may be missing", sourceName(recording), syn.Untold, why.MaxLives)
+	}
+	for _, rep := range syn.Reports() {
+		if rep.QP != nil && !f.Match(rep.QP) {
+			rep.QP = nil
+			noQP[rep] = "its QP's owner is not among those selected"
+		}
+	}
+	return noQP
+}
+
+// leakReport is 1 for a report of a leak or a hang (exit status 3), 0 for
+// a QP error syndrome: a failure, not a leak.
+func leakReport(rep *rdma.KernelReport) int {
+	if rep.Kind == rdma.KernQPErrSyndrome {
+		return 0
+	}
+	return 1
+}
+
 // runLeakLog is `rdmatrace leaks --log FILE... [--recording FILE]`: the
 // kernel's own leak and hang reports, each followed by what a recording of
 // the same boot says about it. "-" reads stdin. A file that cannot be read
@@ -163,7 +192,7 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 	if recording == "" {
 		for _, path := range logs {
 			p.readLog(path, func(rep *rdma.KernelReport) {
-				reports++
+				reports += leakReport(rep)
 				sink.kernel(rep, false, 0, "")
 			})
 		}
@@ -175,16 +204,26 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 			p.readLog(path, func(rep *rdma.KernelReport) {
 				rep.Frames = nil // not shown; a log can hold many reports
 				reps = append(reps, rep)
+				reports += leakReport(rep)
 			})
 		}
-		reports = len(reps)
-		pm := p.replayRecording(recording, reps, f.Match)
+		syn := why.NewSyndromes(reps)
+		pm := p.replayRecording(recording, reps, f.Match, syn.Add)
 		if pm == nil {
 			for _, rep := range reps {
 				sink.kernel(rep, false, 0, "")
 			}
 		} else {
+			noQP := p.joinSyndromes(syn, recording, f)
 			for _, x := range pm.Join() {
+				if x.Report.Kind == rdma.KernQPErrSyndrome {
+					matched := 0
+					if x.Report.QP != nil {
+						matched = 1
+					}
+					sink.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: x.Report, WithRecording: true, Matched: matched, NoQP: noQP[x.Report]}})
+					continue
+				}
 				sink.kernel(x.Report, true, len(x.Findings), x.SameAs)
 				for i := range x.Findings {
 					sink.write(&x.Findings[i])

@@ -21,6 +21,10 @@ func TestLeakLogGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir("../../testdata")
+	// The logs' wall-clock stamps name no zone: the machine's, UTC here.
+	local := time.Local
+	time.Local = time.UTC
+	t.Cleanup(func() { time.Local = local })
 	cases := map[string][]string{
 		"kmod-6.12":    {"--log", "kernlog/debian-6.12-kmod-leak.dmesg"},
 		"hung-6.1":     {"--log", "kernlog/debian-6.1-hung-unregister.dmesg"},
@@ -40,6 +44,16 @@ func TestLeakLogGoldens(t *testing.T) {
 		"truncated-gzip":    {"--log", "decompress/truncated.txt.gz", "--log", "kernlog/named-restrack.dmesg"},
 		"missing-recording": {"--log", "leaklog/6.12/dmesg.txt", "--recording", "leaklog/nonexistent.ndjson"},
 		"not-a-log":         {"--log", "leaklog/not-a-log.bin", "--log", "leaklog/empty.log", "--log", "leaklog/6.12/trace.ndjson"},
+		// mlx5's QP error syndromes, written after the kernel's format
+		// string, joined with a recording written in trace -j's form: in
+		// each log form, by the QP alive at the line's wall-clock time;
+		// dmesg's seconds since boot only where the QP number is unique.
+		"syndrome":           {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt"},
+		"syndrome-dmesg-T":   {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-dmesg":     {"--log", "leaklog/mlx5-syndrome/dmesg.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-journal":   {"--log", "leaklog/mlx5-syndrome/journal.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson"},
+		"syndrome-comm":      {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--recording", "leaklog/mlx5-syndrome/trace.ndjson", "--filter-comm", "rping"},
+		"syndrome-and-leaks": {"--log", "leaklog/mlx5-syndrome/dmesg-T.txt", "--log", "leaklog/6.12/dmesg.txt", "--recording", "leaklog/6.12/trace.ndjson"},
 	}
 	for _, k := range []string{"6.1", "6.12"} {
 		if _, err := os.Stat(filepath.Join("leaklog", k, "trace.ndjson")); err == nil {
@@ -131,5 +145,34 @@ func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
 		if b.String() != c.want {
 			t.Errorf("json %v: %q, want %q", c.json, b.String(), c.want)
 		}
+	}
+}
+
+// why -r --log: mlx5's QP error syndromes (lines written after the
+// kernel's format string) listed among an owner's failures, by the QP
+// the recording has alive at the line's time; the ones without a QP are
+// said on stderr. The recording is written in trace -j's form.
+func TestWhyListsTheLogsQPErrorSyndromes(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	dir := "../../testdata/leaklog/mlx5-syndrome/"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"why-syndrome.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt"}, 0},
+		{"why-syndrome.ndjson", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt", "-j"}, 0},
+		{"why-syndrome-pid.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "dmesg-T.txt", "--log", dir + "dmesg.txt", "--pid", "4200"}, 0},
+		{"why-syndrome-qpn.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", dir + "journal.txt", "--qpn", "137"}, 0},
+		{"why-syndrome-bad.txt", []string{"why", "-r", dir + "trace.ndjson", "--log", "../../testdata/kernlog/mlx5-syndrome.dmesg"}, 1},
+	} {
+		stdout, stderr, code := rdmatrace(t, tc.args...)
+		goldenCLI(t, tc.name, stdout+"--- stderr\n"+stderr+"--- exit status "+strconv.Itoa(code)+"\n")
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, tc.code)
+		}
+	}
+	if _, stderr, code := rdmatrace(t, "why", "--log", dir+"dmesg.txt", "--pid", "1"); code != 2 || !strings.Contains(stderr, "--log needs a recording") {
+		t.Errorf("--log without -r: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -69,7 +69,9 @@ func leaksCommand() *cli.Command {
 			"of kernels up to 6.9 and MLNX_OFED, the bare restrack.c WARNING of newer ones, rxe's pool\n" +
 			"WARNING, hung tasks in a device unregistration), each followed, with --recording, by what a\n" +
 			"saved `rdmatrace trace -j` of the same boot says: the objects the WARNING leaves unnamed\n" +
-			"(matched by the unregistering task's PID), or what the hung task waited for.\n" +
+			"(matched by the unregistering task's PID), or what the hung task waited for. mlx5's QP\n" +
+			"error syndrome lines (\"mlx5_0/1: QP 137 error: ...\") are shown too, with the QP's owner\n" +
+			"from the recording (the QP of that device and number alive then); they are not leaks.\n" +
 			"\n" + filterHelp(leaksFilterKeys...) +
 			"   (leaks takes no filter words: its arguments are CMD's.)\n\n" +
 			"EXAMPLES:\n" +

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/kernlog"
 	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -37,7 +39,8 @@ func whyCommand() *cli.Command {
 			"   rdmatrace why --container 3f2a -r rec.ndjson.gz\n" +
 			"   rdmatrace why --qpn 17 -r rec.ndjson -j       # one QP and the rdma_cm ID that made it, NDJSON\n" +
 			"   rdmatrace why --pid 1234 --duration 60s       # live, for a minute\n" +
-			"   rdmatrace why --pod 5d1c0f3e --no-answer 5s   # live: also steps unanswered for 5 s\n\n" +
+			"   rdmatrace why --pod 5d1c0f3e --no-answer 5s   # live: also steps unanswered for 5 s\n" +
+			"   rdmatrace why --pid 1234 -r rec.ndjson --log dmesg-T.txt   # with mlx5's QP error syndromes from the kernel log\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or a recording could not be read (the line says why)", "",
 			"130  a second Ctrl-C (128 + the signal): exited at once"),
 		ArgsUsage: " ",
@@ -51,6 +54,7 @@ func whyCommand() *cli.Command {
 			&cli.UintFlag{Name: "qpn", Usage: "only the QP with this `N`umber and the rdma_cm ID that created it"},
 			&cli.DurationFlag{Name: "no-answer", Usage: "also list an rdma_cm step unanswered after this long (0: only when its ID is destroyed unanswered or the run ends)"},
 			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording from `FILE` (- for stdin; compressed ones too) instead of tracing"},
+			&cli.StringSliceFlag{Name: "log", Usage: "with -r: also list the QP error syndromes mlx5 logged in this kernel log (`FILE`: dmesg -T or journalctl text place them on the recording's clock; dmesg's time since boot only where the QP number is unique), with the owner of the recording's QP"},
 			maxInputFlag,
 			durationFlag,
 			readyFileFlag("once every available hook is attached"),
@@ -100,8 +104,15 @@ func runWhy(c *cli.Context) error {
 		}
 		return nil
 	}
+	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
+		if len(logs) > 0 {
+			return whyRecordingWithLogs(c, path, logs, an, write, sink.Flush)
+		}
 		return whyRecording(c, path, an, write, sink.Flush)
+	}
+	if len(logs) > 0 {
+		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	}
 	so, err := sessionOptions(c, nil)
 	if err != nil {
@@ -177,6 +188,93 @@ func whyFilter(c *cli.Context) (*filter.Events, error) {
 // its bad lines reported (file, line, what was expected) and the rest
 // still read; then the exit status is 1.
 func whyRecording(c *cli.Context, path string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	return whyReplay(c, path, an, write, flush, nil)
+}
+
+// whyRecordingWithLogs is why -r --log: the logs' QP error syndromes
+// joined with the recording's QPs, listed among the recording's failures
+// in time order (so all are held until the end). A log line not
+// understood is said and counted as a recording's is; a syndrome whose QP
+// the recording does not have is said on stderr.
+func whyRecordingWithLogs(c *cli.Context, path string, logs []string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	var reps []*rdma.KernelReport
+	bad := 0
+	for _, l := range logs {
+		if l == "-" && path == "-" {
+			return exitWith(1, errors.New("stdin (-) can be read once: give it to -r or to one --log"))
+		}
+		n, err := readSyndromes(c, l, func(r *rdma.KernelReport) { reps = append(reps, r) })
+		bad += n
+		if err != nil {
+			return exitWith(1, err)
+		}
+	}
+	syn := why.NewSyndromes(reps)
+	var held []why.Line
+	hold := func(ls []why.Line) error { held = append(held, ls...); return nil }
+	err := whyReplay(c, path, an, hold, flush, syn.Add)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return err
+	}
+	noQP := syn.Join()
+	for _, r := range syn.Reports() {
+		switch {
+		case r.QP == nil:
+			fmt.Fprintf(os.Stderr, "rdmatrace: %s:%d: %s: %s\n", formats.Sanitize(r.Source), r.Line,
+				formats.Sanitize(fmt.Sprintf("%s/%d QP %d", r.Device, r.Port, r.QPN)), formats.Sanitize(noQP[r]))
+		case an.Keeps(r.QP):
+			held = append(held, why.SyndromeLine(r))
+		}
+	}
+	slices.SortStableFunc(held, func(a, b why.Line) int { return a.Time.Compare(b.Time) })
+	if werr := write(held); werr != nil {
+		return werr
+	}
+	if ferr := flush(); ferr != nil {
+		return ferr
+	}
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		return exitWith(1, fmt.Errorf("%d lines of the kernel logs were not understood (named or counted above)", bad))
+	}
+	return nil
+}
+
+// readSyndromes passes each QP error syndrome of a kernel log to each, and
+// says how many lines it could not read (each told on stderr).
+func readSyndromes(c *cli.Context, path string, each func(*rdma.KernelReport)) (bad int, err error) {
+	in, done, err := openInput(path, os.Stdin, maxInput(c))
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	kr := kernlog.NewReader(in, sourceName(path))
+	for {
+		rep, err := kr.Next()
+		if errors.Is(err, io.EOF) {
+			return bad, nil
+		}
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			bad += le.Lines()
+			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
+			continue
+		}
+		if err != nil {
+			return bad, readError(sourceName(path), err)
+		}
+		if rep.Kind == rdma.KernQPErrSyndrome {
+			each(rep)
+		}
+	}
+}
+
+// whyReplay feeds a recording through the analysis, and each event to
+// also when set.
+func whyReplay(c *cli.Context, path string, an *why.Analyzer, write func([]why.Line) error, flush func() error, also func(*rdma.Event)) error {
 	in, done, err := openInput(path, os.Stdin, maxInput(c))
 	if err != nil {
 		return exitWith(1, err)
@@ -203,6 +301,9 @@ func whyRecording(c *cli.Context, path string, an *why.Analyzer, write func([]wh
 			return exitWith(1, readError(sourceName(path), err))
 		}
 		last = ev.Time
+		if also != nil {
+			also(&ev)
+		}
 		if err := write(an.Feed(&ev)); err != nil {
 			return err
 		}

@@ -291,6 +291,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l comm -
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l qpn -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l no-answer -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l read -s r -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l log -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l max-input -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l duration -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l ready-file -r -F

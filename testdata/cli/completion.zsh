@@ -21,7 +21,7 @@ _rdmatrace_value() {
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp) return 0 ;; esac ;;
-    why) case $2 in --read | -r | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
+    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
     return 1
 }
@@ -192,9 +192,9 @@ _rdmatrace() {
         esac
         ;;
     why)
-        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
+        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
         words=""
-        files="--read -r --ready-file --btf"
+        files="--read -r --log --ready-file --btf"
         values="--output -o --pid -p --container --pod --comm --qpn --no-answer --max-input --duration --ring-size --poll"
         formats="text json ndjson"
         ;;

@@ -12,7 +12,10 @@
 //     (sid's 7.2 here) "WARNING: FILE:LINE at FUNC, CPU#N: COMM/PID");
 //   - rxe's WARNING at rxe_pool.c (its own objects left at dealloc);
 //   - hung-task reports whose stack is inside a device unregistration
-//     (ib_uverbs_remove_one waiting for processes to close their files).
+//     (ib_uverbs_remove_one waiting for processes to close their files);
+//   - mlx5's QP error syndrome ("mlx5_0/1: QP 137 error: local protection
+//     error (0x41 0x0 0x0)"), printed since Linux 6.3 when a QP gets a
+//     fatal or access error event on a device that reports syndromes.
 //
 // Everything else in a log is skipped; that is not an error. A report cut
 // short (a new one starts, or the log ends) is returned marked Truncated,
@@ -26,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/lines"
@@ -56,6 +60,13 @@ var (
 	hung        = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
 	bugLeak     = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
 	notFreed    = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
+	// mlx5_ib_qp_err_syndrome(), drivers/infiniband/hw/mlx5/qp.c (Linux
+	// 6.3 on), on a QP's fatal or access error event:
+	// pr_err("%s/%d: QP %d error: %s (0x%x 0x%x 0x%x)\n", device, port,
+	// qp_num, ib_wc_status_msg(syndrome), vendor_error_syndrome,
+	// hw_syndrome_type, hw_error_syndrome); the syndrome is the CQE's, not
+	// a status (rdma.MLX5SyndromeOfMessage).
+	qpSyndrome = regexp.MustCompile(`^([^\s/]+)/(\d+): QP (\d+) error: (.+) \(0x([0-9a-f]+) 0x([0-9a-f]+) 0x([0-9a-f]+)\)\s*$`)
 )
 
 // restrackTypes are the object types as restrack.c's type2str names them.
@@ -75,6 +86,7 @@ var rdmaWaits = []string{"ib_uverbs_remove_one", "cma_process_remove", "cma_remo
 
 // Reader reads reports from a log.
 type Reader struct {
+	loc    *time.Location // of wall-clock stamps that name no zone; nil: time.Local
 	lr     *lines.Reader
 	source string
 	line   int                // of the line being read; at the end, one past the last
@@ -95,6 +107,11 @@ type Reader struct {
 func NewReader(r io.Reader, source string) *Reader {
 	return &Reader{lr: lines.NewReader(r, source), source: source}
 }
+
+// SetLocation sets the zone of wall-clock stamps that name none (dmesg -T,
+// journalctl -o short): the zone of the machine that wrote the log.
+// time.Local unless set.
+func (r *Reader) SetLocation(loc *time.Location) { r.loc = loc }
 
 // Stamped is how many lines so far began as kernel log lines do (a dmesg
 // or dmesg -T time, or journalctl's "HOST kernel:").
@@ -163,22 +180,100 @@ func (r *Reader) readLine() (string, error) {
 	return string(b), err
 }
 
+// stamp is a line's time as its prefix gives it.
+type stamp struct {
+	text    string
+	secs    float64 // since boot
+	hasSecs bool
+	wall    time.Time
+	hasWall bool
+	noYear  bool
+}
+
 // split separates a line's time prefix from its text.
-func split(line string) (stamp string, secs float64, hasSecs bool, body string) {
+func (r *Reader) split(line string) (st stamp, body string) {
 	if m := journal.FindStringSubmatch(line); m != nil {
-		stamp, line = m[1], line[len(m[0]):]
+		st.text, line = m[1], line[len(m[0]):]
+		if s, ok := strings.CutPrefix(m[1], "["); ok { // short-monotonic
+			secs, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "]")), 64)
+			st.secs, st.hasSecs = secs, err == nil
+		} else {
+			st.wall, st.noYear, st.hasWall = r.wallOf(m[1])
+		}
 	}
 	if m := dmesgStamp.FindStringSubmatch(line); m != nil {
 		s, err := strconv.ParseFloat(m[1], 64)
-		if stamp == "" {
-			stamp = "[" + m[1] + "]"
+		if st.text == "" {
+			st.text = "[" + m[1] + "]"
 		}
-		return stamp, s, err == nil, line[len(m[0]):]
+		st.secs, st.hasSecs = s, err == nil
+		return st, line[len(m[0]):]
 	}
 	if m := dateStamp.FindStringSubmatch(line); m != nil {
-		return m[1], 0, false, line[len(m[0]):]
+		st.text = m[1]
+		st.wall, st.noYear, st.hasWall = r.wallOf(m[1])
+		return st, line[len(m[0]):]
 	}
-	return stamp, 0, false, line
+	return st, line
+}
+
+// wallLayouts are the wall-clock stamps of dmesg -T and journalctl's short
+// forms (-o short without a year; short-iso, short-iso-precise, short-full);
+// a fraction of a second after the seconds is read without being named.
+var wallLayouts = []string{"Mon Jan _2 15:04:05 2006", "2006-01-02T15:04:05-0700", "2006-01-02T15:04:05Z07:00",
+	"Mon 2006-01-02 15:04:05 MST"}
+
+// wallOf reads a stamp's wall-clock time: zoneless ones in the reader's
+// zone; journalctl's short-unix is seconds since the epoch.
+func (r *Reader) wallOf(s string) (t time.Time, noYear, ok bool) {
+	loc := r.loc
+	if loc == nil {
+		loc = time.Local
+	}
+	if sec, frac, found := strings.Cut(s, "."); found && !strings.ContainsAny(s, " -:") {
+		secs, err1 := strconv.ParseInt(sec, 10, 64)
+		ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if err1 != nil || err2 != nil {
+			return time.Time{}, false, false
+		}
+		return time.Unix(secs, ns).In(loc), false, true
+	}
+	for _, l := range wallLayouts {
+		if t, err := time.ParseInLocation(l, s, loc); err == nil {
+			return t, false, true
+		}
+	}
+	if t, err := time.ParseInLocation("Jan _2 15:04:05", s, loc); err == nil {
+		return t, true, true
+	}
+	return time.Time{}, false, false
+}
+
+// syndrome queues a QP error syndrome line (qpSyndrome's match m). A
+// number too large for its field (the kernel prints 24-bit QP numbers and
+// 32-bit syndromes) is an error naming the line.
+func (r *Reader) syndrome(m []string, st stamp) {
+	var v [5]uint64
+	for i, f := range []struct {
+		s    string
+		base int
+	}{{m[2], 10}, {m[3], 10}, {m[5], 16}, {m[6], 16}, {m[7], 16}} {
+		n, err := strconv.ParseUint(f.s, f.base, 32)
+		if err != nil {
+			r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
+				Expected: "an mlx5 QP error syndrome with 32-bit numbers (DEV/PORT: QP N error: STATUS (0xV 0xT 0xE))", Found: lineerr.Quote([]byte(f.s))})
+			return
+		}
+		v[i] = n
+	}
+	rep := r.report(rdma.KernQPErrSyndrome, st)
+	rep.Device, rep.Port, rep.QPN, rep.StatusMsg = m[1], uint32(v[0]), uint32(v[1]), m[4]
+	rep.VendorSyndrome, rep.HWSyndromeType, rep.HWSyndrome = uint32(v[2]), uint32(v[3]), uint32(v[4])
+	rep.Syndrome, rep.HasSyndrome = rdma.MLX5SyndromeOfMessage(m[4])
+	if rep.HasSyndrome {
+		rep.WCStatus, rep.HasWCStatus = rdma.MLX5SyndromeStatus(rep.Syndrome)
+	}
+	r.queue = append(r.queue, rep)
 }
 
 // cut ends the report being read before its end: truncated.
@@ -225,15 +320,21 @@ func waitsIn(fs []rdma.Frame) string {
 	return ""
 }
 
-func (r *Reader) start(kind rdma.KernelReportKind, stamp string, secs float64, hasSecs bool) *rdma.KernelReport {
+func (r *Reader) start(kind rdma.KernelReportKind, st stamp) *rdma.KernelReport {
 	r.cut("a new report")
-	r.cur = &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line, Stamp: stamp, Seconds: secs, HasSeconds: hasSecs}
+	r.cur = r.report(kind, st)
 	return r.cur
 }
 
+// report is a new report of the line being read.
+func (r *Reader) report(kind rdma.KernelReportKind, st stamp) *rdma.KernelReport {
+	return &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line, Stamp: st.text, Seconds: st.secs, HasSeconds: st.hasSecs,
+		Wall: st.wall, HasWall: st.hasWall, WallNoYear: st.noYear}
+}
+
 func (r *Reader) feed(line string) {
-	stamp, secs, hasSecs, body := split(line)
-	if stamp != "" {
+	st, body := r.split(line)
+	if st.text != "" {
 		r.stamped++
 	}
 	trimmed := strings.TrimSpace(body)
@@ -259,8 +360,9 @@ func (r *Reader) feed(line string) {
 			if m[1] == "Kernel" {
 				owner = rdma.Owner{KernName: m[3]}
 			}
-			r.queue = append(r.queue, &rdma.KernelReport{Kind: rdma.KernRestrackNamed, Source: r.source, Line: r.line, Stamp: stamp,
-				Seconds: secs, HasSeconds: hasSecs, Device: r.device, Res: res, Owner: owner})
+			rep := r.report(rdma.KernRestrackNamed, st)
+			rep.Device, rep.Res, rep.Owner = r.device, res, owner
+			r.queue = append(r.queue, rep)
 		}
 		return
 	}
@@ -268,10 +370,16 @@ func (r *Reader) feed(line string) {
 		r.device = m[1]
 		return
 	}
+	if strings.Contains(trimmed, ": QP ") {
+		if m := qpSyndrome.FindStringSubmatch(trimmed); m != nil {
+			r.syndrome(m, st)
+			return
+		}
+	}
 
 	switch {
 	case strings.HasPrefix(trimmed, "------------[ cut here ]------------"):
-		r.start(0, stamp, secs, hasSecs) // its kind comes with the WARNING line
+		r.start(0, st) // its kind comes with the WARNING line
 		return
 	case strings.HasPrefix(trimmed, "WARNING: "):
 		var pid, loc, fn, task string
@@ -282,7 +390,7 @@ func (r *Reader) feed(line string) {
 		}
 		rep := r.cur
 		if rep == nil || rep.Kind != 0 {
-			rep = r.start(0, stamp, secs, hasSecs) // a WARNING without its cut-here line
+			rep = r.start(0, st) // a WARNING without its cut-here line
 		}
 		switch {
 		case strings.Contains(loc, "infiniband/core/restrack.c"):
@@ -298,7 +406,7 @@ func (r *Reader) feed(line string) {
 		return
 	case strings.HasPrefix(trimmed, "INFO: task "):
 		if m := hung.FindStringSubmatch(trimmed); m != nil {
-			rep := r.start(rdma.KernHungUnregister, stamp, secs, hasSecs)
+			rep := r.start(rdma.KernHungUnregister, st)
 			rep.Task = m[1]
 			rep.PID, _ = strconv.Atoi(m[2])
 			rep.BlockedSecs, _ = strconv.Atoi(m[3])

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
@@ -34,7 +35,23 @@ func render(r *Reader) string {
 		if rep.HasSeconds {
 			fmt.Fprintf(&b, " seconds=%.6f", rep.Seconds)
 		}
+		if rep.HasWall {
+			fmt.Fprintf(&b, " wall=%s", rep.Wall.Format(time.RFC3339Nano))
+			if rep.WallNoYear {
+				b.WriteString(" (no year)")
+			}
+		}
 		switch rep.Kind {
+		case rdma.KernQPErrSyndrome:
+			fmt.Fprintf(&b, " device=%q port=%d qpn=%d status=%q", rep.Device, rep.Port, rep.QPN, rep.StatusMsg)
+			if rep.HasSyndrome {
+				fmt.Fprintf(&b, " cqe-syndrome=0x%x", rep.Syndrome)
+			}
+			if rep.HasWCStatus {
+				fmt.Fprintf(&b, " wc=%s", rep.WCStatus)
+			}
+			fmt.Fprintf(&b, " vendor=0x%x hw-type=0x%x hw=0x%x\n", rep.VendorSyndrome, rep.HWSyndromeType, rep.HWSyndrome)
+			continue
 		case rdma.KernRestrackNamed:
 			owner := rep.Owner.Comm
 			if rep.Owner.Kernel() {
@@ -69,7 +86,9 @@ func render(r *Reader) string {
 // e2e TestLeaksNamesWhatAKernelModuleLeft, and on sid's 7.2 with the
 // newer WARNING line; a hung `rdma link delete` on
 // 6.1, saved from a guest run); journal.txt and dmesg-T.txt are the 6.12 one
-// in those forms; named-restrack.dmesg is written after the kernel's
+// in those forms; the mlx5-syndrome ones are written after mlx5_ib's format
+// string (drivers/infiniband/hw/mlx5/qp.c, 6.3 on) in each log form, as
+// only mlx5 hardware prints it; named-restrack.dmesg is written after the kernel's
 // format strings (restrack.c before 6.10, syzbot's caller ids), as no
 // kernel here prints it.
 func TestGoldens(t *testing.T) {
@@ -84,7 +103,9 @@ func TestGoldens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := render(NewReader(bytes.NewReader(data), filepath.Base(in)))
+		r := NewReader(bytes.NewReader(data), filepath.Base(in))
+		r.SetLocation(time.UTC) // the zone of the logs' machines
+		got := render(r)
 		golden.Check(t, in+".golden", []byte(got))
 	}
 	if n < 7 {
