@@ -35,6 +35,8 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		}
 	}
 	anyValue["p"] = false
+	// -d there is iproute2's -d (details), not gid's -d DEV.
+	anyValue["d"] = false
 	var cmd *cli.Command
 	ci, word := -1, -1
 	for i := 1; i < len(args); i++ {
