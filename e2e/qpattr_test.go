@@ -119,24 +119,8 @@ func TestQPSettingsAreFlaggedAtTheModify(t *testing.T) {
 		if e.Kind != rdma.EvQPAttr || e.DevName != device {
 			continue
 		}
-		a, n := settings[e.LQPN], e.QPAttr
-		if n.Sets(rdma.QPMaskMinRNRTimer) {
-			a.MinRNRTimer = n.MinRNRTimer
-		}
-		if n.Sets(rdma.QPMaskRNRRetry) {
-			a.RNRRetry = n.RNRRetry
-		}
-		if n.Sets(rdma.QPMaskTimeout) {
-			a.Timeout = n.Timeout
-		}
-		if n.Sets(rdma.QPMaskPathMTU) {
-			a.PathMTU = n.PathMTU
-		}
-		a.Mask |= n.Mask
-		if n.HasGID {
-			a.HasGID, a.SGID, a.SGIDIndex, a.GIDType, a.HasNdev, a.Ndev, a.NdevMTU = true, n.SGID, n.SGIDIndex, n.GIDType, n.HasNdev, n.Ndev, n.NdevMTU
-			a.HasVLAN, a.VLAN = n.HasVLAN, n.VLAN
-		}
+		a := settings[e.LQPN]
+		a.Merge(&e.QPAttr)
 		settings[e.LQPN] = a
 		var j struct {
 			Risks []string `json:"risks"`

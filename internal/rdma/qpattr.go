@@ -261,3 +261,31 @@ func (a *QPAttr) Words() []string {
 	}
 	return w
 }
+
+// Merge takes what a later modify set (n) over a QP's settings so far: the
+// values its mask carries, and the GID and destination it names.
+func (a *QPAttr) Merge(n *QPAttr) {
+	if n.Sets(QPMaskTimeout) {
+		a.Timeout = n.Timeout
+	}
+	if n.Sets(QPMaskRetryCnt) {
+		a.RetryCnt = n.RetryCnt
+	}
+	if n.Sets(QPMaskRNRRetry) {
+		a.RNRRetry = n.RNRRetry
+	}
+	if n.Sets(QPMaskMinRNRTimer) {
+		a.MinRNRTimer = n.MinRNRTimer
+	}
+	if n.Sets(QPMaskPathMTU) {
+		a.PathMTU = n.PathMTU
+	}
+	a.Mask |= n.Mask
+	if n.HasGID { // the GID the QP sends from, with its netdev, as of this modify
+		a.HasGID, a.SGID, a.SGIDIndex, a.GIDType = true, n.SGID, n.SGIDIndex, n.GIDType
+		a.HasNdev, a.Ndev, a.NdevMTU, a.NetNS, a.HasVLAN, a.VLAN = n.HasNdev, n.Ndev, n.NdevMTU, n.NetNS, n.HasVLAN, n.VLAN
+	}
+	if n.HasGRH {
+		a.HasGRH, a.DGID = true, n.DGID
+	}
+}

@@ -60,30 +60,8 @@ func (s QPSettings) Add(ev *rdma.Event) {
 	case rdma.EvCreate:
 		delete(s, k)
 	case rdma.EvQPAttr:
-		a, n := s[k], &ev.QPAttr
-		if n.Sets(rdma.QPMaskTimeout) {
-			a.Timeout = n.Timeout
-		}
-		if n.Sets(rdma.QPMaskRetryCnt) {
-			a.RetryCnt = n.RetryCnt
-		}
-		if n.Sets(rdma.QPMaskRNRRetry) {
-			a.RNRRetry = n.RNRRetry
-		}
-		if n.Sets(rdma.QPMaskMinRNRTimer) {
-			a.MinRNRTimer = n.MinRNRTimer
-		}
-		if n.Sets(rdma.QPMaskPathMTU) {
-			a.PathMTU = n.PathMTU
-		}
-		a.Mask |= n.Mask
-		if n.HasGID { // the GID the QP sends from, with its netdev, as of this modify
-			a.HasGID, a.SGID, a.SGIDIndex, a.GIDType = true, n.SGID, n.SGIDIndex, n.GIDType
-			a.HasNdev, a.Ndev, a.NdevMTU, a.NetNS, a.HasVLAN, a.VLAN = n.HasNdev, n.Ndev, n.NdevMTU, n.NetNS, n.HasVLAN, n.VLAN
-		}
-		if n.HasGRH {
-			a.HasGRH, a.DGID = true, n.DGID
-		}
+		a := s[k]
+		a.Merge(&ev.QPAttr)
 		s[k] = a
 	}
 }
