@@ -150,6 +150,8 @@ type Decoder struct {
 	strs map[string]string
 	// Clock converts the kernel's monotonic timestamps to wall time.
 	Clock Clock
+	// Self is the tracer's own pid (0: not known); see header.
+	Self uint32
 }
 
 // NewDecoder returns a decoder using clock for wall times.
@@ -279,6 +281,14 @@ func (d *Decoder) header(h *bpf.RdmatraceEventHdr, flags bpf.RdmatraceEventFlag,
 	}
 	if flags&cfClosing != 0 {
 		ev.Flags |= rdma.EvFileClose
+		// A release in the tracer's own thread is an exiting owner's:
+		// reading its /proc/PID/maps (--stacks) took a reference to its
+		// memory, whose mappings of the uverbs file were the file's last
+		// references, and the read's end dropped them. The owner exited;
+		// the tracer only happened to let go last.
+		if d.Self != 0 && h.ActorPid == d.Self && h.OwnerPid != d.Self {
+			ev.Flags |= rdma.EvActorExiting
+		}
 	}
 	if flags&cfHasOwner != 0 {
 		ev.Flags |= rdma.EvHasOwner
