@@ -127,32 +127,48 @@ func newKindFailure(e *Event) (Failure, bool) {
 	return Failure{}, false
 }
 
-// ibEventPathMigErr is IB_EVENT_PATH_MIG_ERR.
-const ibEventPathMigErr IBEvent = 7
+// The IB events and completion statuses the words below name (enum
+// ib_event_type, enum ib_wc_status).
+const (
+	ibEventCQErr       IBEvent = 0
+	ibEventQPFatal     IBEvent = 1
+	ibEventQPReqErr    IBEvent = 2
+	ibEventQPAccessErr IBEvent = 3
+	ibEventPathMigErr  IBEvent = 7
+	ibEventSRQErr      IBEvent = 14
+	ibEventWQFatal     IBEvent = 19
+
+	wcLocLenErr      WCStatus = 1
+	wcLocProtErr     WCStatus = 4
+	wcRemInvReqErr   WCStatus = 9
+	wcRemAccessErr   WCStatus = 10
+	wcRetryExcErr    WCStatus = 12
+	wcRNRRetryExcErr WCStatus = 13
+)
 
 // asyncMeanings are the async events that report a failure, and what
 // each means to the owner of the object (the IB spec's affiliated and
 // unaffiliated errors; include/rdma/ib_verbs.h).
 var asyncMeanings = map[IBEvent]string{
-	0:                  "the CQ overran (more completions than entries) or failed; its QPs go to ERR",
-	1:                  "the QP hit an error no completion can report and is in ERR",
-	2:                  "the responder found an invalid request (a transport error); the QP is in ERR",
-	3:                  "an RDMA access broke an MR's rights or bounds at the responder; the QP is in ERR",
+	ibEventCQErr:       "the CQ overran (more completions than entries) or failed; its QPs go to ERR",
+	ibEventQPFatal:     "the QP hit an error no completion can report and is in ERR",
+	ibEventQPReqErr:    "the responder found an invalid request (a transport error); the QP is in ERR",
+	ibEventQPAccessErr: "an RDMA access broke an MR's rights or bounds at the responder; the QP is in ERR",
 	ibEventPathMigErr:  "the move to the alternate path failed",
 	IBEventDeviceFatal: "the device failed (firmware, PCI): every object on it is lost",
 	IBEventPortErr:     "the port went down (link, cable or net device); its connections stop until it is back",
-	14:                 "the SRQ failed; the QPs using it go to ERR",
-	19:                 "the WQ failed",
+	ibEventSRQErr:      "the SRQ failed; the QPs using it go to ERR",
+	ibEventWQFatal:     "the WQ failed",
 }
 
 // wcMeanings say what the commonest error completions mean in practice.
 var wcMeanings = map[WCStatus]string{
-	1:  "a message longer than the receive buffer posted for it",
-	4:  "a local buffer outside its MR, or a wrong lkey",
-	9:  "the peer found the request invalid (opcode, length)",
-	10: "the peer refused an RDMA access (rkey, rights or bounds)",
-	12: "the peer stopped answering: transport retries exhausted (peer dead or unreachable, or its QP gone)",
-	13: "the peer posted no receive in time: RNR retries exhausted",
+	wcLocLenErr:      "a message longer than the receive buffer posted for it",
+	wcLocProtErr:     "a local buffer outside its MR, or a wrong lkey",
+	wcRemInvReqErr:   "the peer found the request invalid (opcode, length)",
+	wcRemAccessErr:   "the peer refused an RDMA access (rkey, rights or bounds)",
+	wcRetryExcErr:    "the peer stopped answering: transport retries exhausted (peer dead or unreachable, or its QP gone)",
+	wcRNRRetryExcErr: "the peer posted no receive in time: RNR retries exhausted",
 }
 
 // peerOf names the QP's peer where the driver knew it.
