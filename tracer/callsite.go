@@ -472,13 +472,17 @@ func (c *CallSites) Annotate(e *rdma.Event) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.lookup(e.Actor.TID, e.Mono)
-	if st == nil && !c.done && (c.busy || c.reader.AvailableBytes() > 0) {
+	// A call whose return the reader has not applied yet may be over: the
+	// create can be a later call's (the return and the next entry are
+	// still in the ring). Only a closed call, or an empty ring, settles it.
+	st, open := c.lookup(e.Actor.TID, e.Mono)
+	pending := func() bool { return !c.done && (c.busy || c.reader.AvailableBytes() > 0) }
+	if (st == nil || open) && pending() {
 		deadline := time.Now().Add(joinWait)
 		stop := time.AfterFunc(joinWait, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
-		for st == nil && !c.done && (c.busy || c.reader.AvailableBytes() > 0) && time.Now().Before(deadline) {
+		for (st == nil || open) && pending() && time.Now().Before(deadline) {
 			c.cond.Wait()
-			st = c.lookup(e.Actor.TID, e.Mono)
+			st, open = c.lookup(e.Actor.TID, e.Mono)
 		}
 		stop.Stop()
 	}
@@ -503,18 +507,18 @@ func (c *CallSites) Annotate(e *rdma.Event) {
 }
 
 // lookup is the stack of the outermost call of tid that was under way at
-// mono. c.mu is held.
-func (c *CallSites) lookup(tid uint32, mono uint64) *rdma.CallStack {
+// mono, and whether that call's return is still to come. c.mu is held.
+func (c *CallSites) lookup(tid uint32, mono uint64) (st *rdma.CallStack, open bool) {
 	t := c.threads[tid]
 	if t == nil {
-		return nil
+		return nil, false
 	}
 	for _, cl := range t.calls {
 		if cl.entry <= mono && (cl.exit == 0 || mono <= cl.exit) {
-			return cl.stack
+			return cl.stack, cl.exit == 0
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // procMaps are a process's executable mappings, as last read.
