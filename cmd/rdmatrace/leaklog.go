@@ -148,18 +148,12 @@ func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, kee
 }
 
 // joinSyndromes names the QP of each QP error syndrome of the logs from
-// the recording, and returns why the others have none. A QP whose owner
-// the filters leave out is not named.
+// the recording (a QP whose owner the filters leave out is not named), and
+// returns why the others have none.
 func (p *postMortem) joinSyndromes(syn *why.Syndromes, recording string, f *filter.Events) map[*rdma.KernelReport]string {
-	noQP := syn.Join()
+	noQP := syn.JoinKept(f.Match)
 	if syn.Untold > 0 {
 		p.warn("%s: %d QPs past the first %d of the numbers the log names were not kept: a syndrome's QP may be missing", sourceName(recording), syn.Untold, why.MaxLives)
-	}
-	for _, rep := range syn.Reports() {
-		if rep.QP != nil && !f.Match(rep.QP) {
-			rep.QP = nil
-			noQP[rep] = "its QP's owner is not among those selected"
-		}
 	}
 	return noQP
 }
