@@ -11,7 +11,6 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
@@ -123,9 +122,8 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 	return o, nil
 }
 
-// whyLive is why without -r: the tracer's events, from several CPUs, put
-// back in time order before the analysis follows an ID from step to step;
-// the steps unanswered past --no-answer listed as they become so.
+// whyLive is why without -r: the tracer's events through why.Live, the
+// steps unanswered past --no-answer listed as they become so.
 func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
 	so, err := sessionOptions(c, nil)
 	if err != nil {
@@ -144,35 +142,19 @@ func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flu
 	if err := snapshotEvents(clock, func(e *rdma.Event) { an.Feed(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-	reorder := restable.NewReorder(reorderWindow)
-	var werr error
-	feed := func(e *rdma.Event) {
-		if werr == nil {
-			werr = write(an.Feed(e))
-		}
-	}
-	tick := func() {
-		now := tracer.Mono()
-		if now > reorderWindow {
-			reorder.FlushUntil(now-reorderWindow, feed)
-		}
-		if werr == nil {
-			werr = write(an.Overdue(clock.Wall(now)))
-		}
-		_ = flush()
-	}
+	live := why.NewLive(an, reorderWindow, write)
 	return s.Run(tracer.Loop{
 		Consumer: tracer.Consumer{
-			Event: func(e *rdma.Event) error { reorder.Push(e, feed); return werr },
-			Tick:  tick,
+			Event: live.Push,
+			Tick: func() {
+				now := tracer.Mono()
+				_ = live.Tick(now, clock.Wall(now)) // its error ends the run at the next event
+				_ = flush()
+			},
 			Every: tickInterval,
 		},
 		End: func() error {
-			reorder.Flush(feed)
-			if werr != nil {
-				return werr
-			}
-			if err := write(an.End(time.Now().UTC())); err != nil {
+			if err := live.End(time.Now().UTC()); err != nil {
 				return err
 			}
 			return flush()
