@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -366,4 +369,97 @@ func writeReadyFile(path, text string) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--ready-file: %s", termsafe.Sanitize(err.Error()))}
 	}
 	return nil
+}
+
+// StartSession is NewSession for a caller that retries the start (the
+// exporter): what the session says while it starts is kept, and when it
+// cannot start, its error carries those lines, escaped and joined by "; ",
+// for the caller to say once per reason rather than at every try. Once
+// started, the kept lines go to o.Stderr (os.Stderr when nil), and every
+// later line of the session's with them.
+func StartSession(o SessionOptions) (*Session, error) {
+	out := &startWriter{}
+	to := o.Stderr
+	if to == nil {
+		to = os.Stderr
+	}
+	o.Stderr = out
+	s, err := NewSession(o)
+	if err != nil {
+		msgs := out.lines()
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			msgs = append(msgs, err.Error())
+		}
+		return nil, errors.New(termsafe.Sanitize(strings.Join(msgs, "; ")))
+	}
+	out.started(to) // what it could not attach, and from now on its own lines
+	return s, nil
+}
+
+// HooksFailed counts the hooks that could not attach, not those skipped
+// because their module is absent.
+func (s *Session) HooksFailed() int {
+	if s.t == nil {
+		return 0
+	}
+	failed := 0
+	for _, r := range s.t.Reports {
+		if r.Variant == "" && !r.Skipped {
+			failed++
+		}
+	}
+	return failed
+}
+
+// PreflightText is what a session's start depends on, cheaply: the
+// preflight's problems (privileges, BTF, the RDMA modules), a line each.
+// A caller that retries compares it: a change is worth a new start.
+// given is the BTF of --btf, if any.
+func PreflightText(given *KernelBTF) string {
+	var b strings.Builder
+	for _, p := range Preflight(given) {
+		b.WriteString(p.Msg)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// startWriter keeps a session's lines while it starts; once it has
+// started, it passes them on.
+type startWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	to  io.Writer
+}
+
+func (w *startWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.to != nil {
+		return w.to.Write(p)
+	}
+	return w.buf.Write(p)
+}
+
+// lines are the kept lines without their "rdmatrace: ".
+func (w *startWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ls []string
+	for l := range strings.Lines(w.buf.String()) {
+		if l = strings.TrimSpace(strings.TrimPrefix(l, "rdmatrace: ")); l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// started writes the kept lines to to, and every line after them.
+func (w *startWriter) started(to io.Writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = to.Write(w.buf.Bytes())
+	w.buf.Reset()
+	w.to = to
 }

@@ -66,3 +66,37 @@ func TestReadyFileHasOneFormat(t *testing.T) {
 }
 
 func strconvPID() string { return strconv.Itoa(os.Getpid()) }
+
+// A session's lines while it starts are kept: a failure's error carries
+// them without their prefix; once started they are written, and the lines
+// after them pass straight on.
+func TestStartWriterKeepsTheLinesUntilStarted(t *testing.T) {
+	w := &startWriter{}
+	w.Write([]byte("rdmatrace: no BTF for rdma_cm\n"))
+	w.Write([]byte("rdmatrace: 40 of 44 hooks attached\n\n"))
+	if got := strings.Join(w.lines(), "; "); got != "no BTF for rdma_cm; 40 of 44 hooks attached" {
+		t.Errorf("kept lines %q", got)
+	}
+	var out strings.Builder
+	w.started(&out)
+	w.Write([]byte("rdmatrace: 3 events lost\n"))
+	want := "rdmatrace: no BTF for rdma_cm\nrdmatrace: 40 of 44 hooks attached\n\nrdmatrace: 3 events lost\n"
+	if out.String() != want {
+		t.Errorf("written %q, want %q", out.String(), want)
+	}
+	if len(w.lines()) != 0 {
+		t.Errorf("lines still kept after the start: %q", w.lines())
+	}
+}
+
+// A hook that could not attach counts as failed; one skipped (its module
+// absent) and one attached do not.
+func TestHooksFailedCountsOnlyHooksThatCouldNotAttach(t *testing.T) {
+	s := &Session{t: &Tracer{Reports: []Report{{Hook: "a", Variant: "fexit"}, {Hook: "b", Skipped: true}, {Hook: "c"}, {Hook: "d"}}}}
+	if n := s.HooksFailed(); n != 2 {
+		t.Errorf("HooksFailed = %d, want 2", n)
+	}
+	if n := (&Session{}).HooksFailed(); n != 0 {
+		t.Errorf("HooksFailed without a tracer = %d, want 0", n)
+	}
+}

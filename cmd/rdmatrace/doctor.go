@@ -124,7 +124,7 @@ func runDoctor(c *cli.Context) error {
 			defer func() { <-done }()
 		}
 	}
-	t, err := doctor.ReadTarget("/proc", pid)
+	t, err := doctor.ReadTarget("", pid)
 	if err != nil {
 		return exitWith(1, err)
 	}

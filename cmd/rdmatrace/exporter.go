@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -95,21 +91,8 @@ func runExporter(c *cli.Context) error {
 		return err
 	}
 	logs := ratelog.New(os.Stderr, 10*time.Second)
-	x := exporter.New(netlinkSnapshot, c.Int("top"))
-	x.LogTo(logs)
-	trace := !c.Bool("no-trace")
-	var parts []string
-	if trace {
-		parts = append(parts, exporter.PartTracer)
-	}
-	health := exporter.NewHealth(versionString(), buildver.Revision(), parts...)
-	x.SetHealth(health)
-	reg := prometheus.NewRegistry()
-	if err := x.Register(reg); err != nil {
-		return err
-	}
-	tm := exporter.NewTracerMetrics()
-	if err := reg.Register(tm); err != nil {
+	m, err := newExporterMetrics(c, logs)
+	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
@@ -124,94 +107,137 @@ func runExporter(c *cli.Context) error {
 	// The exporter writes the ready file itself: it is ready once it
 	// serves and has tried the tracer once, whether the tracer started.
 	o.ReadyFile = ""
-	feed, closeOTLP, err := exporterFeed(c, x)
+	feed, closeOTLP, err := exporterFeed(c, m.x)
 	if err != nil {
 		return err
 	}
 	defer closeOTLP() // after the tracer's last events
-	var ready atomic.Bool
-	srv := exporter.NewServer(reg, exporter.ServeOptions{
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ready := &exporterReady{path: c.String("ready-file"), addr: ln.Addr().String(), cancel: cancel}
+	srv := exporterServer(c, m.reg, logs, ready.check)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln); cancel() }()
+	sayServing(ln.Addr(), c.String("web.config.file"))
+	if m.trace {
+		tracerRetry(o, m, feed, ready.mark).Run(ctx)
+	} else {
+		ready.mark()
+		<-ctx.Done()
+	}
+	select {
+	case serr := <-served: // the server ended by itself
+		return errors.Join(ready.err, serr)
+	default:
+	}
+	shut, cancelShut := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelShut()
+	return errors.Join(ready.err, srv.Shutdown(shut))
+}
+
+// exporterServer is the HTTP server of /metrics, /healthz and /readyz
+// (ready answers the latter), within --web.*'s limits.
+func exporterServer(c *cli.Context, reg *prometheus.Registry, logs *ratelog.Logger, ready func() error) *exporter.Server {
+	return exporter.NewServer(reg, exporter.ServeOptions{
 		MaxConnections: c.Int("web.max-connections"),
 		MaxRequests:    c.Int("web.max-requests"),
 		Timeout:        c.Duration("web.timeout"),
 		WebConfigFile:  c.String("web.config.file"),
 		Log:            logs,
-		Ready: func() error {
-			if !ready.Load() {
-				return errors.New("the tracer's first start is under way")
-			}
-			return nil
-		},
+		Ready:          ready,
 	})
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln); cancel() }()
-	if p := c.String("web.config.file"); p != "" {
-		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", ln.Addr(), formats.Sanitize(p))
+}
+
+// sayServing says on stderr where the metrics are served, and how when
+// webConfig (--web.config.file) sets TLS or basic auth.
+func sayServing(addr net.Addr, webConfig string) {
+	if webConfig != "" {
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on %s/metrics as %s says (TLS, basic auth)\n", addr, formats.Sanitize(webConfig))
 	} else {
-		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", ln.Addr())
+		fmt.Fprintf(os.Stderr, "rdmatrace: serving metrics on http://%s/metrics\n", addr)
 	}
-	var readyErr error
-	markReady := func() {
-		ready.Store(true)
-		if p := c.String("ready-file"); p != "" { // its first line is the address served on: scripts read it whole
-			if err := safefile.WriteFile(p, []byte(ln.Addr().String()+"\n"), safefile.Invoker(os.Getenv)); err != nil {
-				readyErr = exitWith(1, fmt.Errorf("--ready-file: %s", formats.Sanitize(err.Error())))
-				cancel()
-			}
-		}
+}
+
+// exporterMetrics are what the exporter serves: netlink's view at each
+// scrape (x), the tracer's counts (tm) and the parts' health, in one
+// registry.
+type exporterMetrics struct {
+	x      *exporter.Exporter
+	tm     *exporter.TracerMetrics
+	health *exporter.Health
+	reg    *prometheus.Registry
+	trace  bool // not --no-trace
+}
+
+func newExporterMetrics(c *cli.Context, logs *ratelog.Logger) (*exporterMetrics, error) {
+	m := &exporterMetrics{x: exporter.New(netlinkSnapshot, c.Int("top")), tm: exporter.NewTracerMetrics(),
+		reg: prometheus.NewRegistry(), trace: !c.Bool("no-trace")}
+	m.x.LogTo(logs)
+	var parts []string
+	if m.trace {
+		parts = append(parts, exporter.PartTracer)
 	}
-	if trace {
-		r := &exporter.Retry{
-			Part:      exporter.PartTracer,
-			Health:    health,
-			Start:     func() (func() error, func(), error) { return startTracer(o, x, tm, feed) },
-			Probe:     func() string { return tracerProbe(o.Tracer.BTF) },
-			Log:       func(msg string) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(msg)) },
-			Attempted: markReady,
-		}
-		r.Run(ctx)
-	} else {
-		markReady()
-		<-ctx.Done()
+	m.health = exporter.NewHealth(versionString(), buildver.Revision(), parts...)
+	m.x.SetHealth(m.health)
+	if err := m.x.Register(m.reg); err != nil {
+		return nil, err
 	}
-	select {
-	case serr := <-served: // the server ended by itself
-		return errors.Join(readyErr, serr)
-	default:
+	return m, m.reg.Register(m.tm)
+}
+
+// exporterReady is /readyz's answer and --ready-file: ready once the
+// tracer was tried (or is not to be); the file's first line is the
+// address served on, which scripts read whole.
+type exporterReady struct {
+	ready  atomic.Bool
+	path   string
+	addr   string
+	cancel func() // ends the run when the file cannot be written
+	err    error
+}
+
+func (r *exporterReady) check() error {
+	if !r.ready.Load() {
+		return errors.New("the tracer's first start is under way")
 	}
-	shut, cancelShut := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancelShut()
-	return errors.Join(readyErr, srv.Shutdown(shut))
+	return nil
+}
+
+func (r *exporterReady) mark() {
+	r.ready.Store(true)
+	if r.path == "" {
+		return
+	}
+	if err := safefile.WriteFile(r.path, []byte(r.addr+"\n"), safefile.Invoker(os.Getenv)); err != nil {
+		r.err = exitWith(1, fmt.Errorf("--ready-file: %s", formats.Sanitize(err.Error())))
+		r.cancel()
+	}
+}
+
+// tracerRetry keeps the tracer running for the exporter: retried when it
+// cannot start, restarted when the preflight's findings change, each
+// change said once.
+func tracerRetry(o tracer.SessionOptions, m *exporterMetrics, feed func(*rdma.Event) error, attempted func()) *exporter.Retry {
+	return &exporter.Retry{
+		Part:      exporter.PartTracer,
+		Health:    m.health,
+		Start:     func() (func() error, func(), error) { return startTracer(o, m.x, m.tm, feed) },
+		Probe:     func() string { return tracer.PreflightText(o.Tracer.BTF) },
+		Log:       func(msg string) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(msg)) },
+		Attempted: attempted,
+	}
 }
 
 // startTracer loads and attaches the tracer for the exporter; its
 // metrics are served from then until run returns. When it cannot start,
 // the error says why in the preflight's and the loader's words.
 func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.TracerMetrics, feed func(*rdma.Event) error) (run func() error, stop func(), err error) {
-	// What the session says while it starts is kept: a failure is said
-	// once per reason by the caller, not at every try.
-	out := &startWriter{}
-	o.Stderr = out
-	s, err := tracer.NewSession(o)
+	s, err := tracer.StartSession(o)
 	if err != nil {
-		msgs := out.lines()
-		var ee *tracer.ExitError
-		if !errors.As(err, &ee) || ee.Err != nil {
-			msgs = append(msgs, err.Error())
-		}
-		return nil, nil, errors.New(formats.Sanitize(strings.Join(msgs, "; ")))
+		return nil, nil, err
 	}
-	out.started(os.Stderr) // what it could not attach, and from now on its own lines
 	t := s.Tracer()
-	failed := 0
-	for _, r := range t.Reports {
-		if r.Variant == "" && !r.Skipped { // not a hook whose module is absent
-			failed++
-		}
-	}
-	tm.Attach(t.Attached(), failed, exporter.TracerCounts{
+	tm.Attach(t.Attached(), s.HooksFailed(), exporter.TracerCounts{
 		Drops:            func() uint64 { d, _ := t.Drops(); return d },
 		PortBusyHeldBack: func() uint64 { n, _ := t.BusySuppressed(); return n },
 		PortBusyDropped:  func() uint64 { n, _ := t.BusyDrops(); return n },
@@ -226,58 +252,6 @@ func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.Tra
 		tm.Detach() // before the close: no scrape reads a closed tracer
 		return errors.Join(err, s.Close())
 	}, s.Stop, nil
-}
-
-// tracerProbe is what the tracer's start depends on, cheaply: the
-// preflight's problems (privileges, BTF, the RDMA modules). A change
-// retries a tracer that could not start, and restarts one that started
-// without some hooks. given is the BTF of --btf, if any.
-func tracerProbe(given *tracer.KernelBTF) string {
-	var b strings.Builder
-	for _, p := range tracer.Preflight(given) {
-		b.WriteString(p.Msg)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// startWriter keeps a session's lines while it starts; once it has
-// started, it passes them on.
-type startWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	to  io.Writer
-}
-
-func (w *startWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.to != nil {
-		return w.to.Write(p)
-	}
-	return w.buf.Write(p)
-}
-
-// lines are the kept lines without their "rdmatrace: ".
-func (w *startWriter) lines() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var ls []string
-	for l := range strings.Lines(w.buf.String()) {
-		if l = strings.TrimSpace(strings.TrimPrefix(l, "rdmatrace: ")); l != "" {
-			ls = append(ls, l)
-		}
-	}
-	return ls
-}
-
-// started writes the kept lines to to, and every line after them.
-func (w *startWriter) started(to io.Writer) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, _ = to.Write(w.buf.Bytes())
-	w.buf.Reset()
-	w.to = to
 }
 
 // checkExporterFlags checks the exporter's flags before anything starts.

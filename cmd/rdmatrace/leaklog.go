@@ -27,6 +27,8 @@ type postMortem struct {
 	limits inputLimits
 	bad    int
 	failed int
+	// reports are the leak and hang reports of the logs (exit status 3).
+	reports int
 }
 
 // inputLimits bound what a post-mortem reads: --max-input (decompressed
@@ -148,20 +150,53 @@ func (p *postMortem) replayRecording(path string, reps []*rdma.KernelReport, kee
 }
 
 // joinSyndromes names the QP of each QP error syndrome of the logs from
-// the recording, and returns why the others have none. A QP whose owner
-// the filters leave out is not named.
+// the recording (a QP whose owner the filters leave out is not named), and
+// returns why the others have none.
 func (p *postMortem) joinSyndromes(syn *why.Syndromes, recording string, f *filter.Events) map[*rdma.KernelReport]string {
-	noQP := syn.Join()
+	noQP := syn.JoinKept(f.Match)
 	if syn.Untold > 0 {
 		p.warn("%s: %d QPs past the first %d of the numbers the log names were not kept: a syndrome's QP may be missing", sourceName(recording), syn.Untold, why.MaxLives)
 	}
-	for _, rep := range syn.Reports() {
-		if rep.QP != nil && !f.Match(rep.QP) {
-			rep.QP = nil
-			noQP[rep] = "its QP's owner is not among those selected"
+	return noQP
+}
+
+// withRecording writes each of the logs' reports followed by what the
+// recording says of it: the findings of a leak or hang, the QP (and its
+// owner) of a QP error syndrome.
+func (p *postMortem) withRecording(logs []string, recording string, f *filter.Events) {
+	// The logs first: what they report decides what of the recording is
+	// kept.
+	var reps []*rdma.KernelReport
+	for _, path := range logs {
+		p.readLog(path, func(rep *rdma.KernelReport) {
+			rep.Frames = nil // not shown; a log can hold many reports
+			reps = append(reps, rep)
+			p.reports += leakReport(rep)
+		})
+	}
+	syn := why.NewSyndromes(reps)
+	pm := p.replayRecording(recording, reps, f.Match, syn.Add)
+	if pm == nil {
+		for _, rep := range reps {
+			p.sink.kernel(rep, false, 0, "")
+		}
+		return
+	}
+	noQP := p.joinSyndromes(syn, recording, f)
+	for _, x := range pm.Join() {
+		if x.Report.Kind == rdma.KernQPErrSyndrome {
+			matched := 0
+			if x.Report.QP != nil {
+				matched = 1
+			}
+			p.sink.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: x.Report, WithRecording: true, Matched: matched, NoQP: noQP[x.Report]}})
+			continue
+		}
+		p.sink.kernel(x.Report, true, len(x.Findings), x.SameAs)
+		for i := range x.Findings {
+			p.sink.write(&x.Findings[i])
 		}
 	}
-	return noQP
 }
 
 // leakReport is 1 for a report of a leak or a hang (exit status 3), 0 for
@@ -188,48 +223,15 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 		return exitWith(2, errors.New("stdin (-) can be read once: give it to one --log or to --recording"))
 	}
 	p := &postMortem{stdin: stdin, stderr: stderr, sink: sink, limits: limits}
-	reports := 0
 	if recording == "" {
 		for _, path := range logs {
 			p.readLog(path, func(rep *rdma.KernelReport) {
-				reports += leakReport(rep)
+				p.reports += leakReport(rep)
 				sink.kernel(rep, false, 0, "")
 			})
 		}
 	} else {
-		// The logs first: what they report decides what of the recording
-		// is kept.
-		var reps []*rdma.KernelReport
-		for _, path := range logs {
-			p.readLog(path, func(rep *rdma.KernelReport) {
-				rep.Frames = nil // not shown; a log can hold many reports
-				reps = append(reps, rep)
-				reports += leakReport(rep)
-			})
-		}
-		syn := why.NewSyndromes(reps)
-		pm := p.replayRecording(recording, reps, f.Match, syn.Add)
-		if pm == nil {
-			for _, rep := range reps {
-				sink.kernel(rep, false, 0, "")
-			}
-		} else {
-			noQP := p.joinSyndromes(syn, recording, f)
-			for _, x := range pm.Join() {
-				if x.Report.Kind == rdma.KernQPErrSyndrome {
-					matched := 0
-					if x.Report.QP != nil {
-						matched = 1
-					}
-					sink.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: x.Report, WithRecording: true, Matched: matched, NoQP: noQP[x.Report]}})
-					continue
-				}
-				sink.kernel(x.Report, true, len(x.Findings), x.SameAs)
-				for i := range x.Findings {
-					sink.write(&x.Findings[i])
-				}
-			}
-		}
+		p.withRecording(logs, recording, f)
 	}
 	if err := sink.flush(); err != nil {
 		return err
@@ -237,7 +239,7 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 	switch {
 	case p.failed > 0:
 		return exitWith(2, nil) // what was read is shown; the answer is incomplete
-	case reports > 0:
+	case p.reports > 0:
 		return exitWith(exitLeaked, nil)
 	case p.bad > 0:
 		return exitWith(1, nil)

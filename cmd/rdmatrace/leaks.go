@@ -155,19 +155,8 @@ func (s *findingSink) flush() error {
 }
 
 func runLeaks(c *cli.Context) error {
-	if c.IsSet("output") {
-		return usage(c, "--output is now --report FILE")
-	}
-	if err := checkTracerFlags(c); err != nil {
+	if err := checkLeaksFlags(c); err != nil {
 		return err
-	}
-	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
-		return err
-	}
-	for _, name := range []string{"interval", "max-blocked"} {
-		if d := c.Duration(name); d <= 0 {
-			return usage(c, "--%s %v: expected a positive duration such as 5s", name, d)
-		}
 	}
 	// No positional filter words: they would be CMD's.
 	f, err := parseEvents(c, nil, leaksFilterKeys...)
@@ -209,6 +198,25 @@ func runLeaks(c *cli.Context) error {
 		return exitWith(exitLeaked, nil)
 	}
 	return err
+}
+
+// checkLeaksFlags checks leaks' flags before anything starts.
+func checkLeaksFlags(c *cli.Context) error {
+	if c.IsSet("output") {
+		return usage(c, "--output is now --report FILE")
+	}
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
+		return err
+	}
+	for _, name := range []string{"interval", "max-blocked"} {
+		if d := c.Duration(name); d <= 0 {
+			return usage(c, "--%s %v: expected a positive duration such as 5s", name, d)
+		}
+	}
+	return nil
 }
 
 // leaksFromLogs is leaks --log: the post-mortem of saved kernel logs.

@@ -105,10 +105,7 @@ func runTrace(c *cli.Context) error {
 	if c.Bool("list") {
 		return runTraceList(c)
 	}
-	if err := checkTracerFlags(c); err != nil {
-		return err
-	}
-	if err := atLeast(c, "count", 0, "0 (no limit) or more"); err != nil {
+	if err := checkTraceFlags(c); err != nil {
 		return err
 	}
 	words, argv := splitCommand(c.Args().Slice())
@@ -122,34 +119,19 @@ func runTrace(c *cli.Context) error {
 	}
 	defer sink.close()
 	if path := c.String("read"); path != "" {
-		if len(argv) > 0 || c.String("write") != "" {
-			return usage(c, "-r reads a recording: no -w, no -- CMD")
-		}
-		return readRecording(c, path, f, sink)
+		return readRecording(c, path, argv, f, sink)
 	}
 	o, err := sessionOptions(c, argv)
 	if err != nil {
 		return err
 	}
-	o.Tracer.Stacks = c.Bool(stacksFlag.Name)
 	if reason := noBPFReason(c, o.Tracer.BTF); reason != "" {
 		return traceNetlink(c, f, sink, argv, reason)
 	}
-	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
-	o.NeedsRoot = "" // a denial falls back to netlink, saying why
-	// A port-busy event's holders and an SMC fallback's process are named
-	// as the event arrives, before the holder lets go; so are the objects
-	// on a port whose state changed.
-	onPort := onport.NewLookup()
-	x := enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onPort.Names})
-	onPort.Owners = x
-	o.Tracer.Enrich = x
-	if !c.Bool("no-kernel-filter") {
-		o.Kernel = f
-	}
+	traceOptions(c, &o, f)
 	s, err := tracer.NewSession(o)
 	if tracer.BPFDenied(err) {
-		return traceNetlink(c, f, sink, argv, "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process): run rdmatrace as root outside such a confinement")
+		return traceNetlink(c, f, sink, argv, bpfDenied)
 	}
 	if err != nil {
 		return err
@@ -166,15 +148,56 @@ func runTrace(c *cli.Context) error {
 	if !c.Bool("no-snapshot") && len(argv) == 0 {
 		snapshotTo(s.Clock(), f, sink)
 	}
-	raw, closeRaw, err := openRaw(c.String("record-raw"), s.Clock())
+	loop, closeRaw, err := traceLoop(c.String("record-raw"), s.Clock(), sink)
 	if err != nil {
 		return err
 	}
 	defer closeRaw()
-	return s.Run(tracer.Loop{
+	return s.Run(loop)
+}
+
+// checkTraceFlags checks the tracer's flags and --count.
+func checkTraceFlags(c *cli.Context) error {
+	if err := checkTracerFlags(c); err != nil {
+		return err
+	}
+	return atLeast(c, "count", 0, "0 (no limit) or more")
+}
+
+// traceLoop hands each event to sink, and each raw record to
+// --record-raw's file (rawPath) when asked; its closer flushes that file.
+func traceLoop(rawPath string, clock tracer.Clock, sink *eventSink) (tracer.Loop, func(), error) {
+	raw, closeRaw, err := openRaw(rawPath, clock)
+	if err != nil {
+		return tracer.Loop{}, nil, err
+	}
+	return tracer.Loop{
 		Consumer: tracer.Consumer{Event: sink.write, Idle: func() { _ = sink.flush() }, Raw: raw},
 		Flush:    sink.flush,
-	})
+	}, closeRaw, nil
+}
+
+// bpfDenied is why trace goes on through netlink when the kernel refused
+// its programs.
+const bpfDenied = "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process): run rdmatrace as root outside such a confinement"
+
+// traceOptions completes trace's session: the user-space and kernel
+// filters, the owners named as events arrive, and a denial of BPF left to
+// the caller (which falls back to netlink, saying why).
+func traceOptions(c *cli.Context, o *tracer.SessionOptions, f *filter.Events) {
+	o.Tracer.Stacks = c.Bool(stacksFlag.Name)
+	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
+	o.NeedsRoot = ""
+	// A port-busy event's holders and an SMC fallback's process are named
+	// as the event arrives, before the holder lets go; so are the objects
+	// on a port whose state changed.
+	onPort := onport.NewLookup()
+	x := enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onPort.Names})
+	onPort.Owners = x
+	o.Tracer.Enrich = x
+	if !c.Bool("no-kernel-filter") {
+		o.Kernel = f
+	}
 }
 
 // eventSink writes events to the screen (NDJSON or human lines), to a
@@ -370,7 +393,10 @@ func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
 // readRecording is trace -r: a recording through the same filters and
 // views as a live trace. A bad line is reported (file, line, what was
 // expected) and the rest still read; then the exit status is 1.
-func readRecording(c *cli.Context, path string, f *filter.Events, sink *eventSink) error {
+func readRecording(c *cli.Context, path string, argv []string, f *filter.Events, sink *eventSink) error {
+	if len(argv) > 0 || c.String("write") != "" {
+		return usage(c, "-r reads a recording: no -w, no -- CMD")
+	}
 	in, done, err := openInput(path, os.Stdin, maxInput(c))
 	if err != nil {
 		return exitWith(1, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,12 +9,9 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/snapdiff"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
-	"github.com/rdmatrace/rdmatrace/internal/source/nlmon"
+	"github.com/rdmatrace/rdmatrace/internal/source/nlpoll"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -52,22 +48,20 @@ func traceNetlink(c *cli.Context, f *filter.Events, sink *eventSink, argv []stri
 		return usage(c, "--poll without BPF: at least %v (each poll dumps every resource)", minNetlinkPoll)
 	}
 	proc.WarnPIDNamespace(os.Stderr)
-	cl, err := nldev.Dial()
+	nl, err := nlpoll.Dial()
 	if err != nil {
 		// Neither way works: the BPF problem first, in the command's words.
 		return exitWith(1, fmt.Errorf("%s; RDMA netlink cannot stand in: %v", privilegeProblem(c, reason), err))
 	}
-	defer cl.Close()
-	sys, _ := cl.System()
-	mon, monErr := nlmon.Join(sys.Monitor != nil && *sys.Monitor)
+	defer nl.Close()
 	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", interval)
-	if monErr != nil {
+	if nl.MonitorErr != nil {
 		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", interval)
 	}
 	fmt.Fprintf(os.Stderr, "rdmatrace: no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s\n",
 		reason, what, netlinkNotSeen)
 	if c.Bool("verbose") {
-		fmt.Fprintf(os.Stderr, "rdmatrace: mode: netlink (monitor group: %s; a dump every %v)\n", monitorState(monErr), interval)
+		fmt.Fprintf(os.Stderr, "rdmatrace: mode: netlink (monitor group: %s; a dump every %v)\n", monitorState(nl.MonitorErr), interval)
 	}
 	s, err := tracer.NewSession(tracer.SessionOptions{NoTrace: true, Duration: c.Duration("duration"), ReadyFile: c.String("ready-file")})
 	if err != nil {
@@ -78,43 +72,18 @@ func traceNetlink(c *cli.Context, f *filter.Events, sink *eventSink, argv []stri
 		return err
 	}
 	en := enrich.New(enrich.Options{})
-	p := &netlinkPoll{cl: cl, f: f, sink: sink, session: s, limit: uint64(c.Int("count")), en: en,
-		diff: snapdiff.New(snapdiff.Options{Devices: mon == nil, Owner: en.Process})}
-	// Joined first, dumped second: a device between the two is not missed.
-	first := p.diff.Next(p.snapshot())
-	if !c.Bool("no-snapshot") {
-		p.emit(first)
-	}
-	_ = sink.flush()
-	events, stop, done := make(chan rdma.Event, 256), make(chan struct{}), make(chan error, 1)
-	if mon != nil {
-		go func() {
-			bad := func(err error) { fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", err) }
-			send := func(e *rdma.Event) {
-				select {
-				case events <- *e:
-				case <-stop:
-				}
-			}
-			if err := mon.Run(send, bad); err != nil {
-				bad(err)
-			}
-		}()
-	}
-	go func() { done <- p.loop(interval, events, stop) }()
-	var loopErr error
+	p := nl.Poller(nlpoll.Options{Interval: interval, Keep: f.Match, Count: uint64(c.Int("count")),
+		Write: sink.write, Flush: sink.flush, Owner: en.Process,
+		Warn: func(err error) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(err.Error())) },
+	}, en)
+	p.Start(!c.Bool("no-snapshot"))
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- p.Run(stop); s.Stop() }()
 	err = s.Run(tracer.Loop{
-		End: func() error {
-			close(stop)
-			loopErr = <-done
-			if mon != nil {
-				mon.Close()
-			}
-			return loopErr
-		},
+		End:   func() error { close(stop); return <-done },
 		Flush: sink.flush,
 	})
-	fmt.Fprintf(os.Stderr, "rdmatrace: %d dumps every %v, %d events shown\n", p.dumps, interval, p.shown)
+	fmt.Fprintf(os.Stderr, "rdmatrace: %d dumps every %v, %d events shown\n", p.Dumps(), interval, p.Shown())
 	return err
 }
 
@@ -125,92 +94,6 @@ func monitorState(err error) string {
 	}
 	return "not used: " + err.Error()
 }
-
-// netlinkPoll is the state of a trace without BPF.
-type netlinkPoll struct {
-	cl      *nldev.Client
-	en      *enrich.Enricher
-	diff    *snapdiff.Differ
-	f       *filter.Events
-	sink    *eventSink
-	session *tracer.Session
-	// limit is --count (0: none); shown the events written, dumps the
-	// snapshots taken.
-	limit, shown, dumps uint64
-	// lastErr is the last dump's error, said once until it changes.
-	lastErr string
-	err     error // a write error, which ends the run
-}
-
-// loop writes the monitor's events as they come and each dump's
-// differences, until stop.
-func (p *netlinkPoll) loop(interval time.Duration, events <-chan rdma.Event, stop <-chan struct{}) error {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for p.err == nil {
-		select {
-		case <-stop:
-			return nil
-		case e := <-events:
-			p.emit([]rdma.Event{e})
-		case <-tick.C:
-			p.emit(p.diff.Next(p.snapshot()))
-		}
-		if err := p.sink.flush(); err != nil && p.err == nil {
-			p.err = err
-		}
-	}
-	p.session.Stop()
-	if errors.Is(p.err, errCountReached) {
-		return nil
-	}
-	return p.err
-}
-
-// snapshot dumps every device and resource, owners named; a dump's error
-// is said once, and its type compared no further until it lists again.
-func (p *netlinkPoll) snapshot() *snapdiff.Snapshot {
-	at := time.Now().UTC()
-	inv := p.cl.Inventory(nldev.InventoryOptions{Owners: p.en})
-	p.dumps++
-	s := &snapdiff.Snapshot{Time: at, Devices: inv.Devices, DevicesOK: inv.DevicesErr == nil,
-		Types: rdma.ResourceTypes, Resources: inv.Resources}
-	for _, te := range inv.TypeErrs {
-		s.Failed = append(s.Failed, te.Type)
-	}
-	msg := ""
-	if err := inv.Partial(); err != nil {
-		msg = err.Error()
-	}
-	if msg != p.lastErr && msg != "" {
-		fmt.Fprintf(os.Stderr, "rdmatrace: netlink dump: %s\n", formats.Sanitize(msg))
-	}
-	p.lastErr = msg
-	return s
-}
-
-// emit writes the events the filters keep, up to --count (then the
-// session stops).
-func (p *netlinkPoll) emit(evs []rdma.Event) {
-	for i := range evs {
-		if p.err != nil || (p.limit > 0 && p.shown >= p.limit) {
-			return
-		}
-		if !p.f.Match(&evs[i]) {
-			continue
-		}
-		if err := p.sink.write(&evs[i]); err != nil {
-			p.err = err
-			return
-		}
-		if p.shown++; p.shown == p.limit {
-			p.err = errCountReached
-		}
-	}
-}
-
-// errCountReached ends a run at --count; it is no failure.
-var errCountReached = errors.New("count reached")
 
 // bpfFlag refuses the fallback: a caller that needs what only BPF sees
 // (rdmabench's spans and off-CPU spells) gets the BPF problem as an error.

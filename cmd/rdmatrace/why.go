@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
@@ -75,23 +73,13 @@ func runWhy(c *cli.Context) error {
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}
-	if c.Duration("no-answer") < 0 {
-		return usage(c, "--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
-	}
-	f, err := whyFilter(c)
+	o, err := whyOptions(c)
 	if err != nil {
-		return usage(c, "%w", err)
+		return err
 	}
 	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
 	if err != nil {
 		return err
-	}
-	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
-	if c.IsSet("qpn") {
-		if c.Uint("qpn") > 1<<24-1 {
-			return usage(c, "--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
-		}
-		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
 	}
 	sink := formats.NewWhySink(os.Stdout, format)
 	defer sink.Close()
@@ -106,14 +94,37 @@ func runWhy(c *cli.Context) error {
 	}
 	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
-		if len(logs) > 0 {
-			return whyRecordingWithLogs(c, path, logs, an, write, sink.Flush)
-		}
-		return whyRecording(c, path, an, write, sink.Flush)
+		return whyRecording(c, path, logs, an, write, sink.Flush)
 	}
 	if len(logs) > 0 {
 		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	}
+	return whyLive(c, an, write, sink.Flush)
+}
+
+// whyOptions are the analysis's choices: the owner (--pid, --comm,
+// --container, --pod), --qpn and --no-answer.
+func whyOptions(c *cli.Context) (why.Options, error) {
+	if c.Duration("no-answer") < 0 {
+		return why.Options{}, usage(c, "--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
+	}
+	f, err := whyFilter(c)
+	if err != nil {
+		return why.Options{}, usage(c, "%w", err)
+	}
+	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
+	if c.IsSet("qpn") {
+		if c.Uint("qpn") > 1<<24-1 {
+			return o, usage(c, "--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
+		}
+		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
+	}
+	return o, nil
+}
+
+// whyLive is why without -r: the tracer's events through why.Live, the
+// steps unanswered past --no-answer listed as they become so.
+func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
 	so, err := sessionOptions(c, nil)
 	if err != nil {
 		return err
@@ -131,40 +142,22 @@ func runWhy(c *cli.Context) error {
 	if err := snapshotEvents(clock, func(e *rdma.Event) { an.Feed(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-	// Events from several CPUs, put back in time order before the
-	// analysis follows an ID from step to step.
-	reorder := restable.NewReorder(reorderWindow)
-	var werr error
-	feed := func(e *rdma.Event) {
-		if werr == nil {
-			werr = write(an.Feed(e))
-		}
-	}
-	tick := func() {
-		now := tracer.Mono()
-		if now > reorderWindow {
-			reorder.FlushUntil(now-reorderWindow, feed)
-		}
-		if werr == nil {
-			werr = write(an.Overdue(clock.Wall(now)))
-		}
-		_ = sink.Flush()
-	}
+	live := why.NewLive(an, reorderWindow, write)
 	return s.Run(tracer.Loop{
 		Consumer: tracer.Consumer{
-			Event: func(e *rdma.Event) error { reorder.Push(e, feed); return werr },
-			Tick:  tick,
+			Event: live.Push,
+			Tick: func() {
+				now := tracer.Mono()
+				_ = live.Tick(now, clock.Wall(now)) // its error ends the run at the next event
+				_ = flush()
+			},
 			Every: tickInterval,
 		},
 		End: func() error {
-			reorder.Flush(feed)
-			if werr != nil {
-				return werr
-			}
-			if err := write(an.End(time.Now().UTC())); err != nil {
+			if err := live.End(time.Now().UTC()); err != nil {
 				return err
 			}
-			return sink.Flush()
+			return flush()
 		},
 	})
 }
@@ -184,50 +177,41 @@ func whyFilter(c *cli.Context) (*filter.Events, error) {
 	return filter.ParseEvents(words)
 }
 
-// whyRecording is why -r: a recording's events through the analysis,
-// its bad lines reported (file, line, what was expected) and the rest
-// still read; then the exit status is 1.
-func whyRecording(c *cli.Context, path string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	return whyReplay(c, path, an, write, flush, nil)
-}
-
-// whyRecordingWithLogs is why -r --log: the logs' QP error syndromes
-// joined with the recording's QPs, listed among the recording's failures
-// in time order (so all are held until the end). A log line not
-// understood is said and counted as a recording's is; a syndrome whose QP
-// the recording does not have is said on stderr.
-func whyRecordingWithLogs(c *cli.Context, path string, logs []string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	var reps []*rdma.KernelReport
+// whyRecording is why -r [--log]: a recording's events through the
+// analysis (why.PostMortem), with the logs' QP error syndromes joined with
+// its QPs and listed among its failures in time order. A line not
+// understood, of the recording or a log, is said (file, line, what was
+// expected) and counted, and the rest still read; then the exit status is
+// 1. A syndrome whose QP the recording does not have is said on stderr.
+func whyRecording(c *cli.Context, path string, logs []string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	var syn *why.Syndromes
 	bad := 0
-	for _, l := range logs {
-		if l == "-" && path == "-" {
-			return exitWith(1, errors.New("stdin (-) can be read once: give it to -r or to one --log"))
+	if len(logs) > 0 {
+		var reps []*rdma.KernelReport
+		for _, l := range logs {
+			if l == "-" && path == "-" {
+				return exitWith(1, errors.New("stdin (-) can be read once: give it to -r or to one --log"))
+			}
+			n, err := readSyndromes(c, l, func(r *rdma.KernelReport) { reps = append(reps, r) })
+			bad += n
+			if err != nil {
+				return exitWith(1, err)
+			}
 		}
-		n, err := readSyndromes(c, l, func(r *rdma.KernelReport) { reps = append(reps, r) })
-		bad += n
-		if err != nil {
-			return exitWith(1, err)
-		}
+		syn = why.NewSyndromes(reps)
 	}
-	syn := why.NewSyndromes(reps)
-	var held []why.Line
-	hold := func(ls []why.Line) error { held = append(held, ls...); return nil }
-	err := whyReplay(c, path, an, hold, flush, syn.Add)
+	pm := why.NewPostMortem(an, syn)
+	err := whyReplay(c, path, pm, write, flush)
 	var ee *exitError
-	if err != nil && !errors.As(err, &ee) {
+	if syn == nil || (err != nil && !errors.As(err, &ee)) {
 		return err
 	}
-	noQP := syn.Join()
-	for _, r := range syn.Reports() {
-		switch {
-		case r.QP == nil:
-			fmt.Fprintf(os.Stderr, "rdmatrace: %s:%d: %s: %s\n", formats.Sanitize(r.Source), r.Line,
-				formats.Sanitize(fmt.Sprintf("%s/%d QP %d", r.Device, r.Port, r.QPN)), formats.Sanitize(noQP[r]))
-		case an.Keeps(r.QP):
-			held = append(held, why.SyndromeLine(r))
-		}
+	held, none := pm.Join()
+	for _, u := range none {
+		r := u.Report
+		fmt.Fprintf(os.Stderr, "rdmatrace: %s:%d: %s: %s\n", formats.Sanitize(r.Source), r.Line,
+			formats.Sanitize(fmt.Sprintf("%s/%d QP %d", r.Device, r.Port, r.QPN)), formats.Sanitize(u.Why))
 	}
-	slices.SortStableFunc(held, func(a, b why.Line) int { return a.Time.Compare(b.Time) })
 	if werr := write(held); werr != nil {
 		return werr
 	}
@@ -272,9 +256,8 @@ func readSyndromes(c *cli.Context, path string, each func(*rdma.KernelReport)) (
 	}
 }
 
-// whyReplay feeds a recording through the analysis, and each event to
-// also when set.
-func whyReplay(c *cli.Context, path string, an *why.Analyzer, write func([]why.Line) error, flush func() error, also func(*rdma.Event)) error {
+// whyReplay feeds a recording through the post-mortem.
+func whyReplay(c *cli.Context, path string, pm *why.PostMortem, write func([]why.Line) error, flush func() error) error {
 	in, done, err := openInput(path, os.Stdin, maxInput(c))
 	if err != nil {
 		return exitWith(1, err)
@@ -301,14 +284,11 @@ func whyReplay(c *cli.Context, path string, an *why.Analyzer, write func([]why.L
 			return exitWith(1, readError(sourceName(path), err))
 		}
 		last = ev.Time
-		if also != nil {
-			also(&ev)
-		}
-		if err := write(an.Feed(&ev)); err != nil {
+		if err := write(pm.Add(&ev)); err != nil {
 			return err
 		}
 	}
-	if err := write(an.End(last)); err != nil {
+	if err := write(pm.End(last)); err != nil {
 		return err
 	}
 	if err := flush(); err != nil {

@@ -84,8 +84,12 @@ func (h PortHolder) owner() string {
 	return "no process (a kernel socket)"
 }
 
-// ReadTarget reads process pid from /proc under procRoot.
+// ReadTarget reads process pid from /proc under procRoot ("": the host's
+// /proc).
 func ReadTarget(procRoot string, pid int) (Target, error) {
+	if procRoot == "" {
+		procRoot = procfs.DefaultMountPoint
+	}
 	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return Target{}, err

@@ -76,7 +76,7 @@ func readSnapshot(t *testing.T, path string, at time.Time) *Snapshot {
 // again, the client's cm_id gone. Each golden holds every snapshot's
 // events, in text and as trace -j writes them.
 func TestSnapshotsDifferAsEvents(t *testing.T) {
-	dir := "../../../testdata/snapdiff/churn"
+	dir := "../../../../testdata/snapdiff/churn"
 	files, _ := filepath.Glob(filepath.Join(dir, "[0-9].txt"))
 	if len(files) < 2 {
 		t.Fatalf("%s: no snapshots", dir)
