@@ -343,7 +343,7 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			for _, w := range want {
 				n := 0
 				for _, e := range busy {
-					if e.Func != w.fn || !e.Given(rdma.HasSrcAddr) || e.Src.String() != w.addr {
+					if e.PortBusy.Op != w.fn || !e.Given(rdma.HasSrcAddr) || e.Src.String() != w.addr {
 						continue
 					}
 					n++

@@ -22,8 +22,11 @@ func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0
 func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = append(o, timeField("time", e.Time))
 	o = o.str("event", e.Kind.String())
-	if e.Func != "" {
-		o = o.str("func", e.Func)
+	switch {
+	case e.Kind == rdma.EvSpan && e.Span.Func != "":
+		o = o.str("func", e.Span.Func)
+	case e.Kind == rdma.EvPortBusy && e.PortBusy.Op != "":
+		o = o.str("func", e.PortBusy.Op)
 	}
 	if e.Has(rdma.EvHasRes) {
 		o = o.str("res", e.Type.String())
@@ -102,7 +105,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 // preempted, and who ran instead.
 func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Has(rdma.EvHasDur) {
-		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Dur})
+		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
 	}
 	if e.Has(rdma.EvHasSize) {
 		o = o.num("size", e.Size)
@@ -242,7 +245,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 			b = strconv.AppendInt(append(word(b, col), "status "...), int64(e.Status), 10)
 		}
 	case rdma.EvPortBusy:
-		b = append(append(word(b, col), Sanitize(e.Func)...), " EADDRINUSE"...)
+		b = append(append(word(b, col), Sanitize(e.PortBusy.Op)...), " EADDRINUSE"...)
 		switch {
 		case e.Holders == nil:
 		case len(e.Holders) == 0:
@@ -260,7 +263,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.Suppressed), 10), " like it held back)"...)
 		}
 	case rdma.EvSpan:
-		b = appendDur(append(append(word(b, col), Sanitize(e.Func)...), ' '), e.Dur)
+		b = appendDur(append(append(word(b, col), Sanitize(e.Span.Func)...), ' '), e.Span.Dur)
 		if e.Status != 0 {
 			b = strconv.AppendInt(append(b, " status "...), int64(e.Status), 10)
 		}
@@ -269,7 +272,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 		if e.Has(rdma.EvPreempted) {
 			how = "preempted"
 		}
-		b = appendDur(append(append(word(b, col), how...), ' '), e.Dur)
+		b = appendDur(append(append(word(b, col), how...), ' '), e.OffCPU.Dur)
 		if e.Wait != 0 {
 			b = append(appendDur(append(b, " (runq "...), e.Wait), ')')
 		}

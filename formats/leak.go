@@ -332,7 +332,7 @@ func callSiteLines(r rdma.LeakReport, s rdma.CallSiteLeaks) []string {
 // rdma_listen 10.99.1.1:7400 got EADDRINUSE; held by app[300] tcp LISTEN
 // 10.99.1.1:7400".
 func portBusyLine(e *rdma.Event) string {
-	s := "port busy: " + owner(e) + " " + Sanitize(e.Func)
+	s := "port busy: " + owner(e) + " " + Sanitize(e.PortBusy.Op)
 	if e.Has(rdma.EvHasDev) && e.DevName != "" {
 		s += " on " + Sanitize(e.DevName)
 	}

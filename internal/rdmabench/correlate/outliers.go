@@ -244,7 +244,7 @@ func category(e *rdma.Event) string {
 	case rdma.EvOffCPU:
 		return "off-cpu"
 	case rdma.EvSpan:
-		switch e.Func {
+		switch e.Span.Func {
 		case "ib_uverbs_reg_mr", "ib_umem_get":
 			return "mr-reg"
 		case "ib_dereg_mr_user":
