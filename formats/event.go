@@ -146,9 +146,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = appendFailureFields(o, e)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
+		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
-		o = o.num("next-pid", uint64(e.Next.TID)).str("next-comm", e.Next.Comm)
+		o = o.num("next-pid", uint64(e.OffCPU.Next.TID)).str("next-comm", e.OffCPU.Next.Comm)
 	}
 	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
 		o = o.str("netdev", e.Netdev)
@@ -273,11 +273,11 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 			how = "preempted"
 		}
 		b = appendDur(append(append(word(b, col), how...), ' '), e.OffCPU.Dur)
-		if e.Wait != 0 {
-			b = append(appendDur(append(b, " (runq "...), e.Wait), ')')
+		if e.OffCPU.Wait != 0 {
+			b = append(appendDur(append(b, " (runq "...), e.OffCPU.Wait), ')')
 		}
-		b = appendTask(append(b, " instead: "...), e.Next.Comm, e.Next.TID)
-		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+		b = appendTask(append(b, " instead: "...), e.OffCPU.Next.Comm, e.OffCPU.Next.TID)
+		if e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			b = appendTask(append(b, " ... "...), e.Actor.Comm, e.Actor.TID)
 		}
 	case rdma.EvQPAttr:

@@ -245,8 +245,8 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		ev.Kind = rdma.EvOffCPU
 		ev.OffCPU.Dur = r.Dur
 		ev.Flags |= rdma.EvHasDur
-		ev.Wait = r.Wait
-		ev.Next = rdma.Owner{PID: r.NextPid, TID: r.NextPid, Comm: d.intern(chars(r.NextComm[:]))}
+		ev.OffCPU.Wait = r.Wait
+		ev.OffCPU.Next = rdma.Owner{PID: r.NextPid, TID: r.NextPid, Comm: d.intern(chars(r.NextComm[:]))}
 		if flags&cfPreempted != 0 {
 			ev.Flags |= rdma.EvPreempted
 		}

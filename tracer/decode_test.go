@@ -258,7 +258,7 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 			t.Errorf("kind %d: %v allocations per record", kind, n)
 		}
 	}
-	if ev.Kind != rdma.EvOffCPU || ev.OffCPU.Dur != 2500 || ev.Next.Comm != "hog" || ev.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
+	if ev.Kind != rdma.EvOffCPU || ev.OffCPU.Dur != 2500 || ev.OffCPU.Next.Comm != "hog" || ev.OffCPU.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
 		t.Errorf("off-cpu decoded as %+v", ev)
 	}
 	_ = decodeV1(d, spanRecord(cSpan), &ev)

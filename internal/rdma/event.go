@@ -164,9 +164,9 @@ type Event struct {
 	// Span is an EvSpan's kernel function and how long it ran.
 	Span     Span
 	PortBusy // EvPortBusy
-	// OffCPU is an EvOffCPU spell's. Its length is e.OffCPU.Dur, spelled
-	// out: the promoted e.Dur would read as any event's length.
-	OffCPU
+	// OffCPU is an EvOffCPU spell's: named, not embedded, so that its
+	// Dur is never read as a bare e.Dur, any event's length.
+	OffCPU OffCPU
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.

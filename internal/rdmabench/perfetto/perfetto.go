@@ -154,7 +154,7 @@ func Write(w io.Writer, t *Timeline) error {
 		case rdma.EvSpan:
 			name = e.Span.Func
 		case rdma.EvOffCPU:
-			args["instead"] = e.Next.Comm + "[" + itoa(int64(e.Next.TID)) + "]"
+			args["instead"] = e.OffCPU.Next.Comm + "[" + itoa(int64(e.OffCPU.Next.TID)) + "]"
 			args["preempted"] = e.Has(rdma.EvPreempted)
 		case rdma.EvCMEventHandler:
 			name += " " + e.CMEvent.String()

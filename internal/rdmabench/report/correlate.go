@@ -65,9 +65,9 @@ func eventOf(e *rdma.Event) OutlierEvent {
 		o.DurUS = round3(float64(e.Length()) / 1e3)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		pid := e.Next.TID
-		o.NextPID, o.NextComm = &pid, jstr(e.Next.Comm)
-		if e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {
+		pid := e.OffCPU.Next.TID
+		o.NextPID, o.NextComm = &pid, jstr(e.OffCPU.Next.Comm)
+		if e.Actor.Comm != "" && e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID {
 			o.LastPID, o.LastComm = e.Actor.TID, jstr(e.Actor.Comm)
 		}
 	}
@@ -166,8 +166,8 @@ func eventText(e *rdma.Event, start int64) string {
 			how = "preempted"
 		}
 		fmt.Fprintf(&b, " %s[%d] %s %.1f us, instead: %s[%d]", formats.Sanitize(e.Owner.Comm), e.Owner.TID, how,
-			float64(e.OffCPU.Dur)/1e3, formats.Sanitize(e.Next.Comm), e.Next.TID)
-		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+			float64(e.OffCPU.Dur)/1e3, formats.Sanitize(e.OffCPU.Next.Comm), e.OffCPU.Next.TID)
+		if e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			fmt.Fprintf(&b, " ... %s[%d]", formats.Sanitize(e.Actor.Comm), e.Actor.TID)
 		}
 		return b.String()

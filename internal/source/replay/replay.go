@@ -364,13 +364,13 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		if err != nil {
 			return &fieldError{"wait-us: microseconds with up to three decimals", fmt.Sprint(*o.WaitUS)}
 		}
-		ev.Wait = ns
+		ev.OffCPU.Wait = ns
 	}
 	if o.Preempted {
 		ev.Flags |= rdma.EvPreempted
 	}
 	if o.NextPID != nil {
-		ev.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
+		ev.OffCPU.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
 	}
 	if ev.Kind == rdma.EvSpan && o.PID != nil {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
