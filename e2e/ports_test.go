@@ -347,7 +347,7 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 						continue
 					}
 					n++
-					holders := fmt.Sprint(e.Holders)
+					holders := fmt.Sprint(e.PortBusy.Holders)
 					if e.process() != fmt.Sprint(w.pid) || e.Status != -98 || !strings.Contains(holders, w.holder) {
 						t.Errorf("port-busy %v: want pid %d, status -98, holders with %q", e, w.pid, w.holder)
 					}

@@ -116,11 +116,11 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Kind == rdma.EvPortBusy {
 		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		o = o.str("status-name", "EADDRINUSE")
-		if e.Holders != nil {
-			o = o.list("holders", e.Holders)
+		if e.PortBusy.Holders != nil {
+			o = o.list("holders", e.PortBusy.Holders)
 		}
-		if e.Suppressed > 0 {
-			o = o.num("suppressed", uint64(e.Suppressed))
+		if e.PortBusy.Suppressed > 0 {
+			o = o.num("suppressed", uint64(e.PortBusy.Suppressed))
 		}
 	}
 	if e.Kind == rdma.EvSMCFallback {
@@ -247,20 +247,20 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	case rdma.EvPortBusy:
 		b = append(append(word(b, col), Sanitize(e.PortBusy.Op)...), " EADDRINUSE"...)
 		switch {
-		case e.Holders == nil:
-		case len(e.Holders) == 0:
+		case e.PortBusy.Holders == nil:
+		case len(e.PortBusy.Holders) == 0:
 			b = append(b, ", held by no one any more"...)
 		default:
 			b = append(b, ", held by "...)
-			for i, h := range e.Holders {
+			for i, h := range e.PortBusy.Holders {
 				if i > 0 {
 					b = append(b, "; "...)
 				}
 				b = append(b, Sanitize(h)...)
 			}
 		}
-		if e.Suppressed > 0 {
-			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.Suppressed), 10), " like it held back)"...)
+		if e.PortBusy.Suppressed > 0 {
+			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.PortBusy.Suppressed), 10), " like it held back)"...)
 		}
 	case rdma.EvSpan:
 		b = appendDur(append(append(word(b, col), Sanitize(e.Span.Func)...), ' '), e.Span.Dur)

@@ -338,13 +338,13 @@ func portBusyLine(e *rdma.Event) string {
 	}
 	s += " " + e.Src.String() + " got EADDRINUSE"
 	switch {
-	case e.Holders == nil:
+	case e.PortBusy.Holders == nil:
 		return s + " (who held the port was not looked up)"
-	case len(e.Holders) == 0:
+	case len(e.PortBusy.Holders) == 0:
 		return s + "; held by no one any more"
 	}
-	held := make([]string, len(e.Holders))
-	for i, h := range e.Holders {
+	held := make([]string, len(e.PortBusy.Holders))
+	for i, h := range e.PortBusy.Holders {
 		held[i] = Sanitize(h)
 	}
 	return s + "; held by " + strings.Join(held, "; ")

@@ -361,7 +361,7 @@ func (d *Decoder) decodePortBusy(rec []byte, flags bpf.RdmatraceEventFlag, ev *r
 		return fmt.Errorf("port-busy record with unknown operation %d", r.Op)
 	}
 	ev.Kind, ev.PortBusy.Op = rdma.EvPortBusy, portOps[r.Op].name
-	ev.Suppressed = r.Suppressed
+	ev.PortBusy.Suppressed = r.Suppressed
 	if portOps[r.Op].cm {
 		ev.Type, ev.ID = rdma.ResCMID, r.Res.Id
 		ev.Flags |= rdma.EvHasRes

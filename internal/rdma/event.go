@@ -161,12 +161,11 @@ type Event struct {
 
 	Size uint64 // bytes (EvHasSize)
 
-	// Span is an EvSpan's kernel function and how long it ran.
-	Span     Span
-	PortBusy // EvPortBusy
-	// OffCPU is an EvOffCPU spell's: named, not embedded, so that its
-	// Dur is never read as a bare e.Dur, any event's length.
-	OffCPU OffCPU
+	// The parts are named fields, none embedded: a part's field is read
+	// as e.Part.Field, never as if every event had it (e.Dur).
+	Span     Span     // EvSpan
+	PortBusy PortBusy // EvPortBusy
+	OffCPU   OffCPU   // EvOffCPU
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
