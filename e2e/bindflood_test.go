@@ -138,10 +138,10 @@ func TestBindFloodDoesNotStarveLifecycleEvents(t *testing.T) {
 			}
 		case e.Kind == rdma.EvPortBusy && (e.tid() == floodPid || e.process() == floodPid): // Go binds from any of its threads
 			shown++
-			if e.Func != "bind" || !e.Given(rdma.HasSrcAddr) || e.Src.String() != "127.0.0.1:"+port {
+			if e.PortBusy.Op != "bind" || !e.Given(rdma.HasSrcAddr) || e.Src.String() != "127.0.0.1:"+port {
 				t.Errorf("flood's port-busy event %v: want a bind on 127.0.0.1:%s", e, port)
 			}
-			carried += int(e.Suppressed)
+			carried += int(e.PortBusy.Suppressed)
 		}
 	}
 	held, dropped := stderrCount(said, `port-busy events: (\d+) held back`), stderrCount(said, `(\d+) port-busy events dropped:`)

@@ -343,11 +343,11 @@ func TestTraceNamesPortConflicts(t *testing.T) {
 			for _, w := range want {
 				n := 0
 				for _, e := range busy {
-					if e.Func != w.fn || !e.Given(rdma.HasSrcAddr) || e.Src.String() != w.addr {
+					if e.PortBusy.Op != w.fn || !e.Given(rdma.HasSrcAddr) || e.Src.String() != w.addr {
 						continue
 					}
 					n++
-					holders := fmt.Sprint(e.Holders)
+					holders := fmt.Sprint(e.PortBusy.Holders)
 					if e.process() != fmt.Sprint(w.pid) || e.Status != -98 || !strings.Contains(holders, w.holder) {
 						t.Errorf("port-busy %v: want pid %d, status -98, holders with %q", e, w.pid, w.holder)
 					}

@@ -22,8 +22,11 @@ func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0
 func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = append(o, timeField("time", e.Time))
 	o = o.str("event", e.Kind.String())
-	if e.Func != "" {
-		o = o.str("func", e.Func)
+	switch {
+	case e.Kind == rdma.EvSpan && e.Span.Func != "":
+		o = o.str("func", e.Span.Func)
+	case e.Kind == rdma.EvPortBusy && e.PortBusy.Op != "":
+		o = o.str("func", e.PortBusy.Op)
 	}
 	if e.Has(rdma.EvHasRes) {
 		o = o.str("res", e.Type.String())
@@ -102,7 +105,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 // preempted, and who ran instead.
 func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Has(rdma.EvHasDur) {
-		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Dur})
+		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
 	}
 	if e.Has(rdma.EvHasSize) {
 		o = o.num("size", e.Size)
@@ -113,11 +116,11 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	if e.Kind == rdma.EvPortBusy {
 		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		o = o.str("status-name", "EADDRINUSE")
-		if e.Holders != nil {
-			o = o.list("holders", e.Holders)
+		if e.PortBusy.Holders != nil {
+			o = o.list("holders", e.PortBusy.Holders)
 		}
-		if e.Suppressed > 0 {
-			o = o.num("suppressed", uint64(e.Suppressed))
+		if e.PortBusy.Suppressed > 0 {
+			o = o.num("suppressed", uint64(e.PortBusy.Suppressed))
 		}
 	}
 	if e.Kind == rdma.EvSMCFallback {
@@ -143,9 +146,9 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = appendFailureFields(o, e)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.Wait})
+		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
 		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
-		o = o.num("next-pid", uint64(e.Next.TID)).str("next-comm", e.Next.Comm)
+		o = o.num("next-pid", uint64(e.OffCPU.Next.TID)).str("next-comm", e.OffCPU.Next.Comm)
 	}
 	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
 		o = o.str("netdev", e.Netdev)
@@ -242,25 +245,25 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 			b = strconv.AppendInt(append(word(b, col), "status "...), int64(e.Status), 10)
 		}
 	case rdma.EvPortBusy:
-		b = append(append(word(b, col), Sanitize(e.Func)...), " EADDRINUSE"...)
+		b = append(append(word(b, col), Sanitize(e.PortBusy.Op)...), " EADDRINUSE"...)
 		switch {
-		case e.Holders == nil:
-		case len(e.Holders) == 0:
+		case e.PortBusy.Holders == nil:
+		case len(e.PortBusy.Holders) == 0:
 			b = append(b, ", held by no one any more"...)
 		default:
 			b = append(b, ", held by "...)
-			for i, h := range e.Holders {
+			for i, h := range e.PortBusy.Holders {
 				if i > 0 {
 					b = append(b, "; "...)
 				}
 				b = append(b, Sanitize(h)...)
 			}
 		}
-		if e.Suppressed > 0 {
-			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.Suppressed), 10), " like it held back)"...)
+		if e.PortBusy.Suppressed > 0 {
+			b = append(strconv.AppendUint(append(b, " (after "...), uint64(e.PortBusy.Suppressed), 10), " like it held back)"...)
 		}
 	case rdma.EvSpan:
-		b = appendDur(append(append(word(b, col), Sanitize(e.Func)...), ' '), e.Dur)
+		b = appendDur(append(append(word(b, col), Sanitize(e.Span.Func)...), ' '), e.Span.Dur)
 		if e.Status != 0 {
 			b = strconv.AppendInt(append(b, " status "...), int64(e.Status), 10)
 		}
@@ -269,12 +272,12 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 		if e.Has(rdma.EvPreempted) {
 			how = "preempted"
 		}
-		b = appendDur(append(append(word(b, col), how...), ' '), e.Dur)
-		if e.Wait != 0 {
-			b = append(appendDur(append(b, " (runq "...), e.Wait), ')')
+		b = appendDur(append(append(word(b, col), how...), ' '), e.OffCPU.Dur)
+		if e.OffCPU.Wait != 0 {
+			b = append(appendDur(append(b, " (runq "...), e.OffCPU.Wait), ')')
 		}
-		b = appendTask(append(b, " instead: "...), e.Next.Comm, e.Next.TID)
-		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+		b = appendTask(append(b, " instead: "...), e.OffCPU.Next.Comm, e.OffCPU.Next.TID)
+		if e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			b = appendTask(append(b, " ... "...), e.Actor.Comm, e.Actor.TID)
 		}
 	case rdma.EvQPAttr:

@@ -332,19 +332,19 @@ func callSiteLines(r rdma.LeakReport, s rdma.CallSiteLeaks) []string {
 // rdma_listen 10.99.1.1:7400 got EADDRINUSE; held by app[300] tcp LISTEN
 // 10.99.1.1:7400".
 func portBusyLine(e *rdma.Event) string {
-	s := "port busy: " + owner(e) + " " + Sanitize(e.Func)
+	s := "port busy: " + owner(e) + " " + Sanitize(e.PortBusy.Op)
 	if e.Has(rdma.EvHasDev) && e.DevName != "" {
 		s += " on " + Sanitize(e.DevName)
 	}
 	s += " " + e.Src.String() + " got EADDRINUSE"
 	switch {
-	case e.Holders == nil:
+	case e.PortBusy.Holders == nil:
 		return s + " (who held the port was not looked up)"
-	case len(e.Holders) == 0:
+	case len(e.PortBusy.Holders) == 0:
 		return s + "; held by no one any more"
 	}
-	held := make([]string, len(e.Holders))
-	for i, h := range e.Holders {
+	held := make([]string, len(e.PortBusy.Holders))
+	for i, h := range e.PortBusy.Holders {
 		held[i] = Sanitize(h)
 	}
 	return s + "; held by " + strings.Join(held, "; ")

@@ -228,10 +228,10 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		if r.Func == 0 || int(r.Func) >= len(spanFuncs) {
 			return fmt.Errorf("span record with unknown function %d", r.Func)
 		}
-		ev.Kind, ev.Func = rdma.EvSpan, spanFuncs[r.Func]
+		ev.Kind, ev.Span.Func = rdma.EvSpan, spanFuncs[r.Func]
 		d.dev(ev, flags, r.Dev.Index, r.Dev.Port, r.Dev.Name[:])
 		ev.Status = r.Status
-		ev.Dur = r.Dur
+		ev.Span.Dur = r.Dur
 		ev.Flags |= rdma.EvHasDur
 		if flags&cfHasSize != 0 {
 			ev.Size = r.Size
@@ -243,10 +243,10 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 			break
 		}
 		ev.Kind = rdma.EvOffCPU
-		ev.Dur = r.Dur
+		ev.OffCPU.Dur = r.Dur
 		ev.Flags |= rdma.EvHasDur
-		ev.Wait = r.Wait
-		ev.Next = rdma.Owner{PID: r.NextPid, TID: r.NextPid, Comm: d.intern(chars(r.NextComm[:]))}
+		ev.OffCPU.Wait = r.Wait
+		ev.OffCPU.Next = rdma.Owner{PID: r.NextPid, TID: r.NextPid, Comm: d.intern(chars(r.NextComm[:]))}
 		if flags&cfPreempted != 0 {
 			ev.Flags |= rdma.EvPreempted
 		}
@@ -360,8 +360,8 @@ func (d *Decoder) decodePortBusy(rec []byte, flags bpf.RdmatraceEventFlag, ev *r
 	if r.Op == 0 || int(r.Op) >= len(portOps) {
 		return fmt.Errorf("port-busy record with unknown operation %d", r.Op)
 	}
-	ev.Kind, ev.Func = rdma.EvPortBusy, portOps[r.Op].name
-	ev.Suppressed = r.Suppressed
+	ev.Kind, ev.PortBusy.Op = rdma.EvPortBusy, portOps[r.Op].name
+	ev.PortBusy.Suppressed = r.Suppressed
 	if portOps[r.Op].cm {
 		ev.Type, ev.ID = rdma.ResCMID, r.Res.Id
 		ev.Flags |= rdma.EvHasRes

@@ -258,11 +258,11 @@ func TestSpansAndSpellsDecodeWithoutAllocating(t *testing.T) {
 			t.Errorf("kind %d: %v allocations per record", kind, n)
 		}
 	}
-	if ev.Kind != rdma.EvOffCPU || ev.Dur != 2500 || ev.Next.Comm != "hog" || ev.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
+	if ev.Kind != rdma.EvOffCPU || ev.OffCPU.Dur != 2500 || ev.OffCPU.Next.Comm != "hog" || ev.OffCPU.Next.TID != 42 || !ev.Has(rdma.EvPreempted) {
 		t.Errorf("off-cpu decoded as %+v", ev)
 	}
 	_ = decodeV1(d, spanRecord(cSpan), &ev)
-	if ev.Kind != rdma.EvSpan || ev.Func != "ib_umem_get" || ev.Size != 1<<20 || ev.Owner.PID != 7 {
+	if ev.Kind != rdma.EvSpan || ev.Span.Func != "ib_umem_get" || ev.Span.Dur != 2500 || ev.Size != 1<<20 || ev.Owner.PID != 7 {
 		t.Errorf("span decoded as %+v", ev)
 	}
 	if err := decodeV1(d, spanRecord(cSpan)[:v1Dur], &ev); err == nil {
@@ -304,11 +304,11 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if err := decodeV1(d, portRecord(1), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Kind != rdma.EvPortBusy || ev.Func != "rdma_listen" || ev.Type != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
+	if ev.Kind != rdma.EvPortBusy || ev.PortBusy.Op != "rdma_listen" || ev.Type != rdma.ResCMID || ev.ID != 5 || ev.Status != -98 ||
 		ev.Src.String() != "10.99.1.1:7410" || ev.DevName != "siw0" {
 		t.Errorf("rdma_listen port-busy decoded as %+v", ev)
 	}
-	ev.Holders = []string{"python3[300] tcp LISTEN 0.0.0.0:7410"}
+	ev.PortBusy.Holders = []string{"python3[300] tcp LISTEN 0.0.0.0:7410"}
 	j := string(formats.AppendJSON(nil, formats.EventObject(&ev)))
 	if !strings.Contains(j, `"func":"rdma_listen"`) || !strings.Contains(j, `"status":-98,"status-name":"EADDRINUSE","holders":["python3[300] tcp LISTEN 0.0.0.0:7410"]`) {
 		t.Errorf("-j: %s", j)
@@ -316,7 +316,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	if l := formats.EventLine(&ev); !strings.Contains(l, "rdma_listen EADDRINUSE, held by python3[300] tcp LISTEN 0.0.0.0:7410") {
 		t.Errorf("line: %s", l)
 	}
-	if err := decodeV1(d, portRecord(3), &ev); err != nil || ev.Func != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 || ev.Suppressed != 0 {
+	if err := decodeV1(d, portRecord(3), &ev); err != nil || ev.PortBusy.Op != "bind" || ev.Has(rdma.EvHasRes) || ev.Owner.PID != 221 || ev.PortBusy.Suppressed != 0 {
 		t.Errorf("bind port-busy: %v, %+v", err, ev)
 	}
 	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); strings.Contains(j, "suppressed") {
@@ -325,7 +325,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	// The rate limit's count of like events held back before this one.
 	held := portRecord(3)
 	binary.LittleEndian.PutUint32(held[v1Suppress:], 21917)
-	if err := decodeV1(d, held, &ev); err != nil || ev.Suppressed != 21917 {
+	if err := decodeV1(d, held, &ev); err != nil || ev.PortBusy.Suppressed != 21917 {
 		t.Errorf("bind port-busy with a held-back count: %v, %+v", err, ev)
 	}
 	if j := string(formats.AppendJSON(nil, formats.EventObject(&ev))); !strings.Contains(j, `"status-name":"EADDRINUSE","suppressed":21917`) {

@@ -113,26 +113,26 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 			}
 			for i, s := range spells {
 				// One spell a sleep: not cut short, nor preempted.
-				if s.Owner.PID != uint32(os.Getpid()) || s.Has(rdma.EvPreempted) || s.Dur < 25e6 || s.Dur > 200e6 || !s.Has(rdma.EvHasDur) {
+				if s.Owner.PID != uint32(os.Getpid()) || s.Has(rdma.EvPreempted) || s.OffCPU.Dur < 25e6 || s.OffCPU.Dur > 200e6 || !s.Has(rdma.EvHasDur) {
 					for _, s := range all {
 						t.Logf("spell at +%.2f ms: %.2f ms, preempted %v, woken %d µs before it ran, %s[%d] ran instead",
-							float64(s.Mono-calls[0][0])/1e6, float64(s.Dur)/1e6, s.Has(rdma.EvPreempted), s.Wait/1000, s.Next.Comm, s.Next.TID)
+							float64(s.Mono-calls[0][0])/1e6, float64(s.OffCPU.Dur)/1e6, s.Has(rdma.EvPreempted), s.OffCPU.Wait/1000, s.OffCPU.Next.Comm, s.OffCPU.Next.TID)
 					}
 					t.Errorf("sleep %d of 30 ms: a spell of %.2f ms of pid %d, preempted %v: want pid %d, asleep (not preempted), 25-200 ms",
-						i+1, float64(s.Dur)/1e6, s.Owner.PID, s.Has(rdma.EvPreempted), os.Getpid())
+						i+1, float64(s.OffCPU.Dur)/1e6, s.Owner.PID, s.Has(rdma.EvPreempted), os.Getpid())
 				}
-				if s.Next.Comm == "" {
+				if s.OffCPU.Next.Comm == "" {
 					t.Errorf("spell %+v: names no task that ran instead", s)
 				}
-				if s.Wait > s.Dur {
-					t.Errorf("spell of %d ns: wait from wakeup %d ns, want wait <= dur", s.Dur, s.Wait)
+				if s.OffCPU.Wait > s.OffCPU.Dur {
+					t.Errorf("spell of %d ns: wait from wakeup %d ns, want wait <= dur", s.OffCPU.Dur, s.OffCPU.Wait)
 				}
 			}
 			// A wakeup is seen for most spells (not all: measured, about one
 			// in ten under load shows none).
 			woken := 0
 			for _, s := range spells {
-				if s.Wait > 0 {
+				if s.OffCPU.Wait > 0 {
 					woken++
 				}
 			}
@@ -140,7 +140,7 @@ func TestOffCPUSpellsOfAFollowedProcess(t *testing.T) {
 				t.Errorf("no spell saw its wakeup (sched_wakeup)")
 			}
 			t.Logf("%s: %d spells, e.g. %.1f ms off CPU, %d µs from wakeup to run, %s[%d] ran instead",
-				name, len(spells), float64(spells[0].Dur)/1e6, spells[0].Wait/1000, spells[0].Next.Comm, spells[0].Next.TID)
+				name, len(spells), float64(spells[0].OffCPU.Dur)/1e6, spells[0].OffCPU.Wait/1000, spells[0].OffCPU.Next.Comm, spells[0].OffCPU.Next.TID)
 		})
 	}
 }
@@ -388,7 +388,7 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 		if int(ev.Owner.TID) != spinner {
 			return nil
 		}
-		if ev.Dur >= 50e6 && ev.Has(rdma.EvPreempted) {
+		if ev.OffCPU.Dur >= 50e6 && ev.Has(rdma.EvPreempted) {
 			spells = append(spells, *ev)
 		}
 		return nil
@@ -398,11 +398,11 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 	}
 	logAll := func() {
 		for _, ev := range all {
-			if int(ev.Owner.TID) == spinner && ev.Dur < 1e6 {
+			if int(ev.Owner.TID) == spinner && ev.OffCPU.Dur < 1e6 {
 				continue // the spinner's many short spells
 			}
 			t.Logf("spell of %s[%d] at +%.2f ms: %.2f ms, preempted %v, %s[%d] ran longest, %s[%d] last", ev.Owner.Comm, ev.Owner.TID,
-				float64(ev.Mono-began)/1e6, float64(ev.Dur)/1e6, ev.Has(rdma.EvPreempted), ev.Next.Comm, ev.Next.TID, ev.Actor.Comm, ev.Actor.TID)
+				float64(ev.Mono-began)/1e6, float64(ev.OffCPU.Dur)/1e6, ev.Has(rdma.EvPreempted), ev.OffCPU.Next.Comm, ev.OffCPU.Next.TID, ev.Actor.Comm, ev.Actor.TID)
 		}
 	}
 	if len(spells) != 1 {
@@ -410,12 +410,12 @@ func TestOffCPUNamesTheLongestRunner(t *testing.T) {
 		t.Fatalf("%d preempted off-cpu spells of 50 ms or more of the spinning thread %d, want 1", len(spells), spinner)
 	}
 	s := spells[0]
-	if s.Next.Comm != "hog" {
+	if s.OffCPU.Next.Comm != "hog" {
 		logAll()
 		t.Errorf("a %.1f ms spell names %s[%d] (last %s[%d]): want hog",
-			float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
+			float64(s.OffCPU.Dur)/1e6, s.OffCPU.Next.Comm, s.OffCPU.Next.TID, s.Actor.Comm, s.Actor.TID)
 	}
-	t.Logf("%.1f ms off CPU, preempted: %s[%d] ran longest, %s[%d] last", float64(s.Dur)/1e6, s.Next.Comm, s.Next.TID, s.Actor.Comm, s.Actor.TID)
+	t.Logf("%.1f ms off CPU, preempted: %s[%d] ran longest, %s[%d] last", float64(s.OffCPU.Dur)/1e6, s.OffCPU.Next.Comm, s.OffCPU.Next.TID, s.Actor.Comm, s.Actor.TID)
 }
 
 // BenchmarkContextSwitch times a round trip between two threads over two

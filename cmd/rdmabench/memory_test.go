@@ -46,8 +46,8 @@ func longRun(b *testing.B, nSamples, nEvents int) (samples []bench.Sample, trace
 		if i%10 == 9 {
 			ev = rdma.Event{Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", Owner: churn}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
 		} else {
-			ev = rdma.Event{Kind: rdma.EvOffCPU, Dur: 30_000, Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
-				Resource: rdma.Resource{Owner: bench}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}}
+			ev = rdma.Event{Kind: rdma.EvOffCPU, Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
+				Resource: rdma.Resource{Owner: bench}, OffCPU: rdma.OffCPU{Dur: 30_000, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}}
 		}
 		ev.Time = time.Unix(0, mono)
 		if err := w.Write(&ev); err != nil {

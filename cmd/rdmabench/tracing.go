@@ -265,7 +265,7 @@ type eventKey struct {
 }
 
 func keyOf(e *rdma.Event) eventKey {
-	return eventKey{mono: e.Mono, dur: e.Dur, kind: e.Kind, tid: e.Owner.TID}
+	return eventKey{mono: e.Mono, dur: e.Length(), kind: e.Kind, tid: e.Owner.TID}
 }
 
 func (s *session) Conn(conns []bench.Conn) error {

@@ -36,9 +36,9 @@ const (
 	EvDevUnregister             // a device's unregistration began
 	EvDevUnregistered           // a device's unregistration finished
 	EvExists                    // the resource existed when tracing started (netlink snapshot)
-	EvSpan                      // a kernel function behind a verb or an rdma_cm step ran: Func, Dur (Mono is its start)
-	EvOffCPU                    // a followed thread was off CPU: Mono is when it left, Dur how long, Next who ran instead
-	EvPortBusy                  // Func (rdma_listen, rdma_connect, bind) got EADDRINUSE on Src; Holders who held it
+	EvSpan                      // a kernel function behind a verb or an rdma_cm step ran: Span (Mono is its start)
+	EvOffCPU                    // a followed thread was off CPU: Mono is when it left, OffCPU how long and who ran instead
+	EvPortBusy                  // PortBusy.Op (rdma_listen, rdma_connect, bind) got EADDRINUSE on Src; Holders who held it
 	EvSMCFallback               // an SMC socket (Inode) fell back to TCP on Src>Dst; Status is the reason (SMC_CLC_DECL_*)
 	EvSMCLinkCreate             // an SMC-R link's QP (LQPN) was created on DevName/Port; SMC says which link; Status is the creation's
 	EvSMCLinkDown               // smc:smcr_link_down: an SMC-R link went down
@@ -108,7 +108,7 @@ const (
 	EvFileClose
 	EvHasSize   // Size is set: an MR's length, ib_umem_get's size
 	EvPreempted // off-cpu: the thread was runnable when switched out (preempted), not asleep
-	EvHasDur    // Dur is set (span, off-cpu)
+	EvHasDur    // the length is set: Span.Dur (span), OffCPU.Dur (off-cpu)
 	// EvPolled: not traced but found by comparing two netlink dumps
 	// (trace without BPF): its time is the later dump's, and what
 	// changed between the two dumps and back again was not seen.
@@ -130,7 +130,9 @@ func (e *Event) Cleanup() string {
 
 // Event is one thing that happened, as the tracer saw it: the resource it
 // is about (Resource, with what a netlink dump would say of it) and the
-// parts of its kind (PortBusy, OffCPU, SMC), each set only for its kinds.
+// parts of its kind (Span, PortBusy, OffCPU, SMC, QPAttr, Fault), each set
+// only for its kinds: no field means one thing for one kind and another
+// for the next.
 type Event struct {
 	Mono  uint64    // CLOCK_MONOTONIC, ns
 	Time  time.Time // wall clock
@@ -157,12 +159,13 @@ type Event struct {
 	OwnerCgroup uint64
 	Obj         uint64 // kernel address of the object: identity across its events
 
-	Func string // EvSpan: the kernel function; EvPortBusy: the operation (rdma_listen, rdma_connect, bind)
-	Dur  uint64 // ns (EvHasDur): a span's or an off-CPU spell's length
 	Size uint64 // bytes (EvHasSize)
 
-	PortBusy // EvPortBusy
-	OffCPU   // EvOffCPU
+	// The parts are named fields, none embedded: a part's field is read
+	// as e.Part.Field, never as if every event had it (e.Dur).
+	Span     Span     // EvSpan
+	PortBusy PortBusy // EvPortBusy
+	OffCPU   OffCPU   // EvOffCPU
 	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
 	Inode uint64
 	// SMC is the link of an EvSMCLink* event.
@@ -174,9 +177,15 @@ type Event struct {
 	Stack *CallStack // a user object's create: where in its program it was made (--stacks); nil: not known
 }
 
-// PortBusy is what an EvPortBusy event says beyond the operation (Func)
-// and the address (Src).
+// Span is what an EvSpan says beyond its start (Mono) and the resource.
+type Span struct {
+	Func string // the kernel function, e.g. ib_uverbs_reg_mr
+	Dur  uint64 // ns (EvHasDur)
+}
+
+// PortBusy is what an EvPortBusy event says beyond the address (Src).
 type PortBusy struct {
+	Op string // the operation that got EADDRINUSE: rdma_listen, rdma_connect, bind
 	// Holders are who held the port when it was reported ("rping[172]
 	// iwarp LISTEN 10.99.1.1:7400"); nil when not looked up (a recording,
 	// a port freed since).
@@ -186,9 +195,10 @@ type PortBusy struct {
 	Suppressed uint32
 }
 
-// OffCPU is what an EvOffCPU spell says beyond its start (Mono) and length
-// (Dur); EvPreempted says whether the thread was runnable when it left.
+// OffCPU is what an EvOffCPU spell says beyond its start (Mono);
+// EvPreempted says whether the thread was runnable when it left.
 type OffCPU struct {
+	Dur  uint64 // ns off CPU (EvHasDur)
 	Wait uint64 // ns from its wakeup to running again (0: unknown)
 	// Next is the task that ran in its place (tid and comm; tid 0 is the
 	// idle task): the longest runner of a spell preempted and resumed on
@@ -219,7 +229,20 @@ func (k EventKind) IsSMCLink() bool {
 }
 
 // End is when the event's span or spell ended (Mono for instant events).
-func (e *Event) End() uint64 { return e.Mono + e.Dur }
+func (e *Event) End() uint64 { return e.Mono + e.Length() }
+
+// Length is how long a span (Span.Dur) or an off-CPU spell (OffCPU.Dur)
+// lasted, in ns, for what treats both as slices of time; 0 for the
+// instant kinds.
+func (e *Event) Length() uint64 {
+	switch e.Kind {
+	case EvSpan:
+		return e.Span.Dur
+	case EvOffCPU:
+		return e.OffCPU.Dur
+	}
+	return 0
+}
 
 // Has reports whether all of f are set.
 func (e *Event) Has(f EventFlag) bool { return e.Flags&f == f }

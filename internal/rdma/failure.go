@@ -74,7 +74,7 @@ func (e *Event) Failure() (Failure, bool) {
 	case EvDestroyAbort:
 		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "the driver refused to destroy the " + e.Type.String() + ": it stays alive (still in use?)"}, true
 	case EvPortBusy:
-		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: e.Func + " on " + e.Src.String() + " got EADDRINUSE: the port is taken"}, true
+		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: e.PortBusy.Op + " on " + e.Src.String() + " got EADDRINUSE: the port is taken"}, true
 	case EvSMCFallback:
 		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "SMC fell back to TCP: " + SMCReason(uint32(e.Status))}, true
 	case EvSMCLinkDown:

@@ -19,7 +19,7 @@ func TestFailureSaysWhichEventsAreFailuresAndHowBad(t *testing.T) {
 	exiting.Flags |= EvActorExiting
 	done := cmEvent(CMRejected, 8, true)
 	done.Kind = EvCMEventDone
-	busy := &Event{Kind: EvPortBusy, Func: "rdma_listen", Status: -98}
+	busy := &Event{Kind: EvPortBusy, PortBusy: PortBusy{Op: "rdma_listen"}, Status: -98}
 	busy.Src = netip.MustParseAddrPort("10.0.0.1:7471")
 	abort := &Event{Kind: EvDestroyAbort, Flags: EvHasRes}
 	abort.Type = ResCQ

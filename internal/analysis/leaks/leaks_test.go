@@ -325,8 +325,8 @@ func TestProgramCgroupDecidesAlone(t *testing.T) {
 // failure is not the program's report.
 func TestPortBusy(t *testing.T) {
 	busy := func(s float64, pid uint32, comm, fn, src string, holders []string) rdma.Event {
-		e := rdma.Event{Kind: rdma.EvPortBusy, Func: fn, Time: at(s), Mono: uint64(s * 1e9), Status: -98,
-			Resource: rdma.Resource{Has: rdma.HasSrcAddr | rdma.HasPS, Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP}, PortBusy: rdma.PortBusy{Holders: holders}, Flags: rdma.EvHasOwner | rdma.EvUser}
+		e := rdma.Event{Kind: rdma.EvPortBusy, Time: at(s), Mono: uint64(s * 1e9), Status: -98,
+			Resource: rdma.Resource{Has: rdma.HasSrcAddr | rdma.HasPS, Src: netip.MustParseAddrPort(src), PS: rdma.PSTCP}, PortBusy: rdma.PortBusy{Op: fn, Holders: holders}, Flags: rdma.EvHasOwner | rdma.EvUser}
 		e.Owner = rdma.Owner{PID: pid, TID: pid, Comm: comm}
 		e.Actor = e.Owner
 		return e

@@ -258,7 +258,7 @@ func TestFailuresAreCountedByOwnerWithinTheBound(t *testing.T) {
 	toErr := &rdma.Event{Kind: rdma.EvModify, Flags: rdma.EvHasRes | rdma.EvHasDev, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", DevIndex: 1, LQPN: 17, Has: rdma.HasLQPN}}
 	toErr.SetState(uint8(rdma.QPStateErr))
 	x.Event(toErr)
-	x.Event(&rdma.Event{Kind: rdma.EvPortBusy, Func: "rdma_listen", Flags: rdma.EvHasOwner, Resource: rdma.Resource{Owner: owner("rping", 10, "")}})
+	x.Event(&rdma.Event{Kind: rdma.EvPortBusy, PortBusy: rdma.PortBusy{Op: "rdma_listen"}, Flags: rdma.EvHasOwner, Resource: rdma.Resource{Owner: owner("rping", 10, "")}})
 	want := `# HELP rdma_failures_total Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the first owners seen by name, the rest as comm="other".
 # TYPE rdma_failures_total counter
 rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="QP_ERR",port=""} 1

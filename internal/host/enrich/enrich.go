@@ -141,8 +141,8 @@ func (x *Enricher) Event(e *rdma.Event) {
 	if e.Has(rdma.EvHasOwner) {
 		e.Owner.Place = x.Place(e.Owner.PID, e.OwnerCgroup)
 	}
-	if x.opts.Holders != nil && e.Kind == rdma.EvPortBusy && e.Holders == nil {
-		e.Holders = x.opts.Holders(e)
+	if x.opts.Holders != nil && e.Kind == rdma.EvPortBusy && e.PortBusy.Holders == nil {
+		e.PortBusy.Holders = x.opts.Holders(e)
 	}
 	if x.opts.PortObjects != nil && e.IsPortEvent() && e.Fault.OnPort == nil {
 		e.Fault.OnPort = x.opts.PortObjects(e)

@@ -72,8 +72,8 @@ func TestEventNamesHoldersAndSMCOwnersOnlyWhenAsked(t *testing.T) {
 	b, s := busy(), smc()
 	plain.Event(b)
 	plain.Event(s)
-	if b.Holders != nil || s.Has(rdma.EvHasOwner) {
-		t.Errorf("an Enricher without options named holders %q or an SMC owner %+v", b.Holders, s.Owner)
+	if b.PortBusy.Holders != nil || s.Has(rdma.EvHasOwner) {
+		t.Errorf("an Enricher without options named holders %q or an SMC owner %+v", b.PortBusy.Holders, s.Owner)
 	}
 
 	asked := 0
@@ -82,14 +82,14 @@ func TestEventNamesHoldersAndSMCOwnersOnlyWhenAsked(t *testing.T) {
 	b, s = busy(), smc()
 	live.Event(b)
 	live.Event(s)
-	if len(b.Holders) != 1 || asked != 1 {
-		t.Errorf("holders = %q after %d asks, want one holder, one ask", b.Holders, asked)
+	if len(b.PortBusy.Holders) != 1 || asked != 1 {
+		t.Errorf("holders = %q after %d asks, want one holder, one ask", b.PortBusy.Holders, asked)
 	}
 	if !s.Has(rdma.EvHasOwner) || s.Owner.PID != 300 || s.Owner.Comm != "python3" {
 		t.Errorf("SMC owner = %+v, want python3[300]", s.Owner)
 	}
 	// An event that has its holders (a recording) is not asked again.
-	b.Holders = []string{}
+	b.PortBusy.Holders = []string{}
 	live.Event(b)
 	if asked != 1 {
 		t.Errorf("holders asked again for an event that has them")

@@ -70,9 +70,9 @@ func TestConnectionPhasesAddUpToTheTotal(t *testing.T) {
 func TestOpsGetTheirKernelTime(t *testing.T) {
 	ops := []bench.Op{{Name: "reg-mr", Size: 1 << 20, TID: 7, Start: 1000, Dur: 5000}, {Name: "alloc-pd", TID: 7, Start: 7000, Dur: 100}}
 	ev := []rdma.Event{
-		{Mono: 1100, Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: 4000, Resource: rdma.Resource{Owner: rdma.Owner{TID: 7}}},
-		{Mono: 1200, Kind: rdma.EvSpan, Func: "ib_umem_get", Dur: 3000, Resource: rdma.Resource{Owner: rdma.Owner{TID: 7}}},
-		{Mono: 1100, Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: 4000, Resource: rdma.Resource{Owner: rdma.Owner{TID: 8}}}, // another thread
+		{Mono: 1100, Kind: rdma.EvSpan, Span: rdma.Span{Func: "ib_uverbs_reg_mr", Dur: 4000}, Resource: rdma.Resource{Owner: rdma.Owner{TID: 7}}},
+		{Mono: 1200, Kind: rdma.EvSpan, Span: rdma.Span{Func: "ib_umem_get", Dur: 3000}, Resource: rdma.Resource{Owner: rdma.Owner{TID: 7}}},
+		{Mono: 1100, Kind: rdma.EvSpan, Span: rdma.Span{Func: "ib_uverbs_reg_mr", Dur: 4000}, Resource: rdma.Resource{Owner: rdma.Owner{TID: 8}}}, // another thread
 	}
 	got := Ops(ops, ev)
 	if got[0].Kernel != 4000 || got[0].Pin != 3000 || got[0].Func != "ib_uverbs_reg_mr" {
@@ -85,8 +85,8 @@ func TestOpsGetTheirKernelTime(t *testing.T) {
 
 func TestASpellNamesTheFirstAndTheLastTaskThatRanInstead(t *testing.T) {
 	s, _ := Fixture()
-	ev := []rdma.Event{{Mono: uint64(s[100].Start), Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner,
-		Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 12, TID: 12, Comm: "kworker/u8:0"}}, Actor: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}}
+	ev := []rdma.Event{{Mono: uint64(s[100].Start), Kind: rdma.EvOffCPU, Flags: rdma.EvHasDur | rdma.EvHasOwner,
+		Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Dur: uint64(ms), Next: rdma.Owner{PID: 12, TID: 12, Comm: "kworker/u8:0"}}, Actor: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}}
 	r := Outliers(s, ev, Options{PID: 100, Threads: []int{101}})
 	if got := r.Outliers[0].Causes; !slices.Equal(got, []string{"off-cpu:hog", "off-cpu:kworker/u8:0"}) {
 		t.Errorf("causes %q, want the kworker (first) and the hog (last)", got)
@@ -100,11 +100,11 @@ func TestAnOutlierUnderAFloodKeepsTheEarliestEventsAndCountsTheRest(t *testing.T
 	// Spells of the timed thread, latest first, then one by another task
 	// at the end: it still names its cause.
 	for i := 3 * MaxOutlierEvents; i > 0; i-- {
-		ev = append(ev, rdma.Event{Mono: at + uint64(i)*1000, Kind: rdma.EvOffCPU, Dur: 500, Flags: rdma.EvHasDur | rdma.EvHasOwner,
-			Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}})
+		ev = append(ev, rdma.Event{Mono: at + uint64(i)*1000, Kind: rdma.EvOffCPU, Flags: rdma.EvHasDur | rdma.EvHasOwner,
+			Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Dur: 500, Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}})
 	}
-	ev = append(ev, rdma.Event{Mono: at + uint64(ms), Kind: rdma.EvOffCPU, Dur: 500, Flags: rdma.EvHasDur | rdma.EvHasOwner,
-		Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 301, TID: 301, Comm: "late"}}})
+	ev = append(ev, rdma.Event{Mono: at + uint64(ms), Kind: rdma.EvOffCPU, Flags: rdma.EvHasDur | rdma.EvHasOwner,
+		Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Dur: 500, Next: rdma.Owner{PID: 301, TID: 301, Comm: "late"}}})
 	r := Outliers(s, ev, Options{PID: 100, Threads: []int{101}})
 	o := r.Outliers[0]
 	if o.Index != 100 || len(o.Events) != MaxOutlierEvents || o.More != 2*MaxOutlierEvents+1 {

@@ -40,13 +40,13 @@ func Ops(ops []bench.Op, events []rdma.Event) []OpKernel {
 			if e.Kind != rdma.EvSpan || int(e.Owner.TID) != op.TID || int64(e.Mono) < lo || int64(e.End()) > hi {
 				continue
 			}
-			if op.Name == "reg-mr" && e.Func == "ib_umem_get" {
-				out[i].Pin += int64(e.Dur)
+			if op.Name == "reg-mr" && e.Span.Func == "ib_umem_get" {
+				out[i].Pin += int64(e.Span.Dur)
 			}
 			for _, f := range fns {
-				if e.Func == f {
+				if e.Span.Func == f {
 					out[i].Func = f
-					out[i].Kernel += int64(e.Dur)
+					out[i].Kernel += int64(e.Span.Dur)
 				}
 			}
 		}

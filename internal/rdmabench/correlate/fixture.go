@@ -34,17 +34,17 @@ func Fixture() ([]bench.Sample, []rdma.Event) {
 	ev := []rdma.Event{
 		// 100: a hog ran in the benchmark thread's place (longest), a
 		// kworker last.
-		{Mono: at(100) + 10_000, Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
-			Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}, Actor: rdma.Owner{PID: 44, TID: 44, Comm: "kworker/1:1H"}},
+		{Mono: at(100) + 10_000, Kind: rdma.EvOffCPU, Flags: rdma.EvHasDur | rdma.EvHasOwner | rdma.EvPreempted,
+			Resource: rdma.Resource{Owner: benchOwner}, OffCPU: rdma.OffCPU{Dur: uint64(ms), Next: rdma.Owner{PID: 300, TID: 300, Comm: "hog"}}, Actor: rdma.Owner{PID: 44, TID: 44, Comm: "kworker/1:1H"}},
 		// 500: another process registered 1 GiB (span, then the MR).
-		{Mono: at(500) - uint64(ms), Kind: rdma.EvSpan, Func: "ib_uverbs_reg_mr", Dur: uint64(2 * ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: noise}},
+		{Mono: at(500) - uint64(ms), Kind: rdma.EvSpan, Span: rdma.Span{Func: "ib_uverbs_reg_mr", Dur: uint64(2 * ms)}, Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: noise}},
 		{Mono: at(500) + uint64(ms), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResMR, DevName: "rxe0", Owner: noise}, Size: 1 << 30,
 			Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvHasSize},
 		// not a cause: the benchmark's own MR, another device's QP, a
 		// spell of a thread that is not timed, a QP far from any outlier
 		{Mono: at(500), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResMR, DevName: "rxe0", Owner: benchOwner}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
 		{Mono: at(500), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "mlx5_0", Owner: noise}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
-		{Mono: at(500), Kind: rdma.EvOffCPU, Dur: uint64(ms), Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: rdma.Owner{PID: 100, TID: 105, Comm: "rdmabench"}}},
+		{Mono: at(500), Kind: rdma.EvOffCPU, OffCPU: rdma.OffCPU{Dur: uint64(ms)}, Flags: rdma.EvHasDur | rdma.EvHasOwner, Resource: rdma.Resource{Owner: rdma.Owner{PID: 100, TID: 105, Comm: "rdmabench"}}},
 		{Mono: at(300), Kind: rdma.EvCreate, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", Owner: noise}, Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner},
 		// 900: nothing.
 	}

@@ -244,7 +244,7 @@ func category(e *rdma.Event) string {
 	case rdma.EvOffCPU:
 		return "off-cpu"
 	case rdma.EvSpan:
-		switch e.Func {
+		switch e.Span.Func {
 		case "ib_uverbs_reg_mr", "ib_umem_get":
 			return "mr-reg"
 		case "ib_dereg_mr_user":
@@ -294,7 +294,7 @@ func category(e *rdma.Event) string {
 // another CPU).
 func causes(e *rdma.Event) []string {
 	c := []string{Cause(e)}
-	if e.Kind == rdma.EvOffCPU && e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {
+	if e.Kind == rdma.EvOffCPU && e.Actor.Comm != "" && e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID {
 		c = append(c, "off-cpu:"+e.Actor.Comm)
 	}
 	return c
@@ -307,7 +307,7 @@ func Cause(e *rdma.Event) string {
 	c := category(e)
 	switch {
 	case e.Kind == rdma.EvOffCPU:
-		return c + ":" + e.Next.Comm
+		return c + ":" + e.OffCPU.Next.Comm
 	case c == "device":
 		return c + ":" + e.DevName
 	case e.Has(rdma.EvHasOwner):

@@ -152,9 +152,9 @@ func Write(w io.Writer, t *Timeline) error {
 		}
 		switch e.Kind {
 		case rdma.EvSpan:
-			name = e.Func
+			name = e.Span.Func
 		case rdma.EvOffCPU:
-			args["instead"] = e.Next.Comm + "[" + itoa(int64(e.Next.TID)) + "]"
+			args["instead"] = e.OffCPU.Next.Comm + "[" + itoa(int64(e.OffCPU.Next.TID)) + "]"
 			args["preempted"] = e.Has(rdma.EvPreempted)
 		case rdma.EvCMEventHandler:
 			name += " " + e.CMEvent.String()
@@ -169,7 +169,7 @@ func Write(w io.Writer, t *Timeline) error {
 			args = nil
 		}
 		if e.Has(rdma.EvHasDur) {
-			emit(event{Name: name, Cat: e.Kind.String(), Ph: "X", TS: us(int64(e.Mono)), Dur: us(int64(e.Dur)), PID: pid, TID: tid, Args: args})
+			emit(event{Name: name, Cat: e.Kind.String(), Ph: "X", TS: us(int64(e.Mono)), Dur: us(int64(e.Length())), PID: pid, TID: tid, Args: args})
 		} else {
 			emit(event{Name: name, Cat: e.Kind.String(), Ph: "i", S: "t", TS: us(int64(e.Mono)), PID: pid, TID: tid, Args: args})
 		}

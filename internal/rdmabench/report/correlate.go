@@ -54,7 +54,7 @@ type OutlierRecord struct {
 }
 
 func eventOf(e *rdma.Event) OutlierEvent {
-	o := OutlierEvent{Event: e.Kind.String(), Func: e.Func, TS: e.Mono, Size: e.Size, Preempted: e.Has(rdma.EvPreempted)}
+	o := OutlierEvent{Event: e.Kind.String(), Func: e.Span.Func, TS: e.Mono, Size: e.Size, Preempted: e.Has(rdma.EvPreempted)}
 	if e.Has(rdma.EvHasRes) {
 		o.Res = e.Type.String()
 	}
@@ -62,12 +62,12 @@ func eventOf(e *rdma.Event) OutlierEvent {
 		o.PID, o.Comm = e.Owner.PID, jstr(e.Owner.Comm)
 	}
 	if e.Has(rdma.EvHasDur) {
-		o.DurUS = round3(float64(e.Dur) / 1e3)
+		o.DurUS = round3(float64(e.Length()) / 1e3)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		pid := e.Next.TID
-		o.NextPID, o.NextComm = &pid, jstr(e.Next.Comm)
-		if e.Actor.Comm != "" && e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID {
+		pid := e.OffCPU.Next.TID
+		o.NextPID, o.NextComm = &pid, jstr(e.OffCPU.Next.Comm)
+		if e.Actor.Comm != "" && e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID {
 			o.LastPID, o.LastComm = e.Actor.TID, jstr(e.Actor.Comm)
 		}
 	}
@@ -166,13 +166,13 @@ func eventText(e *rdma.Event, start int64) string {
 			how = "preempted"
 		}
 		fmt.Fprintf(&b, " %s[%d] %s %.1f us, instead: %s[%d]", formats.Sanitize(e.Owner.Comm), e.Owner.TID, how,
-			float64(e.Dur)/1e3, formats.Sanitize(e.Next.Comm), e.Next.TID)
-		if e.Actor.TID != e.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
+			float64(e.OffCPU.Dur)/1e3, formats.Sanitize(e.OffCPU.Next.Comm), e.OffCPU.Next.TID)
+		if e.Actor.TID != e.OffCPU.Next.TID && e.Actor.TID != e.Owner.TID && e.Actor.Comm != "" {
 			fmt.Fprintf(&b, " ... %s[%d]", formats.Sanitize(e.Actor.Comm), e.Actor.TID)
 		}
 		return b.String()
 	case rdma.EvSpan:
-		fmt.Fprintf(&b, " %s %.1f us", e.Func, float64(e.Dur)/1e3)
+		fmt.Fprintf(&b, " %s %.1f us", e.Span.Func, float64(e.Span.Dur)/1e3)
 	default:
 		if e.Has(rdma.EvHasRes) {
 			b.WriteString(" " + e.Type.String())

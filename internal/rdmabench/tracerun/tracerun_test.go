@@ -49,8 +49,8 @@ func TestStartReadStop(t *testing.T) {
 	if len(evs) != 2 || len(bad) != 1 || !strings.Contains(bad[0].Error(), "trace.ndjson:2:") {
 		t.Fatalf("events %+v, bad lines %v: want 2 events and line 2 bad", evs, bad)
 	}
-	if evs[0].Mono != 2_500_000_000 || evs[1].Mono != 3_000_000_000 || evs[1].Dur != 1500 {
-		t.Errorf("monotonic times %d, %d (dur %d): want the wall times less the 1 s offset", evs[0].Mono, evs[1].Mono, evs[1].Dur)
+	if evs[0].Mono != 2_500_000_000 || evs[1].Mono != 3_000_000_000 || evs[1].Span.Dur != 1500 {
+		t.Errorf("monotonic times %d, %d (dur %d): want the wall times less the 1 s offset", evs[0].Mono, evs[1].Mono, evs[1].Span.Dur)
 	}
 	if again, _, _ := r.Events(); len(again) != 0 {
 		t.Errorf("a second read gave %d events again", len(again))

@@ -330,16 +330,31 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 
 // spanFields reads what spans and off-CPU spells carry.
 func spanFields(o *object, ev *rdma.Event) *fieldError {
-	ev.Func = o.Func
-	if ev.Kind == rdma.EvSpan && o.Func == "" {
-		return &fieldError{"func: the kernel function's name of a span", "none"}
+	switch {
+	case ev.Kind == rdma.EvSpan:
+		if o.Func == "" {
+			return &fieldError{"func: the kernel function's name of a span", "none"}
+		}
+		ev.Span.Func = o.Func
+	case ev.Kind == rdma.EvPortBusy:
+		ev.PortBusy.Op = o.Func
+	case o.Func != "":
+		return &fieldError{"no func on a " + ev.Kind.String() + " (spans and port-busy have one)", lineerr.Quote([]byte(o.Func))}
 	}
 	if o.DurUS != nil {
 		ns, err := micros(*o.DurUS)
 		if err != nil {
 			return &fieldError{"dur-us: microseconds with up to three decimals", fmt.Sprint(*o.DurUS)}
 		}
-		ev.Dur, ev.Flags = ns, ev.Flags|rdma.EvHasDur
+		switch ev.Kind {
+		case rdma.EvSpan:
+			ev.Span.Dur = ns
+		case rdma.EvOffCPU:
+			ev.OffCPU.Dur = ns
+		default:
+			return &fieldError{"no dur-us on a " + ev.Kind.String() + " (spans and off-cpu spells have one)", fmt.Sprint(*o.DurUS)}
+		}
+		ev.Flags |= rdma.EvHasDur
 	}
 	if o.Size != nil {
 		ev.Size, ev.Flags = *o.Size, ev.Flags|rdma.EvHasSize
@@ -349,18 +364,18 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		if err != nil {
 			return &fieldError{"wait-us: microseconds with up to three decimals", fmt.Sprint(*o.WaitUS)}
 		}
-		ev.Wait = ns
+		ev.OffCPU.Wait = ns
 	}
 	if o.Preempted {
 		ev.Flags |= rdma.EvPreempted
 	}
 	if o.NextPID != nil {
-		ev.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
+		ev.OffCPU.Next = rdma.Owner{PID: *o.NextPID, TID: *o.NextPID, Comm: o.NextComm}
 	}
 	if ev.Kind == rdma.EvSpan && o.PID != nil {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
-	ev.Holders, ev.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
+	ev.PortBusy.Holders, ev.PortBusy.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
 	if o.Stack != nil {
 		ev.Stack = &rdma.CallStack{Via: o.Via, Frames: o.Stack}
 	}

@@ -251,7 +251,7 @@ func TestBadSpanFieldsAreOneLineErrors(t *testing.T) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		if ev.Func != "ib_umem_get" || ev.Dur != 2500 || ev.Size != 4096 {
+		if ev.Span.Func != "ib_umem_get" || ev.Span.Dur != 2500 || ev.Size != 4096 {
 			t.Errorf("last line read as %+v", ev)
 		}
 	}
@@ -327,6 +327,12 @@ func TestLinesTraceCannotHaveWrittenAreErrors(t *testing.T) {
 			`rec.ndjson:1: expected pid: a whole number from 0 to 4294967295, found -1`},
 		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","holders":"x"}`,
 			`rec.ndjson:1: expected holders: an array of strings, found a string`},
+		// func and dur-us belong to the kinds that have them: nowhere
+		// else would they be kept.
+		{`{"time":"2026-11-22T10:00:00Z","event":"create","res":"pd","func":"ib_uverbs_alloc_pd"}`,
+			`rec.ndjson:1: expected no func on a create (spans and port-busy have one), found "ib_uverbs_alloc_pd"`},
+		{`{"time":"2026-11-22T10:00:00Z","event":"port-busy","func":"bind","dur-us":1.5}`,
+			`rec.ndjson:1: expected no dur-us on a port-busy (spans and off-cpu spells have one), found 1.5`},
 	} {
 		evs, errs := readAll(t, c.line+"\n")
 		if len(evs) != 0 || len(errs) != 1 || errs[0] != c.want {
