@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -242,6 +243,11 @@ func TestRunTicksUnderAFlood(t *testing.T) {
 }
 
 func TestRunIdleAndStopWithoutEvents(t *testing.T) {
+	// No wall-clock counts: on a loaded machine 100 ms can hold two ticks
+	// of 10 ms. With ticks, the third tick of an idle ring stops the run;
+	// without, a stop after 100 ms. Either way Run must return once
+	// stopped: without ticks it waits with no deadline, so only the stop
+	// can wake it, and a Run that missed it would hang (10 s here).
 	for _, every := range []time.Duration{0, 10 * time.Millisecond} {
 		t.Run(fmt.Sprintf("ticks every %v", every), func(t *testing.T) {
 			events, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 1 << 16})
@@ -255,23 +261,42 @@ func TestRunIdleAndStopWithoutEvents(t *testing.T) {
 			}
 			defer tr.ring.close()
 			ctx, cancel := context.WithCancel(context.Background())
-			var stoppedAt atomic.Int64
-			time.AfterFunc(100*time.Millisecond, func() { stoppedAt.Store(time.Now().UnixNano()); cancel() })
-			ticks := 0
-			err = tr.Run(ctx, Consumer{
-				Event: func(*rdma.Event) error { t.Fatal("an event from an empty ring"); return nil },
-				Tick:  func() { ticks++ }, Every: every,
-			})
-			if err != nil {
-				t.Fatal(err)
+			defer cancel()
+			var ticks atomic.Int32
+			stopped := make(chan struct{})
+			var once sync.Once
+			stop := func() { once.Do(func() { close(stopped); cancel() }) }
+			if every == 0 {
+				time.AfterFunc(100*time.Millisecond, stop)
 			}
-			// Without ticks Run waits with no deadline: only the stop
-			// wakes it.
-			if took := time.Duration(time.Now().UnixNano() - stoppedAt.Load()); took > 50*time.Millisecond {
-				t.Errorf("an idle Run returned %v after the stop", took)
+			var gotEvent atomic.Bool
+			done := make(chan error, 1)
+			go func() {
+				done <- tr.Run(ctx, Consumer{
+					Event: func(*rdma.Event) error { gotEvent.Store(true); return nil },
+					Tick: func() {
+						if ticks.Add(1) == 3 {
+							stop()
+						}
+					},
+					Every: every,
+				})
+			}()
+			select {
+			case <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%d ticks at %v in 10 s while idle, want 3", ticks.Load(), every)
 			}
-			if every > 0 && ticks < 3 {
-				t.Errorf("%d ticks in 100ms at %v while idle", ticks, every)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("an idle Run did not return within 10 s of the stop")
+			}
+			if gotEvent.Load() {
+				t.Error("an event from an empty ring")
 			}
 		})
 	}
