@@ -279,8 +279,8 @@ func killPeer(t *testing.T, dev string, ip string, argv func(client bool) []stri
 		if len(problems) == 0 {
 			return d
 		}
-		if attempt < 3 && d.qpn == 0 && strings.Contains(d.said, "rdma_connect failed") {
-			t.Logf("attempt %d: the client never connected, starting the pair again:\n%s", attempt, d.said)
+		if attempt < 3 && d.qpn == 0 && (strings.Contains(d.said, "rdma_connect failed") || strings.HasPrefix(d.said, "the server exited")) {
+			t.Logf("attempt %d: the pair never connected, starting it again: %s", attempt, problems[0])
 			continue
 		}
 		for _, p := range problems {
@@ -296,12 +296,23 @@ func killPeerOnce(t *testing.T, dev string, ip string, argv func(client bool) []
 	var problems []string
 	sa := argv(false)
 	server := exec.Command(sa[0], sa[1:]...)
+	var serverSaid bytes.Buffer
+	server.Stdout, server.Stderr = &serverSaid, &serverSaid
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	serverDone := make(chan error, 1)
+	go func() { serverDone <- server.Wait() }()
+	t.Cleanup(func() { _ = server.Process.Kill(); <-serverDone })
 	port := sa[slices.Index(sa, "-p")+1]
 	waitListening(t, port)
+	select {
+	case err := <-serverDone:
+		serverDone <- err
+		d := deadPeer{dev: dev, said: "the server exited before its client started (" + fmt.Sprint(err) + "):\n" + serverSaid.String()}
+		return d, []string{d.said}
+	default:
+	}
 	var said bytes.Buffer
 	ca := argv(true)
 	client := exec.Command(ca[0], ca[1:]...)
@@ -313,7 +324,8 @@ func killPeerOnce(t *testing.T, dev string, ip string, argv func(client bool) []
 	d := deadPeer{dev: dev, client: client.Process.Pid, gid: netip.MustParseAddr("::ffff:" + ip)}
 	waitFor(t, 60*time.Second, sa[0]+"'s client to spin on its CQ (connected, moving data)", func() bool { return busy(t, client.Process.Pid) })
 	_ = server.Process.Signal(syscall.SIGKILL)
-	_ = server.Wait()
+	serverErr := <-serverDone
+	serverDone <- serverErr
 	done := make(chan error, 1)
 	go func() { done <- client.Wait() }()
 	select {
@@ -328,6 +340,7 @@ func killPeerOnce(t *testing.T, dev string, ip string, argv func(client bool) []
 	}
 	d.said = said.String()
 	keep(t, filepath.Join("failures", dev+"-client.txt"), said.Bytes())
+	keep(t, filepath.Join("failures", dev+"-server.txt"), serverSaid.Bytes())
 	for _, m := range qpnRE.FindAllStringSubmatch(d.said, -1) {
 		n, _ := strconv.ParseUint(m[2], 16, 32)
 		if m[1] == "local" {
@@ -337,7 +350,7 @@ func killPeerOnce(t *testing.T, dev string, ip string, argv func(client bool) []
 		}
 	}
 	if d.qpn == 0 || d.peerQPN == 0 {
-		problems = append(problems, fmt.Sprintf("%s's client printed no local and remote QPN:\n%s", sa[0], d.said))
+		problems = append(problems, fmt.Sprintf("%s's client printed no local and remote QPN:\n%s\nits server said:\n%s", sa[0], d.said, serverSaid.String()))
 	}
 	return d, problems
 }

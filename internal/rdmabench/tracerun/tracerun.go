@@ -357,6 +357,12 @@ func (r *Run) Warnings() []string {
 	return w
 }
 
+// stopWait is how long Stop lets the tracer end. Its stop reads what is
+// queued (at most 2 s), then detaches every hook, each detach waiting for
+// the kernel's grace periods: 2.6 s for 42 links on an emulated 6.12, and
+// over 10 s on an emulated machine that was also running other guests.
+const stopWait = 30 * time.Second
+
 // Stop ends the tracer (SIGINT: it reads what is queued, then exits) and
 // removes its temporary directory.
 func (r *Run) Stop() error {
@@ -370,10 +376,10 @@ func (r *Run) Stop() error {
 	var err error
 	select {
 	case err = <-r.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(stopWait):
 		_ = r.cmd.Process.Kill()
 		err = <-r.done
-		err = fmt.Errorf("rdmatrace did not stop in 10 s after SIGINT, killed: %v", err)
+		err = fmt.Errorf("rdmatrace did not stop in %v after SIGINT, killed: %v", stopWait, err)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
