@@ -207,13 +207,13 @@ e2e-landing: $(E2E_BIN)
 	for lane in $$lanes; do \
 	  ( for k in $$(echo $$lane | tr , ' '); do \
 	      start=$$(date +%s); \
-	      $(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$$k >out/e2e-$$k.log 2>&1; echo $$? >out/e2e-$$k.rc; \
+	      krc=0; $(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$$k >out/e2e-$$k.log 2>&1 || krc=$$?; echo $$krc >out/e2e-$$k.rc; \
 	      ( flock 9; cat out/e2e-$$k.log; \
 	        echo "== e2e on Debian $$k: $$(grep -c '^--- PASS' out/e2e-$$k.log) passed, $$(grep -c '^--- FAIL' out/e2e-$$k.log) failed, $$(grep -c '^--- SKIP' out/e2e-$$k.log) skipped, in $$(( $$(date +%s) - start ))s, $$(date -u +%T)" ) 9>>out/e2e-print.lock; \
 	    done ) & \
 	done; wait; \
 	rc=0; for lane in $$lanes; do for k in $$(echo $$lane | tr , ' '); do \
-	  [ "$$(cat out/e2e-$$k.rc)" = 0 ] || { echo "== e2e on Debian $$k failed" >&2; rc=1; }; done; done; \
+	  [ "$$(cat out/e2e-$$k.rc 2>/dev/null)" = 0 ] || { echo "== e2e on Debian $$k failed" >&2; rc=1; }; done; done; \
 	echo "== e2e done, $$(date -u +%T)"; exit $$rc
 
 # What the guests need, fetched and built while the unit tests and the
