@@ -12,8 +12,9 @@
  * seen by uverbs). rxe calls it inline: its kernel objects' events are not
  * seen.
  *
- * QP errors: a QP the driver moves to ERR by itself (rxe_qp_error, outside
- * a modify of the QP to ERR, which is reported as the modify), and the
+ * QP errors: a QP the driver moves to ERR by itself (rxe_qp_error on a QP
+ * not in ERR yet, outside a modify of the QP to ERR, which is reported as
+ * the modify), and the
  * error completions of drivers that complete work in the kernel (rxe's
  * rxe_cq_post, siw's siw_sqe_complete and siw_rqe_complete): counted per QP
  * and status in wc_errors, one event at a QP's first error completion, and
@@ -369,11 +370,14 @@ static __always_inline int in_modify_to_err(struct ib_qp *qp)
 }
 
 /* rxe: a QP the driver moved to ERR (a retry count run out, a remote or
- * local error in the completer or responder), unless a modify to ERR of
- * that QP is what moved it. */
+ * local error in the completer or responder), unless it is in ERR already
+ * or a modify to ERR of that QP is what moves it. rxe_qp_error also
+ * flushes: rxe's tasks call it again for each work request they find on a
+ * QP in ERR, in a kworker or softirq after a modify to ERR as well, and
+ * the modify sets the state before it calls rxe_qp_error. */
 static __always_inline int on_rxe_qp_error(struct rxe_qp *rqp)
 {
-	if (!rqp || in_modify_to_err(&rqp->ibqp))
+	if (!rqp || BPF_CORE_READ(rqp, attr.qp_state) == IB_QPS_ERR || in_modify_to_err(&rqp->ibqp))
 		return 0;
 	return emit_qp_error(&rqp->ibqp, QPE_DRIVER_ERR, 0, 0);
 }
