@@ -24,9 +24,9 @@ import (
 // disconnect and two failures and compares each event with what the kernel
 // and the programs say themselves:
 //   - an rping pair over rxe that runs to its end and disconnects: each
-//     side's QP moved to ERR once (its modify to ERR; rxe carries the
-//     modify out with the function it also fails QPs with, which is not
-//     a second move);
+//     side's QP moved to ERR once (its modify to ERR; rxe_qp_error, which
+//     rxe fails QPs with, also carries out the modify and flushes the QP
+//     after it, and neither is a second move);
 //   - a port flap under a connected rping pair (ip link set the rxe netdev
 //     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
 //     port's state, the first naming both rping processes among the owners
@@ -174,7 +174,7 @@ func rpingToTheEnd(t *testing.T) rpingPair {
 // checkOneMoveToErr: each of the pair's QPs (those it modified on rxe0)
 // has exactly one failure line that says it moved to ERR (QP_ERR, the
 // words why and the exporter count): its modify to ERR at the disconnect,
-// not that and rxe's move inside it as well.
+// not that and rxe_qp_error's run inside it or after it as well.
 func checkOneMoveToErr(t *testing.T, evs []traced, p rpingPair) {
 	for _, pid := range []int{p.server, p.client} {
 		owner := fmt.Sprint(pid)
