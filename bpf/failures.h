@@ -12,7 +12,9 @@
  * seen by uverbs). rxe calls it inline: its kernel objects' events are not
  * seen.
  *
- * QP errors: a QP the driver moves to ERR by itself (rxe_qp_error), and the
+ * QP errors: a QP the driver moves to ERR by itself (rxe_qp_error on a QP
+ * not in ERR yet, outside a modify of the QP to ERR, which is reported as
+ * the modify), and the
  * error completions of drivers that complete work in the kernel (rxe's
  * rxe_cq_post, siw's siw_sqe_complete and siw_rqe_complete): counted per QP
  * and status in wc_errors, one event at a QP's first error completion, and
@@ -350,11 +352,32 @@ static __always_inline int count_wc(struct ib_device *dev, __u32 qpn, struct ib_
 }
 
 
+/* Whether this thread is inside a modify of qp to ERR (_ib_modify_qp's
+ * entry saved it in modify_args; its return removes it). rxe carries out
+ * such a modify with rxe_qp_error, the function it also moves a failed QP
+ * to ERR with: that move is the modify's, which the QP's modify event
+ * already reports. Only a modify to ERR counts: rxe's completer or
+ * responder, run in softirq on top of a thread modifying the same QP to
+ * another state, still has its own move reported. */
+static __always_inline int in_modify_to_err(struct ib_qp *qp)
+{
+	__u64 key = bpf_get_current_pid_tgid();
+	struct modify_args *a = bpf_map_lookup_elem(&modify_args, &key);
+	if (!a || a->qp != (__u64)qp || !(a->mask & IB_QP_STATE))
+		return 0;
+	struct ib_qp_attr *attr = (void *)a->attr;
+	return attr && BPF_CORE_READ(attr, qp_state) == IB_QPS_ERR;
+}
+
 /* rxe: a QP the driver moved to ERR (a retry count run out, a remote or
- * local error in the completer or responder). */
+ * local error in the completer or responder), unless it is in ERR already
+ * or a modify to ERR of that QP is what moves it. rxe_qp_error also
+ * flushes: rxe's tasks call it again for each work request they find on a
+ * QP in ERR, in a kworker or softirq after a modify to ERR as well, and
+ * the modify sets the state before it calls rxe_qp_error. */
 static __always_inline int on_rxe_qp_error(struct rxe_qp *rqp)
 {
-	if (!rqp)
+	if (!rqp || BPF_CORE_READ(rqp, attr.qp_state) == IB_QPS_ERR || in_modify_to_err(&rqp->ibqp))
 		return 0;
 	return emit_qp_error(&rqp->ibqp, QPE_DRIVER_ERR, 0, 0);
 }

@@ -80,6 +80,7 @@ enum event_flag {
 	F_HAS_ADDR = 1 << 6,   /* src/dst/ps are set */
 	F_EXITING = 1 << 7,    /* the actor was exiting (PF_EXITING): cleanup at process exit */
 	F_CLOSING = 1 << 8,    /* inside ib_uverbs_close or ucma_close: cleanup of a closed file */
+	F_OWNER_EXITING = 1 << 9, /* F_HAS_OWNER: the owner's process was exiting (every thread past PF_EXITING) */
 	F_HAS_SIZE = 1 << 12,  /* bench-trace: size is set */
 	F_PREEMPTED = 1 << 13, /* bench-trace: off-CPU while runnable (preempted), not asleep */
 };
@@ -486,6 +487,19 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 	return BPF_CORE_READ(kn, id);
 }
 
+/* Whether task's process is exiting: the task is (PF_EXITING) and so is
+ * every other thread of its process (signal->live, the live threads, is 0:
+ * each exiting thread counts itself out before it lets go of its files and
+ * memory). res->task is the thread that created the object, which may have
+ * ended long before its process: its own PF_EXITING alone would take every
+ * later release by the process's other threads for an exit. */
+static __always_inline int process_exiting(struct task_struct *task)
+{
+	if (!(BPF_CORE_READ(task, flags) & PF_EXITING))
+		return 0;
+	return BPF_CORE_READ(task, signal, live.counter) == 0;
+}
+
 /* The owner is res->task (user objects) or res->kern_name (kernel
  * objects), never the current task: rdma_cm runs in workqueues. */
 static __always_inline void set_owner(struct event_hdr *h, struct ev_res *r, struct rdma_restrack_entry *res)
@@ -503,6 +517,8 @@ static __always_inline void set_owner(struct event_hdr *h, struct ev_res *r, str
 		BPF_CORE_READ_STR_INTO(&h->owner_comm, task, comm);
 		h->owner_cgroup = task_cgroup_id(task);
 		h->flags |= F_HAS_OWNER;
+		if (process_exiting(task))
+			h->flags |= F_OWNER_EXITING;
 	}
 	if (kern)
 		bpf_probe_read_kernel_str(r->kern_name, sizeof(r->kern_name), kern);
@@ -758,11 +774,44 @@ int BPF_PROG(fexit_restrack_add, struct rdma_restrack_entry *res)
 	return emit_res(EV_RES_ADD, res);
 }
 
+/* A modify in progress, per thread (pid_tgid), from its entry to its
+ * return: what the kretprobe fallback needs, and what tells rxe's own move
+ * to ERR inside a modify to ERR (failures.h) from one of its own. */
+struct modify_args {
+	__u64 qp;   /* struct ib_qp * */
+	__u64 attr; /* struct ib_qp_attr * */
+	__s32 mask;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u64);
+	__type(value, struct modify_args);
+} modify_args SEC(".maps");
+
+static __always_inline int modify_enter(struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	struct modify_args a = {.qp = (__u64)qp, .attr = (__u64)attr, .mask = mask};
+	save_entry(&modify_args, bpf_get_current_pid_tgid(), &a);
+	return 0;
+}
+
 /* Both the user path (ib_modify_qp_with_udata) and the kernel path
- * (ib_modify_qp) go through _ib_modify_qp. */
+ * (ib_modify_qp) go through _ib_modify_qp. The fentry program only marks
+ * the modify as in progress; the fexit one reports it. */
+SEC("fentry/_ib_modify_qp")
+int BPF_PROG(fentry_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
+{
+	return modify_enter(qp, attr, mask);
+}
+
 SEC("fexit/_ib_modify_qp")
 int BPF_PROG(fexit_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata, int ret)
 {
+	__u64 key = bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&modify_args, &key);
 	return emit_qp_state(qp, attr, mask, ret);
 }
 
@@ -835,26 +884,10 @@ int BPF_KRETPROBE(kretprobe_restrack_add)
 	return emit_res(EV_RES_ADD, r);
 }
 
-struct modify_args {
-	__u64 qp;   /* struct ib_qp * */
-	__u64 attr; /* struct ib_qp_attr * */
-	__s32 mask;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u64);
-	__type(value, struct modify_args);
-} modify_args SEC(".maps");
-
 SEC("kprobe/_ib_modify_qp")
 int BPF_KPROBE(kprobe_modify_qp, struct ib_qp *qp, struct ib_qp_attr *attr, int mask)
 {
-	struct modify_args a = {.qp = (__u64)qp, .attr = (__u64)attr, .mask = mask};
-	save_entry(&modify_args, bpf_get_current_pid_tgid(), &a);
-	return 0;
+	return modify_enter(qp, attr, mask);
 }
 
 SEC("kretprobe/_ib_modify_qp")

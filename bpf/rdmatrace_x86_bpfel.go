@@ -101,17 +101,18 @@ type RdmatraceDevEvent struct {
 type RdmatraceEventFlag uint32
 
 const (
-	RdmatraceEventFlagF_USER      RdmatraceEventFlag = 1
-	RdmatraceEventFlagF_HAS_DEV   RdmatraceEventFlag = 2
-	RdmatraceEventFlagF_HAS_OWNER RdmatraceEventFlag = 4
-	RdmatraceEventFlagF_HAS_STATE RdmatraceEventFlag = 8
-	RdmatraceEventFlagF_HAS_QP    RdmatraceEventFlag = 16
-	RdmatraceEventFlagF_HAS_CM    RdmatraceEventFlag = 32
-	RdmatraceEventFlagF_HAS_ADDR  RdmatraceEventFlag = 64
-	RdmatraceEventFlagF_EXITING   RdmatraceEventFlag = 128
-	RdmatraceEventFlagF_CLOSING   RdmatraceEventFlag = 256
-	RdmatraceEventFlagF_HAS_SIZE  RdmatraceEventFlag = 4096
-	RdmatraceEventFlagF_PREEMPTED RdmatraceEventFlag = 8192
+	RdmatraceEventFlagF_USER          RdmatraceEventFlag = 1
+	RdmatraceEventFlagF_HAS_DEV       RdmatraceEventFlag = 2
+	RdmatraceEventFlagF_HAS_OWNER     RdmatraceEventFlag = 4
+	RdmatraceEventFlagF_HAS_STATE     RdmatraceEventFlag = 8
+	RdmatraceEventFlagF_HAS_QP        RdmatraceEventFlag = 16
+	RdmatraceEventFlagF_HAS_CM        RdmatraceEventFlag = 32
+	RdmatraceEventFlagF_HAS_ADDR      RdmatraceEventFlag = 64
+	RdmatraceEventFlagF_EXITING       RdmatraceEventFlag = 128
+	RdmatraceEventFlagF_CLOSING       RdmatraceEventFlag = 256
+	RdmatraceEventFlagF_OWNER_EXITING RdmatraceEventFlag = 512
+	RdmatraceEventFlagF_HAS_SIZE      RdmatraceEventFlag = 4096
+	RdmatraceEventFlagF_PREEMPTED     RdmatraceEventFlag = 8192
 )
 
 type RdmatraceEventHdr struct {
@@ -511,6 +512,7 @@ const (
 	RdmatraceMapWcErrors                                             = "wc_errors"
 	RdmatraceProgFentryDestroyQpUser                                 = "fentry_destroy_qp_user"
 	RdmatraceProgFentryDispatchEvent                                 = "fentry_dispatch_event"
+	RdmatraceProgFentryModifyQp                                      = "fentry_modify_qp"
 	RdmatraceProgFentryRestrackAbortDel                              = "fentry_restrack_abort_del"
 	RdmatraceProgFentryRestrackBeginDel                              = "fentry_restrack_begin_del"
 	RdmatraceProgFentryRestrackCommitDel                             = "fentry_restrack_commit_del"
@@ -752,6 +754,7 @@ type RdmatraceSpecs struct {
 type RdmatraceProgramSpecs struct {
 	FentryDestroyQpUser                                 *ebpf.ProgramSpec `ebpf:"fentry_destroy_qp_user"`
 	FentryDispatchEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_dispatch_event"`
+	FentryModifyQp                                      *ebpf.ProgramSpec `ebpf:"fentry_modify_qp"`
 	FentryRestrackAbortDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_abort_del"`
 	FentryRestrackBeginDel                              *ebpf.ProgramSpec `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.ProgramSpec `ebpf:"fentry_restrack_commit_del"`
@@ -1090,6 +1093,7 @@ type RdmatraceVariables struct {
 type RdmatracePrograms struct {
 	FentryDestroyQpUser                                 *ebpf.Program `ebpf:"fentry_destroy_qp_user"`
 	FentryDispatchEvent                                 *ebpf.Program `ebpf:"fentry_dispatch_event"`
+	FentryModifyQp                                      *ebpf.Program `ebpf:"fentry_modify_qp"`
 	FentryRestrackAbortDel                              *ebpf.Program `ebpf:"fentry_restrack_abort_del"`
 	FentryRestrackBeginDel                              *ebpf.Program `ebpf:"fentry_restrack_begin_del"`
 	FentryRestrackCommitDel                             *ebpf.Program `ebpf:"fentry_restrack_commit_del"`
@@ -1270,6 +1274,7 @@ func (p *RdmatracePrograms) Close() error {
 	return _RdmatraceClose(
 		p.FentryDestroyQpUser,
 		p.FentryDispatchEvent,
+		p.FentryModifyQp,
 		p.FentryRestrackAbortDel,
 		p.FentryRestrackBeginDel,
 		p.FentryRestrackCommitDel,

@@ -20,9 +20,13 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// TestFailuresAreTracedWithOwnersAndPeers runs one trace through two
-// failures and compares each event with what the kernel and the programs
-// say themselves:
+// TestFailuresAreTracedWithOwnersAndPeers runs one trace through a clean
+// disconnect and two failures and compares each event with what the kernel
+// and the programs say themselves:
+//   - an rping pair over rxe that runs to its end and disconnects: each
+//     side's QP moved to ERR once (its modify to ERR; rxe_qp_error, which
+//     rxe fails QPs with, also carries out the modify and flushes the QP
+//     after it, and neither is a second move);
 //   - a port flap under a connected rping pair (ip link set the rxe netdev
 //     down, then up): PORT_ERR then PORT_ACTIVE on rxe0/1, as sysfs saw the
 //     port's state, the first naming both rping processes among the owners
@@ -57,6 +61,8 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 		needSiw(t)
 	}
 	tr := startTrace(t)
+	var bye rpingPair
+	t.Run("rping disconnects", func(t *testing.T) { bye = rpingToTheEnd(t) })
 	var flap portFlap
 	var deadSiw deadPeer
 	t.Run("port flap", func(t *testing.T) { flap = flapPort(t) })
@@ -73,6 +79,12 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 		})
 	})
 	evs := tr.stop()
+	t.Run("a disconnect moves each QP to ERR once", func(t *testing.T) {
+		if bye.server == 0 {
+			t.Skip("no rping pair ran to its end")
+		}
+		checkOneMoveToErr(t, evs, bye)
+	})
 	t.Run("the port's events name the owners on it", func(t *testing.T) {
 		if flap.server == 0 {
 			t.Skip("no port flap")
@@ -98,6 +110,97 @@ func TestFailuresAreTracedWithOwnersAndPeers(t *testing.T) {
 			t.Errorf("siw's async event: %s, want QP_FATAL owned by ib_write_bw[%d]", e, deadSiw.client)
 		}
 	})
+}
+
+// rpingPair is an rping server and client that ran to their end.
+type rpingPair struct{ server, client int }
+
+// rpingToTheEnd runs an rping pair over rxe for a few pings: the client
+// disconnects, the server too once told.
+func rpingToTheEnd(t *testing.T) rpingPair {
+	const port = "7441"
+	var outs []*bytes.Buffer // each rping's output, read once it has ended
+	said := func() string {
+		var b strings.Builder
+		for _, o := range outs {
+			b.Write(o.Bytes())
+		}
+		return b.String()
+	}
+	start := func(args ...string) (*exec.Cmd, chan error) {
+		c := exec.Command("rping", append(args, "-a", addr, "-p", port, "-C", "3")...)
+		// One writer for both pipes: exec copies them in one goroutine.
+		said := &bytes.Buffer{}
+		c.Stdout, c.Stderr = said, said
+		outs = append(outs, said)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill() })
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		return c, done
+	}
+	server, serverDone := start("-s")
+	waitListening(t, port)
+	client, clientDone := start("-c")
+	p := rpingPair{server: server.Process.Pid, client: client.Process.Pid}
+	// Both waited for before their output is read: a killed one too.
+	var problems []string
+	deadline := time.After(60 * time.Second)
+	for _, w := range []struct {
+		name string
+		c    *exec.Cmd
+		done chan error
+	}{{"client", client, clientDone}, {"server", server, serverDone}} {
+		select {
+		case err := <-w.done:
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("rping's %s: %v", w.name, err))
+			}
+		case <-deadline:
+			_ = w.c.Process.Kill()
+			<-w.done
+			problems = append(problems, "rping's "+w.name+" did not end within 60 s of 3 pings")
+			deadline = time.After(0)
+		}
+	}
+	if problems != nil {
+		t.Fatalf("%s\n%s", strings.Join(problems, "; "), said())
+	}
+	return p
+}
+
+// checkOneMoveToErr: each of the pair's QPs (those it modified on rxe0)
+// has exactly one failure line that says it moved to ERR (QP_ERR, the
+// words why and the exporter count): its modify to ERR at the disconnect,
+// not that and rxe_qp_error's run inside it or after it as well.
+func checkOneMoveToErr(t *testing.T, evs []traced, p rpingPair) {
+	for _, pid := range []int{p.server, p.client} {
+		owner := fmt.Sprint(pid)
+		moves := map[uint32][]string{} // lqpn: its QP_ERR lines
+		for i := range evs {
+			e := &evs[i]
+			if e.process() != owner || e.DevName != device || !e.Given(rdma.HasLQPN) ||
+				!(e.Kind == rdma.EvModify && e.Type == rdma.ResQP || e.Kind == rdma.EvQPError) {
+				continue
+			}
+			if _, seen := moves[e.LQPN]; !seen {
+				moves[e.LQPN] = []string{}
+			}
+			if f, ok := e.Failure(); ok && f.What == "QP_ERR" {
+				moves[e.LQPN] = append(moves[e.LQPN], e.line)
+			}
+		}
+		if len(moves) == 0 {
+			t.Errorf("rping[%d]: no QP of it on %s in the trace", pid, device)
+		}
+		for lqpn, lines := range moves {
+			if len(lines) != 1 {
+				t.Errorf("rping[%d]'s QP %d: %d moves to ERR, want 1:\n%s", pid, lqpn, len(lines), strings.Join(lines, "\n"))
+			}
+		}
+	}
 }
 
 // portFlap is what flapPort saw: the rping processes and the port's state

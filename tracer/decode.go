@@ -84,6 +84,7 @@ const (
 	cfHasAddr   = bpf.RdmatraceEventFlagF_HAS_ADDR
 	cfExiting   = bpf.RdmatraceEventFlagF_EXITING
 	cfClosing   = bpf.RdmatraceEventFlagF_CLOSING
+	cfOwnerExit = bpf.RdmatraceEventFlagF_OWNER_EXITING
 	cfHasSize   = bpf.RdmatraceEventFlagF_HAS_SIZE
 	cfPreempted = bpf.RdmatraceEventFlagF_PREEMPTED
 	cfHasPeer   = bpf.RdmatraceEventFlag(bpf.RdmatraceFailureFlagF_HAS_PEER)
@@ -150,8 +151,6 @@ type Decoder struct {
 	strs map[string]string
 	// Clock converts the kernel's monotonic timestamps to wall time.
 	Clock Clock
-	// Self is the tracer's own pid (0: not known); see header.
-	Self uint32
 }
 
 // NewDecoder returns a decoder using clock for wall times.
@@ -281,12 +280,12 @@ func (d *Decoder) header(h *bpf.RdmatraceEventHdr, flags bpf.RdmatraceEventFlag,
 	}
 	if flags&cfClosing != 0 {
 		ev.Flags |= rdma.EvFileClose
-		// A release in the tracer's own thread is an exiting owner's:
-		// reading its /proc/PID/maps (--stacks) took a reference to its
-		// memory, whose mappings of the uverbs file were the file's last
-		// references, and the read's end dropped them. The owner exited;
-		// the tracer only happened to let go last.
-		if d.Self != 0 && h.ActorPid == d.Self && h.OwnerPid != d.Self {
+		// A file released while its owner's process exits is the exit's
+		// cleanup, whichever task let go of the file last: another
+		// process that held the owner's memory (whose mappings of a
+		// uverbs file count as references), such as the tracer reading
+		// its /proc/PID/maps for --stacks.
+		if flags&cfOwnerExit != 0 {
 			ev.Flags |= rdma.EvActorExiting
 		}
 	}

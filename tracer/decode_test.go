@@ -427,27 +427,3 @@ func TestDecodeSMCRecordsOfTheirOwn(t *testing.T) {
 		t.Errorf("smc fallback record: %v, %+v", err, ev)
 	}
 }
-
-// A uverbs file released in the tracer's own thread is an exiting owner's
-// cleanup ("exit"): the tracer's read of the owner's memory map held the
-// file's last references. Another actor's release stays a close.
-func TestAReleaseInTheTracersOwnThreadIsTheOwnersExit(t *testing.T) {
-	d := NewDecoder(Clock{})
-	d.Self = 400
-	var r bpf.RdmatraceResEvent
-	r.H.Kind, r.H.Flags = uint32(cResDel), uint32(cfClosing|cfHasOwner)
-	r.H.OwnerPid, r.H.OwnerTid = 300, 300
-	for _, tc := range []struct {
-		actor uint32
-		want  string
-	}{{400, "exit"}, {300, "close"}, {55, "close"}} {
-		r.H.ActorPid, r.H.ActorTid = tc.actor, tc.actor
-		var ev rdma.Event
-		if err := d.Decode(bytesOf(&r), &ev); err != nil {
-			t.Fatal(err)
-		}
-		if got := ev.Cleanup(); got != tc.want {
-			t.Errorf("release by pid %d of pid 300's object (tracer 400): cleanup %q, want %q", tc.actor, got, tc.want)
-		}
-	}
-}

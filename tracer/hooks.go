@@ -147,8 +147,11 @@ var Hooks = []Hook{
 		tracingVariant("fentry", "fentry_restrack_commit_del"), kprobeVariant("kprobe_restrack_commit_del", "rdma_restrack_commit_del")}},
 	{Name: "rdma_restrack_abort_del", kprobeIfPreemptible: true, variants: []variant{
 		tracingVariant("fentry", "fentry_restrack_abort_del"), kprobeVariant("kprobe_restrack_abort_del", "rdma_restrack_abort_del")}},
+	// Its entry half marks the modify in progress (rxe's move to ERR inside
+	// it is the modify's); the variant keeps the name of the half that
+	// reports.
 	{Name: "_ib_modify_qp", kprobeIfPreemptible: true, variants: []variant{
-		tracingVariant("fexit", "fexit_modify_qp"),
+		{name: "fexit", progs: []prog{{name: "fentry_modify_qp", kind: tracing}, {name: "fexit_modify_qp", kind: tracing}}},
 		{name: "kprobe+kretprobe", progs: []prog{
 			{name: "kprobe_modify_qp", kind: kprobe, target: "_ib_modify_qp"},
 			{name: "kretprobe_modify_qp", kind: kretprobe, target: "_ib_modify_qp"}}},

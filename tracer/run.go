@@ -145,7 +145,6 @@ var longAgo = time.Unix(1, 0)
 func (r *ring) open(events *ebpf.Map, x *enrich.Enricher) (err error) {
 	r.clock = NewClock()
 	r.dec = NewDecoder(r.clock)
-	r.dec.Self = uint32(os.Getpid())
 	if r.enrich = x; x == nil {
 		r.enrich = enrich.New(enrich.Options{})
 	}
