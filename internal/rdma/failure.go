@@ -105,8 +105,9 @@ func newKindFailure(e *Event) (Failure, bool) {
 	case EvQPError:
 		switch e.Fault.Report {
 		case QPErrDriver:
-			// rxe moves a QP to ERR for a modify to ERR too (a disconnect):
-			// a warning, as a modify to ERR is.
+			// A move to ERR by the driver itself (rxe's own, not the one
+			// inside or after a modify to ERR, which the tracer leaves
+			// out): a warning, as a modify to ERR is.
 			return Failure{What: "QP_ERR", Severity: SevWarn, Why: "the driver moved the QP to ERR" + peerOf(e)}, true
 		case QPErrFirst:
 			st := e.Fault.WCStatus
