@@ -129,9 +129,11 @@ func TestRunStopsUnderAFloodAfterWhatWasQueuedAtTheStop(t *testing.T) {
 				t.Errorf("%d events delivered after the stop, more than the ring held (%d)", after, most)
 			}
 			// Before the fix, Run's predecessor never stopped (still
-			// reading 5 s after the stop, 608 238 records later).
-			if took > 500*time.Millisecond {
-				t.Errorf("Run returned %v after the stop, want well under 500ms", took)
+			// reading 5 s after the stop, 608 238 records later): the
+			// count above catches that; the time only a hang, with room
+			// for a loaded machine (790 ms once, under a load of 10).
+			if took > 3*time.Second {
+				t.Errorf("Run returned %v after the stop, want well under 3s", took)
 			}
 		})
 	}
