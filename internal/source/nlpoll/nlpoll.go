@@ -115,7 +115,7 @@ func (n *Netlink) Poller(o Options, owners nldev.Owners) *Poller {
 		return Snapshot(at, n.Client.Inventory(nldev.InventoryOptions{Owners: owners}))
 	}
 	if n.Monitor == nil {
-		return New(o, dump, nil)
+		return New(o, dump, nil) // not a nil *nlmon.Monitor in a non-nil Monitor
 	}
 	return New(o, dump, n.Monitor)
 }
