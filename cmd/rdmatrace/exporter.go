@@ -170,7 +170,7 @@ type exporterMetrics struct {
 }
 
 func newExporterMetrics(c *cli.Context, logs *ratelog.Logger) (*exporterMetrics, error) {
-	m := &exporterMetrics{x: exporter.New(netlinkSnapshot, c.Int("top")), tm: exporter.NewTracerMetrics(),
+	m := &exporterMetrics{x: exporter.New(func() rdma.NodeState { return nldev.ReadNodeState(enrich.New(enrich.Options{})) }, c.Int("top")), tm: exporter.NewTracerMetrics(),
 		reg: prometheus.NewRegistry(), trace: !c.Bool("no-trace")}
 	m.x.LogTo(logs)
 	var parts []string
@@ -244,7 +244,7 @@ func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.Tra
 	})
 	// Owners come placed in their containers: the snapshot and the
 	// tracer place them.
-	if err := snapshotEvents(s.Clock(), x.Event); err != nil {
+	if err := snapshotEvents(x.Event); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
 	return func() error {
@@ -300,35 +300,4 @@ func exporterFeed(c *cli.Context, x *exporter.Exporter) (func(*rdma.Event) error
 		}
 		return nil
 	}, closeOTLP, nil
-}
-
-// netlinkSnapshot is one scrape's read of the kernel; each error names
-// its part (exporter.Parts) for rdmatrace_scrape_collector_success.
-func netlinkSnapshot() exporter.Snapshot {
-	var s exporter.Snapshot
-	cl, err := nldev.Dial()
-	if err != nil {
-		s.Errors = append(s.Errors, &exporter.PartError{Part: exporter.PartNetlink, Err: err})
-		return s
-	}
-	defer cl.Close()
-	add := func(part string, err error) {
-		if err != nil {
-			s.Errors = append(s.Errors, &exporter.PartError{Part: part, Err: err})
-		}
-	}
-	inv := cl.Inventory(nldev.InventoryOptions{Owners: enrich.New(enrich.Options{})})
-	s.Devices, s.Resources, s.Unknown = inv.Devices, inv.Resources, inv.Unknown
-	add("devices", inv.DevicesErr)
-	var err2 error
-	s.Ports, err2 = cl.Ports(s.Devices)
-	add("ports", err2)
-	s.Stats, err2 = cl.PortStats(s.Ports)
-	add("port_stats", err2)
-	for _, e := range inv.TypeErrs {
-		if !errors.Is(e.Err, errors.ErrUnsupported) { // in s.Unknown
-			add(exporter.ResourcesPart(e.Type), e.Err)
-		}
-	}
-	return s
 }

@@ -188,7 +188,7 @@ func runLeaks(c *cli.Context) error {
 	}
 	defer out.Close()
 	r := newLeakRun(c, s.Clock(), newFindingSink(out, c.Bool("json")), f)
-	if err := snapshotEvents(s.Clock(), r.w.Handle); err != nil {
+	if err := snapshotEvents(r.w.Handle); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
 	err = s.Run(r.loop(len(argv) > 0))

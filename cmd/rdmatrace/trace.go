@@ -146,7 +146,7 @@ func runTrace(c *cli.Context) error {
 	defer startProfile(c.String("cpuprofile"))()
 	// With a program, what exists already is not its: no snapshot.
 	if !c.Bool("no-snapshot") && len(argv) == 0 {
-		snapshotTo(s.Clock(), f, sink)
+		snapshotTo(f, sink)
 	}
 	loop, closeRaw, err := traceLoop(c.String("record-raw"), s.Clock(), sink)
 	if err != nil {
@@ -329,8 +329,8 @@ func createRecording(path string, sizeMB, count int) (*rotate.Writer, error) {
 }
 
 // snapshotTo writes the resources that exist now, as f keeps them.
-func snapshotTo(clock tracer.Clock, f *filter.Events, sink *eventSink) {
-	if err := snapshotEvents(clock, func(e *rdma.Event) {
+func snapshotTo(f *filter.Events, sink *eventSink) {
+	if err := snapshotEvents(func(e *rdma.Event) {
 		if f.Match(e) {
 			_ = sink.write(e)
 		}
@@ -441,21 +441,10 @@ func readRecording(c *cli.Context, path string, argv []string, f *filter.Events,
 	return nil
 }
 
-// snapshotEvents lists the resources that exist now as "exists" events:
-// ours, and in exclusive netns mode those of the devices in every other
-// network namespace too (the tracer sees their events; netlink shows them
-// only from there).
-func snapshotEvents(clock tracer.Clock, emit func(*rdma.Event)) error {
+// snapshotEvents lists the resources that exist now as "exists" events,
+// in every network namespace (the tracer sees their events; in exclusive
+// netns mode netlink shows them only from there).
+func snapshotEvents(emit func(*rdma.Event)) error {
 	proc.WarnPIDNamespace(os.Stderr)
-	en := enrich.New(enrich.Options{})
-	inv, err := nldev.TakeInventory(nldev.InventoryOptions{Owners: en, AllNetNS: true})
-	if err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	for i := range inv.Resources {
-		e := tracer.ExistingEvent(&inv.Resources[i], now, en)
-		emit(&e)
-	}
-	return inv.Err()
+	return nldev.ExistsEvents(enrich.New(enrich.Options{}), emit)
 }

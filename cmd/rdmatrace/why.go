@@ -139,7 +139,7 @@ func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flu
 	clock := s.Clock()
 	// What exists already, for the live table: a QP made before the run
 	// is named by its owner when a failure of it names none.
-	if err := snapshotEvents(clock, func(e *rdma.Event) { an.Feed(e) }); err != nil {
+	if err := snapshotEvents(func(e *rdma.Event) { an.Feed(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
 	live := why.NewLive(an, reorderWindow, write)

@@ -18,7 +18,7 @@ import (
 // exporter adds to reading the kernel (guest/bench-exporter.sh measures
 // the whole scrape).
 func BenchmarkScrape10k(b *testing.B) {
-	var s Snapshot
+	var s rdma.NodeState
 	s.Devices = []rdma.Device{{Index: 1, Name: "rxe0"}}
 	for i := 0; i < 3400; i++ {
 		o := rdma.Owner{PID: uint32(1000 + i%200), Comm: "job" + strconv.Itoa(i%200)}
@@ -26,7 +26,7 @@ func BenchmarkScrape10k(b *testing.B) {
 			s.Resources = append(s.Resources, rdma.Resource{Type: t, DevName: "rxe0", Has: rdma.HasPID, Owner: o})
 		}
 	}
-	x := New(func() Snapshot { return s }, 10)
+	x := New(func() rdma.NodeState { return s }, 10)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
 		b.Fatal(err)
@@ -52,7 +52,7 @@ func BenchmarkScrape10k(b *testing.B) {
 func BenchmarkEventsHeap(b *testing.B) {
 	t0 := time.Now()
 	for b.Loop() {
-		x := New(func() Snapshot { return Snapshot{} }, 10)
+		x := New(func() rdma.NodeState { return rdma.NodeState{} }, 10)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

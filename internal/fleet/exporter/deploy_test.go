@@ -14,13 +14,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v2"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // servedMetrics are the names of every metric the exporter serves, from
 // its registry (the tracer's and the health metrics included).
 func servedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	x := New(func() Snapshot { return snapshot() }, 2)
+	x := New(func() rdma.NodeState { return snapshot() }, 2)
 	reg := prometheus.NewRegistry()
 	x.SetHealth(NewHealth("0.9.0", "abc", PartTracer))
 	if err := x.Register(reg); err != nil {

@@ -21,53 +21,11 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// Snapshot is what a scrape reads from the kernel.
-type Snapshot struct {
-	Devices   []rdma.Device
-	Ports     []rdma.Port
-	Resources []rdma.Resource // every type; owners named (Comm) and placed
-	Stats     []rdma.PortStats
-	// Unknown are the types the kernel cannot dump (ctx and srq before
-	// Linux 5.x): no series for them, not a count of 0.
-	Unknown []rdma.ResType
-	// Errors are the parts that could not be read; each is counted in
-	// rdmatrace_scrape_errors_total, the rest is still served. A
-	// *PartError names its part (one of Parts) for
-	// rdmatrace_scrape_collector_success; another error is the
-	// connection's (PartNetlink).
-	Errors []error
-}
-
-// PartError is a part of a Snapshot that could not be read.
-type PartError struct {
-	Part string // one of Parts
-	Err  error
-}
-
-func (e *PartError) Error() string { return e.Part + ": " + e.Err.Error() }
-func (e *PartError) Unwrap() error { return e.Err }
-
-// PartNetlink is the connection to the kernel: when it fails, no other
-// part is read.
-const PartNetlink = "netlink"
-
-// Parts are what a scrape reads, each with its
-// rdmatrace_scrape_collector_success{collector} series, as
-// node_exporter's node_scrape_collector_success: the connection, devices,
-// ports, port counters, and each type's objects ("resources_qp"...).
-var Parts = func() []string {
-	ps := []string{PartNetlink, "devices", "ports", "port_stats"}
-	for _, t := range rdma.ResourceTypes {
-		ps = append(ps, ResourcesPart(t))
-	}
-	return ps
-}()
-
-// ResourcesPart is the part that reads t's objects.
-func ResourcesPart(t rdma.ResType) string { return "resources_" + t.String() }
-
-// Source reads a Snapshot (nldev in the binary, fixed data in tests).
-type Source func() Snapshot
+// Source reads the node's state for a scrape (nldev in the binary, fixed
+// data in tests). Each part of it has its
+// rdmatrace_scrape_collector_success{collector} series, as node_exporter's
+// node_scrape_collector_success (rdma.NodeParts).
+type Source func() rdma.NodeState
 
 // Exporter is a prometheus.Collector of the snapshot metrics plus the
 // event counters that Event feeds.
@@ -286,20 +244,20 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 func (x *Exporter) partsHealth(ch chan<- prometheus.Metric, errs []error) {
 	failed := map[string]error{}
 	for _, err := range errs {
-		part := PartNetlink
-		var pe *PartError
-		if errors.As(err, &pe) && slices.Contains(Parts, pe.Part) {
+		part := rdma.PartNetlink
+		var pe *rdma.PartError
+		if errors.As(err, &pe) && slices.Contains(rdma.NodeParts, pe.Part) {
 			part, err = pe.Part, pe.Err
 		}
 		failed[part] = errors.Join(failed[part], err)
 	}
-	down := failed[PartNetlink] != nil
+	down := failed[rdma.PartNetlink] != nil
 	up := 1.0
 	if down {
 		up = 0
 	}
-	ch <- prometheus.MustNewConstMetric(partUpDesc, prometheus.GaugeValue, up, PartNetlink)
-	for _, part := range Parts {
+	ch <- prometheus.MustNewConstMetric(partUpDesc, prometheus.GaugeValue, up, rdma.PartNetlink)
+	for _, part := range rdma.NodeParts {
 		err := failed[part]
 		v := 1.0
 		if err != nil || down {

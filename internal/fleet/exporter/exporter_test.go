@@ -20,13 +20,13 @@ import (
 // snapshot is rxe0 with a kernel GSI QP, two rping processes (one in a
 // container) and five ib_write_bw QPs, so that with topN 2 the rest is
 // summed as "other".
-func snapshot() Snapshot {
+func snapshot() rdma.NodeState {
 	qp := func(comm string, pid uint32, st rdma.QPState, place *rdma.Placement) rdma.Resource {
 		return rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: st, Has: rdma.HasState | rdma.HasPID,
 			Owner: rdma.Owner{PID: pid, Comm: comm, Place: place}}
 	}
 	pod := &rdma.Placement{ContainerID: "4f3c2b1a0e9d", Runtime: "containerd"}
-	s := Snapshot{
+	s := rdma.NodeState{
 		Devices: []rdma.Device{{Index: 1, Name: "rxe0"}},
 		Ports:   []rdma.Port{{DevName: "rxe0", Port: 1, State: rdma.PortState(4)}},
 		Stats:   []rdma.PortStats{{DevName: "rxe0", Port: 1, Counters: []rdma.Counter{{Name: "sent_pkts", Value: 124}, {Name: "rcvd_pkts", Value: 120}}}},
@@ -42,7 +42,7 @@ func snapshot() Snapshot {
 }
 
 func TestScrapeGoldenAndLint(t *testing.T) {
-	x := New(func() Snapshot { return snapshot() }, 2)
+	x := New(func() rdma.NodeState { return snapshot() }, 2)
 	reg := prometheus.NewPedanticRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 func TestUnknownTypesHaveNoSeries(t *testing.T) {
 	s := snapshot()
 	s.Unknown = []rdma.ResType{rdma.ResCTX, rdma.ResSRQ} // Linux 5.10
-	x := New(func() Snapshot { return s }, 2)
+	x := New(func() rdma.NodeState { return s }, 2)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestUnknownTypesHaveNoSeries(t *testing.T) {
 // logged (sanitized) and its recovery too, not every scrape's.
 func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 	var errs []error
-	x := New(func() Snapshot { s := snapshot(); s.Errors = errs; return s }, 2)
+	x := New(func() rdma.NodeState { s := snapshot(); s.Errors = errs; return s }, 2)
 	var log bytes.Buffer
 	x.LogTo(ratelog.New(&log, 0))
 	reg := prometheus.NewRegistry()
@@ -190,7 +190,7 @@ func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 				}
 			}
 		}
-		if len(got) != len(Parts) {
+		if len(got) != len(rdma.NodeParts) {
 			t.Errorf("%d success series, want one per part: %v", len(got), got)
 		}
 		return got
@@ -199,7 +199,7 @@ func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 		t.Errorf("all read: %v", s)
 	}
 	for i := range 3 { // the same failure, scrape after scrape
-		errs = []error{&PartError{Part: "ports", Err: fmt.Errorf("netlink receive: operation not permitted (seq %d)\x1b[31m", i)}}
+		errs = []error{&rdma.PartError{Part: "ports", Err: fmt.Errorf("netlink receive: operation not permitted (seq %d)\x1b[31m", i)}}
 		if s := success(); s["ports"] != 0 || s["devices"] != 1 {
 			t.Errorf("ports failing: %v", s)
 		}
@@ -227,7 +227,7 @@ rdmatrace: scrape: cannot read netlink: dial netlink: protocol not supported (se
 // under the owner (from the live table when the event names none), the
 // first topN owners by name and the rest as "other".
 func TestFailuresAreCountedByOwnerWithinTheBound(t *testing.T) {
-	x := New(func() Snapshot { return Snapshot{} }, 2)
+	x := New(func() rdma.NodeState { return rdma.NodeState{} }, 2)
 	reg := prometheus.NewPedanticRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func httpGet(t *testing.T, url string) (int, string) {
@@ -34,9 +35,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 // kernel cannot be read at all.
 func TestHealthzAnswersWithoutReadingTheKernel(t *testing.T) {
 	var reads atomic.Int32
-	source := func() Snapshot {
+	source := func() rdma.NodeState {
 		reads.Add(1)
-		return Snapshot{Errors: []error{&PartError{Part: PartNetlink, Err: errors.New("socket: protocol not supported")}}}
+		return rdma.NodeState{Errors: []error{&rdma.PartError{Part: rdma.PartNetlink, Err: errors.New("socket: protocol not supported")}}}
 	}
 	_, addr := serve(t, ServeOptions{}, source, nil)
 	for range 3 {
@@ -79,9 +80,9 @@ func TestReadyzSaysWhyUntilReady(t *testing.T) {
 // parts work, netlink's from the scrape itself.
 func TestBuildInfoAndPartsUp(t *testing.T) {
 	netlinkDown := false
-	x := New(func() Snapshot {
+	x := New(func() rdma.NodeState {
 		if netlinkDown {
-			return Snapshot{Errors: []error{&PartError{Part: PartNetlink, Err: errors.New("no RDMA netlink")}}}
+			return rdma.NodeState{Errors: []error{&rdma.PartError{Part: rdma.PartNetlink, Err: errors.New("no RDMA netlink")}}}
 		}
 		return snapshot()
 	}, 2)

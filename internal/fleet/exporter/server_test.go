@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // syncBuffer is a log destination the server's goroutines share.
@@ -50,7 +51,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func serve(t *testing.T, o ServeOptions, source Source, wrap func(net.Listener) net.Listener) (*Server, string) {
 	t.Helper()
 	if source == nil {
-		source = func() Snapshot { return snapshot() }
+		source = func() rdma.NodeState { return snapshot() }
 	}
 	x := New(source, 2)
 	x.LogTo(o.Log)
@@ -201,7 +202,7 @@ func TestIdleConnectionsAreCappedAndClosed(t *testing.T) {
 func TestScrapesInFlightAreBounded(t *testing.T) {
 	release := make(chan struct{})
 	var entered atomic.Int64
-	source := func() Snapshot {
+	source := func() rdma.NodeState {
 		entered.Add(1)
 		<-release
 		return snapshot()

@@ -1,4 +1,4 @@
-package tracer
+package nldev
 
 import (
 	"time"
@@ -7,11 +7,11 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// ExistingEvent describes a resource from a netlink snapshot as an "exists"
+// ExistsEvent describes a resource from a netlink snapshot as an "exists"
 // event: it was there before tracing started, so its creation was not seen.
 // The event carries the resource as the dump gave it; x names its owner's
 // process (the kernel gives the creating thread).
-func ExistingEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Event {
+func ExistsEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Event {
 	e := rdma.Event{Time: now, Kind: rdma.EvExists, Resource: *r, ID: r.ID(),
 		Flags: rdma.EvHasRes | rdma.EvHasDev}
 	if r.Type == rdma.ResQP {
@@ -25,4 +25,22 @@ func ExistingEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Eve
 		e.Flags |= rdma.EvHasOwner | rdma.EvUser
 	}
 	return e
+}
+
+// ExistsEvents gives emit an "exists" event for every resource the
+// kernel lists now, in every network namespace (a trace's, the leak
+// hunt's and the exporter's start: what was there before tracing
+// began), owners named by x. Its error says which lists could not be
+// read; the events of the others are given.
+func ExistsEvents(x *enrich.Enricher, emit func(*rdma.Event)) error {
+	inv, err := TakeInventory(InventoryOptions{Owners: x, AllNetNS: true})
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for i := range inv.Resources {
+		e := ExistsEvent(&inv.Resources[i], now, x)
+		emit(&e)
+	}
+	return inv.Err()
 }

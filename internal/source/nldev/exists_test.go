@@ -1,4 +1,4 @@
-package tracer
+package nldev
 
 import (
 	"net/netip"
@@ -12,7 +12,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-func TestExistingEventOwnedByAThreadNamesItsProcess(t *testing.T) {
+func TestExistsEventOwnedByAThreadNamesItsProcess(t *testing.T) {
 	root := t.TempDir()
 	for pid, files := range map[string]map[string]string{
 		"812": {"comm": "rping\n", "status": "Tgid:\t812\n", "cgroup": "0::/user.slice\n"},
@@ -29,7 +29,7 @@ func TestExistingEventOwnedByAThreadNamesItsProcess(t *testing.T) {
 	}
 	x := enrich.New(enrich.Options{ProcRoot: root, CgroupRoot: t.TempDir()})
 	qp := rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, Has: rdma.HasPID | rdma.HasLQPN, Owner: rdma.Owner{PID: 813}}
-	e := ExistingEvent(&qp, time.Unix(1, 0), x)
+	e := ExistsEvent(&qp, time.Unix(1, 0), x)
 	if e.Kind != rdma.EvExists || !e.Has(rdma.EvHasOwner) || !e.Has(rdma.EvUser) {
 		t.Fatalf("event %+v, want an exists event of a user object", e)
 	}
@@ -37,19 +37,19 @@ func TestExistingEventOwnedByAThreadNamesItsProcess(t *testing.T) {
 		t.Errorf("owner %+v (place %+v), want process 812, thread 813, the thread's comm, the process's place", o, o.Place)
 	}
 	kern := rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 1, Has: rdma.HasLQPN, Owner: rdma.Owner{KernName: "ib_core"}}
-	if e := ExistingEvent(&kern, time.Unix(1, 0), x); e.Has(rdma.EvHasOwner) || e.Owner != (rdma.Owner{KernName: "ib_core"}) {
+	if e := ExistsEvent(&kern, time.Unix(1, 0), x); e.Has(rdma.EvHasOwner) || e.Owner != (rdma.Owner{KernName: "ib_core"}) {
 		t.Errorf("kernel object's event owner %+v, flags %#x", e.Owner, e.Flags)
 	}
 }
 
 // An exists event is the dumped resource itself: every attribute and its
 // presence as netlink gave them, no copy that could drop one.
-func TestExistingEventCarriesTheDumpedResource(t *testing.T) {
+func TestExistsEventCarriesTheDumpedResource(t *testing.T) {
 	x := enrich.New(enrich.Options{ProcRoot: t.TempDir(), CgroupRoot: t.TempDir()})
 	cm := rdma.Resource{Type: rdma.ResCMID, DevName: "siw0", DevIndex: 3, Port: 1, CMIDN: 9, CMState: rdma.CMListen, PS: rdma.PSTCP,
 		Src: netip.MustParseAddrPort("10.99.1.1:7400"), Has: rdma.HasPort | rdma.HasCMIDN | rdma.HasState | rdma.HasPS | rdma.HasSrcAddr,
 		Owner: rdma.Owner{KernName: "rdma_cm"}}
-	e := ExistingEvent(&cm, time.Unix(1, 0), x)
+	e := ExistsEvent(&cm, time.Unix(1, 0), x)
 	want := cm
 	if !reflect.DeepEqual(e.Resource, want) {
 		t.Errorf("event's resource\n %+v\nwant\n %+v", e.Resource, want)
