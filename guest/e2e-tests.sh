@@ -74,6 +74,9 @@ else
 	for t in $failed; do
 		{ echo "failed: $t; it said:"; said "$t" "$first"; } >>"$digest"
 	done
+	if grep -q '^panic: ' "$first"; then
+		{ echo "the run panicked:"; sed -n '/^panic: /,$p' "$first" | head -n 12 | sed 's/^/    /'; } >>"$digest"
+	fi
 fi
 [ -z "$flaky" ] || echo "== e2e flaky (failed, then passed when run again):$flaky"
 echo "== e2e tally: $passed passed, $nfailed failed, $skipped skipped, $(echo $flaky | wc -w) flaky"
