@@ -218,8 +218,8 @@ e2e-landing: $(E2E_BIN)
 	done; wait; \
 	rc=0; for lane in $$lanes; do for k in $$(echo $$lane | tr , ' '); do \
 	  if [ -s out/e2e-$$k/digest.txt ]; then echo "== e2e on Debian $$k, tests that failed:"; sed 's/^/  /' out/e2e-$$k/digest.txt; fi; \
-	  [ "$$(cat out/e2e-$$k.rc 2>/dev/null)" = 0 ] || { echo "== e2e on Debian $$k failed; the end of its output:" >&2; \
-	    [ -s out/e2e-$$k/digest.txt ] || tail -n 25 out/e2e-$$k.log | sed 's/^/  /' >&2; rc=1; }; done; done; \
+	  [ "$$(cat out/e2e-$$k.rc 2>/dev/null)" = 0 ] || { rc=1; if [ -s out/e2e-$$k/digest.txt ]; then echo "== e2e on Debian $$k failed" >&2; \
+	    else echo "== e2e on Debian $$k failed; the end of its output:" >&2; tail -n 25 out/e2e-$$k.log | sed 's/^/  /' >&2; fi; }; done; done; \
 	echo "== e2e done, $$(date -u +%T)"; exit $$rc
 
 # What the guests need, fetched and built while the unit tests and the

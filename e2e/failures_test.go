@@ -511,7 +511,13 @@ func checkDeadPeer(t *testing.T, evs []traced, d deadPeer) {
 	// The client prints the status of the completion it failed on
 	// (perftest "Failed status 2", ibv_rc_pingpong "Failed status
 	// transport retry counter exceeded (12)"): one the trace counted on
-	// the QP.
+	// the QP. A client whose post failed first, its QP already in error
+	// (perftest "Couldn't post send", siw on sid once), saw no
+	// completion: the first error above is what there is to find.
+	postFailed := !strings.Contains(d.said, "Failed status") && strings.Contains(d.said, "Couldn't post")
+	if postFailed {
+		t.Logf("the client failed posting to its QP, already in error, before any completion")
+	}
 	var statuses []string
 	for _, e := range filterEvents(evs, func(e *traced) bool { return mine(e) && e.Fault.Report != rdma.QPErrDriver }) {
 		n := int(e.Fault.WCStatus)
@@ -521,7 +527,7 @@ func checkDeadPeer(t *testing.T, evs []traced, d deadPeer) {
 			break
 		}
 	}
-	if statuses != nil {
+	if statuses != nil && !postFailed {
 		t.Errorf("the client failed on a status the trace did not count on its QP (%v):\n%s", statuses, d.said)
 	}
 	total := findEvent(evs, func(e *traced) bool {

@@ -62,7 +62,7 @@ if [ "$rc" != 0 ] && [ -n "$failed" ] && [ "${RDMATRACE_E2E_RERUN:-0}" = 1 ] &&
 			nfailed=$((nfailed - 1))
 			{ echo "flaky: $t failed, then passed when run again; the first time it said:"; said "$t" "$first"; } >>"$digest"
 		else
-			{ echo "failed twice: $t; the second time it said:"; said "$t" "$second"; } >>"$digest"
+			{ echo "failed twice: $t; the first time it said:"; said "$t" "$first"; echo "  and the second time:"; said "$t" "$second"; } >>"$digest"
 		fi
 	done
 	# A failure of the second run outside the tests (a panic) stays one.
