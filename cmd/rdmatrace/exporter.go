@@ -170,7 +170,7 @@ type exporterMetrics struct {
 }
 
 func newExporterMetrics(c *cli.Context, logs *ratelog.Logger) (*exporterMetrics, error) {
-	m := &exporterMetrics{x: exporter.New(func() rdma.NodeState { return nldev.ReadNodeState(enrich.New(enrich.Options{})) }, c.Int("top")), tm: exporter.NewTracerMetrics(),
+	m := &exporterMetrics{x: exporter.New(readNodeState, c.Int("top")), tm: exporter.NewTracerMetrics(),
 		reg: prometheus.NewRegistry(), trace: !c.Bool("no-trace")}
 	m.x.LogTo(logs)
 	var parts []string
@@ -300,4 +300,9 @@ func exporterFeed(c *cli.Context, x *exporter.Exporter) (func(*rdma.Event) error
 		}
 		return nil
 	}, closeOTLP, nil
+}
+
+// readNodeState is a scrape's read of the kernel, owners named and placed.
+func readNodeState() rdma.NodeState {
+	return nldev.ReadNodeState(enrich.New(enrich.Options{}))
 }
