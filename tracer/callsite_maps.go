@@ -33,6 +33,9 @@ func parseMaps(r io.Reader, name string) ([]mapping, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	var out []mapping
+	// Sorted however it returns: findMapping searches what an error
+	// leaves as well (the kernel lists in order, a saved file may not).
+	defer func() { sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start }) }()
 	for n := 1; sc.Scan(); n++ {
 		m, exec, err := parseMapsLine(sc.Text())
 		if err != nil {
@@ -45,7 +48,6 @@ func parseMaps(r io.Reader, name string) ([]mapping, error) {
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("%s: %w", name, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
 	return out, nil
 }
 
