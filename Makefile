@@ -221,7 +221,8 @@ e2e-landing: $(E2E_BIN)
 	      start=$$(date +%s); \
 	      krc=0; $(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$$k E2E_RERUN=1 E2E_FULL_KERNELS='$(E2E_LANDING_FULL)' >out/e2e-$$k.log 2>&1 || krc=$$?; echo $$krc >out/e2e-$$k.rc; \
 	      ( flock 9; cat out/e2e-$$k.log; \
-	        echo "== e2e on Debian $$k: $$(sed -n 's/^== e2e tally: //p' out/e2e-$$k.log | tail -n 1), in $$(( $$(date +%s) - start ))s, $$(date -u +%T)" ) 9>>out/e2e-print.lock; \
+	        tally=$$(sed -n 's/^== e2e tally: //p' out/e2e-$$k.log | tail -n 1); \
+	        echo "== e2e on Debian $$k: $${tally:-no tally, the guest ended before its tests did}, in $$(( $$(date +%s) - start ))s, $$(date -u +%T)" ) 9>>out/e2e-print.lock; \
 	    done ) & \
 	done; wait; \
 	rc=0; for lane in $$lanes; do for k in $$(echo $$lane | tr , ' '); do \

@@ -580,13 +580,8 @@ func tcpStates() string {
 	names := map[string]string{"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
 		"05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
 	count := map[string]int{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, _ := os.ReadFile(f)
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			if fs := strings.Fields(line); len(fs) > 3 {
-				count[cmp.Or(names[fs[3]], fs[3])]++
-			}
-		}
+	for _, fs := range tcpSockets() {
+		count[cmp.Or(names[fs[3]], fs[3])]++
 	}
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(count)) {

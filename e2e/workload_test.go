@@ -304,15 +304,11 @@ func waitListening(t *testing.T, ports ...string) {
 				listening[fmt.Sprint(r.Src.Port())] = true
 			}
 		}
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			b, _ := os.ReadFile(f)
-			for _, line := range strings.Split(string(b), "\n") {
-				fs := strings.Fields(line)
-				if len(fs) > 3 && fs[3] == "0A" { // TCP_LISTEN
-					if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
-						if p, err := strconv.ParseUint(fs[1][i+1:], 16, 16); err == nil {
-							listening[fmt.Sprint(p)] = true
-						}
+		for _, fs := range tcpSockets() {
+			if fs[3] == "0A" { // TCP_LISTEN
+				if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
+					if p, err := strconv.ParseUint(fs[1][i+1:], 16, 16); err == nil {
+						listening[fmt.Sprint(p)] = true
 					}
 				}
 			}
@@ -324,6 +320,21 @@ func waitListening(t *testing.T, ports ...string) {
 		}
 		return true
 	})
+}
+
+// tcpSockets are the fields of each line of /proc/net/tcp and tcp6 that
+// has a state (the fourth field).
+func tcpSockets() [][]string {
+	var out [][]string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			if fs := strings.Fields(line); len(fs) > 3 && fs[0] != "sl" {
+				out = append(out, fs)
+			}
+		}
+	}
+	return out
 }
 
 func snapshot(t *testing.T, typ rdma.ResType) []rdma.Resource {
