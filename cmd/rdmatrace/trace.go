@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -145,8 +147,8 @@ func runTrace(c *cli.Context) error {
 	}
 	defer startProfile(c.String("cpuprofile"))()
 	// With a program, what exists already is not its: no snapshot.
-	if !c.Bool("no-snapshot") && len(argv) == 0 {
-		snapshotTo(f, sink)
+	if !c.Bool("no-snapshot") && len(argv) == 0 && !snapshotTo(f, sink) {
+		return nil
 	}
 	loop, closeRaw, err := traceLoop(c.String("record-raw"), s.Clock(), sink)
 	if err != nil {
@@ -328,16 +330,31 @@ func createRecording(path string, sizeMB, count int) (*rotate.Writer, error) {
 	return rw, nil
 }
 
-// snapshotTo writes the resources that exist now, as f keeps them.
-func snapshotTo(f *filter.Events, sink *eventSink) {
-	if err := snapshotEvents(func(e *rdma.Event) {
-		if f.Match(e) {
-			_ = sink.write(e)
-		}
-	}); err != nil {
+// maxSnapshotShown bounds trace's start snapshot: past it, a line says
+// how many objects the kernel lists (rdmatrace res and ps list them all).
+const maxSnapshotShown = 10000
+
+// snapshotTo writes the resources that exist now, as f keeps them, at
+// most maxSnapshotShown. A SIGINT or SIGTERM stops it, and the run
+// (false).
+func snapshotTo(f *filter.Events, sink *eventSink) bool {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	proc.WarnPIDNamespace(os.Stderr)
+	sum, err := nldev.ExistsEvents(ctx, enrich.New(enrich.Options{}), nldev.ExistsOptions{Max: maxSnapshotShown,
+		Keep: func(e *rdma.Event) bool { return f.Match(e) && sink.write(e) == nil }})
+	_ = sink.flush()
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(os.Stderr, "rdmatrace: stopped during the snapshot of existing resources, %d shown\n", sum.Kept)
+		return false
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
-	_ = sink.flush()
+	if sum.Cut {
+		fmt.Fprintf(os.Stderr, "rdmatrace: the snapshot of existing resources shows the first %d; the kernel lists %d objects in all (rdmatrace res, rdmatrace ps)\n", sum.Kept, sum.Listed)
+	}
+	return true
 }
 
 // startProfile starts --cpuprofile's Go CPU profile, when asked; its
@@ -446,5 +463,6 @@ func readRecording(c *cli.Context, path string, argv []string, f *filter.Events,
 // netns mode netlink shows them only from there).
 func snapshotEvents(emit func(*rdma.Event)) error {
 	proc.WarnPIDNamespace(os.Stderr)
-	return nldev.ExistsEvents(enrich.New(enrich.Options{}), emit)
+	_, err := nldev.ExistsEvents(context.Background(), enrich.New(enrich.Options{}), nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { emit(e); return true }})
+	return err
 }

@@ -4,10 +4,10 @@
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
-    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
+    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --web.probe-listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
@@ -78,10 +78,10 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
+        flags="--listen --web.probe-listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
         words=""
         files="--btf --ready-file --web.config.file"
-        values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
+        values="--listen --web.probe-listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
         ;;
     gid)
         flags="--dev -d --port -p --json -j --output -o --watch -w --interval --help -h"

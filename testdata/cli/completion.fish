@@ -94,6 +94,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l jso
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd doctor; and not __rdmatrace_dd' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l listen -x
+complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.probe-listen -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l top -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l no-trace
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l ring-size -x

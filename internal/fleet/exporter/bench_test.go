@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"context"
 	"io"
 	"runtime"
 	"strconv"
@@ -26,14 +27,14 @@ func BenchmarkScrape10k(b *testing.B) {
 			s.Resources = append(s.Resources, rdma.Resource{Type: t, DevName: "rxe0", Has: rdma.HasPID, Owner: o})
 		}
 	}
-	x := New(func() rdma.NodeState { return s }, 10)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return s }, 10)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		mfs, err := reg.Gather()
+		mfs, err := gatherer(x, reg).Gather()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func BenchmarkScrape10k(b *testing.B) {
 func BenchmarkEventsHeap(b *testing.B) {
 	t0 := time.Now()
 	for b.Loop() {
-		x := New(func() rdma.NodeState { return rdma.NodeState{} }, 10)
+		x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return rdma.NodeState{} }, 10)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 // its registry (the tracer's and the health metrics included).
 func servedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	x := New(func() rdma.NodeState { return snapshot() }, 2)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return snapshot() }, 2)
 	reg := prometheus.NewRegistry()
 	x.SetHealth(NewHealth("0.9.0", "abc", PartTracer))
 	if err := x.Register(reg); err != nil {
@@ -31,7 +32,7 @@ func servedMetrics(t *testing.T) map[string]bool {
 	reg.MustRegister(NewTracerMetrics())
 	served := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
-	go func() { reg.Describe(ch); close(ch) }() // the registry describes every collector
+	go func() { reg.Describe(ch); x.Describe(ch); close(ch) }() // the registry describes every collector, the scrape its own
 	for d := range ch {
 		m := regexp.MustCompile(`fqName: "([a-z_]+)"`).FindStringSubmatch(d.String())
 		if m != nil {

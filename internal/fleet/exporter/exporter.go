@@ -7,7 +7,9 @@ package exporter
 
 import (
 	"cmp"
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -15,17 +17,21 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
-// Source reads the node's state for a scrape (nldev in the binary, fixed
-// data in tests). Each part of it has its
+// Source reads the node's state for a scrape until ctx ends (nldev in
+// the binary, fixed data in tests): devices, ports, counters and errors
+// in the NodeState, and each object given to count as it is read, so that
+// nothing holds every object at once (objects in the NodeState are
+// counted too). Each part of it has its
 // rdmatrace_scrape_collector_success{collector} series, as node_exporter's
 // node_scrape_collector_success (rdma.NodeParts).
-type Source func() rdma.NodeState
+type Source func(ctx context.Context, count func(*rdma.Resource)) rdma.NodeState
 
 // Exporter is a prometheus.Collector of the snapshot metrics plus the
 // event counters that Event feeds.
@@ -155,9 +161,10 @@ func (x *Exporter) LogTo(l *ratelog.Logger) {
 // the exporter's metrics; call it before Register.
 func (x *Exporter) SetHealth(h *Health) { x.health = h }
 
-// Register adds the exporter's metrics to reg.
+// Register adds the exporter's metrics but the scrape's read of the
+// kernel to reg; Gatherer adds that read, bound to each scrape's context.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{x, x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, x.failures}
+	cs := []prometheus.Collector{x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, x.failures}
 	if x.health != nil {
 		cs = append(cs, x.health)
 	}
@@ -169,7 +176,33 @@ func (x *Exporter) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// Describe is for prometheus.Collector.
+// Gatherer is what a scrape serves: reg's metrics and the kernel's state
+// read now, until ctx ends (the scrape's timeout or its client's going
+// cancels the read of the kernel).
+func (x *Exporter) Gatherer(reg prometheus.Gatherer) func(ctx context.Context) prometheus.Gatherer {
+	return func(ctx context.Context) prometheus.Gatherer {
+		return prometheus.Gatherers{reg, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			r := prometheus.NewRegistry()
+			if err := r.Register(scrapeCollector{x, ctx}); err != nil {
+				return nil, err
+			}
+			return r.Gather()
+		})}
+	}
+}
+
+// scrapeCollector is the exporter's read of the kernel within one
+// scrape's context.
+type scrapeCollector struct {
+	x   *Exporter
+	ctx context.Context
+}
+
+func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) { c.x.Describe(ch) }
+func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) { c.x.collect(c.ctx, ch) }
+
+// Describe is for prometheus.Collector: the kernel's state, read at each
+// scrape (Gatherer).
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{partUpDesc, x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
 		ch <- d
@@ -177,8 +210,17 @@ func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect reads the kernel's state now.
-func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
-	s := x.source()
+func (x *Exporter) Collect(ch chan<- prometheus.Metric) { x.collect(context.Background(), ch) }
+
+func (x *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
+	c := newScrapeCounts()
+	s := x.source(ctx, c.add)
+	for i := range s.Resources {
+		c.add(&s.Resources[i])
+	}
+	if err := ctx.Err(); err != nil {
+		s.Errors = append(s.Errors, &rdma.PartError{Part: rdma.PartNetlink, Err: fmt.Errorf("the scrape ended before the kernel's state was read: %w", err)})
+	}
 	x.scrapeErrors.Add(float64(len(s.Errors)))
 	x.mu.Lock()
 	x.partsHealth(ch, s.Errors)
@@ -189,22 +231,7 @@ func (x *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	x.mu.Unlock()
-	type devType struct{ dev, typ string }
-	counts := map[devType]int{}
-	owners := map[devType]map[holder]int{}
-	qps := map[[2]string]int{}
-	for i := range s.Resources {
-		r := &s.Resources[i]
-		k := devType{r.DevName, r.Type.String()}
-		counts[k]++
-		if owners[k] == nil {
-			owners[k] = map[holder]int{}
-		}
-		owners[k][holderOf(&r.Owner)]++
-		if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
-			qps[[2]string{r.DevName, r.QPState.String()}]++
-		}
-	}
+	counts, owners, qps := c.n, c.owners, c.qps
 	// Every device has every type's series, 0 when it has none: a count
 	// of 0 is not the same as not knowing.
 	for _, d := range s.Devices {
@@ -279,6 +306,48 @@ func (x *Exporter) partsHealth(ch chan<- prometheus.Metric, errs []error) {
 	}
 }
 
+type devType struct{ dev, typ string }
+
+// maxOwnersCounted bounds the owners a scrape tells apart per device and
+// type: past it (that many processes or containers holding objects of
+// one type), further owners are counted as "other" at once.
+const maxOwnersCounted = 4096
+
+// scrapeCounts are a scrape's objects, counted as the dump gives them:
+// per device and type, per owner, and QPs per state.
+type scrapeCounts struct {
+	n      map[devType]int
+	owners map[devType]map[holder]int
+	qps    map[[2]string]int
+}
+
+func newScrapeCounts() *scrapeCounts {
+	return &scrapeCounts{n: map[devType]int{}, owners: map[devType]map[holder]int{}, qps: map[[2]string]int{}}
+}
+
+func (c *scrapeCounts) add(r *rdma.Resource) {
+	k := devType{r.DevName, r.Type.String()}
+	c.n[k]++
+	m := c.owners[k]
+	if m == nil {
+		m = map[holder]int{}
+		c.owners[k] = m
+	}
+	h := holderOf(&r.Owner)
+	if _, ok := m[h]; !ok && len(m) >= maxOwnersCounted {
+		h = otherHolder
+	}
+	m[h]++
+	if r.Type == rdma.ResQP && r.Has&rdma.HasState != 0 {
+		c.qps[[2]string{r.DevName, r.QPState.String()}]++
+	}
+}
+
+// otherHolder is the owners past the top ones, summed. A process named
+// "other" outside a container is counted with them: its series would be
+// the same.
+var otherHolder = holder{name: "other"}
+
 type ranked struct {
 	o holder
 	n int
@@ -287,20 +356,27 @@ type ranked struct {
 // top ranks owners by count: the topN first, the rest summed as "other".
 func (x *Exporter) top(owners map[holder]int) []ranked {
 	var rs []ranked
+	other, others := 0, false
 	for o, n := range owners {
+		if o == otherHolder {
+			other, others = other+n, true
+			continue
+		}
 		rs = append(rs, ranked{o, n})
 	}
 	slices.SortFunc(rs, func(a, b ranked) int {
 		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.o.name, b.o.name), cmp.Compare(a.o.container, b.o.container))
 	})
-	if len(rs) <= x.topN {
-		return rs
+	if len(rs) > x.topN {
+		for _, r := range rs[x.topN:] {
+			other += r.n
+		}
+		rs, others = rs[:x.topN], true
 	}
-	other := 0
-	for _, r := range rs[x.topN:] {
-		other += r.n
+	if others {
+		rs = append(rs, ranked{otherHolder, other})
 	}
-	return append(rs[:x.topN], ranked{holder{name: "other"}, other})
+	return rs
 }
 
 // ownerName is how an owner is labelled: its comm, or [module] for the

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,16 @@ import (
 // snapshot is rxe0 with a kernel GSI QP, two rping processes (one in a
 // container) and five ib_write_bw QPs, so that with topN 2 the rest is
 // summed as "other".
+// fixed is a Source of s.
+func fixed(s rdma.NodeState) Source {
+	return func(context.Context, func(*rdma.Resource)) rdma.NodeState { return s }
+}
+
+// gatherer is what a scrape of x and reg serves.
+func gatherer(x *Exporter, reg prometheus.Gatherer) prometheus.Gatherer {
+	return x.Gatherer(reg)(context.Background())
+}
+
 func snapshot() rdma.NodeState {
 	qp := func(comm string, pid uint32, st rdma.QPState, place *rdma.Placement) rdma.Resource {
 		return rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", QPState: st, Has: rdma.HasState | rdma.HasPID,
@@ -42,7 +53,7 @@ func snapshot() rdma.NodeState {
 }
 
 func TestScrapeGoldenAndLint(t *testing.T) {
-	x := New(func() rdma.NodeState { return snapshot() }, 2)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return snapshot() }, 2)
 	reg := prometheus.NewPedanticRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
@@ -93,14 +104,14 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	if est.CMEvent.String() != "ESTABLISHED" || rej.CMEvent.String() != "REJECTED" || resp.CMEvent.String() != "CONNECT_RESPONSE" {
 		t.Fatalf("CM event numbers: %s, %s, %s", est.CMEvent, rej.CMEvent, resp.CMEvent)
 	}
-	problems, err := testutil.GatherAndLint(reg)
+	problems, err := testutil.GatherAndLint(gatherer(x, reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
-	mfs, err := reg.Gather()
+	mfs, err := gatherer(x, reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +149,12 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 func TestUnknownTypesHaveNoSeries(t *testing.T) {
 	s := snapshot()
 	s.Unknown = []rdma.ResType{rdma.ResCTX, rdma.ResSRQ} // Linux 5.10
-	x := New(func() rdma.NodeState { return s }, 2)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return s }, 2)
 	reg := prometheus.NewRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
+	mfs, err := gatherer(x, reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +180,7 @@ func TestUnknownTypesHaveNoSeries(t *testing.T) {
 // logged (sanitized) and its recovery too, not every scrape's.
 func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 	var errs []error
-	x := New(func() rdma.NodeState { s := snapshot(); s.Errors = errs; return s }, 2)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { s := snapshot(); s.Errors = errs; return s }, 2)
 	var log bytes.Buffer
 	x.LogTo(ratelog.New(&log, 0))
 	reg := prometheus.NewRegistry()
@@ -178,7 +189,7 @@ func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 	}
 	success := func() map[string]float64 {
 		t.Helper()
-		mfs, err := reg.Gather()
+		mfs, err := gatherer(x, reg).Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +238,7 @@ rdmatrace: scrape: cannot read netlink: dial netlink: protocol not supported (se
 // under the owner (from the live table when the event names none), the
 // first topN owners by name and the rest as "other".
 func TestFailuresAreCountedByOwnerWithinTheBound(t *testing.T) {
-	x := New(func() rdma.NodeState { return rdma.NodeState{} }, 2)
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return rdma.NodeState{} }, 2)
 	reg := prometheus.NewPedanticRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)

@@ -58,11 +58,10 @@ func (h *Health) Up(part string) bool {
 	return h.parts[part]
 }
 
-// Describe is for prometheus.Collector. rdmatrace_part_up is the
-// Exporter's to describe (one descriptor may be registered once): the
-// registry checks that a series' descriptor is registered, not by whom,
-// so Health is registered with an Exporter (Exporter.Register does).
-func (h *Health) Describe(ch chan<- *prometheus.Desc) { ch <- h.buildInfo.Desc() }
+// Describe is for prometheus.Collector. rdmatrace_part_up is described
+// here and by the Exporter's scrape, which serves its netlink series from
+// a registry of its own (Exporter.Gatherer): the two merge.
+func (h *Health) Describe(ch chan<- *prometheus.Desc) { ch <- h.buildInfo.Desc(); ch <- h.up }
 
 // Collect is for prometheus.Collector.
 func (h *Health) Collect(ch chan<- prometheus.Metric) {

@@ -35,7 +35,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // kernel cannot be read at all.
 func TestHealthzAnswersWithoutReadingTheKernel(t *testing.T) {
 	var reads atomic.Int32
-	source := func() rdma.NodeState {
+	source := func(context.Context, func(*rdma.Resource)) rdma.NodeState {
 		reads.Add(1)
 		return rdma.NodeState{Errors: []error{&rdma.PartError{Part: rdma.PartNetlink, Err: errors.New("socket: protocol not supported")}}}
 	}
@@ -80,7 +80,7 @@ func TestReadyzSaysWhyUntilReady(t *testing.T) {
 // parts work, netlink's from the scrape itself.
 func TestBuildInfoAndPartsUp(t *testing.T) {
 	netlinkDown := false
-	x := New(func() rdma.NodeState {
+	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState {
 		if netlinkDown {
 			return rdma.NodeState{Errors: []error{&rdma.PartError{Part: rdma.PartNetlink, Err: errors.New("no RDMA netlink")}}}
 		}
@@ -101,7 +101,7 @@ func TestBuildInfoAndPartsUp(t *testing.T) {
 rdmatrace_part_up{part="netlink"} ` + netlink + `
 rdmatrace_part_up{part="tracer"} ` + tracer + `
 `
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rdmatrace_part_up"); err != nil {
+		if err := testutil.GatherAndCompare(gatherer(x, reg), strings.NewReader(want), "rdmatrace_part_up"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -110,7 +110,7 @@ rdmatrace_part_up{part="tracer"} ` + tracer + `
 	check("1", "1")
 	netlinkDown = true
 	check("0", "1")
-	mfs, err := reg.Gather()
+	mfs, err := gatherer(x, reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ type fakePart struct {
 	stops  chan struct{}
 }
 
-func (p *fakePart) start() (func() error, func(), error) {
+func (p *fakePart) start(context.Context) (func() error, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starts++

@@ -16,8 +16,10 @@ type Retry struct {
 	Part   string  // its name in rdmatrace_part_up and the log
 	Health *Health // told whether the part is up (nil: nobody)
 	// Start starts the part: run blocks until it stops by itself or stop
-	// is called; err says why it could not start.
-	Start func() (run func() error, stop func(), err error)
+	// is called; err says why it could not start. A start that has not
+	// returned when ctx ends is left behind (Run returns at once), and
+	// stopped if it starts after all.
+	Start func(ctx context.Context) (run func() error, stop func(), err error)
 	// Probe is a cheap look at what Start depends on (the preflight's
 	// problems): when it changes, a waiting Retry tries at once, and a
 	// running part is restarted (a module loaded since it started gives
@@ -58,7 +60,10 @@ func (r *Retry) Run(ctx context.Context) {
 	wait, lastFail, first, failed := lo, "", true, false
 	for ctx.Err() == nil {
 		before := probe()
-		run, stop, err := r.Start()
+		run, stop, err, ok := r.start(ctx)
+		if !ok {
+			return
+		}
 		if err != nil {
 			setUp(false)
 			if s := shape(err.Error()); s != lastFail {
@@ -150,6 +155,34 @@ func (r *Retry) Run(ctx context.Context) {
 			}
 			wait = min(2*wait, hi)
 		}
+	}
+}
+
+// start runs Start, and gives up waiting for it when ctx ends (ok
+// false): a tracer's load takes seconds, a snapshot of a large inventory
+// minutes, and a SIGTERM must not wait for them.
+func (r *Retry) start(ctx context.Context) (run func() error, stop func(), err error, ok bool) {
+	type started struct {
+		run  func() error
+		stop func()
+		err  error
+	}
+	done := make(chan started, 1)
+	go func() {
+		run, stop, err := r.Start(ctx)
+		done <- started{run, stop, err}
+	}()
+	select {
+	case s := <-done:
+		return s.run, s.stop, s.err, true
+	case <-ctx.Done():
+		go func() {
+			if s := <-done; s.err == nil {
+				s.stop()
+				_ = s.run() // returns at once, and closes
+			}
+		}()
+		return nil, nil, nil, false
 	}
 }
 

@@ -3,6 +3,7 @@ package nldev
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mdlayher/netlink"
 
@@ -25,6 +27,8 @@ type Client struct {
 	conn *netlink.Conn
 	// netAdmin says whether the kernel will show us MR and PD keys.
 	netAdmin bool
+	// ctx, when set (Bind), interrupts the dumps.
+	ctx context.Context
 	// Record, when set, receives every request's raw replies in the
 	// recording format of MarshalMessages (for test fixtures captured from
 	// real kernels), or the error that kept them from it.
@@ -51,24 +55,33 @@ func NewClient(conn *netlink.Conn, netAdmin bool) *Client {
 // Close closes the socket.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// request sends one NLDEV command and returns the reply payloads.
-func (c *Client) request(cmd uint16, flags netlink.HeaderFlags, attrs func(*netlink.AttributeEncoder)) ([]netlink.Message, error) {
+// message is one NLDEV command's request.
+func message(cmd uint16, flags netlink.HeaderFlags, attrs func(*netlink.AttributeEncoder)) (netlink.Message, error) {
 	var data []byte
 	if attrs != nil {
 		ae := netlink.NewAttributeEncoder()
 		attrs(ae)
 		var err error
 		if data, err = ae.Encode(); err != nil {
-			return nil, err
+			return netlink.Message{}, err
 		}
 	}
-	msgs, err := c.conn.Execute(netlink.Message{
+	return netlink.Message{
 		Header: netlink.Header{
 			Type:  netlink.HeaderType(clientNLDEV<<10 | cmd),
 			Flags: netlink.Request | flags,
 		},
 		Data: data,
-	})
+	}, nil
+}
+
+// request sends one NLDEV command and returns the reply payloads.
+func (c *Client) request(cmd uint16, flags netlink.HeaderFlags, attrs func(*netlink.AttributeEncoder)) ([]netlink.Message, error) {
+	req, err := message(cmd, flags, attrs)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.conn.Execute(req)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +90,55 @@ func (c *Client) request(cmd uint16, flags netlink.HeaderFlags, attrs func(*netl
 		c.Record(cmd, b, err)
 	}
 	return msgs, nil
+}
+
+// Bind makes ctx's end interrupt the client's requests: a dump under way
+// stops at its next message (its error then matches ctx.Err()). Call
+// stop when done with ctx.
+func (c *Client) Bind(ctx context.Context) (stop func() bool) {
+	c.ctx = ctx
+	return context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Now()) })
+}
+
+// dump sends one NLDEV dump request and gives each reply to fn as it is
+// read, one netlink message at a time: the replies are never all held
+// (a dump of a million objects costs one message's worth). It stops when
+// the context of Bind ends.
+func (c *Client) dump(cmd uint16, attrs func(*netlink.AttributeEncoder), fn func(netlink.Message) error) error {
+	req, err := message(cmd, netlink.Dump, attrs)
+	if err != nil {
+		return err
+	}
+	sent, err := c.conn.Send(req)
+	if err != nil {
+		return c.ended(err)
+	}
+	for m, err := range c.conn.ReceiveIter() {
+		if err != nil {
+			return c.ended(err)
+		}
+		if m.Header.Sequence != sent.Header.Sequence {
+			continue // a late answer to an earlier, interrupted request
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		if c.ctx != nil && c.ctx.Err() != nil {
+			// Stopping the iteration would read the rest of the dump: a
+			// deadline ends that read at once.
+			_ = c.conn.SetReadDeadline(time.Now())
+			return c.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// ended is err, or the context's error when the context ended it.
+func (c *Client) ended(err error) error {
+	if c.ctx != nil && c.ctx.Err() != nil {
+		return c.ctx.Err()
+	}
+	return err
 }
 
 // Devices lists every RDMA device.
@@ -179,6 +241,49 @@ func (c *Client) Resources(t rdma.ResType, devs []rdma.Device) ([]rdma.Resource,
 	}
 	return out, errors.Join(errs...)
 }
+
+// EachResource gives fn every resource of type t on devs as the kernel's
+// dumps give them, one netlink message's worth at a time: in the kernel's
+// order (not iproute2's: nothing is held to sort), owners as the kernel
+// gives them. Its errors are Resources'.
+func (c *Client) EachResource(t rdma.ResType, devs []rdma.Device, fn func(*rdma.Resource)) error {
+	tab, ok := resTables[t]
+	if !ok {
+		return fmt.Errorf("no netlink dump for resource type %s", t)
+	}
+	var errs []error
+	for _, d := range devs {
+		var decodeErrs []error
+		err := c.dump(tab.cmd, func(ae *netlink.AttributeEncoder) { ae.Uint32(attrDevIndex, d.Index) }, func(m netlink.Message) error {
+			rs, err := DecodeResources(t, m.Data, !c.netAdmin)
+			if err != nil && len(decodeErrs) < maxDecodeErrs {
+				decodeErrs = append(decodeErrs, err)
+			}
+			for i := range rs {
+				fn(&rs[i])
+			}
+			return nil
+		})
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return errors.Join(append(errs, c.ctx.Err())...)
+		}
+		errs = append(errs, decodeErrs...)
+		if err != nil {
+			if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENODEV) {
+				if c.listed(d.Index) {
+					errs = append(errs, noDumpError{t, d.Name, err})
+				}
+				continue
+			}
+			errs = append(errs, fmt.Errorf("dump %s of %q: %w", t, d.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxDecodeErrs bounds the errors one device's dump keeps: a kernel that
+// sends a million bad entries is said in a few.
+const maxDecodeErrs = 8
 
 // noDumpError is a resource type the kernel cannot dump; it matches
 // errors.ErrUnsupported.

@@ -1,9 +1,13 @@
 package nldev
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/netns"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -27,20 +31,101 @@ func ExistsEvent(r *rdma.Resource, now time.Time, x *enrich.Enricher) rdma.Event
 	return e
 }
 
-// ExistsEvents gives emit an "exists" event for every resource the
+// ExistsOptions bound a start snapshot.
+type ExistsOptions struct {
+	// Max stops the snapshot once Keep has kept that many events (0: no
+	// bound).
+	Max int
+	// Keep gets each event and says whether it was kept (shown, counted);
+	// nil keeps none.
+	Keep func(*rdma.Event) bool
+}
+
+// ExistsSummary is what a snapshot gave.
+type ExistsSummary struct {
+	Kept int
+	// Cut says the snapshot stopped at Max; Listed is then how many
+	// objects the kernel counts in all (its resource summary, every type
+	// and device of our namespace), 0 when that could not be read.
+	Cut    bool
+	Listed uint64
+}
+
+// errCut stops a snapshot at its Max.
+var errCut = errors.New("snapshot cut at its bound")
+
+// ExistsEvents gives o.Keep an "exists" event for every resource the
 // kernel lists now, in every network namespace (a trace's, the leak
 // hunt's and the exporter's start: what was there before tracing
-// began), owners named by x. Its error says which lists could not be
-// read; the events of the others are given.
-func ExistsEvents(x *enrich.Enricher, emit func(*rdma.Event)) error {
-	inv, err := TakeInventory(InventoryOptions{Owners: x, AllNetNS: true})
+// began), owners named by x, one dump message at a time: nothing holds
+// the whole inventory. It stops at o.Max events kept, or when ctx ends
+// (its error then matches ctx.Err()). Its error says which lists could
+// not be read; the events of the others are given.
+func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (ExistsSummary, error) {
+	var sum ExistsSummary
+	cl, err := Dial()
 	if err != nil {
-		return err
+		return sum, err
 	}
+	defer cl.Close()
+	defer cl.Bind(ctx)()
 	now := time.Now().UTC()
-	for i := range inv.Resources {
-		e := ExistsEvent(&inv.Resources[i], now, x)
-		emit(&e)
+	each := func(r *rdma.Resource) {
+		if sum.Cut {
+			return
+		}
+		x.Resource(r)
+		e := ExistsEvent(r, now, x)
+		if o.Keep != nil && o.Keep(&e) {
+			sum.Kept++
+			if o.Max > 0 && sum.Kept >= o.Max {
+				sum.Cut = true
+			}
+		}
 	}
-	return inv.Err()
+	var errs []error
+	walk := func(c *Client) bool {
+		devs, err := c.Devices()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, t := range rdma.ResourceTypes {
+			if err := c.EachResource(t, devs, each); err != nil {
+				errs = append(errs, err)
+			}
+			if sum.Cut || ctx.Err() != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if walk(cl) {
+		for _, ns := range otherNamespaces(cl, netns.Roots{}) {
+			other, err := DialIn(ns)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			stop := other.Bind(ctx)
+			more := walk(other)
+			stop()
+			other.Close()
+			if !more {
+				break
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("the snapshot of existing resources stopped after %d: %w", sum.Kept, err)
+	}
+	if sum.Cut {
+		if ss, err := cl.Summaries(); err == nil {
+			for _, s := range ss {
+				for _, n := range s.Counts {
+					sum.Listed += n.Value
+				}
+			}
+		}
+	}
+	return sum, errors.Join(errs...)
 }

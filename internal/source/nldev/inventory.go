@@ -134,15 +134,7 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 	if !o.AllNetNS {
 		return inv, nil
 	}
-	if sys, err := cl.System(); err != nil || sys.NetNSMode != "exclusive" {
-		return inv, nil
-	}
-	roots := o.Roots
-	if roots == (netns.Roots{}) {
-		roots = netns.DefaultRoots
-	}
-	all, _ := roots.All()
-	for _, ns := range all[min(1, len(all)):] { // all[0] is ours
+	for _, ns := range otherNamespaces(cl, o.Roots) {
 		other, err := DialIn(ns)
 		if err != nil {
 			inv.NetNSErrs = append(inv.NetNSErrs, err)
@@ -159,6 +151,20 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 		other.Close()
 	}
 	return inv, nil
+}
+
+// otherNamespaces are the network namespaces besides ours whose devices
+// netlink shows only from there: every other one in the kernel's
+// exclusive netns mode, none in shared mode (each sees the same).
+func otherNamespaces(cl *Client, roots netns.Roots) []netns.NS {
+	if sys, err := cl.System(); err != nil || sys.NetNSMode != "exclusive" {
+		return nil
+	}
+	if roots == (netns.Roots{}) {
+		roots = netns.DefaultRoots
+	}
+	all, _ := roots.All()
+	return all[min(1, len(all)):] // all[0] is ours
 }
 
 // DialIn opens the RDMA netlink socket in network namespace ns.
