@@ -13,6 +13,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/exporter"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -137,6 +138,7 @@ func exporterOptions(c *cli.Context) (exporter.Options, error) {
 	// The exporter writes the ready file itself: it is ready once it
 	// serves and has tried the tracer once, whether the tracer started.
 	so.ReadyFile = ""
+	o.UIDOf = (&proc.CommCache{}).UID
 	o.Tracer = &exporter.TracerPart{
 		Start: func() (exporter.Tracer, error) {
 			s, err := tracer.StartSession(so)

@@ -50,9 +50,12 @@ type Exporter struct {
 	scrapeErrors prometheus.Counter
 	atExit       *prometheus.CounterVec
 	failures     *prometheus.CounterVec
-	// failingOwners are the owners rdma_failures_total names, the first
-	// topN seen; the others are counted as owner "other".
-	failingOwners map[holder]bool
+	// ranks chooses the owners rdma_failures_total names (the rest are
+	// counted as comm "other"); uidOf finds an owner's uid for it, uids
+	// caches what it found.
+	ranks *failRank
+	uidOf func(pid uint32) (uint32, bool)
+	uids  map[pidComm]string
 	// unregs are the device unregistrations under way: when each began,
 	// by whom, and who held the device's objects then (from live, the
 	// table the tracer's events and the start snapshot keep).
@@ -113,10 +116,10 @@ func New(source Source, topN int) *Exporter {
 		[]string{"device", "owner", "container"}, nil)
 	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
 		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
-	x.failingOwners = map[holder]bool{}
+	x.ranks, x.uids = newFailRank(topN), map[pidComm]string{}
 	x.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_failures_total",
-		Help: "Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the first owners seen by name, the rest as comm=\"other\"."},
-		[]string{"device", "port", "event", "comm", "container"})
+		Help: "Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the owners with most failures lately (halved every 10 minutes; a user takes at most half of them) by name and uid, the rest as comm=\"other\"."},
+		[]string{"device", "port", "event", "comm", "container", "uid"})
 	x.blocked = prometheus.NewDesc("rdma_device_unregister_blocked_seconds",
 		"How long a device's unregistration has been waiting for its users (0 series when none is).", []string{"device", "by"}, nil)
 	x.creates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resource_creates_total",
@@ -156,6 +159,11 @@ func (x *Exporter) LogTo(l *ratelog.Logger) {
 		x.mu.Unlock()
 	}
 }
+
+// SetUIDs names the uid of a failing owner's process with uidOf
+// (rdma_failures_total's uid label, and whose share of the named owners
+// it takes); nil: uids are not known.
+func (x *Exporter) SetUIDs(uidOf func(pid uint32) (uint32, bool)) { x.uidOf = uidOf }
 
 // SetHealth serves h (rdmatrace_build_info, the tracer's part_up) beside
 // the exporter's metrics; call it before Register.
@@ -473,22 +481,56 @@ func (x *Exporter) countFailure(e *rdma.Event, en *restable.Entry) {
 	if !e.Has(rdma.EvHasOwner) && o.KernName == "" && en != nil {
 		o = &en.Res.Owner
 	}
-	h := holder{name: "other"}
+	h := failOwner{holder: otherHolder}
 	if o.PID != 0 || o.KernName != "" || o.Comm != "" {
-		h = holderOf(o)
+		h = failOwner{holder: holderOf(o), uid: x.uid(o)}
 	}
-	if !x.failingOwners[h] {
-		if len(x.failingOwners) >= x.topN {
-			h = holder{name: "other"}
-		} else {
-			x.failingOwners[h] = true
+	if h.holder != otherHolder {
+		named, evicted := x.ranks.fail(h, x.now())
+		if evicted != nil {
+			x.failures.DeletePartialMatch(prometheus.Labels{"comm": evicted.name, "container": evicted.container, "uid": evicted.uid})
+		}
+		if !named {
+			h = failOwner{holder: otherHolder}
 		}
 	}
 	port := ""
 	if e.Given(rdma.HasPort) && e.Port != 0 {
 		port = strconv.FormatUint(uint64(e.Port), 10)
 	}
-	x.failures.WithLabelValues(e.DevName, port, f.What, h.name, h.container).Inc()
+	x.failures.WithLabelValues(e.DevName, port, f.What, h.name, h.container, h.uid).Inc()
+}
+
+type pidComm struct {
+	pid  uint32
+	comm string
+}
+
+// maxUIDs bounds the uids remembered; past it, they are read again.
+const maxUIDs = 4096
+
+// uid is o's uid as a label: "0" for the kernel's objects, "" when not
+// known. Called with x.mu held.
+func (x *Exporter) uid(o *rdma.Owner) string {
+	if o.KernName != "" {
+		return "0"
+	}
+	if x.uidOf == nil || o.PID == 0 {
+		return ""
+	}
+	k := pidComm{o.PID, o.Comm}
+	if u, ok := x.uids[k]; ok {
+		return u
+	}
+	u := ""
+	if n, ok := x.uidOf(o.PID); ok {
+		u = strconv.FormatUint(uint64(n), 10)
+	}
+	if len(x.uids) >= maxUIDs {
+		clear(x.uids)
+	}
+	x.uids[k] = u
+	return u
 }
 
 // TracerCounts are the tracer's loss counters, read at each scrape.

@@ -132,8 +132,8 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,
 		`rdma_device_unregister_holders{container="",device="rxe1",owner="[ib_core]"} 1`,
 		`rdma_resources_freed_at_exit_total{device="rxe0",type="mr"} 1`,
-		`rdma_failures_total{comm="other",container="",device="rxe0",event="QP_ERR",port=""} 1`,
-		`rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port=""} 1`,
+		`rdma_failures_total{comm="other",container="",device="rxe0",event="QP_ERR",port="",uid=""} 1`,
+		`rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port="",uid=""} 1`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("scrape lacks %s", want)
@@ -270,13 +270,13 @@ func TestFailuresAreCountedByOwnerWithinTheBound(t *testing.T) {
 	toErr.SetState(uint8(rdma.QPStateErr))
 	x.Event(toErr)
 	x.Event(&rdma.Event{Kind: rdma.EvPortBusy, PortBusy: rdma.PortBusy{Op: "rdma_listen"}, Flags: rdma.EvHasOwner, Resource: rdma.Resource{Owner: owner("rping", 10, "")}})
-	want := `# HELP rdma_failures_total Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the first owners seen by name, the rest as comm="other".
+	want := `# HELP rdma_failures_total Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the owners with most failures lately (halved every 10 minutes; a user takes at most half of them) by name and uid, the rest as comm="other".
 # TYPE rdma_failures_total counter
-rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="QP_ERR",port=""} 1
-rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="REJECTED",port="1"} 1
-rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port="1"} 1
-rdma_failures_total{comm="rping",container="",device="",event="port-busy",port=""} 1
-rdma_failures_total{comm="rping",container="",device="rxe0",event="REJECTED",port="1"} 2
+rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="QP_ERR",port="",uid=""} 1
+rdma_failures_total{comm="app",container="c0ffee",device="rxe0",event="REJECTED",port="1",uid=""} 1
+rdma_failures_total{comm="other",container="",device="rxe0",event="REJECTED",port="1",uid=""} 1
+rdma_failures_total{comm="rping",container="",device="",event="port-busy",port="",uid=""} 1
+rdma_failures_total{comm="rping",container="",device="rxe0",event="REJECTED",port="1",uid=""} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "rdma_failures_total"); err != nil {
 		t.Error(err)

@@ -40,6 +40,9 @@ type Options struct {
 	// Tracer, when set, is started, retried while it cannot start, and
 	// fed to the counters; nil serves what Source reads alone.
 	Tracer *TracerPart
+	// UIDOf finds a failing owner's uid (rdma_failures_total's uid
+	// label); nil: not known.
+	UIDOf func(pid uint32) (uint32, bool)
 	// Also gets each traced event after the counters (--otlp).
 	Also func(*rdma.Event)
 	// Stderr gets the exporter's lines (os.Stderr when nil).
@@ -82,6 +85,7 @@ func Run(ctx context.Context, o Options) error {
 	say := func(msg string) { fmt.Fprintln(stderr, "rdmatrace: "+termsafe.Sanitize(msg)) }
 	x := New(o.Source, o.Top)
 	x.LogTo(logs)
+	x.SetUIDs(o.UIDOf)
 	tm := NewTracerMetrics()
 	var parts []string
 	if o.Tracer != nil {

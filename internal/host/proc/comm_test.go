@@ -29,3 +29,21 @@ func TestCommReadsAndCaches(t *testing.T) {
 		t.Errorf("Comm(0) = %q, want empty", got)
 	}
 }
+
+func TestStatusUID(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		uid  uint32
+		okay bool
+	}{
+		{"Name:\tx\nUid:\t65534\t0\t0\t0\nGid:\t0\n", 65534, true},
+		{"Name:\tx\n", 0, false},
+		{"Uid:\n", 0, false},
+		{"Uid:\tx\t1\n", 0, false},
+	} {
+		uid, ok := statusUID([]byte(c.in))
+		if uid != c.uid || ok != c.okay {
+			t.Errorf("statusUID(%q) = %d, %v; want %d, %v", c.in, uid, ok, c.uid, c.okay)
+		}
+	}
+}

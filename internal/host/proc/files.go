@@ -155,3 +155,29 @@ func socketInode(target string) (uint64, bool) {
 	ino, err := strconv.ParseUint(rest, 10, 64)
 	return ino, err == nil
 }
+
+// UID returns a process's real user id, false when it cannot be read
+// (the process has gone).
+func (c *CommCache) UID(pid uint32) (uint32, bool) {
+	b, err := os.ReadFile(c.root() + "/" + strconv.FormatUint(uint64(pid), 10) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	return statusUID(b)
+}
+
+// statusUID reads the real uid, the first field of the "Uid:" line of the
+// bytes of /proc/PID/status.
+func statusUID(b []byte) (uint32, bool) {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0, false
+			}
+			n, err := strconv.ParseUint(f[0], 10, 32)
+			return uint32(n), err == nil
+		}
+	}
+	return 0, false
+}

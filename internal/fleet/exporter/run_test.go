@@ -1,0 +1,147 @@
+package exporter
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// A scrape past Timeout is answered 503 and its read of the kernel is
+// cancelled: the source sees its context end, and stops.
+func TestATimedOutScrapeCancelsItsRead(t *testing.T) {
+	cancelled := make(chan time.Duration, 1)
+	source := func(ctx context.Context, _ func(*rdma.Resource)) rdma.NodeState {
+		start := time.Now()
+		select {
+		case <-ctx.Done():
+			cancelled <- time.Since(start)
+		case <-time.After(20 * time.Second):
+		}
+		return rdma.NodeState{}
+	}
+	_, addr := serve(t, ServeOptions{Timeout: 300 * time.Millisecond, Log: ratelog.New(io.Discard, time.Minute)}, source, nil)
+	if code, _ := scrape(t, addr); code != http.StatusServiceUnavailable {
+		t.Errorf("a scrape past its timeout: %d, want 503", code)
+	}
+	select {
+	case d := <-cancelled:
+		if d > 5*time.Second {
+			t.Errorf("the read was cancelled after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scrape's read of the kernel was not cancelled")
+	}
+}
+
+// blockingTracer is a tracer whose start or snapshot never ends by
+// itself.
+type blockingTracer struct{ stopped chan struct{} }
+
+func (b *blockingTracer) Run(func(*rdma.Event) error) error            { <-b.stopped; return nil }
+func (b *blockingTracer) Stop()                                        { close(b.stopped) }
+func (b *blockingTracer) Close() error                                 { return nil }
+func (b *blockingTracer) Health() (int, int, TracerCounts)             { return 1, 0, TracerCounts{} }
+func emptySource(context.Context, func(*rdma.Resource)) rdma.NodeState { return rdma.NodeState{} }
+
+// A SIGTERM (the context's end) while the tracer loads or while the
+// start's snapshot reads a large inventory ends Run at once; so does one
+// while it serves.
+func TestRunEndsPromptlyAtAnyPointOfItsStart(t *testing.T) {
+	for _, at := range []string{"load", "snapshot", "serving"} {
+		t.Run(at, func(t *testing.T) {
+			dir := t.TempDir()
+			var reached atomic.Bool
+			part := &TracerPart{
+				Start: func() (Tracer, error) {
+					if at == "load" {
+						reached.Store(true)
+						time.Sleep(time.Hour) // a load that never ends
+					}
+					return &blockingTracer{stopped: make(chan struct{})}, nil
+				},
+				Snapshot: func(ctx context.Context, emit func(*rdma.Event)) error {
+					if at == "snapshot" {
+						reached.Store(true)
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					reached.Store(true)
+					return nil
+				},
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			stderr := &syncBuffer{}
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(ctx, Options{Listen: "unix:" + filepath.Join(dir, "m.sock"), Source: emptySource, Tracer: part,
+					ReadyFile: filepath.Join(dir, "ready"), Stderr: stderr})
+			}()
+			for !reached.Load() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if at == "serving" {
+				for {
+					if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			start := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+				if d := time.Since(start); d > 3*time.Second {
+					t.Errorf("Run ended %v after the signal", d)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run still running 10 s after the signal")
+			}
+		})
+	}
+}
+
+// --listen unix:PATH makes a socket only its owner can connect to, and
+// replaces a socket left behind, nothing else.
+func TestListenUnixIsOwnersOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.sock")
+	ln, err := Listen("unix:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("socket mode %v, want 0600", m)
+	}
+	ln.(interface{ SetUnlinkOnClose(bool) }).SetUnlinkOnClose(false)
+	ln.Close()
+	ln, err = Listen("unix:" + path) // the one left behind
+	if err != nil {
+		t.Fatalf("over a socket left behind: %v", err)
+	}
+	ln.Close()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("keep"), 0o644)
+	if _, err := Listen("unix:" + file); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+		t.Errorf("over a regular file: %v", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep" {
+		t.Errorf("the file became %q", b)
+	}
+}
