@@ -3,7 +3,9 @@
 # .deb with dpkg, as a user of Debian does (the guest's root is a writable
 # overlay of the host's, so nothing reaches the host), and runs the
 # installed /usr/sbin/rdmatrace: --version, res over soft-RoCE, and a
-# short trace that must see an rping pair's queue pairs. Then removes it.
+# short trace that must see an rping pair's queue pairs. Then, the exporter
+# enabled, installs it again (an upgrade) and removes it: the removal
+# disables the exporter, though no systemd runs here to stop it.
 #
 #   guest/package-smoke-deb.sh DIST VERSION
 set -euo pipefail
@@ -60,8 +62,16 @@ cat /tmp/smoke.trace
 # always its queue pairs: any event owned by rping shows the hooks work.
 grep -q 'cm_id_create .*rping\[' /tmp/smoke.trace || fail "trace saw no rdma_cm ID of rping's"
 
+wants=/etc/systemd/system/multi-user.target.wants/rdmatrace-exporter.service
+echo "\$ deb-systemd-helper enable rdmatrace-exporter.service; dpkg -i $deb   # an upgrade"
+deb-systemd-helper enable rdmatrace-exporter.service
+[ -L $wants ] || fail "deb-systemd-helper enable made no $wants"
+dpkg -i "$deb" | grep -v '^(Reading database' || fail "the upgrade's scripts failed"
+[ -L $wants ] || fail "an upgrade disabled the exporter"
+
 echo "\$ dpkg -r rdmatrace"
 dpkg -r rdmatrace >/dev/null
 [ ! -e /usr/sbin/rdmatrace ] || fail "dpkg -r left /usr/sbin/rdmatrace"
+[ ! -e $wants ] || fail "dpkg -r left the exporter enabled ($wants)"
 [ -e /etc/default/rdmatrace-exporter ] || fail "dpkg -r removed the conffile (only purge should)"
 echo "package-smoke: the .deb installs, runs and removes ($((SECONDS - t0))s)"

@@ -36,6 +36,9 @@ for arch in x86_64 aarch64; do
 	scripts=$(rpm -qp --scripts "$r" 2>/dev/null)
 	echo "$scripts"
 	grep -q 'systemctl daemon-reload' <<<"$scripts" || fail "$r does not reload systemd's units"
+	grep -A40 '^preuninstall scriptlet' <<<"$scripts" | grep -q 'systemctl stop' || fail "$r does not stop the exporter before its removal"
+	grep -A40 '^preuninstall scriptlet' <<<"$scripts" | grep -q 'disable' || fail "$r does not disable the exporter before its removal"
+	grep -A40 '^postinstall scriptlet' <<<"$scripts" | grep -q 'try-restart' || fail "$r does not restart a running exporter at an upgrade"
 	! grep -v '^[[:space:]]*#' <<<"$scripts" | grep -qE 'systemctl (enable|start)' || fail "$r enables or starts a service"
 	rpm -qp --configfiles "$r" 2>/dev/null | grep -qx /etc/default/rdmatrace-exporter ||
 		fail "$r: /etc/default/rdmatrace-exporter is not a config file"

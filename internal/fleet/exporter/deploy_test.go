@@ -264,6 +264,7 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 	ports := map[string]bool{}
 	var exporterListen, proxyListen string
 	var proxyEnv any
+	exporterArg, proxyArg := map[string]bool{}, map[string]bool{}
 	containers, _ := get(ds, "spec", "template", "spec", "containers").([]any)
 	for _, c := range containers {
 		var args []string
@@ -271,6 +272,12 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 			args = append(args, a.(string))
 		}
 		for i, a := range args {
+			if get(c, "name") == "rdmatrace" {
+				exporterArg[a] = true
+			} else {
+				name, _, _ := strings.Cut(a, "=")
+				proxyArg[name], proxyArg[a] = true, true
+			}
 			if a == "--listen" && i+1 < len(args) {
 				exporterListen = args[i+1]
 			}
@@ -285,6 +292,15 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 	}
 	if !strings.HasPrefix(exporterListen, "127.0.0.1:") {
 		t.Errorf("the exporter listens on %q: with hostNetwork that is every address of the node; want 127.0.0.1", exporterListen)
+	}
+	// The node's other users reach the loopback too: the exporter admits
+	// kube-rbac-proxy's client certificate alone.
+	web, _ := get(kinds["ConfigMap"], "data", "web.yml").(string)
+	if !exporterArg["--web.config.file"] || !strings.Contains(web, "client_auth_type: RequireAndVerifyClientCert") || !strings.Contains(web, "client_ca_file:") {
+		t.Errorf("the exporter's web config (--web.config.file %v) does not require a client certificate:\n%s", exporterArg["--web.config.file"], web)
+	}
+	if !proxyArg["--upstream-client-cert-file"] || !proxyArg["--upstream-client-key-file"] || !proxyArg["--upstream=https://127.0.0.1:9879/"] {
+		t.Errorf("kube-rbac-proxy does not reach the exporter with its client certificate over https: %v", proxyArg)
 	}
 	if proxyListen != "[$(NODE_IP)]:9879" || get(proxyEnv, 0, "name") != "NODE_IP" ||
 		get(proxyEnv, 0, "valueFrom", "fieldRef", "fieldPath") != "status.hostIP" {
@@ -345,14 +361,24 @@ func TestDaemonSetSurvivesAFleet(t *testing.T) {
 	if !strings.Contains(registry, ".") || !strings.Contains(rest, ":") || strings.HasSuffix(image, ":latest") {
 		t.Errorf("image %q: want a registry host and a version tag, not :latest", image)
 	}
-	listen := ""
+	listen, probes := "", ""
 	args, _ := get(exporter, "args").([]any)
 	for i, a := range args {
-		if a == "--listen" && i+1 < len(args) {
-			listen, _ = args[i+1].(string)
+		if i+1 < len(args) {
+			switch a {
+			case "--listen":
+				listen, _ = args[i+1].(string)
+			case "--web.probe-listen":
+				probes, _ = args[i+1].(string)
+			}
 		}
 	}
-	_, port, _ := strings.Cut(listen, ":")
+	// The probes have their own listener: a flood of the metrics one
+	// does not fail them.
+	_, port, _ := strings.Cut(probes, ":")
+	if _, mport, _ := strings.Cut(listen, ":"); port == "" || port == mport {
+		t.Errorf("--web.probe-listen %q beside --listen %q: want the probes on a listener of their own", probes, listen)
+	}
 	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
 		h := get(exporter, probe, "httpGet")
 		if get(h, "path") != path || fmt.Sprint(get(h, "port")) != port || get(h, "host") != "127.0.0.1" {
