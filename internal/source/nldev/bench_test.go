@@ -1,9 +1,11 @@
 package nldev
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nltest"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -43,4 +45,75 @@ func BenchmarkDecodeQPDump(b *testing.B) {
 			b.Fatal(len(rs), err)
 		}
 	}
+}
+
+// BenchmarkDump265k reads a device's dump of 265 000 PDs (the review's
+// held inventory), 50 a message, as the scrape did before (Resources:
+// every object kept) and does now (EachResource: each counted as its
+// message is decoded). B/op is what one read allocates; heap-MB, the
+// heap in use when it returns (before the next collection).
+func BenchmarkDump265k(b *testing.B) {
+	const n, per = 265000, 50
+	var msgs []netlink.Message
+	for i := 0; i < n; i += per {
+		var es []func(*netlink.AttributeEncoder)
+		for j := range per {
+			id := uint32(i + j)
+			es = append(es, func(e *netlink.AttributeEncoder) {
+				e.Uint32(attrResPDN, id)
+				e.Uint32(attrResPID, 4242)
+				e.Uint64(attrResUsecnt, 1)
+			})
+		}
+		msgs = append(msgs, netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(clientNLDEV<<10 | cmdResPDGet)}, Data: dump(b, resTables[rdma.ResPD], es...)})
+	}
+	devs := []rdma.Device{{Index: 1, Name: "rxe0"}}
+	kernel := func() *Client {
+		return NewClient(nltest.Dial(func(reqs []netlink.Message) ([]netlink.Message, error) {
+			out := make([]netlink.Message, len(msgs), len(msgs)+1)
+			for i, m := range msgs {
+				m.Header.Sequence, m.Header.PID, m.Header.Flags = reqs[0].Header.Sequence, reqs[0].Header.PID, netlink.Multi
+				out[i] = m
+			}
+			return append(out, netlink.Message{Header: netlink.Header{Type: netlink.Done, Flags: netlink.Multi, Sequence: reqs[0].Header.Sequence, PID: reqs[0].Header.PID}}), nil
+		}), true)
+	}
+	peak := func(b *testing.B, read func(c *Client) int) {
+		var peakHeap uint64
+		b.ReportAllocs()
+		for b.Loop() {
+			c := kernel()
+			var before runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			if got := read(c); got != n {
+				b.Fatalf("%d objects, want %d", got, n)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if d := after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc); d > peakHeap {
+				peakHeap = d
+			}
+			c.Close()
+		}
+		b.ReportMetric(float64(peakHeap)/(1<<20), "heap-MB")
+	}
+	b.Run("kept", func(b *testing.B) {
+		peak(b, func(c *Client) int {
+			rs, err := c.Resources(rdma.ResPD, devs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(rs)
+		})
+	})
+	b.Run("streamed", func(b *testing.B) {
+		peak(b, func(c *Client) int {
+			got := 0
+			if err := c.EachResource(rdma.ResPD, devs, func(*rdma.Resource) { got++ }); err != nil {
+				b.Fatal(err)
+			}
+			return got
+		})
+	})
 }
