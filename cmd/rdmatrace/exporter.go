@@ -148,7 +148,8 @@ func exporterOptions(c *cli.Context) (exporter.Options, error) {
 			return exporterTracer{s}, nil
 		},
 		Snapshot: func(ctx context.Context, emit func(*rdma.Event)) error {
-			_, err := nldev.ExistsEvents(ctx, enrich.New(enrich.Options{}), nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { emit(e); return true }})
+			_, err := nldev.ExistsEvents(ctx, enrich.New(enrich.Options{}), nldev.ExistsOptions{Max: exporter.LiveTableSize,
+				Keep: func(e *rdma.Event) bool { emit(e); return true }})
 			return err
 		},
 		Probe: func() string { return tracer.PreflightText(so.Tracer.BTF) },

@@ -89,10 +89,11 @@ func holderOf(o *rdma.Owner) holder {
 	return h
 }
 
-// maxLive bounds the live table that names an unregistration's holders:
+// LiveTableSize bounds the live table that names an unregistration's holders:
 // at about 400 bytes an entry, 26 MB at worst; past it, objects are
-// counted untracked (rdmatrace_live_untracked_total) and not named.
-const maxLive = 1 << 16
+// counted untracked (rdmatrace_live_untracked_total) and not named. The
+// start snapshot stops once it has given that many.
+const LiveTableSize = 1 << 16
 
 // maxBorn bounds the creation times kept for the histograms: objects
 // whose destroy was never seen (a missed event) must not grow it forever.
@@ -104,7 +105,7 @@ const maxBorn = 1 << 16
 // for rdma_resources_by_owner.
 func New(source Source, topN int) *Exporter {
 	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now,
-		live: restable.New(maxLive), failing: map[string]string{}, log: ratelog.New(os.Stderr, 10*time.Second)}
+		live: restable.New(LiveTableSize), failing: map[string]string{}, log: ratelog.New(os.Stderr, 10*time.Second)}
 	x.success = prometheus.NewDesc("rdmatrace_scrape_collector_success",
 		"1 when the last scrape read this part of the RDMA state, 0 when it could not (rdmatrace logs why when it starts failing).",
 		[]string{"collector"}, nil)

@@ -57,7 +57,7 @@ type TracerPart struct {
 	Start func() (Tracer, error)
 	// Snapshot gives emit an event for each object that exists now (the
 	// owners the live table names when a device's unregistration blocks),
-	// until ctx ends.
+	// at most LiveTableSize (the table keeps no more), until ctx ends.
 	Snapshot func(ctx context.Context, emit func(*rdma.Event)) error
 	// Probe is a cheap look at what Start depends on (Retry.Probe).
 	Probe func() string
