@@ -68,7 +68,10 @@ func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (Exi
 		return sum, err
 	}
 	defer cl.Close()
-	defer cl.Bind(ctx)()
+	// cut stops the dumps at Max, as ctx's end does: at the next message.
+	dumps, cut := context.WithCancel(ctx)
+	defer cut()
+	defer cl.Bind(dumps)()
 	now := time.Now().UTC()
 	each := func(r *rdma.Resource) {
 		if sum.Cut {
@@ -80,6 +83,7 @@ func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (Exi
 			sum.Kept++
 			if o.Max > 0 && sum.Kept >= o.Max {
 				sum.Cut = true
+				cut()
 			}
 		}
 	}
@@ -90,11 +94,12 @@ func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (Exi
 			errs = append(errs, err)
 		}
 		for _, t := range rdma.ResourceTypes {
-			if err := c.EachResource(t, devs, each); err != nil {
-				errs = append(errs, err)
-			}
+			err := c.EachResource(t, devs, each)
 			if sum.Cut || ctx.Err() != nil {
 				return false
+			}
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
 		return true
@@ -106,7 +111,7 @@ func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (Exi
 				errs = append(errs, err)
 				continue
 			}
-			stop := other.Bind(ctx)
+			stop := other.Bind(dumps)
 			more := walk(other)
 			stop()
 			other.Close()
@@ -119,12 +124,16 @@ func ExistsEvents(ctx context.Context, x *enrich.Enricher, o ExistsOptions) (Exi
 		return sum, fmt.Errorf("the snapshot of existing resources stopped after %d: %w", sum.Kept, err)
 	}
 	if sum.Cut {
-		if ss, err := cl.Summaries(); err == nil {
-			for _, s := range ss {
-				for _, n := range s.Counts {
-					sum.Listed += n.Value
+		// A client of its own: this one's deadline ended its dumps.
+		if c, err := Dial(); err == nil {
+			if ss, err := c.Summaries(); err == nil {
+				for _, s := range ss {
+					for _, n := range s.Counts {
+						sum.Listed += n.Value
+					}
 				}
 			}
+			c.Close()
 		}
 	}
 	return sum, errors.Join(errs...)
