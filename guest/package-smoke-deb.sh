@@ -63,8 +63,8 @@ cat /tmp/smoke.trace
 grep -q 'cm_id_create .*rping\[' /tmp/smoke.trace || fail "trace saw no rdma_cm ID of rping's"
 
 wants=/etc/systemd/system/multi-user.target.wants/rdmatrace-exporter.service
-echo "\$ deb-systemd-helper enable rdmatrace-exporter.service; dpkg -i $deb   # an upgrade"
-deb-systemd-helper enable rdmatrace-exporter.service
+echo "\$ deb-systemd-helper enable rdmatrace-exporter.service; dpkg -i $deb   # enabled as a maintainer script would, then an upgrade"
+DPKG_MAINTSCRIPT_PACKAGE=rdmatrace deb-systemd-helper enable rdmatrace-exporter.service
 [ -L $wants ] || fail "deb-systemd-helper enable made no $wants"
 dpkg -i "$deb" | grep -v '^(Reading database' || fail "the upgrade's scripts failed"
 [ -L $wants ] || fail "an upgrade disabled the exporter"
