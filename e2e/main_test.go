@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(bindFloodEnv) != "" { // a helper process of TestBindFloodDoesNotStarveLifecycleEvents
 		os.Exit(bindFlood())
 	}
+	if os.Getenv(holdSlotsEnv) != "" { // a helper process of TestExporterIsNotLockedOutByHeldConnections
+		os.Exit(holdSlots())
+	}
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: these tests run as root inside the guest: make e2e")
