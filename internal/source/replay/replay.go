@@ -155,6 +155,7 @@ func (r *Reader) Next(ev *rdma.Event) error {
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			r.lr.SkipBlank() // a run of them costs a byte scan
 			continue
 		}
 		if e := r.decode(line, ev); e != nil {
