@@ -518,3 +518,35 @@ func (r *Reader) feed(line []byte) {
 		}
 	}
 }
+
+// NotALogError is said of a log in which nothing was a kernel log's: no
+// report and no line with a kernel log's prefix. It is probably the wrong
+// file, and is not passed over in silence.
+type NotALogError struct{ Source string }
+
+func (e *NotALogError) Error() string {
+	return e.Source + ": not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)"
+}
+
+// Drain reads the rest of the log: each report to each, each line not
+// understood to bad (lines.Drain: told, counted, and reading goes on). It
+// returns how many lines were bad, and what ended the log early: an error
+// reading it (named after it), or a *NotALogError.
+func (r *Reader) Drain(each func(*rdma.KernelReport), bad func(*lineerr.Error)) (badLines int, err error) {
+	found := 0
+	badLines, err = lines.Drain(func() error {
+		rep, err := r.Next()
+		if err == nil {
+			found++
+			each(rep)
+		}
+		return err
+	}, bad)
+	switch {
+	case err != nil:
+		return badLines, lines.ReadError(r.source, err)
+	case found == 0 && r.stamped == 0:
+		return badLines, &NotALogError{Source: r.source}
+	}
+	return badLines, nil
+}

@@ -649,3 +649,24 @@ func failureFields(o *object, ev *rdma.Event) *fieldError {
 	f.OnPort = o.OnPort
 	return nil
 }
+
+// Drain reads the rest of the recording: each event to each (reused
+// after it returns: copy what you keep), each line that is not one to bad
+// (lines.Drain: told, counted, and reading goes on). It returns how many
+// lines were bad, and what ended the recording early: an error of each,
+// as it came, or an error reading it, named after it.
+func (r *Reader) Drain(each func(*rdma.Event) error, bad func(*lineerr.Error)) (badLines int, err error) {
+	var ev rdma.Event
+	var eachErr error
+	badLines, err = lines.Drain(func() error {
+		if err := r.Next(&ev); err != nil {
+			return err
+		}
+		eachErr = each(&ev)
+		return eachErr
+	}, bad)
+	if err != nil && err != eachErr {
+		err = lines.ReadError(r.lr.Source(), err)
+	}
+	return badLines, err
+}
