@@ -3,6 +3,7 @@ package restable
 import (
 	"net/netip"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -81,5 +82,35 @@ func TestResKeepsEveryFieldOfAnEvent(t *testing.T) {
 func TestResIsAThirdOfAnEvent(t *testing.T) {
 	if r, e := reflect.TypeFor[Res]().Size(), reflect.TypeFor[rdma.Event]().Size(); r*2 > e {
 		t.Errorf("Res is %d bytes, an event %d", r, e)
+	}
+}
+
+// BenchmarkTableMemory fills a table with 200 000 resources as a
+// recording's creates give them (owners and their places shared, as
+// replay gives them), and reports the heap each entry takes.
+//
+//	go test -run '^$' -bench TableMemory -benchtime 1x ./internal/analysis/restable/
+func BenchmarkTableMemory(b *testing.B) {
+	const n = 200_000
+	place := &rdma.Placement{Cgroup: "/kubepods/pod7/c1", NetNS: 4026531840}
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tab := New(n)
+		for i := range n {
+			e := rdma.Event{Kind: rdma.EvCreate, Time: time.Unix(1_800_000_000, int64(i)), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner | rdma.EvUser}
+			e.Type, e.DevName, e.ID = []rdma.ResType{rdma.ResPD, rdma.ResCQ, rdma.ResMR, rdma.ResQP}[i%4], "rxe0", uint32(i)
+			if e.Type == rdma.ResQP {
+				e.LQPN, e.QPType, e.Port = uint32(i), rdma.QPTypeRC, 1
+				e.Resource.Has |= rdma.HasLQPN | rdma.HasQPType | rdma.HasPort
+			}
+			e.Owner = rdma.Owner{PID: uint32(1000 + i%5000), TID: uint32(1000 + i%5000), Comm: "app", Place: place}
+			tab.Apply(&e)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/entry")
+		runtime.KeepAlive(tab)
 	}
 }
