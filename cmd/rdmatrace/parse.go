@@ -55,10 +55,10 @@ EXIT STATUS:
 // parseSink is where parsed records go: one writer per format.
 type parseSink = formats.Sink[*debugfs.Record]
 
-// newParseSink is parse's writer for -o and -j; note says on stderr what
-// a table or the legacy layout left out.
-func newParseSink(c *cli.Context, stdout io.Writer, note func(string)) (parseSink, error) {
-	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatNDJSON,
+// newParseSink is parse's writer for -o (output) and -j (json); note says
+// on stderr what a table or the legacy layout left out.
+func newParseSink(output string, json bool, stdout io.Writer, note func(string)) (parseSink, error) {
+	f, err := formats.ParseFormat(output, json, formats.FormatNDJSON,
 		formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON, formats.FormatLegacy)
 	if err != nil {
 		return nil, exitWith(2, err)
@@ -83,7 +83,7 @@ func runParse(c *cli.Context) error {
 		stderr = os.Stderr
 	}
 	warn := func(line string) { fmt.Fprintf(stderr, "rdmatrace: %s\n", line) }
-	sink, err := newParseSink(c, stdout, warn)
+	sink, err := newParseSink(c.String("output"), c.Bool("json"), stdout, warn)
 	if err != nil {
 		return err
 	}
