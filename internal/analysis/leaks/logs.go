@@ -1,6 +1,7 @@
 package leaks
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -138,22 +139,34 @@ func (p *logRun) withRecording() {
 	// kept. Their syndromes are kept once each, repeats counted, up to
 	// why.MaxSyndromes.
 	var reps []*rdma.KernelReport
+	maxHeld := cmp.Or(p.o.Limits.MaxReports, DefaultMaxReports)
+	var notHeld int
+	var firstNotHeld string
 	syn := why.NewSyndromes()
 	for _, path := range p.o.Logs {
 		p.readLog(path, func(rep *rdma.KernelReport) {
+			p.res.Reports += leakReport(rep)
 			rep.Frames = nil // not shown; a log can hold many reports
 			if rep.Kind == rdma.KernQPErrSyndrome {
 				if rep = syn.Take(rep); rep == nil {
 					return
 				}
 			}
+			if len(reps) >= maxHeld {
+				if notHeld++; notHeld == 1 {
+					firstNotHeld = fmt.Sprintf("%s:%d", rep.Source, rep.Line)
+				}
+				return
+			}
 			reps = append(reps, rep)
-			p.res.Reports += leakReport(rep)
 		})
 	}
 	name := lines.SourceName(p.o.Recording)
 	if syn.NotKept > 0 {
 		p.warn("%d QP error syndromes past the first %d of the logs were not kept: they are not shown (first: %s)", syn.NotKept, why.MaxSyndromes, syn.FirstNotKept)
+	}
+	if notHeld > 0 {
+		p.warn("%d reports past the first %d of the logs are not shown: a recording is joined with that many at most (first: %s; --log without --recording shows them all)", notHeld, maxHeld, firstNotHeld)
 	}
 	pm := p.replay(reps, syn)
 	if pm == nil {

@@ -69,3 +69,24 @@ func TestReadLogsHoldsARepeatedSyndromeOnce(t *testing.T) {
 		t.Errorf("records %q, stderr %q, result %+v", sink.out, stderr, res)
 	}
 }
+
+// With a recording, the logs' reports are held until it is read, and at
+// most MaxReports of them: the others are counted (and still make the
+// exit status), said in one line with the first.
+func TestReadLogsHoldsAtMostMaxReports(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "dmesg.txt")
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, "[   10.%06d] restrack: User QP object allocated by app%d is not freed\n", i, i)
+	}
+	if err := os.WriteFile(log, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join("..", "..", "..", "testdata", "leaklog", "mlx5-syndrome", "trace.ndjson")
+	sink, stderr, res := readLogs(t, LogOptions{Logs: []string{log}, Recording: rec, Limits: PostMortemLimits{MaxReports: 10}})
+	want := "20 reports past the first 10 of the logs are not shown: a recording is joined with that many at most (first: " + log +
+		":11; --log without --recording shows them all)"
+	if len(sink.out) != 10 || res.Reports != 30 || len(stderr) != 1 || stderr[0] != want {
+		t.Errorf("%d records, result %+v, stderr %q", len(sink.out), res, stderr)
+	}
+}
