@@ -69,8 +69,8 @@ func dial(c *cli.Context) (*nldev.Client, error) {
 		return nil, err
 	}
 	if dir := c.String("nl-record"); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+		if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
+			return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
 		}
 		seq := 0
 		cl.Record = func(cmd uint16, b []byte, err error) {
