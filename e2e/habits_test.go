@@ -235,3 +235,80 @@ func TestHabitsOfPsSsBpftraceAndRdma(t *testing.T) {
 		}
 	})
 }
+
+// pidSelectsTheProcessOfEveryThread: an rping client's threads create
+// some of its objects (RDMA netlink names the creating thread), and `ps`
+// folds them into its row. `ps -p PID` and `--filter-pid PID` select the
+// same row, with the same counts, as procps' ps -p selects a process; `res
+// TYPE pid PID` lists as many objects of each type, each still with its
+// thread's pid.
+func pidSelectsTheProcessOfEveryThread(t *testing.T, w *workload) {
+	rt := *rdmatraceBin
+	var client *exec.Cmd
+	for _, p := range w.procs {
+		if len(p.Args) > 1 && p.Args[0] == "rping" && p.Args[1] == "-c" {
+			client = p
+		}
+	}
+	if client == nil {
+		t.Fatal("no rping client among the workloads")
+	}
+	pid := uint32(client.Process.Pid)
+	byThreads := 0
+	for _, typ := range rdma.ResourceTypes {
+		for _, r := range snapshot(t, typ) {
+			if r.Owner.PID != pid && threads(client)[r.Owner.PID] {
+				byThreads++
+			}
+		}
+	}
+	if byThreads == 0 {
+		t.Fatalf("rping %d's other threads hold nothing: the test proves nothing on this kernel", pid)
+	}
+	type row struct {
+		PID uint32 `json:"pid"`
+		resCounts
+	}
+	rows := func(args ...string) []row {
+		t.Helper()
+		var out []row
+		if err := json.Unmarshal(run(t, rt, args...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out
+	}
+	var want *row
+	for _, r := range rows("ps", "-j") {
+		if r.PID == pid {
+			want = &r
+		}
+	}
+	if want == nil {
+		t.Fatalf("ps -j has no row for rping %d", pid)
+	}
+	p := strconv.Itoa(int(pid))
+	for _, args := range [][]string{{"ps", "-j", "-p", p}, {"ps", "-j", "--filter-pid", p}} {
+		if got := rows(args...); len(got) != 1 || mustJSON(got[0]) != mustJSON(*want) {
+			t.Errorf("%v: %s; want ps's row %s (%d objects made by its other threads)", args, mustJSON(got), mustJSON(*want), byThreads)
+		}
+	}
+	for _, typ := range []string{"pd", "ctx", "cq", "qp", "cm_id", "mr"} {
+		n, ok := want.count(typ)
+		if !ok {
+			continue
+		}
+		var objs []owned
+		if err := json.Unmarshal(run(t, rt, "res", typ, "pid", p, "-j"), &objs); err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != int(n) {
+			t.Errorf("res %s pid %s: %d objects, ps counts %v", typ, p, len(objs), n)
+		}
+		for _, o := range objs {
+			if o.PID == nil || !threads(client)[*o.PID] {
+				t.Errorf("res %s pid %s listed %s, not a thread of %s", typ, p, mustJSON(o), p)
+			}
+		}
+	}
+	t.Logf("rping %d: %d objects made by its other threads, selected by -p %d", pid, byThreads, pid)
+}

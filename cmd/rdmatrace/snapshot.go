@@ -320,6 +320,7 @@ func runRes(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
+	f.SelectProcesses(enrich.New(enrich.Options{})) // pid PID: the process, every thread of it
 	if format == outLegacy {
 		if c.String("netns") != "" {
 			return usage(c, "-o legacy shows one namespace: leave out --netns")
