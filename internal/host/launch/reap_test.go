@@ -38,7 +38,7 @@ func TestReapRemovesOnlyEmptyCgroupsOfRunsThatAreGone(t *testing.T) {
 	stale := mk(cgroupPrefix+strconv.Itoa(dead), false)
 	mine := mk(cgroupPrefix+strconv.Itoa(os.Getpid()), false) // an earlier process's with our PID
 	keep := []string{
-		mk(cgroupPrefix+strconv.Itoa(alive), false),     // its rdmatrace runs
+		mk(cgroupPrefix+strconv.Itoa(alive), false),      // its rdmatrace runs
 		mk(cgroupPrefix+strconv.Itoa(dead+100000), true), // what its program left runs on
 		mk(cgroupPrefix+"0"+strconv.Itoa(dead), false),   // not a name we make
 		mk(cgroupPrefix+"x", false),
