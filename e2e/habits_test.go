@@ -61,6 +61,7 @@ func TestIproute2Habits(t *testing.T) {
 		want string
 	}{
 		{[]string{"dev", "show", "nosuch0"}, `unknown device "nosuch0": the devices are ` + device},
+		{[]string{"res", "show", "nosuch0"}, `unknown device "nosuch0": the devices are ` + device},
 		{[]string{"link", "show", "nosuch0/1"}, `unknown device "nosuch0"`},
 		{[]string{"link", "show", device + "/9"}, "has no port \"9\""},
 	} {
