@@ -8,7 +8,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // inputLimits bound what a post-mortem reads: --max-input (decompressed
@@ -46,13 +45,11 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 	return nil
 }
 
-// logSink is findingSink as leaks.ReadLogs writes to it.
+// logSink is findingSink as leaks.ReadLogs writes to it (its Finding and
+// Flush are findingSink's).
 type logSink struct{ *findingSink }
 
 func (s logSink) Report(n leaks.ReportNote) {
 	s.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: n.Report, WithRecording: n.WithRecording, Matched: n.Matched,
 		SameAs: n.SameAs, NoQP: n.NoQP, Repeats: n.Repeats}})
 }
-
-func (s logSink) Finding(f *rdma.Finding) { s.write(f) }
-func (s logSink) Flush() error            { return s.flush() }

@@ -80,23 +80,7 @@ func runWhy(c *cli.Context) error {
 		return err
 	}
 	sink := formats.NewWhySink(os.Stdout, format)
-	defer sink.Close()
 	an := why.New(o)
-	logs := c.StringSlice("log")
-	if path := c.String("read"); path != "" {
-		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
-			return usage(c, "%w", err)
-		}
-		err := why.ReadRecording(an, why.RecordingOptions{Recording: path, Logs: logs, Stdin: os.Stdin, MaxInput: maxInput(c),
-			Warn: func(line string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", line) }}, sink)
-		if err != nil {
-			return exitWith(1, err)
-		}
-		return nil
-	}
-	if len(logs) > 0 {
-		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
-	}
 	write := func(ls []why.Line) error {
 		for _, l := range ls {
 			if err := sink.Write(l); err != nil {
@@ -105,7 +89,43 @@ func runWhy(c *cli.Context) error {
 		}
 		return nil
 	}
-	return whyLive(c, an, write, sink.Flush)
+	logs := c.StringSlice("log")
+	if path := c.String("read"); path != "" {
+		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
+			return usage(c, "%w", err)
+		}
+		err = whyRecording(path, logs, maxInput(c), an, sink)
+	} else if len(logs) > 0 {
+		err = usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+	} else {
+		err = whyLive(c, an, write, sink.Flush)
+	}
+	return closeWhy(sink, format, err)
+}
+
+// whyRecording is why -r [--log] (why.ReadRecording): what it says went
+// wrong is exit status 1.
+func whyRecording(path string, logs []string, maxInput int64, an *why.Analyzer, sink formats.Sink[why.Line]) error {
+	err := why.ReadRecording(an, why.RecordingOptions{Recording: path, Logs: logs, Stdin: os.Stdin, MaxInput: maxInput,
+		Warn: func(line string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", line) }}, sink)
+	if err != nil {
+		return exitWith(1, err)
+	}
+	return nil
+}
+
+// closeWhy ends why's output. A run that failed ends the human view with
+// its error alone: "nothing went wrong" would say it looked and found
+// nothing. A JSON array is still closed.
+func closeWhy(sink formats.Sink[why.Line], format formats.Format, err error) error {
+	if err != nil && format == formats.FormatText {
+		_ = sink.Flush()
+		return err
+	}
+	if cerr := sink.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // whyOptions are the analysis's choices: the owner (--pid, --comm,
