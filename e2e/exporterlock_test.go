@@ -171,8 +171,14 @@ func TestExporterIsNotLockedOutByHeldConnections(t *testing.T) {
 	}
 
 	// A unix socket and the probes' own listener.
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil { // nobody may reach the socket: its mode alone refuses
+	// A directory that user nobody may search (t.TempDir's parent is 0700 to all
+	// but root): the socket's mode alone must refuse nobody.
+	dir, err := os.MkdirTemp("", "rdmatrace-e2e-sock")
+	if err == nil {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "metrics.sock")
