@@ -350,3 +350,31 @@ func TestASlowBinaryStallsOneCreateAtMost(t *testing.T) {
 		t.Errorf("warnings %q, want one line naming %s", w, prog)
 	}
 }
+
+// What the scan refused is said without -v: the first few lines, then
+// how many more; -v lists all. (300 failed uprobes once passed in
+// silence.)
+func TestStacksProblemsAreSaidWithoutVerbose(t *testing.T) {
+	c := newCallSites(t.TempDir())
+	t.Cleanup(c.sym.Close)
+	for i := range 5 {
+		c.problem(fmt.Sprintf("/tmp/x%d/libibverbs.so.1: not an ELF file: not probed", i))
+	}
+	c.Probed = []string{"/usr/lib/libibverbs.so.1: ibv_alloc_pd"}
+	for _, verbose := range []bool{false, true} {
+		var out strings.Builder
+		stacksAttached(&Tracer{CallSites: c}, verbose, &out)
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		want := []string{"rdmatrace: --stacks: /tmp/x0/libibverbs.so.1: not an ELF file: not probed", "rdmatrace: --stacks: /tmp/x1/libibverbs.so.1: not an ELF file: not probed",
+			"rdmatrace: --stacks: /tmp/x2/libibverbs.so.1: not an ELF file: not probed", "rdmatrace: --stacks: 2 more problems (-v lists them)"}
+		if verbose {
+			want = []string{"rdmatrace: --stacks probes /usr/lib/libibverbs.so.1: ibv_alloc_pd"}
+			for i := range 5 {
+				want = append(want, fmt.Sprintf("rdmatrace: --stacks: /tmp/x%d/libibverbs.so.1: not an ELF file: not probed", i))
+			}
+		}
+		if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+			t.Errorf("verbose %v:\n%s\nwant\n%s", verbose, out.String(), strings.Join(want, "\n"))
+		}
+	}
+}

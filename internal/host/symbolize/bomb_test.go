@@ -23,7 +23,7 @@ func allocated(fn func()) uint64 {
 
 // bombELF is a small executable with a build-id, code and a line table
 // whose .debug_info is info (as mkelf.py of the review makes them).
-func bombELF(t *testing.T, info elftest.Section) string {
+func bombELF(t testing.TB, dir string, info elftest.Section) string {
 	t.Helper()
 	note := []byte{4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0}
 	for i := 1; i <= 20; i++ {
@@ -37,7 +37,7 @@ func bombELF(t *testing.T, info elftest.Section) string {
 		{Name: ".debug_abbrev", Type: elf.SHT_PROGBITS, Data: []byte{0}},
 		{Name: ".note.gnu.build-id", Type: elf.SHT_NOTE, Flags: elf.SHF_ALLOC, Data: note},
 		{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: text},
-	}}.Write(t, t.TempDir(), "bomb")
+	}}.Write(t, dir, "bomb")
 }
 
 // A binary's DWARF that decompresses to 512 MiB (a 650 KB file: 1.66 GB
@@ -50,7 +50,7 @@ func TestDWARFBombsAreGivenUpInLittleMemory(t *testing.T) {
 		"a 1 GiB hole":          {Hole: 1 << 30},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := bombELF(t, info)
+			p := bombELF(t, t.TempDir(), info)
 			s := New()
 			defer s.Close()
 			var b *Binary
@@ -134,5 +134,27 @@ func moveToHole(t *testing.T, src, dst, name string, size uint64) {
 	f.Write(b)
 	if err := f.Truncate(int64(hole + size)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkOpenABomb: what opening a binary whose DWARF is a bomb costs
+// (docs/benchmarks.md): its B/op is the memory the bomb takes.
+//
+//	go test ./internal/host/symbolize -run '^$' -bench OpenABomb -benchmem -benchtime 3x
+func BenchmarkOpenABomb(b *testing.B) {
+	for name, info := range map[string]elftest.Section{
+		"zlib-512MiB": {Flags: elf.SHF_COMPRESSED, Claim: 512 << 20, Data: elftest.Zeros(b, 512<<20)},
+		"hole-1GiB":   {Hole: 1 << 30},
+	} {
+		p := bombELF(b, b.TempDir(), info)
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				s := New()
+				if _, err := s.Open(p); err != nil {
+					b.Log(err)
+				}
+				s.Close()
+			}
+		})
 	}
 }

@@ -42,19 +42,91 @@ type File struct {
 	Sections []Section
 }
 
-// Zeros is a zlib stream of n zero bytes (256 MiB: 330 KB, 0.4 s).
+// Zeros is a zlib stream of n zero bytes (n > 0), as small as zlib's own
+// (4 GiB in 4 MB) and made at once: one deflate block whose codes are a
+// literal 0 (2 bits), the end (2 bits) and a match of 258 bytes at
+// distance 1 (2 bits: 1 for the length, 1 for the distance).
 func Zeros(t testing.TB, n uint64) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	w, _ := zlib.NewWriterLevel(&b, zlib.BestSpeed)
-	chunk := make([]byte, 1<<20)
-	for n > 0 {
-		k := min(n, uint64(len(chunk)))
-		w.Write(chunk[:k])
-		n -= k
+	if n == 0 {
+		t.Fatal("elftest.Zeros: no bytes")
 	}
-	w.Close()
-	return b.Bytes()
+	var w bitWriter
+	w.b = append(w.b, 0x78, 0x01) // zlib: deflate, 32 KiB window
+	w.bits(1, 1)                  // BFINAL
+	w.bits(2, 2)                  // BTYPE 10: codes in the block
+	w.bits(286-257, 5)            // HLIT: literal/length codes up to 285
+	w.bits(1-1, 5)                // HDIST: one distance code
+	w.bits(18-4, 4)               // HCLEN: code length codes, in their order up to 1
+	// The code length code's lengths, in RFC 1951's order (16, 17, 18, 0,
+	// 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1): 18 is 1 bit (0), 1
+	// and 2 are 2 bits (10, 11).
+	for _, l := range []uint64{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2} {
+		w.bits(l, 3)
+	}
+	// The lengths: literal 0 is 2 bits, 1-255 none, end (256) 2 bits,
+	// 257-284 none, 285 (length 258) 1 bit; distance 0 1 bit.
+	two, one, zeros := func() { w.code(3, 2) }, func() { w.code(2, 2) }, func(k uint64) { w.code(0, 1); w.bits(k-11, 7) }
+	two()
+	zeros(138)
+	zeros(117)
+	two()
+	zeros(28)
+	one()
+	one()
+	// So: 285 is 0, literal 0 is 10, the end 11; distance 0 is 0.
+	w.code(2, 2)
+	w.zeros(2 * ((n - 1) / 258)) // each: length 258 (0), distance 1 (0)
+	for i := uint64(0); i < (n-1)%258; i++ {
+		w.code(2, 2)
+	}
+	w.code(3, 2)
+	w.flush()
+	// Adler-32 of n zeros: a stays 1, b adds a n times.
+	adler := uint32((n%65521)<<16 | 1)
+	return binary.BigEndian.AppendUint32(w.b, adler)
+}
+
+// bitWriter packs deflate's bits: fields least significant bit first,
+// Huffman codes most significant bit first.
+type bitWriter struct {
+	b    []byte
+	acc  uint64
+	nacc uint
+}
+
+func (w *bitWriter) bits(v uint64, n uint) {
+	w.acc |= v << w.nacc
+	w.nacc += n
+	for w.nacc >= 8 {
+		w.b = append(w.b, byte(w.acc))
+		w.acc >>= 8
+		w.nacc -= 8
+	}
+}
+
+func (w *bitWriter) code(c uint64, n uint) {
+	var r uint64
+	for i := uint(0); i < n; i++ {
+		r = r<<1 | (c>>i)&1
+	}
+	w.bits(r, n)
+}
+
+// zeros writes n zero bits: whole bytes at once.
+func (w *bitWriter) zeros(n uint64) {
+	for n > 0 && w.nacc != 0 {
+		w.bits(0, 1)
+		n--
+	}
+	w.b = append(w.b, make([]byte, n/8)...)
+	w.bits(0, uint(n%8))
+}
+
+func (w *bitWriter) flush() {
+	if w.nacc > 0 {
+		w.bits(0, 8-w.nacc)
+	}
 }
 
 // Sym is an ELF64 symbol's bytes.
