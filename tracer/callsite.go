@@ -151,13 +151,30 @@ func (p *pendingStack) stack() *rdma.CallStack {
 	}
 }
 
-// loaded says whether every file's names are read.
-func (p *pendingStack) loaded() bool {
-	for _, b := range p.bins {
-		if b != nil && !b.Loaded() {
+// tryName names each frame from what its file has ready, and says so;
+// false, naming nothing, when a frame needs a lookup (or a file's names
+// are not read yet).
+func (p *pendingStack) tryName() bool {
+	if p.raw == nil {
+		p.name()
+		return true
+	}
+	frames := append([]rdma.CallFrame(nil), p.raw.Frames...)
+	for i := range frames {
+		b := p.bins[i]
+		if b == nil {
+			continue
+		}
+		f := &frames[i]
+		var ok bool
+		if f.Func, f.File, f.Line, ok = b.Cached(f.Offset); !ok {
 			return false
 		}
 	}
+	st := *p.raw
+	st.Frames = frames
+	p.named = &st
+	close(p.done)
 	return true
 }
 
@@ -805,14 +822,14 @@ func (p *pendingStack) waitable() bool {
 }
 
 // nameLater names a stack as soon as its files' names are read: now when
-// they are, else in the background (a bounded number at once; past that,
-// with what is read).
+// no lookup is needed (the probes' reader never waits on a file), else in
+// the background (a bounded number at once; past that, not at all: the
+// stack stays placed by offset).
 func (c *CallSites) nameLater(st *pendingStack) {
 	if st == nil {
 		return
 	}
-	if st.loaded() {
-		st.name()
+	if st.tryName() {
 		c.problemsOf(st)
 		return
 	}
@@ -823,7 +840,9 @@ func (c *CallSites) nameLater(st *pendingStack) {
 	}
 	c.mu.Unlock()
 	if busy {
-		st.name()
+		st.named = st.raw
+		close(st.done)
+		c.warn("", fmt.Sprintf("%d stacks were being named at once: some creates are placed by offset only", maxNaming))
 		return
 	}
 	go func() {

@@ -378,3 +378,15 @@ func TestStacksProblemsAreSaidWithoutVerbose(t *testing.T) {
 		}
 	}
 }
+
+// Under -- CMD (ForProgram) the probes see the program's cgroup alone:
+// other processes' maps are not read at all.
+func TestAProgramsScanReadsNoOtherProcess(t *testing.T) {
+	needMapFiles(t)
+	lib, _, _ := buildCallsiteProgram(t)
+	startMapper(t, t.TempDir(), "fifo", lib)
+	files, probs := findLibraries(nil, "/proc", false)
+	if len(files) != 0 || len(probs) != 0 {
+		t.Errorf("without the process scan: %d files, problems %q", len(files), probs)
+	}
+}

@@ -53,7 +53,8 @@ const (
 	// the lookups of its lines, together.
 	LoadTime   = 30 * time.Second
 	LookupTime = 30 * time.Second
-	// maxNote bounds a note section (the build-id's is 36 bytes).
+	// maxNote bounds the note sections read of a binary, together (the
+	// build-id's is 36 bytes).
 	maxNote = 1 << 20
 	// maxRanges bounds the address ranges of one binary's units.
 	maxRanges = 1 << 20
@@ -113,10 +114,14 @@ type Binary struct {
 	// (valid once loaded).
 	Lines, Symbols bool
 
-	mu      sync.Mutex
+	// lmu holds Line's lookups (a long one does not hold AfterCall, which
+	// the probes' reader calls, nor the state under mu); cmu AfterCall's.
+	lmu     sync.Mutex
 	lines   map[uint64]line // Line's answers
-	calls   map[uint64]bool // AfterCall's
 	spent   time.Duration   // in lookups
+	cmu     sync.Mutex
+	calls   map[uint64]bool // AfterCall's
+	mu      sync.Mutex
 	late    bool
 	dropped bool // out of the cache: closed once loaded
 	closed  bool
@@ -454,14 +459,18 @@ func (b *Binary) readDebugFile() error {
 }
 
 // buildID is the hex of the GNU build-id note, "" when there is none.
+// The notes read are maxNote bytes at most, together.
 func buildID(f *elfbound.File) string {
+	left := uint64(maxNote)
 	for i, s := range f.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue
 		}
-		if sz, err := f.Size(i); err != nil || sz > maxNote {
+		sz, err := f.Size(i)
+		if err != nil || sz > left {
 			continue
 		}
+		left -= sz
 		data, err := f.Data(i)
 		if err != nil {
 			continue
@@ -591,8 +600,8 @@ func (b *Binary) Line(addr uint64) (file string, ln int) {
 	if !b.isDone() || b.dwarf == nil {
 		return "", 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.lmu.Lock()
+	defer b.lmu.Unlock()
 	if l, ok := b.lines[addr]; ok {
 		return l.file, l.line
 	}
@@ -608,8 +617,12 @@ func (b *Binary) Line(addr uint64) (file string, ln int) {
 			clear(b.lines)
 		}
 		b.lines[addr] = line{file: file, line: ln}
-		if b.spent += time.Since(start); b.spent > LookupTime && b.problem == nil {
-			b.problem = fmt.Errorf("its line lookups took longer than %v: no more lines are looked up", LookupTime)
+		if b.spent += time.Since(start); b.spent > LookupTime {
+			b.mu.Lock()
+			if b.problem == nil {
+				b.problem = fmt.Errorf("its line lookups took longer than %v: no more lines are looked up", LookupTime)
+			}
+			b.mu.Unlock()
 		}
 	}()
 	u := b.unitOf(addr)
@@ -645,6 +658,29 @@ func (b *Binary) unitOf(addr uint64) int {
 	return -1
 }
 
+// Cached is Place when its answer needs no lookup: the names are read,
+// and the line is known already (or the binary has no lines). ok is false
+// otherwise, or while a lookup is under way: Cached never waits.
+func (b *Binary) Cached(off uint64) (fn, file string, ln int, ok bool) {
+	if !b.isDone() {
+		return "", "", 0, false
+	}
+	addr, in := b.Addr(off)
+	if !in {
+		return "", "", 0, true
+	}
+	fn = b.Func(addr - 1)
+	if b.dwarf == nil {
+		return fn, "", 0, true
+	}
+	if !b.lmu.TryLock() {
+		return "", "", 0, false
+	}
+	defer b.lmu.Unlock()
+	l, ok := b.lines[addr-1]
+	return fn, l.file, l.line, ok
+}
+
 // Place names the place a return address (at file offset off) returns
 // to: the call before it, so the function and line are those of
 // off-1. ok is false when no loaded segment holds off.
@@ -667,8 +703,8 @@ func (b *Binary) AfterCall(off uint64) bool {
 	if off < uint64(len(buf)) {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
 	if v, ok := b.calls[off]; ok {
 		return v
 	}
