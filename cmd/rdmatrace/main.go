@@ -50,6 +50,9 @@ type usageError struct {
 	cmd   string // empty for rdmatrace itself
 	err   error
 	flags []cli.Flag // the command's, to name what a bad value should be
+	// ofCommand: made by usagef, for the command that runs (which
+	// nameUsage names).
+	ofCommand bool
 }
 
 // Error is raw: main prints every error through formats.ErrorLines, which escapes it.
@@ -72,6 +75,27 @@ func usageErr(cmd string, flags []cli.Flag, err error) error {
 // usage makes a usage error of command c's.
 func usage(c *cli.Context, format string, a ...any) error {
 	return usageErr(c.Command.Name, nil, fmt.Errorf(format, a...))
+}
+
+// usagef makes a usage error of the command that runs: what checks the
+// options needs no *cli.Context to say which (nameUsage names it).
+func usagef(format string, a ...any) error {
+	return exitWith(2, &usageError{err: fmt.Errorf(format, a...), ofCommand: true})
+}
+
+// nameUsage makes action's usage errors (usagef's) name command name.
+func nameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
+	if action == nil {
+		return nil
+	}
+	return func(c *cli.Context) error {
+		err := action(c)
+		var ue *usageError
+		if errors.As(err, &ue) && ue.ofCommand && ue.cmd == "" {
+			ue.cmd = name
+		}
+		return err
+	}
 }
 
 // usageText rewrites the flag package's messages in rdmatrace's words,
@@ -160,6 +184,10 @@ func newApp() *cli.App {
 		// Without this, urfave/cli prints "Incorrect Usage" and the whole
 		// help on stdout and exits 1.
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
+		cmd.Action = nameUsage(name, cmd.Action)
+		for _, sub := range cmd.Subcommands {
+			sub.Action = nameUsage(sub.Name, sub.Action)
+		}
 	}
 	// -v is --verbose in trace and leaks; -V is the version, as in pwru
 	// and ptcpdump.

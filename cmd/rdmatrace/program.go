@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -75,7 +74,7 @@ func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error
 		o.Tracer.BTF = kb
 	}
 	if len(argv) > 0 {
-		id, err := programUser(c)
+		id, err := programUser(c.String(userFlag.Name))
 		if err != nil {
 			return o, err
 		}
@@ -86,18 +85,10 @@ func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error
 
 // programUser is who runs -- CMD: --user, else the user who invoked
 // rdmatrace (launch.ChooseUser).
-func programUser(c *cli.Context) (*launch.Identity, error) {
-	id, err := launch.ChooseUser(c.String(userFlag.Name), os.Getenv, os.Geteuid(), launch.SystemUsers{})
+func programUser(name string) (*launch.Identity, error) {
+	id, err := launch.ChooseUser(name, os.Getenv, os.Geteuid(), launch.SystemUsers{})
 	if err != nil {
 		return nil, exitWith(2, err)
 	}
 	return id, nil
-}
-
-// announceUser says on stderr who runs argv0 when it is not rdmatrace's
-// own user (doctor; the session says it for trace and leaks).
-func announceUser(argv0 string, id *launch.Identity) {
-	if !id.Keep {
-		fmt.Fprintf(os.Stderr, "rdmatrace: running %s as %s\n", formats.Sanitize(argv0), formats.Sanitize(id.String()))
-	}
 }

@@ -36,15 +36,11 @@ func runTraceList(c *cli.Context) error {
 		}
 		return exitWith(1, err)
 	}
-	objs := make([]formats.Object, len(ls))
-	for i := range ls {
-		objs[i] = listedObject(&ls[i])
+	o := output{Format: format}
+	if format == formats.FormatText {
+		o.Format = formats.FormatTable
 	}
-	out := outTable
-	if format != formats.FormatText {
-		out = string(format)
-	}
-	if err := writeObjects(os.Stdout, out, false, objs, nil, func() *formats.Table { return listedTable(ls) }); err != nil {
+	if err := o.write(hookList.Of(ls)); err != nil {
 		return err
 	}
 	for _, n := range notes {
@@ -82,6 +78,9 @@ func listedNote(l *tracer.Listed) string {
 	}
 	return strings.Join(n, "; ")
 }
+
+// hookList lays out trace -l's rows.
+var hookList = formats.List[tracer.Listed]{Object: listedObject, Table: listedTable}
 
 func listedTable(ls []tracer.Listed) *formats.Table {
 	t := formats.NewTable("HOOK", "VARIANT", "PROBES", "HERE", "NOTE")

@@ -1,14 +1,39 @@
-package main
+package formats
 
 import (
 	"bytes"
 	"path/filepath"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
+
+// --netns: one JSON array whose objects name their namespace, and a
+// section per namespace in the human views (an empty one left out).
+func TestNetnsListingsGolden(t *testing.T) {
+	devsIn := map[string][]rdma.Device{
+		"self":     {{Index: 1, Name: "rxe0", NodeType: rdma.NodeType(1)}},
+		"blue":     {{Index: 2, Name: "rxe1\x1b[31m", NodeType: rdma.NodeType(1)}},
+		"pid 4000": nil,
+	}
+	names := []string{"self", "blue", "pid 4000"}
+	var ls []Listing
+	for _, n := range names {
+		ls = append(ls, DeviceList(false).Of(devsIn[n]))
+	}
+	var out bytes.Buffer
+	for _, format := range []Format{FormatTable, FormatText, FormatJSON, FormatNDJSON} {
+		out.WriteString("--- " + string(format) + "\n")
+		if err := WriteSections(&out, format, false, names, ls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden.Check(t, filepath.Join("..", "testdata", "cli", "netns-listings.txt"), out.Bytes())
+	if bytes.Contains(out.Bytes(), []byte{0x1b}) {
+		t.Error("a raw ESC reached the output")
+	}
+}
 
 // -d's tables (res qp -d, dev -d): a column for every key of -j, in the
 // order keys first appear; a key an object lacks is "-". Before, -d left
@@ -29,24 +54,24 @@ func TestDetailsTableGolden(t *testing.T) {
 		{Index: 1, Name: "siw0", Ports: 1, NodeType: 4, Protocol: "iw"},
 	}
 	var out bytes.Buffer
-	var objs []formats.Object
+	var objs []Object
 	for i := range qps {
-		objs = append(objs, formats.ResourceObject(&qps[i]))
+		objs = append(objs, ResourceObject(&qps[i]))
 	}
-	if err := objectTable(objs).Render(&out); err != nil {
+	if err := ObjectTable(objs).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	objs = nil
 	for i := range devs {
-		objs = append(objs, formats.DeviceObject(&devs[i], true))
+		objs = append(objs, DeviceObject(&devs[i], true))
 	}
 	out.WriteString("\n")
-	if err := objectTable(objs).Render(&out); err != nil {
+	if err := ObjectTable(objs).Render(&out); err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString("\n")
-	if err := objectTable(nil).Render(&out); err != nil {
+	if err := ObjectTable(nil).Render(&out); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("..", "..", "testdata", "cli", "details-table.txt"), out.Bytes())
+	golden.Check(t, filepath.Join("..", "testdata", "cli", "details-table.txt"), out.Bytes())
 }
