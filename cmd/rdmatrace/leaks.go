@@ -176,7 +176,7 @@ func runLeaks(c *cli.Context) error {
 	}
 	o.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
 	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
-	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders}) // named now, before the holder lets go
+	o.Tracer.Enrich = enrich.New(enrich.Options{}).Then(enrich.PortHolders(portHolders)) // named now, before the holder lets go
 	s, err := tracer.NewSession(o)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,36 +14,36 @@ import (
 var listFlag = &cli.BoolFlag{Name: "list", Aliases: []string{"l"},
 	Usage: "list the hooks (those matching a glob PATTERN argument: trace -l 'rdma_cma:*') and whether this kernel has where each attaches; needs no root"}
 
-// runTraceList is `trace -l [PATTERN]`: the hooks, each of their variants,
-// and whether the running kernel has their targets.
-func runTraceList(c *cli.Context) error {
+// traceListOptions are trace -l's: its format (the human view is a table)
+// and the glob PATTERN.
+func traceListOptions(c *cli.Context) (o output, pattern string, err error) {
 	if err := maxArgs(c, 1); err != nil {
-		return err
+		return o, "", err
 	}
-	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
-	if err != nil {
-		return err
+	if o.Format, err = streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+		return o, "", err
 	}
-	pattern := ""
-	if args := positional(c); len(args) > 0 {
-		pattern = args[0]
+	if o.Format == formats.FormatText {
+		o.Format = formats.FormatTable
 	}
+	return o, first(positional(c)), nil
+}
+
+// listHooks is `trace -l [PATTERN]`: the hooks, each of their variants,
+// and whether the running kernel has their targets.
+func listHooks(o output, pattern string) error {
 	ls, notes, err := tracer.List(pattern)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "pattern ") {
-			return usage(c, "%w", err)
+			return usagef("%w", err)
 		}
 		return exitWith(1, err)
-	}
-	o := output{Format: format}
-	if format == formats.FormatText {
-		o.Format = formats.FormatTable
 	}
 	if err := o.write(hookList.Of(ls)); err != nil {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintf(os.Stderr, "rdmatrace: trace -l: %s\n", formats.Sanitize(n))
+		logf("trace -l: %s", formats.Sanitize(n))
 	}
 	if len(ls) == 0 {
 		return exitWith(1, fmt.Errorf("no hook matches %q", pattern))

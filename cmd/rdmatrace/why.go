@@ -99,7 +99,19 @@ func runWhy(c *cli.Context) error {
 	if len(logs) > 0 {
 		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	}
-	return whyLive(c, an, write, sink.Flush)
+	so, err := whySessionOptions(c)
+	if err != nil {
+		return err
+	}
+	return whyLive(so, an, write, sink.Flush)
+}
+
+// whySessionOptions are why's tracer, as trace's, with owners named as
+// events arrive.
+func whySessionOptions(c *cli.Context) (tracer.SessionOptions, error) {
+	so, err := sessionOptions(c, nil)
+	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
+	return so, err
 }
 
 // whyOptions are the analysis's choices: the owner (--pid, --comm,
@@ -124,13 +136,9 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 
 // whyLive is why without -r: the tracer's events through why.Live, the
 // steps unanswered past --no-answer listed as they become so.
-func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	so, err := sessionOptions(c, nil)
-	if err != nil {
-		return err
-	}
-	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
-	so.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders})
+func whyLive(so tracer.SessionOptions, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	x := enrich.New(enrich.Options{}) // the run's: the snapshot's owners and the tracer's
+	so.Tracer.Enrich = x.Then(enrich.PortHolders(portHolders))
 	s, err := tracer.NewSession(so)
 	if err != nil {
 		return err
@@ -139,8 +147,8 @@ func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flu
 	clock := s.Clock()
 	// What exists already, for the live table: a QP made before the run
 	// is named by its owner when a failure of it names none.
-	if err := snapshotEvents(func(e *rdma.Event) { an.Feed(e) }); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	if err := existing(x, func(e *rdma.Event) { an.Feed(e) }); err != nil {
+		logf("snapshot of existing resources: %v", err)
 	}
 	live := why.NewLive(an, reorderWindow, write)
 	return s.Run(tracer.Loop{
