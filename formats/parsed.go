@@ -299,3 +299,58 @@ func (t *ParsedTable) Render(w io.Writer) error {
 	}
 	return nil
 }
+
+// ParsedRow is what a parsed-table row shows of a record: where it was
+// read (source, line) and the resource.
+type ParsedRow[R any] func(R) (source string, line int, r *rdma.Resource)
+
+// NewParsedTableSink is parse's table: rendered every TableRows records,
+// so that memory stays bounded however large the input, each block
+// aligned on its own (note says so once, and the table's notes at the
+// end).
+func NewParsedTableSink[R any](w io.Writer, row ParsedRow[R], note func(string)) Sink[R] {
+	return &parsedTableSink[R]{w: w, row: row, note: note}
+}
+
+type parsedTableSink[R any] struct {
+	w      io.Writer
+	row    ParsedRow[R]
+	note   func(string)
+	t      ParsedTable
+	blocks int
+}
+
+func (s *parsedTableSink[R]) Write(rec R) error {
+	s.t.Add(s.row(rec))
+	if s.t.Len() < TableRows {
+		return nil
+	}
+	if s.blocks == 0 {
+		s.note(fmt.Sprintf("more than %d records: the table is written in blocks of %d, each aligned on its own (-j or -o legacy write one line per record)", TableRows, TableRows))
+	} else if _, err := io.WriteString(s.w, "\n"); err != nil {
+		return err
+	}
+	s.blocks++
+	err := s.t.Render(s.w)
+	s.t.Reset()
+	return err
+}
+
+// Flush has nothing to do: each block is aligned on its own, written whole.
+func (s *parsedTableSink[R]) Flush() error { return nil }
+
+func (s *parsedTableSink[R]) Close() error {
+	var err error
+	if s.blocks == 0 || s.t.Len() > 0 {
+		if s.blocks > 0 {
+			if _, err := io.WriteString(s.w, "\n"); err != nil {
+				return err
+			}
+		}
+		err = s.t.Render(s.w)
+	}
+	for _, n := range s.t.Notes() {
+		s.note(n)
+	}
+	return err
+}

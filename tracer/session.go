@@ -32,7 +32,7 @@ import (
 //	err = s.Run(loop)                 // until a signal, --duration, --count or the program's exit
 type Session struct {
 	o      SessionOptions
-	t      *Tracer // nil with NoTrace
+	t      *Tracer
 	ctx    context.Context
 	stop   context.CancelFunc
 	stderr io.Writer
@@ -46,10 +46,8 @@ type SessionOptions struct {
 	// NeedsRoot is the command's own words, by its name, for a user who
 	// lacks the privileges (ErrPrivileges).
 	NeedsRoot string
-	// Tracer are the tracer's options; NoTrace loads no tracer at all:
-	// the session is then signals, the ready file and --duration alone.
-	Tracer  Options
-	NoTrace bool
+	// Tracer are the tracer's options.
+	Tracer Options
 	// Verbose says how each hook was attached or why not, and tries to
 	// load even when the preflight finds a fatal problem.
 	Verbose bool
@@ -119,9 +117,6 @@ func NewSession(o SessionOptions) (*Session, error) {
 		s.stderr = os.Stderr
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	if o.NoTrace {
-		return s, nil
-	}
 	fatal := false
 	for _, p := range Preflight(o.Tracer.BTF) {
 		msg := p.Msg
@@ -158,7 +153,7 @@ func NewSession(o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// Tracer is the session's tracer; nil with NoTrace.
+// Tracer is the session's tracer.
 func (s *Session) Tracer() *Tracer { return s.t }
 
 // Clock turns the tracer's times into wall times.
@@ -224,13 +219,8 @@ func (s *Session) Run(l Loop) error {
 	return err
 }
 
-// loop reads the ring buffer until the session stops; without a tracer,
-// it waits for the stop.
+// loop reads the ring buffer until the run stops.
 func (s *Session) loop(ctx context.Context, l Loop, owns func(*rdma.Event) bool, p *launch.Program) error {
-	if s.t == nil {
-		<-ctx.Done()
-		return nil
-	}
 	refresh := func() {}
 	if s.o.Kernel != nil {
 		var err error

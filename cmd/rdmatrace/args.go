@@ -82,14 +82,27 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		tail = append(append(append([]string{}, args[1:ci]...), args[ci+1:si]...), args[si+1:]...)
 		cmd = sub
 	}
+	flags, rest := sortFlags(tail, cmd)
+	out := append([]string{args[0]}, words...)
+	out = append(out, flags...)
+	if len(rest) > 0 {
+		// The flag parser takes this one; a "--" of the user's stays, to
+		// part trace's filter words from its CMD.
+		out = append(out, "--")
+	}
+	return append(out, rest...)
+}
+
+// sortFlags parts a command's words into its flags (with their values;
+// -dd as -d, ps' -p with no PID list after it as --pretty) and the rest,
+// whose "--" and what follows stay as they are.
+func sortFlags(tail []string, cmd *cli.Command) (flags, rest []string) {
 	takesValue := valueFlags(cmd)
 	pidOrPretty := takesValue["p"] && hasFlag(cmd, "pretty")
-	var flags, rest []string
 	for i := 0; i < len(tail); i++ {
 		a := tail[i]
 		if a == "--" {
-			rest = append(rest, tail[i:]...)
-			break
+			return flags, append(rest, tail[i:]...)
 		}
 		name := strings.TrimLeft(a, "-")
 		if !strings.HasPrefix(a, "-") || a == "-" || name == "" {
@@ -108,14 +121,7 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			flags = append(flags, tail[i])
 		}
 	}
-	out := append([]string{args[0]}, words...)
-	out = append(out, flags...)
-	if len(rest) > 0 {
-		// The flag parser takes this one; a "--" of the user's stays, to
-		// part trace's filter words from its CMD.
-		out = append(out, "--")
-	}
-	return append(out, rest...)
+	return flags, rest
 }
 
 // subcommand finds the first word after cmd's (args[ci]) and returns the

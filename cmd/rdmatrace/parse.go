@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -63,11 +62,14 @@ func newParseSink(c *cli.Context, stdout, stderr io.Writer) (parseSink, error) {
 	if err != nil {
 		return nil, exitWith(2, err)
 	}
+	note := func(s string) { fmt.Fprintf(stderr, "rdmatrace: %s\n", s) }
 	switch f {
 	case formats.FormatTable:
-		return &tableSink{w: stdout, stderr: stderr}, nil
+		return formats.NewParsedTableSink(stdout, func(rec *debugfs.Record) (string, int, *rdma.Resource) {
+			return rec.Source, rec.Line, &rec.Res
+		}, note), nil
 	case formats.FormatLegacy:
-		return &legacySink{w: debugfs.NewLegacyWriter(stdout), stderr: stderr}, nil
+		return debugfs.NewLegacySink(stdout, note), nil
 	}
 	return formats.NewObjectSink(stdout, f, false, func(o formats.Object, rec *debugfs.Record) formats.Object {
 		return formats.ParsedObject(rec.Source, rec.Line, &rec.Res)
@@ -188,82 +190,6 @@ func parseFilter(words []string) (func(*rdma.Resource) bool, error) {
 		}
 		return cm.Match(r)
 	}, nil
-}
-
-// tableSink renders the table every formats.TableRows records, so memory
-// stays bounded however large the input: each block is aligned on its
-// own, and stderr says so once.
-type tableSink struct {
-	w, stderr io.Writer
-	t         formats.ParsedTable
-	blocks    int
-}
-
-func (s *tableSink) Write(rec *debugfs.Record) error {
-	s.t.Add(rec.Source, rec.Line, &rec.Res)
-	if s.t.Len() < formats.TableRows {
-		return nil
-	}
-	if s.blocks == 0 {
-		fmt.Fprintf(s.stderr, "rdmatrace: more than %d records: the table is written in blocks of %d, each aligned on its own (-j or -o legacy write one line per record)\n", formats.TableRows, formats.TableRows)
-	} else if _, err := io.WriteString(s.w, "\n"); err != nil {
-		return err
-	}
-	s.blocks++
-	err := s.t.Render(s.w)
-	s.t.Reset()
-	return err
-}
-
-// Flush has nothing to do: each block is aligned on its own, written whole.
-func (s *tableSink) Flush() error { return nil }
-
-func (s *tableSink) Close() error {
-	var err error
-	if s.blocks == 0 || s.t.Len() > 0 {
-		if s.blocks > 0 {
-			if _, err := io.WriteString(s.w, "\n"); err != nil {
-				return err
-			}
-		}
-		err = s.t.Render(s.w)
-	}
-	for _, n := range s.t.Notes() {
-		fmt.Fprintf(s.stderr, "rdmatrace: %s\n", n)
-	}
-	return err
-}
-
-// legacySink writes rdma_cm IDs in the legacy layout, each under the
-// header it was read under; records of `rdma` output get the 2009 columns
-// plus PID and COMM. QPs have no place in the layout and are counted.
-type legacySink struct {
-	w       *debugfs.LegacyWriter
-	stderr  io.Writer
-	skipped int
-}
-
-var rdmaLegacyColumns = append(slices.Clip(rdma.LegacyColumns), "PID", "COMM")
-
-func (s *legacySink) Write(rec *debugfs.Record) error {
-	if rec.Res.Type != rdma.ResCMID {
-		s.skipped++
-		return nil
-	}
-	cols := rdmaLegacyColumns
-	if rec.Layout != nil {
-		cols = rec.Layout.Names
-	}
-	return s.w.Write(&rec.Res, cols)
-}
-
-func (s *legacySink) Flush() error { return s.w.Flush() }
-
-func (s *legacySink) Close() error {
-	if s.skipped > 0 {
-		fmt.Fprintf(s.stderr, "rdmatrace: %d qp record(s) not written: the legacy layout holds rdma_cm IDs only\n", s.skipped)
-	}
-	return s.w.Flush()
 }
 
 // parseFilterFlagKeys are res's --filter-KEY flags that a saved dump can

@@ -60,9 +60,6 @@ func NewSyndromes(reps []*rdma.KernelReport) *Syndromes {
 // Reports are the syndromes being joined, in the logs' order.
 func (s *Syndromes) Reports() []*rdma.KernelReport { return s.reps }
 
-// Wanted says whether the log has any syndrome to join.
-func (s *Syndromes) Wanted() bool { return len(s.reps) > 0 }
-
 // Add takes the recording's next event, in time order.
 func (s *Syndromes) Add(e *rdma.Event) {
 	if e.Type != rdma.ResQP || !e.Given(rdma.HasLQPN) || e.DevName == "" {
