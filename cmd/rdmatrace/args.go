@@ -221,21 +221,17 @@ func valueFlags(cmd *cli.Command) map[string]bool {
 
 // maxArgs rejects positional arguments beyond n (hoistFlags' "--" aside):
 // an ignored word is a mistake the user does not see.
-func maxArgs(c *cli.Context, n int) error {
-	args := c.Args().Slice()
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) > n {
-		return usage(c, "unexpected argument %q", args[n])
+func maxArgs(args []string, n int) error {
+	if args = positional(args); len(args) > n {
+		return usagef("unexpected argument %q", args[n])
 	}
 	return nil
 }
 
-// atLeast rejects an integer flag below min; want says what is expected.
-func atLeast(c *cli.Context, name string, min int, want string) error {
-	if v := c.Int(name); v < min {
-		return usage(c, "--%s %d: expected %s", name, v, want)
+// positional are a command's arguments without hoistFlags' "--".
+func positional(args []string) []string {
+	if len(args) > 0 && args[0] == "--" {
+		return args[1:]
 	}
-	return nil
+	return args
 }

@@ -34,7 +34,7 @@ func completionCommand() *cli.Command {
 			"   rdmatrace completion fish > ~/.config/fish/completions/rdmatrace.fish\n\n" +
 			"EXIT STATUS:\n" + exitStatus("the script could not be written", ""),
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 1); err != nil {
+			if err := maxArgs(c.Args().Slice(), 1); err != nil {
 				return err
 			}
 			spec := completionSpec()
@@ -50,9 +50,9 @@ func completionCommand() *cli.Command {
 			case "fish":
 				return writeCompletion(c.App.Writer, "fish", spec)
 			case "":
-				return usage(c, "which shell? bash, zsh or fish")
+				return usagef("which shell? bash, zsh or fish")
 			default:
-				return usage(c, "unknown shell %q: expected bash, zsh or fish", sh)
+				return usagef("unknown shell %q: expected bash, zsh or fish", sh)
 			}
 		},
 	}

@@ -81,7 +81,7 @@ func runGID(c *cli.Context) error {
 }
 
 func gidOptions(c *cli.Context) (gidRun, error) {
-	if err := maxArgs(c, 0); err != nil {
+	if err := maxArgs(c.Args().Slice(), 0); err != nil {
 		return gidRun{}, err
 	}
 	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON)

@@ -18,13 +18,13 @@ var maxInputFlag = &cli.StringFlag{Name: "max-input", Value: "1GiB",
 	Usage: "read at most `SIZE` of each compressed input once decompressed (e.g. 512MiB, 4G): a larger one is an error",
 	Action: func(c *cli.Context, s string) error {
 		if _, err := decompress.ParseSize(s); err != nil {
-			return usage(c, "--max-input %w", err)
+			return usageErr(c.Command.Name, nil, fmt.Errorf("--max-input %w", err))
 		}
 		return nil
 	}}
 
-// maxInput is --max-input in bytes (checked when it was parsed).
-func maxInput(c *cli.Context) int64 {
+// maxInputOptions is --max-input in bytes (checked when it was parsed).
+func maxInputOptions(c *cli.Context) int64 {
 	n, err := decompress.ParseSize(c.String("max-input"))
 	if err != nil {
 		return decompress.DefaultLimit

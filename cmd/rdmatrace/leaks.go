@@ -163,7 +163,7 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
-	argv := positional(c)
+	argv := positional(c.Args().Slice())
 	if logs := c.StringSlice("log"); len(logs) > 0 {
 		return leaksFromLogs(c, logs, argv, f)
 	}

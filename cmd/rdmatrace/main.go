@@ -72,11 +72,6 @@ func usageErr(cmd string, flags []cli.Flag, err error) error {
 	return exitWith(2, &usageError{cmd: cmd, err: err, flags: flags})
 }
 
-// usage makes a usage error of command c's.
-func usage(c *cli.Context, format string, a ...any) error {
-	return usageErr(c.Command.Name, nil, fmt.Errorf(format, a...))
-}
-
 // usagef makes a usage error of the command that runs: what checks the
 // options needs no *cli.Context to say which (nameUsage names it).
 func usagef(format string, a ...any) error {
@@ -235,7 +230,7 @@ func helpCommand() *cli.Command {
 		ArgsUsage: "[COMMAND]",
 		Hidden:    true,
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 1); err != nil {
+			if err := maxArgs(c.Args().Slice(), 1); err != nil {
 				return err
 			}
 			name := c.Args().First()

@@ -55,9 +55,9 @@ EXIT STATUS:
 // parseSink is where parsed records go: one writer per format.
 type parseSink = formats.Sink[*debugfs.Record]
 
-// newParseSink is parse's writer for -o and -j.
-func newParseSink(c *cli.Context, stdout, stderr io.Writer) (parseSink, error) {
-	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatNDJSON,
+// newParseSink is parse's writer for -o (output) and -j (json).
+func newParseSink(output string, json bool, stdout, stderr io.Writer) (parseSink, error) {
+	f, err := formats.ParseFormat(output, json, formats.FormatNDJSON,
 		formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON, formats.FormatLegacy)
 	if err != nil {
 		return nil, exitWith(2, err)
@@ -81,11 +81,11 @@ func runParse(c *cli.Context) error {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	sink, err := newParseSink(c, stdout, stderr)
+	sink, err := newParseSink(c.String("output"), c.Bool("json"), stdout, stderr)
 	if err != nil {
 		return err
 	}
-	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
+	keep, err := parseFilter(filterOptions(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -113,7 +113,7 @@ func runParse(c *cli.Context) error {
 		}
 	}
 	for _, p := range paths {
-		inputs, err := debugfs.InputsMax(p, c.App.Reader, maxInput(c))
+		inputs, err := debugfs.InputsMax(p, c.App.Reader, maxInputOptions(c))
 		if err != nil {
 			report(err)
 		}

@@ -74,7 +74,7 @@ func psOptions(c *cli.Context) (output, map[rdma.ResType]*filter.Filter, error) 
 	if err != nil {
 		return o, nil, err
 	}
-	words := filterWords(c, nil, resFilterFlagKeys...)
+	words := filterOptions(c, nil, resFilterFlagKeys...)
 	filters := map[rdma.ResType]*filter.Filter{}
 	for _, t := range rdma.ResourceTypes {
 		if filters[t], err = filter.ParseArgs(t, words); err != nil {
@@ -87,7 +87,7 @@ func psOptions(c *cli.Context) (output, map[rdma.ResType]*filter.Filter, error) 
 // listOptions check a list command's arguments (none) and read its
 // output: table, json or ndjson (what says "-o text" is wrong).
 func listOptions(c *cli.Context, what string) (output, error) {
-	if err := maxArgs(c, 0); err != nil {
+	if err := maxArgs(c.Args().Slice(), 0); err != nil {
 		return output{}, err
 	}
 	o, err := outputOptions(c)

@@ -293,13 +293,13 @@ func runRes(c *cli.Context) error {
 }
 
 func resOptions(c *cli.Context) (snapOptions, resQuery, error) {
-	args := dropShow(positional(c))
+	args := dropShow(positional(c.Args().Slice()))
 	o, err := snapshotOptions(c, formats.FormatLegacy)
 	if err != nil {
 		return o, resQuery{}, err
 	}
 	q := resQuery{Details: c.Bool("details")}
-	extra := filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
+	extra := filterOptions(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
 	legacy := o.Out.Format == formats.FormatLegacy
 	if len(args) == 0 || len(args) == 1 && isDevice(args[0]) {
 		q.Counts, q.Dev = true, first(args)

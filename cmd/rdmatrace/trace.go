@@ -200,13 +200,13 @@ func traceOptions(c *cli.Context) (o traceRun, err error) {
 		return o, usagef("--count %d: expected 0 (no limit) or more", c.Int("count"))
 	}
 	words, argv := splitCommand(c.Args().Slice())
-	if o.Filter, err = parseEvents(c, words, traceFilterKeys...); err != nil {
+	if o.Filter, err = eventFilterOptions(c, words, traceFilterKeys...); err != nil {
 		return o, usagef("%w", err)
 	}
 	if o.Out, err = eventOutputOptions(c); err != nil {
 		return o, err
 	}
-	o.Argv, o.Read, o.MaxInput, o.Count = argv, c.String("read"), maxInput(c), uint64(c.Int("count"))
+	o.Argv, o.Read, o.MaxInput, o.Count = argv, c.String("read"), maxInputOptions(c), uint64(c.Int("count"))
 	if o.Read != "" {
 		if len(argv) > 0 || o.Out.Write != "" {
 			return o, usagef("-r reads a recording: no -w, no -- CMD")
@@ -228,7 +228,7 @@ func traceOptions(c *cli.Context) (o traceRun, err error) {
 	}
 	o.Snapshot = !c.Bool("no-snapshot") && len(argv) == 0 // what exists already is not the program's
 	o.RecordRaw, o.CPUProfile, o.Verbose = c.String("record-raw"), c.String("cpuprofile"), c.Bool("verbose")
-	o.Netlink = netlinkOptions{Poll: defaultNetlinkPoll, Follow: len(c.IntSlice("follow-pid")) > 0, NeedsRoot: needsRoot(c)}
+	o.Netlink = netlinkOptions{Poll: defaultNetlinkPoll, Follow: len(c.IntSlice("follow-pid")) > 0, NeedsRoot: needsRoot(c.Command.Name)}
 	if c.IsSet("poll") {
 		o.Netlink.Poll = c.Duration("poll")
 	}
@@ -264,7 +264,7 @@ type eventOutput struct {
 }
 
 func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
-	if o.Format, err = streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+	if o.Format, err = streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
 		return o, err
 	}
 	if o.Stamp, err = formats.ParseStamp(c.String("timestamp")); err != nil {
@@ -367,11 +367,6 @@ func openRaw(path string, clock tracer.Clock) (*tracer.RawWriter, func(), error)
 
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
 var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an OTLP log record to the collector at `URL` (OTLP/HTTP, e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_* variables apply)"}
-
-// openOTLP is startOTLP for the exporter's flags.
-func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
-	return startOTLP(endpoint)
-}
 
 // startOTLP starts the --otlp sink; its closer sends what is queued (10 s
 // at most) and says on stderr what became of every event.

@@ -17,16 +17,16 @@ var listFlag = &cli.BoolFlag{Name: "list", Aliases: []string{"l"},
 // traceListOptions are trace -l's: its format (the human view is a table)
 // and the glob PATTERN.
 func traceListOptions(c *cli.Context) (o output, pattern string, err error) {
-	if err := maxArgs(c, 1); err != nil {
+	if err := maxArgs(c.Args().Slice(), 1); err != nil {
 		return o, "", err
 	}
-	if o.Format, err = streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+	if o.Format, err = streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
 		return o, "", err
 	}
 	if o.Format == formats.FormatText {
 		o.Format = formats.FormatTable
 	}
-	return o, first(positional(c)), nil
+	return o, first(positional(c.Args().Slice())), nil
 }
 
 // listHooks is `trace -l [PATTERN]`: the hooks, each of their variants,

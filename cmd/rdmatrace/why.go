@@ -68,7 +68,7 @@ func whyCommand() *cli.Command {
 
 func runWhy(c *cli.Context) error {
 	if c.Args().Len() > 0 {
-		return usage(c, "unexpected argument %q: the owner is chosen with --pid, --container, --pod, --comm or --qpn", c.Args().First())
+		return usagef("unexpected argument %q: the owner is chosen with --pid, --container, --pod, --comm or --qpn", c.Args().First())
 	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
@@ -77,7 +77,7 @@ func runWhy(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
+	format, err := streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func runWhy(c *cli.Context) error {
 		return whyRecording(c, path, logs, an, write, sink.Flush)
 	}
 	if len(logs) > 0 {
-		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+		return usagef("--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	}
 	so, err := whySessionOptions(c)
 	if err != nil {
@@ -118,16 +118,16 @@ func whySessionOptions(c *cli.Context) (tracer.SessionOptions, error) {
 // --container, --pod), --qpn and --no-answer.
 func whyOptions(c *cli.Context) (why.Options, error) {
 	if c.Duration("no-answer") < 0 {
-		return why.Options{}, usage(c, "--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
+		return why.Options{}, usagef("--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
 	}
-	f, err := whyFilter(c)
+	f, err := whyFilterOptions(c)
 	if err != nil {
-		return why.Options{}, usage(c, "%w", err)
+		return why.Options{}, usagef("%w", err)
 	}
 	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
 	if c.IsSet("qpn") {
 		if c.Uint("qpn") > 1<<24-1 {
-			return o, usage(c, "--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
+			return o, usagef("--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
 		}
 		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
 	}
@@ -170,9 +170,9 @@ func whyLive(so tracer.SessionOptions, an *why.Analyzer, write func([]why.Line) 
 	})
 }
 
-// whyFilter is the owner selection: --pid, --comm, --container and
+// whyFilterOptions are the owner selection: --pid, --comm, --container and
 // --pod, through trace's filter.
-func whyFilter(c *cli.Context) (*filter.Events, error) {
+func whyFilterOptions(c *cli.Context) (*filter.Events, error) {
 	var words []string
 	for _, k := range []string{"pid", "comm", "container"} {
 		if v := c.String(k); v != "" {
