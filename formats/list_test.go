@@ -2,7 +2,9 @@ package formats
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
@@ -74,4 +76,52 @@ func TestDetailsTableGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, filepath.Join("..", "testdata", "cli", "details-table.txt"), out.Bytes())
+}
+
+// trace's sink: a recording's error says -w, and Close ends the screen's
+// view before the closers run, in order.
+func TestEventTeeSaysWhichOutputFailed(t *testing.T) {
+	var order []string
+	var screen bytes.Buffer
+	tee := &EventTee{Print: NewEventSink(&screen, FormatJSON, StampNone), Record: failing{},
+		Closers: []func() error{func() error { order = append(order, "otlp"); return nil }, func() error { order = append(order, "recording"); return nil }}}
+	if err := tee.Write(&rdma.Event{Kind: rdma.EvCreate}); err == nil || !strings.HasPrefix(err.Error(), "-w: ") {
+		t.Errorf("Write = %v, want the recording's error under -w", err)
+	}
+	if err := tee.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(screen.String(), "]\n") || strings.Join(order, ",") != "otlp,recording" {
+		t.Errorf("screen %q, closers %v", screen.String(), order)
+	}
+}
+
+type failing struct{}
+
+func (failing) Write(*rdma.Event) error { return errors.New("disk full") }
+func (failing) Flush() error            { return nil }
+func (failing) Close() error            { return nil }
+
+// parse's table sink renders a block every TableRows records, says so
+// once, and its notes at the end.
+func TestParsedTableSinkWritesBlocks(t *testing.T) {
+	var out bytes.Buffer
+	var notes []string
+	s := NewParsedTableSink(&out, func(r *rdma.Resource) (string, int, *rdma.Resource) { return "dump", 1, r },
+		func(n string) { notes = append(notes, n) })
+	r := &rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0"}
+	for range TableRows + 1 {
+		if err := s.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) == 0 || !strings.Contains(notes[0], "written in blocks") {
+		t.Errorf("notes %q, want the blocks said first", notes)
+	}
+	if n := strings.Count(out.String(), "\n\n"); n != 1 {
+		t.Errorf("%d blank lines between blocks, want 1", n)
+	}
 }
