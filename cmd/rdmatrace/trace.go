@@ -149,7 +149,7 @@ func trace(o traceRun) error {
 	// One enricher for the run: the start snapshot's owners, the
 	// tracer's (or the polls') and the port lookups' are named by it.
 	x := enrich.New(enrich.Options{SMCOwners: true})
-	if reason := o.NoBPF; reason != "" || func() bool { reason = tracer.NoBPF(o.Session.Tracer.BTF); return reason != "" }() {
+	if reason := o.noBPF(); reason != "" {
 		return traceNetlink(o, sink, x, reason)
 	}
 	o.Session.Tracer.Enrich = traceEnrichment(x)
@@ -180,6 +180,15 @@ func trace(o traceRun) error {
 		Consumer: tracer.Consumer{Event: sink.Write, Idle: func() { _ = sink.Flush() }, Raw: raw},
 		Flush:    sink.Flush,
 	})
+}
+
+// noBPF says why trace goes without BPF, or "" to try it: --netlink, or
+// what the preflight finds missing that netlink can stand in for.
+func (o traceRun) noBPF() string {
+	if o.NoBPF != "" {
+		return o.NoBPF
+	}
+	return tracer.NoBPF(o.Session.Tracer.BTF)
 }
 
 // traceEnrichment is the run's enrichment of the tracer's events: the
