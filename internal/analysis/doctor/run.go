@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
+	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 )
 
@@ -51,13 +52,14 @@ func (r Report) Failed() bool {
 // Run checks the process o names, saying how each check went.
 func Run(o Options) (Report, error) {
 	var r Report
+	x := enrich.New(enrich.Options{}) // the run's: every process it names
 	pid := os.Getpid()
 	var as *launch.Identity // who ran CMD, when it ended before the check
 	switch {
 	case o.PID != 0:
 		pid = o.PID
 	case o.Container != "":
-		p, err := ContainerPID(o.Container)
+		p, err := ContainerPID(o.Container, x)
 		if err != nil {
 			return r, err
 		}
@@ -88,7 +90,7 @@ func Run(o Options) (Report, error) {
 	}
 	t.Port, t.QPN, t.QPTrace = o.Port, o.QPN, o.QPTrace
 	t.QPAnyOwner = o.QPN != 0 && o.PID == 0 && o.Container == "" && len(o.Argv) == 0
-	v := Gather(t)
+	v := Gather(t, x)
 	if err := ReadQPTrace(t, &v); err != nil {
 		if v.QPSettings == nil {
 			return r, fmt.Errorf("--qp-trace: %s", termsafe.Sanitize(err.Error()))
