@@ -32,18 +32,6 @@ func TestHelpCommand(t *testing.T) {
 	}
 }
 
-func TestSuggestNamesTheNearestCommand(t *testing.T) {
-	names := []string{"completion", "dev", "leaks", "link", "parse", "res", "trace"}
-	for in, want := range map[string]string{
-		"tarce": "trace", "trac": "trace", "rse": "res", "lnik": "link", "leak": "leaks",
-		"resource": "", "xyz": "", "parser": "parse", "de": "dev", "l": "leaks",
-	} {
-		if got := suggest(in, names); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // dev show DEV, link show DEV/PORT: "show" was taken for the device name.
 func TestDropShowTakesIproute2Abbreviations(t *testing.T) {
 	for in, want := range map[string]string{

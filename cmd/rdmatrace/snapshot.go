@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/netns"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
@@ -134,18 +132,7 @@ func recordReplies(dir string) func(cmd uint16, b []byte, err error) {
 	if dir == "" {
 		return nil
 	}
-	seq := 0
-	return func(cmd uint16, b []byte, err error) {
-		seq++
-		if err == nil {
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, outputOwner())
-			}
-		}
-		if err != nil {
-			logf("recording netlink replies: %v", err)
-		}
-	}
+	return nldev.RecordTo(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) })
 }
 
 // dial opens the netlink client, recording raw replies in dir when asked.

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -401,39 +399,23 @@ func readRecording(path string, maxInput int64, limit uint64, f *filter.Events, 
 		return exitWith(1, err)
 	}
 	defer done()
-	r := replay.NewReader(in, sourceName(path))
-	var ev rdma.Event
-	bad, shown := 0, uint64(0)
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *lineerr.Error
-		if errors.As(err, &le) {
-			bad += le.Lines()
-			_ = sink.Flush()
-			logf("%v", le)
-			continue
-		}
-		if err != nil {
-			_ = sink.Flush()
-			return exitWith(1, readError(sourceName(path), err))
-		}
-		if !f.Match(&ev) {
-			continue
-		}
-		if err := sink.Write(&ev); err != nil {
-			return err
-		}
-		if shown++; shown == limit {
-			break
-		}
-	}
-	if err := sink.Flush(); err != nil {
+	var werr error // the sink's: returned as it is, not as the file's
+	bad, err := replay.NewReader(in, sourceName(path)).Play(replay.PlayOptions{Keep: f.Match, Count: limit,
+		Write: func(e *rdma.Event) error { werr = sink.Write(e); return werr },
+		Flush: func() error {
+			if ferr := sink.Flush(); ferr != nil {
+				werr = ferr
+				return ferr
+			}
+			return nil
+		},
+		Bad: func(le *lineerr.Error) { logf("%v", le) }})
+	switch {
+	case err != nil && err == werr:
 		return err
-	}
-	if bad > 0 {
+	case err != nil:
+		return exitWith(1, readError(sourceName(path), err))
+	case bad > 0:
 		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
 	}
 	return nil
