@@ -39,6 +39,10 @@ type Options struct {
 	// Ready adds ("key value" lines).
 	ReadyFile string
 	Ready     func() string
+	// ReadyLater leaves the ready file to Run.MarkReady: a command that is
+	// ready only later (the exporter: once it serves and has tried the
+	// tracer).
+	ReadyLater bool
 	// Argv is -- CMD; User who runs it (launch.ChooseUser).
 	Argv []string
 	User *launch.Identity
@@ -78,9 +82,11 @@ func Start(parent context.Context, o Options) (*Run, error) {
 			r.stop()
 		}
 	})
-	if err := r.writeReady(); err != nil {
-		r.release()
-		return nil, err
+	if !o.ReadyLater {
+		if err := r.MarkReady(); err != nil {
+			r.release()
+			return nil, err
+		}
 	}
 	end := r.stop
 	if len(o.Argv) > 0 {
@@ -160,8 +166,9 @@ func (r *Run) End() error {
 	return nil
 }
 
-// writeReady writes the ready file, when asked.
-func (r *Run) writeReady() error {
+// MarkReady writes the ready file, when one is asked for: at Start, or
+// when the command says so with ReadyLater.
+func (r *Run) MarkReady() error {
 	if r.o.ReadyFile == "" {
 		return nil
 	}

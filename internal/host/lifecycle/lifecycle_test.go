@@ -109,3 +109,23 @@ func TestParentStopsARun(t *testing.T) {
 		t.Errorf("End = %v", err)
 	}
 }
+
+// A command ready only later writes the ready file when it says so.
+func TestReadyLaterWaitsForTheCommand(t *testing.T) {
+	t.Setenv("SUDO_UID", "")
+	ready := filepath.Join(t.TempDir(), "ready")
+	r, err := Start(context.Background(), Options{ReadyFile: ready, ReadyLater: true, Ready: func() string { return "127.0.0.1:9879\n" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.End()
+	if _, err := os.Stat(ready); err == nil {
+		t.Fatal("the ready file was written at Start")
+	}
+	if err := r.MarkReady(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(ready); string(b) != "127.0.0.1:9879\n" {
+		t.Errorf("ready file %q", b)
+	}
+}
