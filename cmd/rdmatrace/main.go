@@ -185,6 +185,8 @@ func newApp() *cli.App {
 			sub.Action = nameUsage(sub.Name, sub.Action)
 		}
 	}
+	help := helpCommand()
+	help.Action = nameUsage(help.Name, help.Action)
 	// -v is --verbose in trace and leaks; -V is the version, as in pwru
 	// and ptcpdump.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version and exit"}
@@ -205,7 +207,7 @@ func newApp() *cli.App {
 			"   rdmatrace parse /var/log/bundle/        # saved rdma_cm state\n\n" +
 			"EXIT STATUS:\n" + exitStatus("", "") + "   Each command's --help tells its own.",
 		Version:  versionString(),
-		Commands: append(commands, helpCommand()),
+		Commands: append(commands, help),
 		// urfave/cli adds --help only when it adds its own help command.
 		Flags: []cli.Flag{cli.HelpFlag},
 		// Not urfave/cli's hidden --generate-bash-completion flag: it made
