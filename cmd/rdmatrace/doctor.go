@@ -28,7 +28,8 @@ func doctorCommand() *cli.Command {
 			"   are risky (min_rnr_timer 0, rnr_retry 7, timeout 0, a link-local or RoCE v1 GID, a\n" +
 			"   path MTU the netdev cannot carry), from the recording --qp-trace names. With -- CMD,\n" +
 			"   CMD is started as the user who ran sudo (--user to choose) and checked once it has\n" +
-			"   run for --after (or, when it ended sooner, our context with its user's credentials).",
+			"   run for --after (or, when it ended sooner, our context with its user's credentials);\n" +
+			"   a CMD that runs on (a server) is waited for, and rdmatrace says so (Ctrl-C ends both).",
 		Description: "EXAMPLES:\n" +
 			"   rdmatrace doctor --pid 1234\n" +
 			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
@@ -58,6 +59,7 @@ func runDoctor(c *cli.Context) error {
 	}
 	r, err := doctor.Run(o)
 	if err != nil {
+		r.Wait()
 		return exitWith(1, err)
 	}
 	checks := make([]formats.Check, len(r.Findings))
@@ -72,6 +74,7 @@ func runDoctor(c *cli.Context) error {
 	} else {
 		err = (output{Format: format}).write(formats.CheckList.Of(checks))
 	}
+	r.Wait() // a program that runs on, after its report
 	if err != nil {
 		return err
 	}

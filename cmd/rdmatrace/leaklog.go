@@ -42,13 +42,13 @@ type inputLimits struct {
 // warn prints one line on stderr, after what was found before it. The
 // line is escaped: it names files and quotes their content.
 func (p *postMortem) warn(format string, args ...any) {
-	_ = p.sink.flush()
+	_ = p.sink.Flush()
 	fmt.Fprintf(p.stderr, "rdmatrace: %s\n", formats.Sanitize(fmt.Sprintf(format, args...)))
 }
 
 // warnLine prints a bad line's error, which is escaped already (lineerr).
 func (p *postMortem) warnLine(le *lineerr.Error) {
-	_ = p.sink.flush()
+	_ = p.sink.Flush()
 	fmt.Fprintf(p.stderr, "rdmatrace: %v\n", le)
 }
 
@@ -194,7 +194,7 @@ func (p *postMortem) withRecording(logs []string, recording string, f *filter.Ev
 		}
 		p.sink.kernel(x.Report, true, len(x.Findings), x.SameAs)
 		for i := range x.Findings {
-			p.sink.write(&x.Findings[i])
+			p.sink.Finding(&x.Findings[i])
 		}
 	}
 }
@@ -233,7 +233,7 @@ func runLeakLog(logs []string, recording string, limits inputLimits, f *filter.E
 	} else {
 		p.withRecording(logs, recording, f)
 	}
-	if err := sink.flush(); err != nil {
+	if err := sink.Flush(); err != nil {
 		return err
 	}
 	switch {

@@ -138,8 +138,8 @@ func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
 	} {
 		var b strings.Builder
 		s := newFindingSink(&b, c.json)
-		s.noLeaks(at, 7, 7)
-		if err := s.flush(); err != nil {
+		s.NoLeaks(at, 7, 7)
+		if err := s.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != c.want {

@@ -48,12 +48,15 @@ func runPs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	x := enrich.New(enrich.Options{})
+	for _, f := range filters {
+		f.SelectProcesses(x) // -p PID: the process, every thread of it
+	}
 	cl, err := dial("")
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	x := enrich.New(enrich.Options{})
 	inv := cl.Inventory(nldev.InventoryOptions{Owners: x, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
 	proc.WarnPIDNamespace(os.Stderr)
 	// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.

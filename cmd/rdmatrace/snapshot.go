@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/netns"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
@@ -90,7 +92,11 @@ func snapshotOptions(c *cli.Context, extra ...formats.Format) (snapOptions, erro
 // array whose objects say their namespace, or a section per namespace in
 // the human views); decode problems after it, exit status 1.
 func showList[T any](o snapOptions, list func(*nldev.Client) ([]T, error), view formats.List[T]) error {
-	where := nldev.Where{NetNS: o.NetNS, Record: recordReplies(o.NLRecord), Note: func(s string) { logf("%s", s) }}
+	record, err := recordReplies(o.NLRecord)
+	if err != nil {
+		return err
+	}
+	where := nldev.Where{NetNS: o.NetNS, Record: record, Note: func(s string) { logf("%s", s) }}
 	secs, err := nldev.List(where, list)
 	if err != nil {
 		return exitWith(1, err)
@@ -126,20 +132,27 @@ func warnHidden(hidden, unreadable int) {
 	}
 }
 
-// recordReplies writes each raw netlink reply to a file of dir, when
-// asked (test fixtures); nil when dir is "".
-func recordReplies(dir string) func(cmd uint16, b []byte, err error) {
+// recordReplies writes each raw netlink reply to a file of dir, made now
+// as the invoking user's, when asked (test fixtures); nil when dir is "".
+func recordReplies(dir string) (func(cmd uint16, b []byte, err error), error) {
 	if dir == "" {
-		return nil
+		return nil, nil
 	}
-	return nldev.RecordTo(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) })
+	if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
+		return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
+	}
+	return nldev.RecordTo(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) }), nil
 }
 
 // dial opens the netlink client, recording raw replies in dir when asked.
 func dial(dir string) (*nldev.Client, error) {
+	record, err := recordReplies(dir)
+	if err != nil {
+		return nil, err
+	}
 	cl, err := nldev.Dial()
 	if err == nil {
-		cl.Record = recordReplies(dir)
+		cl.Record = record
 	}
 	return cl, err
 }
@@ -265,10 +278,10 @@ func runRes(c *cli.Context) error {
 		return err
 	}
 	if q.Counts {
-		list := func(cl *nldev.Client) ([]rdma.Summary, error) { return cl.SummariesOf(q.Dev) }
-		return showList(o, list, formats.SummaryList)
+		return showList(o, func(cl *nldev.Client) ([]rdma.Summary, error) { return summaries(cl, q.Dev) }, formats.SummaryList)
 	}
 	x := enrich.New(enrich.Options{})
+	q.Filter.SelectProcesses(x) // pid PID: the process, every thread of it
 	if o.Out.Format == formats.FormatLegacy {
 		return showLegacy(o, x, q)
 	}
@@ -279,8 +292,26 @@ func runRes(c *cli.Context) error {
 	return showList(o, list, formats.ResourceList(q.Type, q.Details))
 }
 
+// summaries are res's per-device counts, of dev only when not "": a dev
+// that is not there is said as dev show says it, with the devices there
+// are, and the types, for a type mistyped.
+func summaries(cl *nldev.Client, dev string) ([]rdma.Summary, error) {
+	sums, err := cl.SummariesOf(dev)
+	if dev != "" && len(sums) == 0 {
+		devs, _ := cl.Devices()
+		if _, missing := nldev.SelectDevices(devs, dev); missing != nil {
+			return nil, &nldev.NotFoundError{Err: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
+		}
+	}
+	return sums, err
+}
+
 func resOptions(c *cli.Context) (snapOptions, resQuery, error) {
-	args := dropShow(positional(c.Args().Slice()))
+	words := positional(c.Args().Slice())
+	args := dropShow(words)
+	// After show, iproute2's `rdma res show DEV`: a word that is no type
+	// names a device, said unknown with the devices there are.
+	afterShow := len(args) < len(words)
 	o, err := snapshotOptions(c, formats.FormatLegacy)
 	if err != nil {
 		return o, resQuery{}, err
@@ -288,7 +319,7 @@ func resOptions(c *cli.Context) (snapOptions, resQuery, error) {
 	q := resQuery{Details: c.Bool("details")}
 	extra := filterOptions(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
 	legacy := o.Out.Format == formats.FormatLegacy
-	if len(args) == 0 || len(args) == 1 && isDevice(args[0]) {
+	if len(args) == 0 || len(args) == 1 && (isDevice(args[0]) || afterShow && !isResType(args[0])) {
 		q.Counts, q.Dev = true, first(args)
 		switch {
 		case len(extra) > 0:
@@ -344,6 +375,21 @@ func isDevice(name string) bool {
 	}
 	_, err := os.Stat(filepath.Join(sysClassInfiniband, name))
 	return err == nil
+}
+
+// isResType says whether name is a resource type (or its abbreviation).
+func isResType(name string) bool {
+	_, err := rdma.ParseResType(name)
+	return err == nil
+}
+
+// resTypeNames lists the resource types, for messages.
+func resTypeNames() string {
+	names := make([]string, len(rdma.ResourceTypes))
+	for i, t := range rdma.ResourceTypes {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 func first(args []string) string {

@@ -82,7 +82,6 @@ func runWhy(c *cli.Context) error {
 		return err
 	}
 	sink := formats.NewWhySink(os.Stdout, format)
-	defer sink.Close()
 	an := why.New(o)
 	write := func(ls []why.Line) error {
 		for _, l := range ls {
@@ -94,16 +93,30 @@ func runWhy(c *cli.Context) error {
 	}
 	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
-		return whyRecording(c, path, logs, an, write, sink.Flush)
+		err = whyRecording(c, path, logs, an, write, sink.Flush)
+	} else if len(logs) > 0 {
+		err = usagef("--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+	} else {
+		var so tracer.SessionOptions
+		if so, err = whySessionOptions(c); err == nil {
+			err = whyLive(so, an, write, sink.Flush)
+		}
 	}
-	if len(logs) > 0 {
-		return usagef("--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
-	}
-	so, err := whySessionOptions(c)
-	if err != nil {
+	return closeWhy(sink, format, err)
+}
+
+// closeWhy ends why's output. A run that failed ends the human view with
+// its error alone: "nothing went wrong" would say it looked and found
+// nothing. A JSON array is still closed.
+func closeWhy(sink formats.Sink[why.Line], format formats.Format, err error) error {
+	if err != nil && format == formats.FormatText {
+		_ = sink.Flush()
 		return err
 	}
-	return whyLive(so, an, write, sink.Flush)
+	if cerr := sink.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // whySessionOptions are why's tracer, as trace's, with owners named as

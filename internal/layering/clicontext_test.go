@@ -24,7 +24,7 @@ const cliPath = "github.com/urfave/cli/v2"
 var pendingContext = map[string][]string{
 	"cmd/rdmatrace": {
 		"exporter.go:exporterServer", "exporter.go:newExporterMetrics", "exporter.go:exporterFeed",
-		"leaks.go:leaksFromLogs", "leaks.go:newLeakRun", "leaks.go:reportOutput",
+		"leaks.go:leaksFromLogs", "leaks.go:reportOutput",
 		"why.go:whyRecording", "why.go:readSyndromes", "why.go:whyReplay",
 		"pending.go:usage", "pending.go:atLeast", "pending.go:parseEvents", "pending.go:maxInput", "pending.go:openOTLP",
 	},

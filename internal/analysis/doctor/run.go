@@ -37,6 +37,23 @@ type Report struct {
 	// before After.
 	Note     string
 	Findings []Finding
+	// program is -- CMD when it runs on after the check; log says so.
+	program *launch.Settled
+	name    string
+	log     func(string)
+}
+
+// Wait waits for a program that runs on after its check (a server), as a
+// shell waits for its foreground program, and says so first; at once
+// otherwise.
+func (r Report) Wait() {
+	if r.program == nil || r.program.Program == nil {
+		return
+	}
+	pid := r.program.Program.Cmd.Process.Pid
+	r.log(fmt.Sprintf("doctor: %s (pid %d) runs on after the check: waiting for it to exit (Ctrl-C, or kill %d, ends it)",
+		termsafe.Sanitize(r.name), pid, pid))
+	r.program.Wait()
 }
 
 // Failed says whether a check failed (exit status 1).
@@ -49,7 +66,8 @@ func (r Report) Failed() bool {
 	return false
 }
 
-// Run checks the process o names, saying how each check went.
+// Run checks the process o names, saying how each check went. A program
+// that runs on is in the report, on error too: Wait for it.
 func Run(o Options) (Report, error) {
 	var r Report
 	x := enrich.New(enrich.Options{}) // the run's: every process it names
@@ -72,9 +90,9 @@ func Run(o Options) (Report, error) {
 		if !o.User.Keep {
 			o.Log(fmt.Sprintf("running %s as %s", termsafe.Sanitize(o.Argv[0]), termsafe.Sanitize(o.User.String())))
 		}
-		defer s.Wait()
 		if s.Program != nil {
 			pid = s.Program.Cmd.Process.Pid
+			r.program, r.name, r.log = s, o.Argv[0], o.Log
 		} else {
 			// Its context is ours but for its credentials.
 			as = o.User

@@ -3,7 +3,6 @@ package nldev
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/mdlayher/netlink"
@@ -46,17 +45,15 @@ func UnmarshalMessages(b []byte) ([]netlink.Message, error) {
 	return msgs, nil
 }
 
-// RecordTo is a Client.Record that writes each raw reply to a file of dir
-// (NN-cmdC.nl, in the order asked), owned by owner: test fixtures
+// RecordTo is a Client.Record that writes each raw reply to a file of dir,
+// which must exist (NN-cmdC.nl, in the order asked), owned by owner: test fixtures
 // (--nl-record). warn is told what could not be written.
 func RecordTo(dir string, owner *safefile.Owner, warn func(error)) func(cmd uint16, b []byte, err error) {
 	seq := 0
 	return func(cmd uint16, b []byte, err error) {
 		seq++
 		if err == nil {
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, owner)
-			}
+			err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, owner)
 		}
 		if err != nil {
 			warn(err)
