@@ -45,8 +45,8 @@ func UnmarshalMessages(b []byte) ([]netlink.Message, error) {
 	return msgs, nil
 }
 
-// RecordTo is a Client.Record that writes each raw reply to a file of dir,
-// which must exist (NN-cmdC.nl, in the order asked), owned by owner: test fixtures
+// RecordTo is a Client.Record that writes each raw reply to a file of dir
+// (NN-cmdC.nl, in the order asked; dir exists), owned by owner: test fixtures
 // (--nl-record). warn is told what could not be written.
 func RecordTo(dir string, owner *safefile.Owner, warn func(error)) func(cmd uint16, b []byte, err error) {
 	seq := 0
