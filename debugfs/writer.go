@@ -3,7 +3,6 @@ package debugfs
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"net/netip"
 	"slices"
@@ -168,42 +167,4 @@ func appendEscaped(b []byte, s string) []byte {
 		}
 	}
 	return b
-}
-
-// LegacySink writes parsed records in the legacy layout (parse -o
-// legacy): rdma_cm IDs each under the header it was read under, records
-// of `rdma` output with the 2009 columns plus PID and COMM. QPs have no
-// place in the layout: they are counted, and note says how many at Close.
-type LegacySink struct {
-	w       *LegacyWriter
-	note    func(string)
-	skipped int
-}
-
-// NewLegacySink writes to w; note gets what is not written.
-func NewLegacySink(w io.Writer, note func(string)) *LegacySink {
-	return &LegacySink{w: NewLegacyWriter(w), note: note}
-}
-
-var rdmaLegacyColumns = append(slices.Clip(rdma.LegacyColumns), "PID", "COMM")
-
-func (s *LegacySink) Write(rec *Record) error {
-	if rec.Res.Type != rdma.ResCMID {
-		s.skipped++
-		return nil
-	}
-	cols := rdmaLegacyColumns
-	if rec.Layout != nil {
-		cols = rec.Layout.Names
-	}
-	return s.w.Write(&rec.Res, cols)
-}
-
-func (s *LegacySink) Flush() error { return s.w.Flush() }
-
-func (s *LegacySink) Close() error {
-	if s.skipped > 0 {
-		s.note(fmt.Sprintf("%d qp record(s) not written: the legacy layout holds rdma_cm IDs only", s.skipped))
-	}
-	return s.w.Flush()
 }

@@ -107,8 +107,8 @@ func (failing) Close() error            { return nil }
 func TestParsedTableSinkWritesBlocks(t *testing.T) {
 	var out bytes.Buffer
 	var notes []string
-	s := NewParsedTableSink(&out, func(r *rdma.Resource) (string, int, *rdma.Resource) { return "dump", 1, r },
-		func(n string) { notes = append(notes, n) })
+	s := NewParsedTableSink(&out, func(n string) { notes = append(notes, n) },
+		func(r *rdma.Resource) (string, int, *rdma.Resource) { return "dump", 1, r })
 	r := &rdma.Resource{Type: rdma.ResCMID, DevName: "rxe0"}
 	for range TableRows + 1 {
 		if err := s.Write(r); err != nil {

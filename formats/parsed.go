@@ -300,27 +300,25 @@ func (t *ParsedTable) Render(w io.Writer) error {
 	return nil
 }
 
-// ParsedRow is what a parsed-table row shows of a record: where it was
-// read (source, line) and the resource.
-type ParsedRow[R any] func(R) (source string, line int, r *rdma.Resource)
-
-// NewParsedTableSink is parse's table: rendered every TableRows records,
-// so that memory stays bounded however large the input, each block
-// aligned on its own (note says so once, and the table's notes at the
-// end).
-func NewParsedTableSink[R any](w io.Writer, row ParsedRow[R], note func(string)) Sink[R] {
-	return &parsedTableSink[R]{w: w, row: row, note: note}
-}
-
-type parsedTableSink[R any] struct {
+// ParsedTableSink writes records as ParsedTable does, rendered every
+// TableRows records so that memory stays bounded however large the input:
+// each block is aligned on its own, and note says so once (and, at Close,
+// what the tables left out). row gives a record's source, line and
+// resource.
+type ParsedTableSink[R any] struct {
 	w      io.Writer
-	row    ParsedRow[R]
-	note   func(string)
+	note   func(line string)
+	row    func(R) (source string, line int, r *rdma.Resource)
 	t      ParsedTable
 	blocks int
 }
 
-func (s *parsedTableSink[R]) Write(rec R) error {
+// NewParsedTableSink writes the tables of records to w.
+func NewParsedTableSink[R any](w io.Writer, note func(line string), row func(R) (string, int, *rdma.Resource)) *ParsedTableSink[R] {
+	return &ParsedTableSink[R]{w: w, note: note, row: row}
+}
+
+func (s *ParsedTableSink[R]) Write(rec R) error {
 	s.t.Add(s.row(rec))
 	if s.t.Len() < TableRows {
 		return nil
@@ -337,9 +335,11 @@ func (s *parsedTableSink[R]) Write(rec R) error {
 }
 
 // Flush has nothing to do: each block is aligned on its own, written whole.
-func (s *parsedTableSink[R]) Flush() error { return nil }
+func (s *ParsedTableSink[R]) Flush() error { return nil }
 
-func (s *parsedTableSink[R]) Close() error {
+// Close writes the last block (the header alone when there were no
+// records), then notes what the tables left out.
+func (s *ParsedTableSink[R]) Close() error {
 	var err error
 	if s.blocks == 0 || s.t.Len() > 0 {
 		if s.blocks > 0 {

@@ -244,7 +244,7 @@ func leaksFromLogs(c *cli.Context, logs, argv []string, f *filter.Events) error 
 		return err
 	}
 	defer out.Close()
-	return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+	return runLeakLog(logs, c.String("recording"), inputLimits{maxInputOptions(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
 }
 
 // reportOutput is where leaks writes its report: --report, or stdout

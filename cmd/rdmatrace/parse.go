@@ -55,19 +55,19 @@ EXIT STATUS:
 // parseSink is where parsed records go: one writer per format.
 type parseSink = formats.Sink[*debugfs.Record]
 
-// newParseSink is parse's writer for -o (output) and -j (json).
-func newParseSink(output string, json bool, stdout, stderr io.Writer) (parseSink, error) {
+// newParseSink is parse's writer for -o (output) and -j (json); note says
+// on stderr what a table or the legacy layout left out.
+func newParseSink(output string, json bool, stdout io.Writer, note func(string)) (parseSink, error) {
 	f, err := formats.ParseFormat(output, json, formats.FormatNDJSON,
 		formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON, formats.FormatLegacy)
 	if err != nil {
 		return nil, exitWith(2, err)
 	}
-	note := func(s string) { fmt.Fprintf(stderr, "rdmatrace: %s\n", s) }
 	switch f {
 	case formats.FormatTable:
-		return formats.NewParsedTableSink(stdout, func(rec *debugfs.Record) (string, int, *rdma.Resource) {
+		return formats.NewParsedTableSink(stdout, note, func(rec *debugfs.Record) (string, int, *rdma.Resource) {
 			return rec.Source, rec.Line, &rec.Res
-		}, note), nil
+		}), nil
 	case formats.FormatLegacy:
 		return debugfs.NewLegacySink(stdout, note), nil
 	}
@@ -76,12 +76,14 @@ func newParseSink(output string, json bool, stdout, stderr io.Writer) (parseSink
 	}), nil
 }
 
+// runParse is `rdmatrace parse` (debugfs.Parse).
 func runParse(c *cli.Context) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	sink, err := newParseSink(c.String("output"), c.Bool("json"), stdout, stderr)
+	warn := func(line string) { fmt.Fprintf(stderr, "rdmatrace: %s\n", line) }
+	sink, err := newParseSink(c.String("output"), c.Bool("json"), stdout, warn)
 	if err != nil {
 		return err
 	}
@@ -96,69 +98,20 @@ func runParse(c *cli.Context) error {
 		}
 		paths = []string{"-"}
 	}
-
-	var rejected, records int
-	ioFailed := false
-	// report prints each error on a line of its own, escaped (they name
-	// files as they are); a file skipped
-	// because it is no saved state (a FIFO, trace_pipe) is a note and
-	// leaves the exit status alone.
-	report := func(err error) {
-		for _, e := range formats.Unjoin(err) {
-			fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(e.Error()))
-			var skip *debugfs.SkipError
-			if !errors.As(e, &skip) {
-				ioFailed = true
-			}
-		}
-	}
-	for _, p := range paths {
-		inputs, err := debugfs.InputsMax(p, c.App.Reader, maxInputOptions(c))
-		if err != nil {
-			report(err)
-		}
-		for _, in := range inputs {
-			rc, err := in.Open()
-			if err != nil {
-				report(err)
-				continue
-			}
-			rd := debugfs.NewReader(rc, in.Name)
-			for {
-				rec, err := rd.Next()
-				var lerr *lineerr.Error
-				if errors.As(err, &lerr) {
-					// lineerr.Error quotes the input it shows: terminal-safe.
-					fmt.Fprintln(stderr, lerr.Error())
-					rejected += lerr.Lines()
-					continue
-				}
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					report(err)
-					break
-				}
-				records++
-				if keep(&rec.Res) {
-					if err := sink.Write(rec); err != nil {
-						rc.Close()
-						return exitWith(2, fmt.Errorf("write: %w", err))
-					}
-				}
-			}
-			rc.Close()
-		}
+	res, err := debugfs.Parse(debugfs.ParseOptions{Paths: paths, Stdin: c.App.Reader, MaxInput: maxInputOptions(c), Keep: keep, Warn: warn,
+		// lineerr.Error quotes the input it shows: terminal-safe.
+		BadLine: func(le *lineerr.Error) { fmt.Fprintln(stderr, le.Error()) }}, sink)
+	if err != nil {
+		return exitWith(2, fmt.Errorf("write: %w", err))
 	}
 	if err := sink.Close(); err != nil {
 		return exitWith(2, fmt.Errorf("write: %w", err))
 	}
 	switch {
-	case ioFailed:
+	case res.Failed:
 		return exitWith(2, nil)
-	case rejected > 0:
-		fmt.Fprintf(stderr, "rdmatrace: %d line(s) rejected, %d record(s) read\n", rejected, records)
+	case res.Rejected > 0:
+		warn(fmt.Sprintf("%d line(s) rejected, %d record(s) read", res.Rejected, res.Records))
 		return exitWith(1, nil)
 	}
 	return nil

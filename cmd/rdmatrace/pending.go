@@ -9,7 +9,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
 )
 
-// The helpers leaks, the exporter and why's post-mortem still call with
+// The helpers leaks and the exporter still call with
 // *cli.Context. They go when those commands read their flags in Options
 // of their own (the layering test lists them as pending).
 
@@ -30,9 +30,6 @@ func atLeast(c *cli.Context, name string, min int, want string) error {
 func parseEvents(c *cli.Context, words []string, keys ...string) (*filter.Events, error) {
 	return eventFilterOptions(c, words, keys...)
 }
-
-// maxInput is maxInputOptions.
-func maxInput(c *cli.Context) int64 { return maxInputOptions(c) }
 
 // openOTLP is startOTLP.
 func openOTLP(_ *cli.Context, endpoint string) (*otlp.Sink, func(), error) {

@@ -420,7 +420,7 @@ func readRecording(path string, maxInput int64, limit uint64, f *filter.Events, 
 	case err != nil && err == werr:
 		return err
 	case err != nil:
-		return exitWith(1, readError(sourceName(path), err))
+		return exitWith(1, err)
 	case bad > 0:
 		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
 	}

@@ -18,15 +18,14 @@ const cliPath = "github.com/urfave/cli/v2"
 // pendingContext are the helpers below a command's entry that still take
 // *cli.Context, as "file.go:func", in the commands others are moving to
 // Options of their own (leaks' live and post-mortem runs, the exporter's
-// lifecycle, why's post-mortem) and the shims they call (pending.go).
+// lifecycle) and the shims they call (pending.go).
 // Remove each as it goes: the test fails on an entry that no longer
 // takes one.
 var pendingContext = map[string][]string{
 	"cmd/rdmatrace": {
 		"exporter.go:exporterServer", "exporter.go:newExporterMetrics", "exporter.go:exporterFeed",
 		"leaks.go:leaksFromLogs", "leaks.go:reportOutput",
-		"why.go:whyRecording", "why.go:readSyndromes", "why.go:whyReplay",
-		"pending.go:usage", "pending.go:atLeast", "pending.go:parseEvents", "pending.go:maxInput", "pending.go:openOTLP",
+		"pending.go:usage", "pending.go:atLeast", "pending.go:parseEvents", "pending.go:openOTLP",
 	},
 }
 

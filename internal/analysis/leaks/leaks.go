@@ -86,7 +86,7 @@ func (w *Watcher) Leaked() int { return w.leaked }
 func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 
 func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
-	f := &rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
+	f := &rdma.Finding{Report: r, Time: now, Res: *ent.Res.Event(), Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
 	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Type == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
 		l.State = "" // the link's state when it was made, not now
 		f.Res.SMC = l
@@ -157,7 +157,7 @@ func (w *Watcher) beginUnregister(e *rdma.Event) {
 	u := &unregistration{dev: *e, alive: map[restable.Key]bool{}, lastWait: e.Time}
 	w.unreg[e.DevIndex] = u
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return ent.Dev == e.DevIndex }) {
-		u.alive[ent.Key] = w.Keep(&ent.Res)
+		u.alive[ent.Key] = w.Keep(ent.Res.Event())
 		if u.alive[ent.Key] {
 			w.emitEntry(rdma.LeakUnregister, ent, e.Time, e.Actor)
 		}
@@ -259,7 +259,7 @@ func (w *Watcher) endUnregister(e *rdma.Event) {
 	delete(w.unreg, e.DevIndex)
 	left := w.Table.RemoveDevice(e.DevIndex)
 	for _, ent := range left {
-		if w.Keep(&ent.Res) {
+		if w.Keep(ent.Res.Event()) {
 			w.leaked++
 			w.emitEntry(rdma.LeakLeft, ent, e.Time, e.Actor)
 		}
@@ -299,7 +299,7 @@ func (w *Watcher) End(now time.Time) {
 			w.leaked++ // blocked, on something the trace does not show
 		}
 	}
-	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return w.Keep(&ent.Res) }) {
+	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return w.Keep(ent.Res.Event()) }) {
 		w.emitEntry(rdma.LeakEnd, ent, now, rdma.Owner{})
 	}
 }

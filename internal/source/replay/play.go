@@ -2,7 +2,6 @@ package replay
 
 import (
 	"errors"
-	"io"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -23,38 +22,36 @@ type PlayOptions struct {
 	Bad func(*lineerr.Error)
 }
 
-// Play reads r's events to its end through o: trace -r, a recording
-// through the filters and views of a live trace. It returns how many lines
-// were no event, and what stopped it: a read error (as Next returns it)
-// or Write's.
+// Play reads r's events to its end through o (over Drain): trace -r, a
+// recording through the filters and views of a live trace. It returns how
+// many lines were no event, and what stopped it: a read error (named after
+// the recording, as Drain's) or Write's.
 func (r *Reader) Play(o PlayOptions) (bad int, err error) {
-	var ev rdma.Event
 	shown := uint64(0)
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
+	var werr error
+	bad, err = r.Drain(func(ev *rdma.Event) error {
+		if o.Keep != nil && !o.Keep(ev) {
+			return nil
 		}
-		var le *lineerr.Error
-		if errors.As(err, &le) {
-			bad += le.Lines()
-			_ = o.Flush()
-			o.Bad(le)
-			continue
-		}
-		if err != nil {
-			_ = o.Flush()
-			return bad, err
-		}
-		if o.Keep != nil && !o.Keep(&ev) {
-			continue
-		}
-		if err := o.Write(&ev); err != nil {
-			return bad, err
+		if werr = o.Write(ev); werr != nil {
+			return werr
 		}
 		if shown++; shown == o.Count {
-			break
+			return errPlayed
 		}
+		return nil
+	}, func(le *lineerr.Error) {
+		_ = o.Flush()
+		o.Bad(le)
+	})
+	switch {
+	case err == nil, err == errPlayed:
+		return bad, o.Flush()
+	case err != werr:
+		_ = o.Flush() // what was written before the read error
 	}
-	return bad, o.Flush()
+	return bad, err
 }
+
+// errPlayed stops Drain once Play has handed on its Count.
+var errPlayed = errors.New("played")
