@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -26,5 +27,33 @@ func TestPlayKeepsCountsAndGoesOnPastBadLines(t *testing.T) {
 	})
 	if err != nil || n != 1 || len(kept) != 2 || len(bad) != 1 || !strings.HasPrefix(bad[0], "rec.ndjson:2:") || flushes != 2 {
 		t.Errorf("Play = %d, %v; kept %v, bad %q, %d flushes", n, err, kept, bad, flushes)
+	}
+}
+
+type failAfter struct {
+	r   *strings.Reader
+	err error
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if f.r.Len() == 0 {
+		return 0, f.err
+	}
+	return f.r.Read(p)
+}
+
+// A read error ends the play named after the recording once (trace -r
+// prints it as it is), after what was written before it is flushed.
+func TestPlayNamesAReadErrorOnce(t *testing.T) {
+	good := `{"time":"2026-11-23T18:00:00.5Z","event":"create","res":"pd","ifname":"rxe0","id":3,"pid":301,"comm":"leakqp"}` + "\n"
+	in := &failAfter{strings.NewReader(good), errors.New("unexpected EOF in gzip")}
+	written, flushed := 0, 0
+	_, err := NewReader(in, "rec.ndjson.gz").Play(PlayOptions{
+		Write: func(*rdma.Event) error { written++; return nil },
+		Flush: func() error { flushed = written; return nil },
+		Bad:   func(*lineerr.Error) {},
+	})
+	if err == nil || err.Error() != "read rec.ndjson.gz: unexpected EOF in gzip" || flushed != 1 {
+		t.Errorf("Play = %v with %d of %d written flushed, want the read error named once after the event flushed", err, flushed, written)
 	}
 }
