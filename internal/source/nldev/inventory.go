@@ -134,11 +134,10 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 	if !o.AllNetNS {
 		return inv, nil
 	}
-	for _, ns := range otherNamespaces(cl, o.Roots) {
-		other, err := DialIn(ns)
+	eachNetNS(otherNamespaces(cl, o.Roots), func(_ netns.NS, other *Client, err error) {
 		if err != nil {
 			inv.NetNSErrs = append(inv.NetNSErrs, err)
-			continue
+			return
 		}
 		other.Record = o.Record
 		devs, err := other.Devices()
@@ -148,8 +147,7 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 		}
 		inv.Devices = append(inv.Devices, devs...)
 		other.resourcesInto(&inv, devs, o)
-		other.Close()
-	}
+	})
 	return inv, nil
 }
 
@@ -160,10 +158,7 @@ func otherNamespaces(cl *Client, roots netns.Roots) []netns.NS {
 	if sys, err := cl.System(); err != nil || sys.NetNSMode != "exclusive" {
 		return nil
 	}
-	if roots == (netns.Roots{}) {
-		roots = netns.DefaultRoots
-	}
-	all, _ := roots.All()
+	all, _ := Where{Roots: roots}.roots().All()
 	return all[min(1, len(all)):] // all[0] is ours
 }
 
