@@ -65,6 +65,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a gid
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
+complete -c rdmatrace -n __fish_use_subcommand -a peer
 complete -c rdmatrace -n __fish_use_subcommand -a ports
 complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
@@ -160,6 +161,10 @@ complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -l filt
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -l pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson legacy'
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -F
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l store -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l at -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l timeout -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l pretty -s p
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l output -s o -x

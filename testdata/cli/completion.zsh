@@ -6,7 +6,7 @@ autoload -U +X bashcompinit && bashcompinit
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --at | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
@@ -14,6 +14,7 @@ _rdmatrace_value() {
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
+    peer) case $2 in --store | --at | --timeout) return 0 ;; esac ;;
     ports) case $2 in --output | -o | --port | --addr | --pid | --dev) return 0 ;; esac ;;
     ps) case $2 in --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid | -p) return 0 ;; esac ;;
     res | resource | r | re | reso | resou | resour | resourc) case $2 in --output | -o | --netns | --filter | -f | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid) return 0 ;; esac ;;
@@ -60,7 +61,7 @@ _rdmatrace() {
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse peer ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -109,6 +110,11 @@ _rdmatrace() {
         words=""
         values="--output -o --filter -f --max-input --filter-pid --filter-comm --filter-dev --pid"
         formats="table json ndjson legacy"
+        ;;
+    peer)
+        flags="--store --at --timeout --json -j --help -h"
+        words=""
+        values="--store --at --timeout"
         ;;
     ports)
         flags="--json -j --pretty -p --output -o --tcp -t --udp -u --listening -l --all -a --numeric -n --port --addr --pid --dev --conflicts --help -h"
