@@ -14,6 +14,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/onport"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/qplife"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
@@ -90,6 +91,7 @@ func traceCommand() *cli.Command {
 			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			otlpFlag,
+			nodeFlag,
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
 			listFlag,
@@ -206,12 +208,16 @@ func traceOptions(c *cli.Context, o *tracer.SessionOptions, f *filter.Events) {
 type eventSink struct {
 	print, record formats.Sink[*rdma.Event]
 	otlp          *otlp.Sink
+	ids           *qplife.Runner // --otlp's identity records, live only
 	closers       []func() error
 }
 
 func (s *eventSink) write(e *rdma.Event) error {
 	if s.otlp != nil {
 		s.otlp.Write(e)
+	}
+	if s.ids != nil {
+		s.ids.Event(e)
 	}
 	if s.print != nil {
 		if err := s.print.Write(e); err != nil {
@@ -298,7 +304,11 @@ func newEventSink(c *cli.Context) (*eventSink, error) {
 			return nil, err
 		}
 		sink.otlp = o
-		sink.closers = append(sink.closers, func() error { closeOTLP(); return nil })
+		closeIDs := func() {}
+		if c.String("read") == "" { // a recording's QPs are not this node's
+			sink.ids, closeIDs = startIdentity(o)
+		}
+		sink.closers = append(sink.closers, func() error { closeIDs(); closeOTLP(); return nil })
 	}
 	return sink, nil
 }
@@ -379,7 +389,7 @@ var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an 
 // openOTLP starts the --otlp sink; its closer sends what is queued (10 s
 // at most) and says on stderr what became of every event.
 func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
-	o, err := otlp.New(context.Background(), endpoint, otlp.Options{})
+	o, err := otlp.New(context.Background(), endpoint, otlp.Options{Node: c.String("node")})
 	if err != nil {
 		return nil, nil, usage(c, "%w", err)
 	}

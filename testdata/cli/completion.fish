@@ -277,6 +277,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-k
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l user -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l follow-pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l otlp -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l list -s l
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __rdmatrace_first' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup comm container dev event pid pod res'

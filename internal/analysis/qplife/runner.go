@@ -2,6 +2,8 @@ package qplife
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -239,3 +241,30 @@ func kernelExits(emit func(rdma.ExitStatus)) (func(), error) {
 	}()
 	return func() { rd.Close(); <-done }, nil
 }
+
+// Summary says what the identity records were, for the end of a run:
+// "identity records: 12 of QPs (1 without its owner's exit status), GID
+// tables sent; owners' exit statuses unavailable: ...".
+func (r *Runner) Summary() string {
+	st := r.t.Stats()
+	s := "identity records: " + itoa(st.Records) + " of QPs"
+	var notes []string
+	if st.NoStatus > 0 {
+		notes = append(notes, itoa(st.NoStatus)+" freed at an exit whose status did not come")
+	}
+	if st.NoRemote > 0 {
+		notes = append(notes, itoa(st.NoRemote)+" connected without their remote QPN")
+	}
+	if st.Untracked > 0 {
+		notes = append(notes, itoa(st.Untracked)+" QPs not followed (too many at once)")
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
+	}
+	if r.exitsErr != nil {
+		s += "; owners' exit statuses unavailable: " + r.exitsErr.Error()
+	}
+	return s
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
