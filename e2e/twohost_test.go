@@ -1,0 +1,278 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// The two-host test runs in both guests of guest/pair (make
+// e2e-twohost): RDMATRACE_PAIR_ROLE says which side this is.
+var (
+	vlogsBin = flag.String("vlogs", "", "VictoriaLogs' binary (guest/vlogs.sh), for the two-host test")
+	linkUp   = flag.String("link-up", "guest/link-up.sh", "script that puts rxe0 on the two guests' link")
+)
+
+const (
+	ctlPort   = "7470" // the two guests' control connection, on the link
+	storePort = "9428"
+)
+
+// ctl is the two guests' control connection: each side says what it did
+// and waits for what the other did, one line a step ("STEP JSON"). A side
+// that fails says so ("abort WHY"): the other fails with its words rather
+// than waiting. A side that is gone closes the connection: the same.
+type ctl struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+	role string
+}
+
+// connect opens the control connection: a listens on its address, b
+// connects to it, trying again until a listens (a TCP wait).
+func connect(t *testing.T, role, self, peer string) *ctl {
+	t.Helper()
+	c := &ctl{t: t, role: role}
+	deadline := time.Now().Add(5 * time.Minute)
+	if role == "a" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(self, ctlPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = ln.(*net.TCPListener).SetDeadline(deadline)
+		c.conn, err = ln.Accept()
+		ln.Close()
+		if err != nil {
+			t.Fatalf("no connection from the other guest: %v", err)
+		}
+	} else {
+		for {
+			conn, err := net.DialTimeout("tcp", net.JoinHostPort(peer, ctlPort), 5*time.Second)
+			if err == nil {
+				c.conn = conn
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other guest never listened on %s:%s: %v", peer, ctlPort, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	c.r = bufio.NewReader(c.conn)
+	t.Cleanup(func() {
+		if t.Failed() {
+			fmt.Fprintf(c.conn, "abort %s failed\n", role)
+		}
+		c.conn.Close()
+	})
+	return c
+}
+
+// say tells the other side that step is done, with v.
+func (c *ctl) say(step string, v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(c.conn, "%s %s\n", step, b); err != nil {
+		c.t.Fatalf("telling the other guest %s: %v", step, err)
+	}
+}
+
+// wait waits for the other side's step (within limit) and reads its value
+// into v.
+func (c *ctl) wait(step string, limit time.Duration, v any) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(limit))
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("waiting %v for the other guest's %q: %v", limit, step, err)
+	}
+	got, data, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if got == "abort" {
+		c.t.Fatalf("the other guest gave up (%s) while this one waited for %q", data, step)
+	}
+	if got != step {
+		c.t.Fatalf("the other guest said %q, expected %q", line, step)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(data), v); err != nil {
+			c.t.Fatalf("the other guest's %s: %v (%q)", step, err, data)
+		}
+	}
+}
+
+// ownedQP is a QP as `rdma res` on its host shows it, with its process.
+type ownedQP struct {
+	LQPN, RQPN uint32
+	Tgid       uint32
+	Comm       string
+}
+
+// TestTwoHosts: two guests on one link, each with rxe0 on it and its own
+// rdmatrace trace sending identity records to a VictoriaLogs that guest a
+// runs. An rping pair and an ib_write_bw pair connect a's clients to b's
+// servers; for each of b's QPs that `rdma res` on b lists, `rdmatrace peer`
+// on a names b's node, the QP's owner (pid and comm as b's kernel says)
+// and its peer, a's QP.
+func TestTwoHosts(t *testing.T) {
+	role := os.Getenv("RDMATRACE_PAIR_ROLE")
+	if role == "" {
+		t.Skip("the two-host test runs in the two guests of guest/pair (make e2e-twohost)")
+	}
+	needModuleBTF(t)
+	self, peer := os.Getenv("RDMATRACE_PAIR_ADDR"), os.Getenv("RDMATRACE_PAIR_PEER")
+	run(t, *linkUp, self)
+	c := connect(t, role, self, peer)
+	store := "http://" + net.JoinHostPort("10.98.1.1", storePort) // a's
+	otlpURL := store + "/insert/opentelemetry/v1/logs"
+	if role == "a" {
+		twoHostsA(t, c, store, otlpURL)
+	} else {
+		twoHostsB(t, c, otlpURL)
+	}
+}
+
+func twoHostsA(t *testing.T, c *ctl, store, otlpURL string) {
+	if *vlogsBin == "" {
+		t.Fatal("-vlogs: VictoriaLogs' binary is needed (guest/vlogs.sh builds it)")
+	}
+	vl := exec.Command(*vlogsBin, "-storageDataPath", filepath.Join(t.TempDir(), "vl"),
+		"-httpListenAddr", net.JoinHostPort("10.98.1.1", storePort), "-loggerLevel", "WARN")
+	var vlog bytes.Buffer
+	vl.Stdout, vl.Stderr = &vlog, &vlog
+	if err := vl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = vl.Process.Kill()
+		_ = vl.Wait()
+		if t.Failed() {
+			t.Logf("VictoriaLogs said:\n%s", vlog.String())
+		}
+	})
+	waitFor(t, 120*time.Second, "VictoriaLogs to answer /health", func() bool {
+		resp, err := http.Get(store + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	tr := startTrace(t, "--otlp", otlpURL, "--node", "node-a")
+	defer tr.stop()
+	c.say("store", nil)
+
+	var ports map[string]string
+	c.wait("listening", 5*time.Minute, &ports)
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	rp := w.start("rping", "-c", "-a", "10.98.1.2", "-p", ports["rping"], "-C", "1000000")
+	bw := w.start("ib_write_bw", "-R", "-d", device, "-p", ports["bw"], "-D", "600", "-F", "10.98.1.2")
+	// Our side is up when each client holds an RC QP in RTS.
+	var ours []rdma.Resource
+	waitFor(t, 120*time.Second, "the clients' QPs in RTS", func() bool {
+		ours = ours[:0]
+		got := map[*exec.Cmd]bool{}
+		for _, r := range snapshot(t, rdma.ResQP) {
+			for _, p := range []*exec.Cmd{rp, bw} {
+				if threads(p)[r.Owner.PID] && r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS {
+					got[p] = true
+					ours = append(ours, r)
+				}
+			}
+		}
+		return len(got) == 2
+	})
+	c.say("connected", nil)
+
+	var theirs []ownedQP
+	c.wait("qps", 5*time.Minute, &theirs)
+	if len(theirs) < 2 {
+		t.Fatalf("b's rdma res shows %d QPs of its servers, want rping's and ib_write_bw's", len(theirs))
+	}
+	began := time.Now()
+	for _, q := range theirs {
+		// a's QP connected to it, as a's kernel says.
+		var mine uint32
+		for _, r := range ours {
+			if r.RQPN == q.LQPN {
+				mine = r.LQPN
+			}
+		}
+		var got map[string]any
+		waitFor(t, 60*time.Second, fmt.Sprintf("peer to name b's QP %d with its peer", q.LQPN), func() bool {
+			resp, err := http.Get(store + "/internal/force_flush")
+			if err == nil {
+				resp.Body.Close()
+			}
+			out, _, err := runStatus(*rdmatraceBin, "peer", "--store", store, "10.98.1.2", strconv.FormatUint(uint64(q.LQPN), 10), "-j")
+			got = nil
+			if err != nil || json.Unmarshal(out, &got) != nil {
+				return false
+			}
+			_, hasPeer := got["rqpn"]
+			return hasPeer
+		})
+		want := map[string]any{"node": "node-b", "ifname": device, "comm": q.Comm, "pid": float64(q.Tgid), "which": "live",
+			"rqpn": float64(mine), "netdev": "eth0", "fate": "alive"}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("peer 10.98.1.2 %d: %s = %v, b's rdma res (and a's, for rqpn) say %v\n%v", q.LQPN, k, got[k], v, got)
+			}
+		}
+	}
+	t.Logf("peer named b's %d QPs within %v", len(theirs), time.Since(began).Round(time.Millisecond))
+	w.stop()
+	c.say("done", nil)
+}
+
+func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
+	c.wait("store", 5*time.Minute, nil)
+	tr := startTrace(t, "--otlp", otlpURL, "--node", "node-b")
+	defer tr.stop()
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	ports += 10
+	rpPort, bwPort := strconv.Itoa(ports), strconv.Itoa(ports+1)
+	rp := w.start("rping", "-s", "-a", "10.98.1.2", "-p", rpPort)
+	bw := w.start("ib_write_bw", "-R", "-d", device, "-p", bwPort, "-D", "600", "-F")
+	waitListening(t, rpPort, bwPort)
+	c.say("listening", map[string]string{"rping": rpPort, "bw": bwPort})
+
+	c.wait("connected", 5*time.Minute, nil)
+	// b's QPs of its servers, as b's kernel lists them.
+	var qps []ownedQP
+	waitFor(t, 60*time.Second, "the servers' QPs in RTS", func() bool {
+		qps = qps[:0]
+		got := map[*exec.Cmd]bool{}
+		for _, r := range snapshot(t, rdma.ResQP) {
+			for _, p := range []*exec.Cmd{rp, bw} {
+				if threads(p)[r.Owner.PID] && r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS && r.Given(rdma.HasRQPN) {
+					got[p] = true
+					qps = append(qps, ownedQP{LQPN: r.LQPN, RQPN: r.RQPN, Tgid: uint32(p.Process.Pid), Comm: r.Owner.Comm})
+				}
+			}
+		}
+		return len(got) == 2
+	})
+	keep(t, "twohost/rdma-res-qp-b.json", run(t, "rdma", "-j", "res", "show", "qp"))
+	c.say("qps", qps)
+	c.wait("done", 10*time.Minute, nil)
+	w.signal(syscall.SIGKILL)
+}
