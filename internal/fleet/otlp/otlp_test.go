@@ -1,11 +1,14 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +19,10 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
 // receiver is a local OTLP/HTTP logs endpoint: it decodes what it is sent
@@ -248,5 +253,37 @@ func TestSeverityFollowsTheFailure(t *testing.T) {
 		if _, got := severityOf(tc.e); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The provider lets records repeat a key (the SDK then skips its search
+// for repeats): an event's attributes never do, over every recording in
+// testdata.
+func TestAnEventsAttributesNeverRepeatAKey(t *testing.T) {
+	files, _ := filepath.Glob("../../../testdata/*/*.ndjson")
+	if len(files) == 0 {
+		t.Fatal("no recordings in testdata")
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := replay.NewReader(bytes.NewReader(b), f)
+		var ev rdma.Event
+		for r.Next(&ev) != io.EOF {
+			seen := map[string]bool{}
+			for _, fl := range formats.AppendEventObject(nil, &ev) {
+				if seen[fl.Key] {
+					t.Errorf("%s: an event with key %q twice: %v", f, fl.Key, ev)
+				}
+				seen[fl.Key] = true
+			}
+			n++
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d events read", n)
 	}
 }

@@ -223,7 +223,9 @@ func TestAnswers(t *testing.T) {
 
 // startVictoriaLogs runs bin on a scratch directory and a free port until
 // the test ends, and returns its base URL.
-func startVictoriaLogs(t *testing.T, bin string) string {
+func startVictoriaLogs(t *testing.T, bin string) string { return startVictoriaLogsB(t, bin) }
+
+func startVictoriaLogsB(t testing.TB, bin string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -283,6 +285,11 @@ func send(t *testing.T, base string) {
 			t.Fatalf("%s: %+v", node, st)
 		}
 	}
+	forceFlush(t, base)
+}
+
+// forceFlush makes what the store took searchable at once.
+func forceFlush(t testing.TB, base string) {
 	resp, err := http.Get(base + "/internal/force_flush")
 	if err != nil {
 		t.Fatal(err)
