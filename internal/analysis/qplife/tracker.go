@@ -152,7 +152,7 @@ func (t *Tracker) Event(e *rdma.Event) {
 		}
 		t.emit(l, rdma.QPCreated, e.Time)
 	case rdma.EvModify:
-		if l == nil {
+		if l = t.seen(k, l, e, true); l == nil {
 			return
 		}
 		t.fill(l, e)
@@ -174,19 +174,39 @@ func (t *Tracker) Event(e *rdma.Event) {
 		}
 		t.maybeConnected(l, e.Time)
 	case rdma.EvQPAttr, rdma.EvQPError, rdma.EvAsync:
-		if l == nil {
+		if l = t.seen(k, l, e, true); l == nil {
 			return
 		}
 		t.fill(l, e)
 		t.maybeConnected(l, e.Time)
 	case rdma.EvDestroy:
-		if l == nil {
+		if l = t.seen(k, l, e, false); l == nil {
 			return
 		}
 		delete(t.qps, k)
 		t.fill(l, e)
 		t.end(l, e)
 	}
+}
+
+// seen is the QP e is about: l when it is followed, else one that existed
+// before the tracer saw it made (no snapshot, or one the ring lost), first
+// seen now and reported so when report; nil when no more are followed.
+func (t *Tracker) seen(k key, l *life, e *rdma.Event, report bool) *life {
+	if l != nil {
+		return l
+	}
+	if len(t.qps) >= t.o.MaxQPs {
+		t.stats.Untracked++
+		return nil
+	}
+	l = &life{id: rdma.QPIdentity{Node: t.o.Node, Dev: e.DevName, QPN: e.LQPN, Type: e.QPType, Created: e.Time, CreatedSeen: true}}
+	t.qps[k] = l
+	t.fill(l, e)
+	if report {
+		t.emit(l, rdma.QPExists, e.Time)
+	}
+	return l
 }
 
 // fill takes what e says of the QP: its port, owner, state, GIDs and peer.

@@ -263,3 +263,19 @@ func TestTheQPsFollowedAreBounded(t *testing.T) {
 		t.Errorf("stats %+v, %d records: want 2 followed, 1 counted as not", st, len(r.lines))
 	}
 }
+
+// A QP the tracer did not see made (no snapshot, a lost create) is
+// followed from its first event on, as one that existed then.
+func TestAQPFirstSeenLaterIsFollowedFromThen(t *testing.T) {
+	r := &recorder{}
+	tr := newTracker(r)
+	tr.Event(modify(100, 17, rdma.QPStateRTR))
+	tr.RemoteQPN("rxe0", 17, 18, at(200))
+	tr.Event(ev(rdma.EvDestroy, 300, 17))
+	tr.Event(ev(rdma.EvDestroy, 400, 19))
+	check(t, r.lines,
+		"exists qp 17 rxe0/1 RTR ib_write_bw[999] created +100ms (seen) at +100ms",
+		"connected qp 17 rxe0/1 RTR ib_write_bw[999] created +100ms (seen) rqpn 18 at +200ms",
+		"ended qp 17 rxe0/1 RTR ib_write_bw[999] created +100ms (seen) rqpn 18 fate destroyed +300ms at +300ms",
+		"ended qp 19 rxe0/1 RESET ib_write_bw[999] created +400ms (seen) fate destroyed +400ms at +400ms")
+}
