@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -260,4 +261,30 @@ func TestOnlyLastingRefusalsArePermanent(t *testing.T) {
 			t.Errorf("permanent(%q) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
+}
+
+// The exporter's metrics of the delivery: rdmatrace_otlp_dropped_total
+// counts what will never reach the store, refused and dropped alike.
+func TestTheCollectorServesTheCounts(t *testing.T) {
+	srv := httptest.NewServer(&receiver{status: http.StatusBadRequest})
+	defer srv.Close()
+	s, err := New(context.Background(), srv.URL, Options{Interval: 5 * time.Millisecond, QueueSize: 2, BatchSize: 1, Log: ratelog.New(io.Discard, time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint32(1); i <= 3; i++ {
+		s.WriteQP(qpRecord(i))
+	}
+	waitFor(t, "the records to be refused", func() bool { st := s.Stats(); return st.Lost() == 3 })
+	want := `# HELP rdmatrace_otlp_dropped_total OTLP records (events and identity records) that will never reach the store: dropped from the full queue while the store was down or slow, or refused by it.
+# TYPE rdmatrace_otlp_dropped_total counter
+rdmatrace_otlp_dropped_total 3
+`
+	if err := testutil.CollectAndCompare(s.Collector(), strings.NewReader(want), "rdmatrace_otlp_dropped_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(s.Collector()); n != 3 {
+		t.Errorf("%d metrics, want dropped, sent and queued", n)
+	}
+	s.Close(context.Background())
 }
