@@ -129,7 +129,8 @@ type ownedQP struct {
 // runs. An rping pair and an ib_write_bw pair connect a's clients to b's
 // servers; for each of b's QPs that `rdma res` on b lists, `rdmatrace peer`
 // on a names b's node, the QP's owner (pid and comm as b's kernel says)
-// and its peer, a's QP.
+// and its peer, a's QP. Then b's rping server is killed by SIGKILL, and
+// `peer --at` a moment before names it with its fate.
 func TestTwoHosts(t *testing.T) {
 	role := os.Getenv("RDMATRACE_PAIR_ROLE")
 	if role == "" {
@@ -238,6 +239,33 @@ func twoHostsA(t *testing.T, c *ctl, store, otlpURL string) {
 		}
 	}
 	t.Logf("peer named b's %d QPs within %v", len(theirs), time.Since(began).Round(time.Millisecond))
+
+	// b's rping server killed by SIGKILL: its QP's last record says so,
+	// and peer --at a moment before the kill names it as the QP that held
+	// the QPN then, ended after it.
+	c.say("kill", nil)
+	var killed struct {
+		LQPN   uint32
+		Before time.Time // on b's clock, just before the kill
+	}
+	c.wait("killed", 2*time.Minute, &killed)
+	at := killed.Before.UTC().Format(time.RFC3339Nano)
+	var got map[string]any
+	waitFor(t, 60*time.Second, "peer to say b's rping server was killed", func() bool {
+		resp, err := http.Get(store + "/internal/force_flush")
+		if err == nil {
+			resp.Body.Close()
+		}
+		out, _, err := runStatus(*rdmatraceBin, "peer", "--store", store, "--at", at, "10.98.1.2", strconv.FormatUint(uint64(killed.LQPN), 10), "-j")
+		got = nil
+		return err == nil && json.Unmarshal(out, &got) == nil && got["fate"] != "alive"
+	})
+	if got["which"] != "at" || got["fate"] != "signal" || got["signal"] != "SIGKILL" || got["comm"] != "rping" {
+		t.Errorf("peer --at %s 10.98.1.2 %d after rping was killed: %v; want the one alive at that time, freed when killed by SIGKILL", at, killed.LQPN, got)
+	}
+	out, _, _ := runStatus(*rdmatraceBin, "peer", "--store", store, "--at", at, "10.98.1.2", strconv.FormatUint(uint64(killed.LQPN), 10))
+	t.Logf("peer --at %s 10.98.1.2 %d:\n%s", at, killed.LQPN, out)
+	keep(t, "twohost/peer-killed.txt", out)
 	w.stop()
 	c.say("done", nil)
 }
@@ -273,6 +301,17 @@ func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
 	})
 	keep(t, "twohost/rdma-res-qp-b.json", run(t, "rdma", "-j", "res", "show", "qp"))
 	c.say("qps", qps)
+
+	c.wait("kill", 10*time.Minute, nil)
+	var rpQP uint32
+	for _, q := range qps {
+		if q.Tgid == uint32(rp.Process.Pid) {
+			rpQP = q.LQPN
+		}
+	}
+	before := time.Now()
+	_ = syscall.Kill(rp.Process.Pid, syscall.SIGKILL)
+	c.say("killed", map[string]any{"LQPN": rpQP, "Before": before})
 	c.wait("done", 10*time.Minute, nil)
 	w.signal(syscall.SIGKILL)
 }
