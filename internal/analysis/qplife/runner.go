@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -53,7 +54,8 @@ type Runner struct {
 	done     sync.WaitGroup
 	stopExit func()
 	// exitsErr is why exit statuses are not read (nil: they are).
-	exitsErr error
+	exitsErr   error
+	gidRecords atomic.Uint64
 }
 
 // Start reads the GID tables once (their records go out at once), starts
@@ -181,12 +183,14 @@ func (r *Runner) sendGIDs(old []rdma.GIDEntry, all bool) []rdma.GIDEntry {
 		for i := range cur {
 			r.o.Out.WriteGID(&cur[i], now)
 		}
+		r.gidRecords.Add(uint64(len(cur)))
 		return cur
 	}
 	for _, c := range gid.Diff(old, cur) {
 		if c.What != "removed" {
 			e := c.Entry
 			r.o.Out.WriteGID(&e, now)
+			r.gidRecords.Add(1)
 		}
 	}
 	return cur
@@ -243,8 +247,8 @@ func kernelExits(emit func(rdma.ExitStatus)) (func(), error) {
 }
 
 // Summary says what the identity records were, for the end of a run:
-// "identity records: 12 of QPs (1 without its owner's exit status), GID
-// tables sent; owners' exit statuses unavailable: ...".
+// "identity records: 12 of QPs (1 freed at an exit whose status did not
+// come), 4 of GID table entries; owners' exit statuses unavailable: ...".
 func (r *Runner) Summary() string {
 	st := r.t.Stats()
 	s := "identity records: " + itoa(st.Records) + " of QPs"
@@ -261,6 +265,7 @@ func (r *Runner) Summary() string {
 	if len(notes) > 0 {
 		s += " (" + strings.Join(notes, ", ") + ")"
 	}
+	s += ", " + itoa(r.gidRecords.Load()) + " of GID table entries"
 	if r.exitsErr != nil {
 		s += "; owners' exit statuses unavailable: " + r.exitsErr.Error()
 	}

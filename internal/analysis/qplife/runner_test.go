@@ -1,6 +1,7 @@
 package qplife
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
@@ -84,4 +85,16 @@ func TestTheRunnerFeedsTheTracker(t *testing.T) {
 		out.qps[1], // connected, at the time netlink answered
 		"ended qp 17 rxe0/1 RTR ib_write_bw[999] created +0s rqpn 18 fate signal +2ms SIGKILL at +2ms")
 	check(t, out.gids, "rxe0 ::ffff:10.98.1.2", "rxe0 fe80::5054:ff:fe00:9802")
+}
+
+func TestTheSummarySaysWhatWasSentAndWhatWasMissing(t *testing.T) {
+	r := Start(RunOptions{Node: "n", Out: &sink{},
+		GIDs:  func() ([]rdma.GIDEntry, error) { return []rdma.GIDEntry{{DevName: "rxe0", Port: 1, GID: netip.MustParseAddr("fe80::1")}}, nil },
+		Exits: func(func(rdma.ExitStatus)) (func(), error) { return nil, errors.New("process events need CAP_NET_ADMIN") }})
+	r.Event(ev(rdma.EvCreate, 0, 17))
+	r.Close()
+	want := "identity records: 1 of QPs, 1 of GID table entries; owners' exit statuses unavailable: process events need CAP_NET_ADMIN"
+	if got := r.Summary(); got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
 }
