@@ -89,8 +89,12 @@ func TestTheRunnerFeedsTheTracker(t *testing.T) {
 
 func TestTheSummarySaysWhatWasSentAndWhatWasMissing(t *testing.T) {
 	r := Start(RunOptions{Node: "n", Out: &sink{},
-		GIDs:  func() ([]rdma.GIDEntry, error) { return []rdma.GIDEntry{{DevName: "rxe0", Port: 1, GID: netip.MustParseAddr("fe80::1")}}, nil },
-		Exits: func(func(rdma.ExitStatus)) (func(), error) { return nil, errors.New("process events need CAP_NET_ADMIN") }})
+		GIDs: func() ([]rdma.GIDEntry, error) {
+			return []rdma.GIDEntry{{DevName: "rxe0", Port: 1, GID: netip.MustParseAddr("fe80::1")}}, nil
+		},
+		Exits: func(func(rdma.ExitStatus)) (func(), error) {
+			return nil, errors.New("process events need CAP_NET_ADMIN")
+		}})
 	r.Event(ev(rdma.EvCreate, 0, 17))
 	r.Close()
 	want := "identity records: 1 of QPs, 1 of GID table entries; owners' exit statuses unavailable: process events need CAP_NET_ADMIN"
