@@ -207,6 +207,11 @@ func twoHostsA(t *testing.T, c *ctl, store, otlpURL string) {
 	if len(theirs) < 2 {
 		t.Fatalf("b's rdma res shows %d QPs of its servers, want rping's and ib_write_bw's", len(theirs))
 	}
+	for _, q := range theirs {
+		if q.Comm != "rping" && q.Comm != "ib_write_bw" {
+			t.Fatalf("b's QP %d belongs to %q[%d], not to its servers", q.LQPN, q.Comm, q.Tgid)
+		}
+	}
 	began := time.Now()
 	for _, q := range theirs {
 		// a's QP connected to it, as a's kernel says.
@@ -293,7 +298,8 @@ func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
 			for _, p := range []*exec.Cmd{rp, bw} {
 				if threads(p)[r.Owner.PID] && r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS && r.Given(rdma.HasRQPN) {
 					got[p] = true
-					qps = append(qps, ownedQP{LQPN: r.LQPN, RQPN: r.RQPN, Tgid: uint32(p.Process.Pid), Comm: r.Owner.Comm})
+					comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Process.Pid)) // netlink gives the pid
+					qps = append(qps, ownedQP{LQPN: r.LQPN, RQPN: r.RQPN, Tgid: uint32(p.Process.Pid), Comm: strings.TrimSpace(string(comm))})
 				}
 			}
 		}
