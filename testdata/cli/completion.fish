@@ -106,6 +106,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l w
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.max-requests -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.timeout -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l otlp -x
+complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l dev -s d -x
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l port -s p -x
@@ -298,6 +299,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l qpn -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l no-answer -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l read -s r -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l log -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l store -x
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l max-input -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l duration -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l ready-file -r -F

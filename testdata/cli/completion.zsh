@@ -9,7 +9,7 @@ _rdmatrace_value() {
     "") case $2 in --addr | --after | --at | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
-    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
+    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
@@ -22,7 +22,7 @@ _rdmatrace_value() {
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
-    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
+    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
     return 1
 }
@@ -81,10 +81,10 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
+        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --node --verbose -v --help -h"
         words=""
         files="--btf --ready-file --web.config.file"
-        values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
+        values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp --node"
         ;;
     gid)
         flags="--dev -d --port -p --json -j --output -o --watch -w --interval --help -h"
@@ -198,10 +198,10 @@ _rdmatrace() {
         esac
         ;;
     why)
-        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
+        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --store --node --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
         words=""
         files="--read -r --log --ready-file --btf"
-        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --max-input --duration --ring-size --poll"
+        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --store --node --max-input --duration --ring-size --poll"
         formats="text json ndjson"
         ;;
     esac

@@ -116,3 +116,42 @@ func TestWhySaysWhatTheStoreLacked(t *testing.T) {
 		t.Errorf("a store that cannot be asked: %q", got)
 	}
 }
+
+// A live why waits for a young failure's peer to be recorded: the store
+// shows the peer alive when the failure is read (its node's record of
+// the death still on its way), ended once the failure is Settle old;
+// a failure that old already, or whose peer has ended, waits for
+// nothing.
+func TestLiveWhyWaitsForThePeersEnd(t *testing.T) {
+	s := fleet()
+	ended := s.qps[1]
+	alive := ended
+	alive.Change, alive.Fate, alive.Signal, alive.Ended, alive.Time = rdma.QPConnected, rdma.FateAlive, 0, time.Time{}, w0.Add(time.Millisecond)
+	s.qps[1] = alive
+	n := NewNamer(s, 0)
+	n.Settle(5 * time.Second)
+	failedAt := w0.Add(10 * time.Second)
+	now := failedAt.Add(500 * time.Millisecond) // the failure is read half a second after it
+	var slept []time.Duration
+	n.now = func() time.Time { return now }
+	n.sleep = func(d time.Duration) {
+		slept = append(slept, d)
+		now = now.Add(d)
+		s.qps[1] = ended // the peer's node's record arrives
+	}
+	got := ForWhy(n, "node-a")(failedLine(true))
+	want := "its peer QP 34 on node-b (ib_write_bw[999], pod b) was freed 1.2 s earlier when its owner was killed by SIGKILL"
+	if got != want || len(slept) != 1 || slept[0] != 4500*time.Millisecond {
+		t.Errorf("got %q after sleeping %v; want %q after 4.5s", got, slept, want)
+	}
+	// Old enough already: asked once, no wait, the answer as it stands.
+	s.qps[1] = alive
+	n = NewNamer(s, 0)
+	n.Settle(5 * time.Second)
+	slept = nil
+	n.now = func() time.Time { return failedAt.Add(6 * time.Second) }
+	n.sleep = func(d time.Duration) { slept = append(slept, d) }
+	if got := ForWhy(n, "node-a")(failedLine(true)); len(slept) != 0 || !strings.Contains(got, "alive") {
+		t.Errorf("an old failure: %q after sleeping %v", got, slept)
+	}
+}
