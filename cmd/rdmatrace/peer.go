@@ -43,57 +43,71 @@ func peerCommand() *cli.Command {
 }
 
 func runPeer(c *cli.Context) error {
-	q, err := peerQuery(c)
+	o, err := peerOptions(c)
 	if err != nil {
 		return err
 	}
-	if c.String("store") == "" {
-		return usage(c, "--store URL: the log store's base URL is needed (http://HOST:9428), or RDMATRACE_STORE")
+	return askPeer(o)
+}
+
+// peerRun is what peer asks, where, and how it answers.
+type peerRun struct {
+	Query   peer.Query
+	Store   string
+	Timeout time.Duration
+	Format  formats.Format
+}
+
+// peerOptions reads ADDR|GID QPN, --at, --store, --timeout and -j.
+func peerOptions(c *cli.Context) (o peerRun, err error) {
+	if c.Args().Len() != 2 {
+		return o, usagef("expected ADDR|GID QPN (two arguments), got %d", c.Args().Len())
 	}
-	s, err := store.Open(c.String("store"), store.Options{Timeout: c.Duration("timeout")})
+	addr, err := peer.ParseAddr(c.Args().Get(0))
 	if err != nil {
-		return usage(c, "%w", err)
+		return o, usagef("%w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Duration("timeout")+5*time.Second)
+	qpn, err := peer.ParseQPN(c.Args().Get(1))
+	if err != nil {
+		return o, usagef("%w", err)
+	}
+	o.Query = peer.Query{Addr: addr, QPN: qpn}
+	if at := c.String("at"); at != "" {
+		if o.Query.At, err = peer.ParseTime(at, time.Now()); err != nil {
+			return o, usagef("%w", err)
+		}
+	}
+	if o.Store = c.String("store"); o.Store == "" {
+		return o, usagef("--store URL: the log store's base URL is needed (http://HOST:9428), or RDMATRACE_STORE")
+	}
+	o.Timeout, o.Format = c.Duration("timeout"), formats.FormatText
+	if c.Bool("json") {
+		o.Format = formats.FormatJSON
+	}
+	return o, nil
+}
+
+// askPeer is the use case: the store's answer, written; exit status 1
+// when it has no such QP.
+func askPeer(o peerRun) error {
+	s, err := store.Open(o.Store, store.Options{Timeout: o.Timeout})
+	if err != nil {
+		return usagef("%w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Second)
 	defer cancel()
-	a, err := peer.Find(ctx, s, q)
+	a, err := peer.Find(ctx, s, o.Query)
 	if err != nil && a.QP == nil && a.Missing == "" {
 		return exitWith(1, fmt.Errorf("%s", formats.Sanitize(err.Error())))
 	}
 	if err != nil { // some records could not be read: said, and the answer stands on the rest
 		fmt.Fprintln(os.Stderr, "rdmatrace: peer: "+formats.Sanitize(err.Error()))
 	}
-	format := formats.FormatText
-	if c.Bool("json") {
-		format = formats.FormatJSON
-	}
-	if err := formats.WritePeer(os.Stdout, a, format, time.Now()); err != nil {
+	if err := formats.WritePeer(os.Stdout, a, o.Format, time.Now()); err != nil {
 		return err
 	}
 	if a.QP == nil {
 		return exitWith(1, nil)
 	}
 	return nil
-}
-
-// peerQuery reads ADDR|GID QPN and --at.
-func peerQuery(c *cli.Context) (peer.Query, error) {
-	if c.Args().Len() != 2 {
-		return peer.Query{}, usage(c, "expected ADDR|GID QPN (two arguments), got %d", c.Args().Len())
-	}
-	addr, err := peer.ParseAddr(c.Args().Get(0))
-	if err != nil {
-		return peer.Query{}, usage(c, "%w", err)
-	}
-	qpn, err := peer.ParseQPN(c.Args().Get(1))
-	if err != nil {
-		return peer.Query{}, usage(c, "%w", err)
-	}
-	q := peer.Query{Addr: addr, QPN: qpn}
-	if at := c.String("at"); at != "" {
-		if q.At, err = peer.ParseTime(at, time.Now()); err != nil {
-			return peer.Query{}, usage(c, "%w", err)
-		}
-	}
-	return q, nil
 }
