@@ -194,9 +194,10 @@ vlogs:
 	@guest/vlogs.sh >/dev/null
 
 # Two guests on one link (guest/pair), one vCPU each, on TWOHOST_KERNEL:
-# each traces with --otlp --node into a VictoriaLogs in guest a, rping and
-# ib_write_bw pairs connect a to b, and `rdmatrace peer` on a names b's
-# QPs' owners as b's `rdma res` does (e2e/twohost_test.go).
+# a traces and b runs the exporter, with --otlp --node, into a VictoriaLogs
+# in guest a; rping and ib_write_bw pairs connect a to b; `rdmatrace peer`
+# on a names b's QPs' owners as b's `rdma res` does, and `peer --at` the
+# rping server b killed, with its fate (e2e/twohost_test.go).
 TWOHOST_KERNEL ?= 6.12
 e2e-twohost: $(E2E_BIN) vlogs
 	@set -e; vl=$$(guest/vlogs.sh); test="$(E2E_BIN) -test.v -test.run '^TestTwoHosts$$' -rdmatrace $(BIN) -vlogs $$vl"; \

@@ -129,8 +129,10 @@ type ownedQP struct {
 // runs. An rping pair and an ib_write_bw pair connect a's clients to b's
 // servers; for each of b's QPs that `rdma res` on b lists, `rdmatrace peer`
 // on a names b's node, the QP's owner (pid and comm as b's kernel says)
-// and its peer, a's QP. Then b's rping server is killed by SIGKILL, and
-// `peer --at` a moment before names it with its fate.
+// and its peer, a's QP. Then b drops its RoCE packets and kills both
+// servers by SIGKILL: `peer --at` a moment before names b's rping with its
+// fate. b runs the exporter: it must have sent its records, dropped none,
+// and serve no per-QP series.
 func TestTwoHosts(t *testing.T) {
 	role := os.Getenv("RDMATRACE_PAIR_ROLE")
 	if role == "" {
@@ -140,6 +142,19 @@ func TestTwoHosts(t *testing.T) {
 	self, peer := os.Getenv("RDMATRACE_PAIR_ADDR"), os.Getenv("RDMATRACE_PAIR_PEER")
 	run(t, *linkUp, self)
 	c := connect(t, role, self, peer)
+	// The guests' clocks come from the emulated RTC, a second apart at
+	// worst: a takes b's, as a fleet's nodes keep one clock by NTP, so
+	// that a failure on a and a death on b are told in order.
+	if role == "b" {
+		c.say("clock", time.Now())
+	} else {
+		var bt time.Time
+		c.wait("clock", 5*time.Minute, &bt)
+		tv := syscall.NsecToTimeval(bt.UnixNano())
+		if err := syscall.Settimeofday(&tv); err != nil {
+			t.Fatalf("setting a's clock to b's: %v", err)
+		}
+	}
 	store := "http://" + net.JoinHostPort("10.98.1.1", storePort) // a's
 	otlpURL := store + "/insert/opentelemetry/v1/logs"
 	if role == "a" {
@@ -271,14 +286,16 @@ func twoHostsA(t *testing.T, c *ctl, store, otlpURL string) {
 	out, _, _ := runStatus(*rdmatraceBin, "peer", "--store", store, "--at", at, "10.98.1.2", strconv.FormatUint(uint64(killed.LQPN), 10))
 	t.Logf("peer --at %s 10.98.1.2 %d:\n%s", at, killed.LQPN, out)
 	keep(t, "twohost/peer-killed.txt", out)
+
 	w.stop()
 	c.say("done", nil)
 }
 
 func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
 	c.wait("store", 5*time.Minute, nil)
-	tr := startTrace(t, "--otlp", otlpURL, "--node", "node-b")
-	defer tr.stop()
+	// b runs the exporter, as a DaemonSet's node does: its identity
+	// records go to the store, its metrics count them.
+	metrics := startOTLPExporter(t, otlpURL, "node-b")
 	w := &workload{t: t}
 	t.Cleanup(w.stop)
 	ports += 10
@@ -315,9 +332,65 @@ func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
 			rpQP = q.LQPN
 		}
 	}
+	// b's RoCE packets dropped first: the kills' disconnects never reach
+	// a, whose clients fail on their own (transport retries exhausted).
+	run(t, "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "prio")
+	run(t, "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff", "action", "drop")
 	before := time.Now()
 	_ = syscall.Kill(rp.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(bw.Process.Pid, syscall.SIGKILL)
 	c.say("killed", map[string]any{"LQPN": rpQP, "Before": before})
 	c.wait("done", 10*time.Minute, nil)
 	w.signal(syscall.SIGKILL)
+
+	// What it sent is counted, nothing lost; no series is per QP (the
+	// identity records are the store's, never Prometheus labels).
+	m := scrape(t, metrics)
+	if m["rdmatrace_otlp_sent_total{}"] == 0 || m["rdmatrace_otlp_dropped_total{}"] != 0 {
+		t.Errorf("b's exporter: %v records sent, %v dropped; want some sent, none dropped",
+			m["rdmatrace_otlp_sent_total{}"], m["rdmatrace_otlp_dropped_total{}"])
+	}
+	for k := range m {
+		if strings.Contains(k, "qpn=") || strings.Contains(k, "{qp=") || strings.Contains(k, ",qp=") {
+			t.Errorf("a per-QP series in b's exporter: %s", k)
+		}
+	}
+	t.Logf("b's exporter: %v OTLP records sent, %v dropped, %d series", m["rdmatrace_otlp_sent_total{}"], m["rdmatrace_otlp_dropped_total{}"], len(m))
+}
+
+// startOTLPExporter runs `rdmatrace exporter --otlp URL --node NODE` on
+// the loopback until the test ends, and returns the address it serves.
+func startOTLPExporter(t *testing.T, otlpURL, node string) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	exp := exec.Command(*rdmatraceBin, "exporter", "--listen", "127.0.0.1:0", "--ready-file", ready, "--otlp", otlpURL, "--node", node)
+	var stderr lockedBuffer
+	exp.Stderr = &stderr
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- exp.Wait() }()
+	t.Cleanup(func() {
+		_ = exp.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+			_ = exp.Process.Kill()
+			t.Error("exporter still running 60 s after SIGTERM")
+		}
+		t.Logf("b's exporter said:\n%s", stderr.String())
+	})
+	waitFor(t, 60*time.Second, "the exporter to serve with its tracer", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("the exporter exited: %v\n%s", err, stderr.String())
+		default:
+		}
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	b, _ := os.ReadFile(ready)
+	return strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 }
