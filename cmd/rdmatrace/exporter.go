@@ -79,6 +79,7 @@ func exporterCommand() *cli.Command {
 			&cli.IntFlag{Name: "web.max-requests", Value: exporter.DefaultMaxRequests, Usage: "serve `N` scrapes at once; the others are answered 503"},
 			&cli.DurationFlag{Name: "web.timeout", Value: exporter.DefaultTimeout, Usage: "answer 503 to a scrape still running after `DURATION` (a connection idle between scrapes is closed after 30s, one that sends no request after 5s)"},
 			otlpFlag,
+			nodeFlag,
 			verboseFlag,
 		},
 		Action: runExporter,
@@ -95,8 +96,12 @@ func runExporter(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		defer closeOTLP() // after the tracer's last events
-		o.Also = sink.Write
+		// The node's identity records go with the events; the delivery's
+		// counts are served with the metrics.
+		ids, closeIDs := startIdentity(sink)
+		defer func() { closeIDs(); closeOTLP() }() // after the tracer's last events
+		o.Collectors = append(o.Collectors, sink.Collector())
+		o.Also = func(e *rdma.Event) { sink.Write(e); ids.Event(e) }
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

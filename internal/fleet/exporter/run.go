@@ -43,8 +43,13 @@ type Options struct {
 	// UIDOf finds a failing owner's uid (rdma_failures_total's uid
 	// label); nil: not known.
 	UIDOf func(pid uint32) (uint32, bool)
-	// Also gets each traced event after the counters (--otlp).
+	// Also gets each traced event, and each of the start snapshot's, after
+	// the counters (--otlp: its identity records begin with the QPs that
+	// exist).
 	Also func(*rdma.Event)
+	// Collectors are served beside the exporter's metrics (--otlp's
+	// delivery counts).
+	Collectors []prometheus.Collector
 	// Stderr gets the exporter's lines (os.Stderr when nil).
 	Stderr io.Writer
 }
@@ -56,7 +61,8 @@ type TracerPart struct {
 	// start, in the preflight's and the loader's words.
 	Start func() (Tracer, error)
 	// Snapshot gives emit an event for each object that exists now (the
-	// owners the live table names when a device's unregistration blocks),
+	// owners the live table names when a device's unregistration blocks;
+	// Options.Also gets them too),
 	// at most LiveTableSize (the table keeps no more), until ctx ends.
 	Snapshot func(ctx context.Context, emit func(*rdma.Event)) error
 	// Probe is a cheap look at what Start depends on (Retry.Probe).
@@ -97,8 +103,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := x.Register(reg); err != nil {
 		return err
 	}
-	if err := reg.Register(tm); err != nil {
-		return err
+	for _, c := range append([]prometheus.Collector{tm}, o.Collectors...) {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
 	}
 	ln, err := Listen(o.Listen)
 	if err != nil {
@@ -183,7 +191,7 @@ func startTracer(ctx context.Context, p *TracerPart, x *Exporter, tm *TracerMetr
 	// Owners come placed in their containers: the snapshot and the
 	// tracer place them.
 	if p.Snapshot != nil {
-		if err := p.Snapshot(ctx, x.Event); err != nil {
+		if err := p.Snapshot(ctx, func(e *rdma.Event) { _ = feed(e) }); err != nil {
 			if ctx.Err() != nil {
 				tm.Detach()
 				return nil, nil, errors.Join(ctx.Err(), t.Close())

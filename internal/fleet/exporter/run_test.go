@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -143,5 +145,47 @@ func TestListenUnixIsOwnersOnly(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {
 		t.Errorf("the file became %q", b)
+	}
+}
+
+// The start snapshot's events go where the traced events go: to the
+// counters and to Options.Also (--otlp's identity records begin with the
+// QPs that exist), and Options.Collectors are served with the metrics.
+func TestSnapshotEventsReachAlsoAndCollectorsAreServed(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "m.sock")
+	part := &TracerPart{
+		Start: func() (Tracer, error) { return &blockingTracer{stopped: make(chan struct{})}, nil },
+		Snapshot: func(_ context.Context, emit func(*rdma.Event)) error {
+			emit(&rdma.Event{Kind: rdma.EvExists, ID: 17})
+			return nil
+		},
+	}
+	var also atomic.Int32
+	extra := prometheus.NewCounter(prometheus.CounterOpts{Name: "rdmatrace_test_extra_total", Help: "a collector of the caller's"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Listen: "unix:" + sock, Source: emptySource, Tracer: part, ReadyFile: filepath.Join(dir, "ready"),
+			Also: func(e *rdma.Event) {
+				if e.Kind == rdma.EvExists && e.ID == 17 {
+					also.Add(1)
+				}
+			},
+			Collectors: []prometheus.Collector{extra}, Stderr: io.Discard})
+	}()
+	defer func() { cancel(); <-done }()
+	for range 2000 {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := also.Load(); n != 1 {
+		t.Errorf("Also got the snapshot's event %d times, want 1", n)
+	}
+	code, body, err := getOn("unix", sock, "/metrics")
+	if err != nil || code != 200 || !strings.Contains(body, "rdmatrace_test_extra_total 0") {
+		t.Errorf("/metrics: %d %v, want the caller's collector served:\n%.500s", code, err, body)
 	}
 }
