@@ -113,6 +113,7 @@ const (
 	RdmatraceEventFlagF_OWNER_EXITING RdmatraceEventFlag = 512
 	RdmatraceEventFlagF_HAS_SIZE      RdmatraceEventFlag = 4096
 	RdmatraceEventFlagF_PREEMPTED     RdmatraceEventFlag = 8192
+	RdmatraceEventFlagF_HAS_PEER      RdmatraceEventFlag = 1048576
 )
 
 type RdmatraceEventHdr struct {
@@ -152,19 +153,9 @@ const (
 	RdmatraceEventKindEV_SMC_LINK_DESTROY RdmatraceEventKind = 16
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
-)
-
-type RdmatraceFailureFlag uint32
-
-const (
-	RdmatraceFailureFlagF_HAS_PEER RdmatraceFailureFlag = 1048576
-)
-
-type RdmatraceFailureKind uint32
-
-const (
-	RdmatraceFailureKindEV_ASYNC    RdmatraceFailureKind = 30
-	RdmatraceFailureKindEV_QP_ERROR RdmatraceFailureKind = 31
+	RdmatraceEventKindEV_ASYNC            RdmatraceEventKind = 30
+	RdmatraceEventKindEV_QP_ERROR         RdmatraceEventKind = 31
+	RdmatraceEventKindEV_QP_ATTR          RdmatraceEventKind = 40
 )
 
 type RdmatraceIwarpState struct {
@@ -304,12 +295,6 @@ const (
 	RdmatraceQpAttrFlagQA_HAS_NDEV RdmatraceQpAttrFlag = 2
 	RdmatraceQpAttrFlagQA_VLAN     RdmatraceQpAttrFlag = 4
 	RdmatraceQpAttrFlagQA_HAS_GRH  RdmatraceQpAttrFlag = 8
-)
-
-type RdmatraceQpAttrKind uint32
-
-const (
-	RdmatraceQpAttrKindEV_QP_ATTR RdmatraceQpAttrKind = 40
 )
 
 type RdmatraceQpErrorCause uint32
@@ -693,14 +678,11 @@ const (
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
 	RdmatraceVarUnusedEventHdr                                       = "unused_event_hdr"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
-	RdmatraceVarUnusedFailureFlag                                    = "unused_failure_flag"
-	RdmatraceVarUnusedFailureKind                                    = "unused_failure_kind"
 	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
 	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
 	RdmatraceVarUnusedQpAttrEvent                                    = "unused_qp_attr_event"
 	RdmatraceVarUnusedQpAttrFlag                                     = "unused_qp_attr_flag"
-	RdmatraceVarUnusedQpAttrKind                                     = "unused_qp_attr_kind"
 	RdmatraceVarUnusedQpErrorCause                                   = "unused_qp_error_cause"
 	RdmatraceVarUnusedQpErrorEvent                                   = "unused_qp_error_event"
 	RdmatraceVarUnusedResEvent                                       = "unused_res_event"
@@ -970,14 +952,11 @@ type RdmatraceVariableSpecs struct {
 	UnusedEventFlag        *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.VariableSpec `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedFailureFlag      *ebpf.VariableSpec `ebpf:"unused_failure_flag"`
-	UnusedFailureKind      *ebpf.VariableSpec `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.VariableSpec `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.VariableSpec `ebpf:"unused_qp_attr_flag"`
-	UnusedQpAttrKind       *ebpf.VariableSpec `ebpf:"unused_qp_attr_kind"`
 	UnusedQpErrorCause     *ebpf.VariableSpec `ebpf:"unused_qp_error_cause"`
 	UnusedQpErrorEvent     *ebpf.VariableSpec `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.VariableSpec `ebpf:"unused_res_event"`
@@ -1070,14 +1049,11 @@ type RdmatraceVariables struct {
 	UnusedEventFlag        *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.Variable `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedFailureFlag      *ebpf.Variable `ebpf:"unused_failure_flag"`
-	UnusedFailureKind      *ebpf.Variable `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.Variable `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.Variable `ebpf:"unused_qp_attr_flag"`
-	UnusedQpAttrKind       *ebpf.Variable `ebpf:"unused_qp_attr_kind"`
 	UnusedQpErrorCause     *ebpf.Variable `ebpf:"unused_qp_error_cause"`
 	UnusedQpErrorEvent     *ebpf.Variable `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.Variable `ebpf:"unused_res_event"`

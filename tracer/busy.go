@@ -10,7 +10,7 @@ import (
 )
 
 // Port-busy events are auxiliary to the lifecycle events and limited in
-// the kernel (bpf/rdmatrace.bpf.c, reserve_busy): a failed TCP bind is
+// the kernel (bpf/ports.h, reserve_busy): a failed TCP bind is
 // reported only while an iWARP device exists, each process, port and
 // operation gets one event a second (the next carrying how many were held
 // back), and they may fill only a quarter of the ring buffer.
