@@ -202,37 +202,127 @@ static __always_inline void count(void *map)
 		__sync_fetch_and_add(n, 1);
 }
 
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h, as PF_EXITING */
+#define NO_UID 0xffffffff
+
+/* Who runs a hook, as the ring's share and the record's header need it. */
+struct actor {
+	__u64 cgroup; /* its cgroup v2 id */
+	__u32 uid;    /* NO_UID for a kernel thread (a kworker running rdma_cm's events) */
+	__u32 task_flags;
+};
+
+static __always_inline void get_actor(struct actor *a)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	a->cgroup = bpf_get_current_cgroup_id();
+	a->task_flags = BPF_CORE_READ(task, flags);
+	a->uid = (a->task_flags & PF_KTHREAD) ? NO_UID : (__u32)bpf_get_current_uid_gid();
+}
+
 /* Fill a reserved record's header: the actor and the context. */
-static __always_inline void fill_hdr(struct event_hdr *h, __u32 kind)
+static __always_inline void fill_hdr(struct event_hdr *h, __u32 kind, const struct actor *a)
 {
 	h->ts = bpf_ktime_get_ns();
 	h->kind = kind;
 	__u64 id = bpf_get_current_pid_tgid();
 	h->actor_pid = id >> 32;
 	h->actor_tid = (__u32)id;
-	h->cgroup = bpf_get_current_cgroup_id();
+	h->cgroup = a->cgroup;
 	bpf_get_current_comm(h->actor_comm, sizeof(h->actor_comm));
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	if (BPF_CORE_READ(task, flags) & PF_EXITING)
+	if (a->task_flags & PF_EXITING)
 		h->flags |= F_EXITING;
 	__u32 tid = h->actor_tid;
 	if (bpf_map_lookup_elem(&closing, &tid))
 		h->flags |= F_CLOSING;
 }
 
-/* Reserve a record of type (one of the *_event structs), zeroed, its
- * header filled, counting a full ring in lost (drops, or busy_drops for the
- * port-busy events). A macro: the ring takes only a constant size. */
-#define reserve_counted(type, kind, lost)                                 \
-	({                                                                \
-		type *__e = bpf_ringbuf_reserve(&events, sizeof(type), 0); \
-		if (__e) {                                                \
-			__builtin_memset(__e, 0, sizeof(type));           \
-			fill_hdr(&__e->h, kind);                          \
-		} else {                                                  \
-			count(lost);                                      \
-		}                                                         \
-		__e;                                                      \
+/* ---- The ring's share: the busiest owner leaves a quarter to the others ----
+ * One user's churn must not cost another user's lifecycle events their
+ * place. The owner of a record here is who runs the hook, by user and
+ * cgroup (a user cannot change its uid, and forking stays in its cgroup;
+ * kernel threads are one owner). A vote finds the busiest (Boyer-Moore's
+ * majority vote: its own records add one, others' take one away, and a
+ * lead of SHARE_VOTES_MAX is kept at most, so a newcomer takes its place
+ * within that many records more than its own). Once the ring is three
+ * quarters full, the busiest owner's records are refused, counted in shed:
+ * the last quarter is for everyone else. Port-busy events stop at a
+ * quarter already (ports.h). The vote is one entry for all CPUs, updated
+ * without a lock: a race misplaces a vote, nothing more. */
+#define SHARE_VOTES_MAX 1024
+#define SHARE_VOTES_MIN 64 /* a lead below this: no one is the busiest */
+
+struct share_vote {
+	__u64 cgroup;
+	__u32 uid;
+	__u32 pad;
+	__s64 votes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct share_vote);
+} busiest SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} shed SEC(".maps");
+
+/* Whether a's record may go in the ring: it votes, and is refused if it is
+ * the busiest owner and the ring is three quarters full. */
+static __always_inline int share_admit(const struct actor *a)
+{
+	__u32 zero = 0;
+	struct share_vote *v = bpf_map_lookup_elem(&busiest, &zero);
+	if (!v)
+		return 1;
+	int mine = v->cgroup == a->cgroup && v->uid == a->uid;
+	if (mine) {
+		if (v->votes < SHARE_VOTES_MAX)
+			v->votes++;
+	} else if (v->votes > 0) {
+		v->votes--;
+	} else {
+		v->cgroup = a->cgroup;
+		v->uid = a->uid;
+		v->votes = 1;
+	}
+	if (!mine || v->votes < SHARE_VOTES_MIN)
+		return 1;
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	return avail <= size - size / 4;
+}
+
+/* Reserve a record of type (one of the *_event structs) for actor, zeroed,
+ * its header filled, counting a full ring in lost (drops, or busy_drops for
+ * the port-busy events) and a refusal by the share in shed. reserve_counted
+ * and reserve are it for the task that runs the hook. Macros: the ring
+ * takes only a constant size. */
+#define reserve_as(type, kind, lost, actor)                                      \
+	({                                                                        \
+		type *__e = 0;                                                    \
+		if (!share_admit(actor)) {                                        \
+			count(&shed);                                             \
+		} else if ((__e = bpf_ringbuf_reserve(&events, sizeof(type), 0))) { \
+			__builtin_memset(__e, 0, sizeof(type));                   \
+			fill_hdr(&__e->h, kind, actor);                           \
+		} else {                                                          \
+			count(lost);                                              \
+		}                                                                 \
+		__e;                                                              \
+	})
+
+#define reserve_counted(type, kind, lost)                                         \
+	({                                                                        \
+		struct actor __a;                                                 \
+		get_actor(&__a);                                                  \
+		reserve_as(type, kind, lost, &__a);                               \
 	})
 
 #define reserve(type, kind) reserve_counted(type, kind, &drops)

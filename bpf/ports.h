@@ -28,7 +28,7 @@ struct port_busy_event {
 	struct ev_res res; /* the rdma_cm ID (rdma_listen, rdma_connect) */
 	struct ev_addr addr;
 	__u32 op;         /* enum port_op */
-	__u32 suppressed; /* like events (same port, process and operation) the rate limit held back before this one */
+	__u32 suppressed; /* port-busy events of the same process the rate limit held back before this one */
 	__s32 status;
 };
 
@@ -39,15 +39,29 @@ const enum port_op *unused_port_op __attribute__((unused));
 #define IPPROTO_TCP_NUM 6
 
 /* Port-busy events are auxiliary: any local user can make failing binds by
- * the hundred thousand a second, and they must never cost a lifecycle event
- * its place. So (1) a failed bind is reported only while an iWARP device
- * exists (iwarp_present); (2) each process, port and operation gets one
- * event a second, the next one carrying how many were held back in
- * suppressed (all of them also counted in busy_suppressed); (3) a port-busy
- * event is queued only while the ring is less than a quarter full, so that
- * three quarters are always left to the lifecycle events; what that refuses,
- * or a full ring, is counted in busy_drops, never in drops. */
-#define BUSY_INTERVAL_NS 1000000000ULL
+ * the hundred thousand a second, on ports and from processes of its
+ * choosing, and they must never cost a lifecycle event its place, nor the
+ * reader its time (user space names each one's holders). So
+ * (1) a failed bind is reported only while an iWARP device exists
+ *     (iwarp_present);
+ * (2) each event takes a token from three buckets: its process's (one a
+ *     second), its user's in its cgroup (four a second, eight at once) and
+ *     everyone's (sixteen a second, 32 at once). None is keyed by what a
+ *     user may cycle through: ports are no key at all, new processes get
+ *     buckets of their own but share their user's, and however many users
+ *     or cgroups there are, they share everyone's. One held back, by any
+ *     bucket, is counted in busy_suppressed and in its process's bucket,
+ *     whose next event shown carries the number in suppressed;
+ * (3) a port-busy event is queued only while the ring is less than a
+ *     quarter full, so that three quarters are always left to the lifecycle
+ *     events; what that refuses, or a full ring, is counted in busy_drops,
+ *     never in drops. */
+#define BUSY_PROC_NS 1000000000ULL /* a process: one a second */
+#define BUSY_PROC_BURST 1
+#define BUSY_GROUP_NS 250000000ULL /* a user in a cgroup: four a second */
+#define BUSY_GROUP_BURST 8
+#define BUSY_ALL_NS 62500000ULL /* everyone: sixteen a second */
+#define BUSY_ALL_BURST 32
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -63,80 +77,112 @@ struct {
 	__type(value, __u64);
 } busy_suppressed SEC(".maps");
 
-struct busy_key {
-	__u32 tgid;
-	__u16 port; /* network order, as in the sockaddr */
-	__u16 op;   /* enum port_op */
+/* A token bucket as GCRA keeps it: one token comes every interval, at most
+ * burst wait, and a token is there while tat - now <= (burst - 1) *
+ * interval. Updated without a lock: CPUs racing may both take the last
+ * token, no more. */
+struct busy_bucket {
+	__u64 tat;  /* bpf_ktime_get_ns: the theoretical arrival time */
+	__u64 held; /* a process's: held back since its last one shown */
 };
 
-struct busy_limit {
-	__u64 next; /* bpf_ktime_get_ns from which the next one is shown */
-	__u64 held; /* held back since the last one shown */
+struct busy_group {
+	__u64 cgroup;
+	__u32 uid;
+	__u32 pad;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct busy_key);
-	__type(value, struct busy_limit);
-} busy_limits SEC(".maps");
+	__type(key, __u32); /* tgid */
+	__type(value, struct busy_bucket);
+} busy_procs SEC(".maps");
 
-/* The rate limit: -1 to hold this one back (counted), else the number held
- * back before it, to carry. The count is taken by subtracting what was
- * read, so that increments racing with the read stay for the next one. */
-static __always_inline long busy_admit(__u32 op, __u16 port)
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct busy_group);
+	__type(value, struct busy_bucket);
+} busy_groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct busy_bucket);
+} busy_all SEC(".maps");
+
+static __always_inline int bucket_take(struct busy_bucket *b, __u64 now, __u64 interval, __u64 burst)
 {
-	struct busy_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .port = port, .op = op};
-	__u64 now = bpf_ktime_get_ns();
-	struct busy_limit *l = bpf_map_lookup_elem(&busy_limits, &k);
-	if (!l) {
-		struct busy_limit first = {.next = now + BUSY_INTERVAL_NS};
-		bpf_map_update_elem(&busy_limits, &k, &first, BPF_NOEXIST);
+	__u64 tat = b->tat > now ? b->tat : now;
+	if (tat - now > (burst - 1) * interval)
 		return 0;
+	b->tat = tat + interval;
+	return 1;
+}
+
+/* The bucket of key in an LRU map, made full if there is none. */
+static __always_inline struct busy_bucket *bucket_of(void *map, const void *key)
+{
+	struct busy_bucket *b = bpf_map_lookup_elem(map, key);
+	if (b)
+		return b;
+	struct busy_bucket fresh = {};
+	bpf_map_update_elem(map, key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* The rate limit, for process tgid run by a at now: -1 to hold this one
+ * back (counted), else the number held back before it, to carry. The count
+ * is taken by subtracting what was read, so that increments racing with the
+ * read stay for the next one. A bucket that cannot be had (the maps
+ * contended) holds the event back: counted, not shown. */
+static __always_inline long busy_admit(__u32 tgid, const struct actor *a, __u64 now)
+{
+	struct busy_group g = {.cgroup = a->cgroup, .uid = a->uid};
+	__u32 zero = 0;
+	struct busy_bucket *p = bucket_of(&busy_procs, &tgid);
+	struct busy_bucket *u = bucket_of(&busy_groups, &g);
+	struct busy_bucket *all = bpf_map_lookup_elem(&busy_all, &zero);
+	if (p && u && all && bucket_take(p, now, BUSY_PROC_NS, BUSY_PROC_BURST) &&
+	    bucket_take(u, now, BUSY_GROUP_NS, BUSY_GROUP_BURST) && bucket_take(all, now, BUSY_ALL_NS, BUSY_ALL_BURST)) {
+		__u64 held = p->held;
+		__sync_fetch_and_add(&p->held, -held);
+		return held > 0xffffffff ? 0xffffffff : held;
 	}
-	if (now < l->next) {
-		__sync_fetch_and_add(&l->held, 1);
-		count(&busy_suppressed);
-		return -1;
-	}
-	l->next = now + BUSY_INTERVAL_NS;
-	__u64 held = l->held;
-	__sync_fetch_and_add(&l->held, -held);
-	return held > 0xffffffff ? 0xffffffff : held;
+	if (p)
+		__sync_fetch_and_add(&p->held, 1);
+	count(&busy_suppressed);
+	return -1;
 }
 
 /* A record for a port-busy event, or 0: held back by the rate limit, or
  * refused as the ring is a quarter full (counted in busy_drops). A refused
  * event gives its held-back count to the next. */
-static __always_inline struct port_busy_event *reserve_busy(__u32 op, __u16 port)
+static __always_inline struct port_busy_event *reserve_busy(__u32 op)
 {
-	long held = busy_admit(op, port);
+	struct actor a;
+	get_actor(&a);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	long held = busy_admit(tgid, &a, bpf_ktime_get_ns());
 	if (held < 0)
 		return 0;
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
 	struct port_busy_event *e = 0;
 	if (avail + sizeof(struct port_busy_event) <= size / 4)
-		e = reserve_counted(struct port_busy_event, EV_PORT_BUSY, &busy_drops);
+		e = reserve_as(struct port_busy_event, EV_PORT_BUSY, &busy_drops, &a);
 	else
 		count(&busy_drops);
 	if (!e) {
-		struct busy_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, .port = port, .op = op};
-		struct busy_limit *l = bpf_map_lookup_elem(&busy_limits, &k);
-		if (l && held)
-			__sync_fetch_and_add(&l->held, held);
+		struct busy_bucket *p = bpf_map_lookup_elem(&busy_procs, &tgid);
+		if (p && held)
+			__sync_fetch_and_add(&p->held, held);
 		return 0;
 	}
 	e->suppressed = held;
 	return e;
-}
-
-/* The port of a sockaddr_in or sockaddr_in6 (both have it at byte 2). */
-static __always_inline __u16 sockaddr_port(const void *sa)
-{
-	__u16 port = 0;
-	bpf_probe_read_kernel(&port, sizeof(port), sa + 2);
-	return port;
 }
 
 static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long ret)
@@ -148,7 +194,7 @@ static __always_inline int emit_cm_busy(__u32 op, struct rdma_cm_id *id, long re
 		return emit_cm(CM_TP_LISTEN, container(id, struct rdma_id_private, id), 0, 0);
 	if (ret != -EADDRINUSE || !id)
 		return 0;
-	struct port_busy_event *e = reserve_busy(op, sockaddr_port(&id->route.addr.src_addr));
+	struct port_busy_event *e = reserve_busy(op);
 	if (!e)
 		return 0;
 	set_cm(&e->h, &e->dev, &e->res, &e->addr, container(id, struct rdma_id_private, id));
@@ -168,7 +214,7 @@ static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sock
 		return 0;
 	if (addr_len < 4)
 		return 0;
-	struct port_busy_event *e = reserve_busy(op, sockaddr_port(uaddr));
+	struct port_busy_event *e = reserve_busy(op);
 	if (!e)
 		return 0;
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -280,19 +326,30 @@ PORT_HOOK(__inet_bind, inet_bind, PORT_INET_BIND, sk, uaddr, addr_len,
 PORT_HOOK(__inet6_bind, inet6_bind, PORT_INET6_BIND, sk, uaddr, addr_len,
 	  struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags)
 
-/* The port-busy limits as raw_tp programs that BPF_PROG_TEST_RUN can run
- * on a kernel without RDMA (tracer/busy_test.go): the rate limit's verdict,
- * and a port-busy or a lifecycle record queued (submitted) as the hooks do. */
+/* The port-busy limits and the ring's share as raw_tp programs that
+ * BPF_PROG_TEST_RUN can run on a kernel without RDMA (tracer/busy_test.go):
+ * the rate limit's verdict, for the calling process now or for any owner at
+ * any time, and a port-busy or a lifecycle record queued (submitted) as the
+ * hooks do, the latter for any owner. */
 SEC("raw_tp")
 int BPF_PROG(selftest_busy_admit, __u64 op, __u64 port)
 {
-	return busy_admit(op, port);
+	struct actor a;
+	get_actor(&a);
+	return busy_admit(bpf_get_current_pid_tgid() >> 32, &a, bpf_ktime_get_ns());
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_busy_admit_as, __u64 tgid, __u64 uid, __u64 cgroup, __u64 now)
+{
+	struct actor a = {.cgroup = cgroup, .uid = uid};
+	return busy_admit(tgid, &a, now);
 }
 
 SEC("raw_tp")
 int BPF_PROG(selftest_reserve_busy, __u64 op, __u64 port)
 {
-	struct port_busy_event *e = reserve_busy(op, port);
+	struct port_busy_event *e = reserve_busy(op);
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -303,6 +360,17 @@ SEC("raw_tp")
 int BPF_PROG(selftest_reserve)
 {
 	struct res_event *e = reserve(struct res_event, EV_RES_ADD);
+	if (!e)
+		return 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 1;
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_reserve_as, __u64 uid, __u64 cgroup)
+{
+	struct actor a = {.cgroup = cgroup, .uid = uid};
+	struct res_event *e = reserve_as(struct res_event, EV_RES_ADD, &drops, &a);
 	if (!e)
 		return 0;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

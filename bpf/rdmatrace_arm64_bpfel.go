@@ -43,17 +43,17 @@ type RdmatraceAsyncEvent struct {
 	_       [4]byte
 }
 
-type RdmatraceBusyKey struct {
+type RdmatraceBusyBucket struct {
 	_    structs.HostLayout
-	Tgid uint32
-	Port uint16
-	Op   uint16
+	Tat  uint64
+	Held uint64
 }
 
-type RdmatraceBusyLimit struct {
-	_    structs.HostLayout
-	Next uint64
-	Held uint64
+type RdmatraceBusyGroup struct {
+	_      structs.HostLayout
+	Cgroup uint64
+	Uid    uint32
+	Pad    uint32
 }
 
 type RdmatraceCmTp uint32
@@ -374,6 +374,14 @@ type RdmatraceResEvent struct {
 	_       [4]byte
 }
 
+type RdmatraceShareVote struct {
+	_      structs.HostLayout
+	Cgroup uint64
+	Uid    uint32
+	Pad    uint32
+	Votes  int64
+}
+
 type RdmatraceSmcFallbackEvent struct {
 	_    structs.HostLayout
 	H    RdmatraceEventHdr
@@ -472,8 +480,11 @@ type RdmatraceWcKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapBusiest                                              = "busiest"
+	RdmatraceMapBusyAll                                              = "busy_all"
 	RdmatraceMapBusyDrops                                            = "busy_drops"
-	RdmatraceMapBusyLimits                                           = "busy_limits"
+	RdmatraceMapBusyGroups                                           = "busy_groups"
+	RdmatraceMapBusyProcs                                            = "busy_procs"
 	RdmatraceMapBusySuppressed                                       = "busy_suppressed"
 	RdmatraceMapClosing                                              = "closing"
 	RdmatraceMapCpuSpells                                            = "cpu_spells"
@@ -492,6 +503,7 @@ const (
 	RdmatraceMapPortArgs                                             = "port_args"
 	RdmatraceMapQpStates                                             = "qp_states"
 	RdmatraceMapReader                                               = "reader"
+	RdmatraceMapShed                                                 = "shed"
 	RdmatraceMapSideDrops                                            = "side_drops"
 	RdmatraceMapSpanStarts                                           = "span_starts"
 	RdmatraceMapWcErrors                                             = "wc_errors"
@@ -649,7 +661,9 @@ const (
 	RdmatraceProgRawTpSmcSwitchToFallback                            = "raw_tp_smc_switch_to_fallback"
 	RdmatraceProgRawTpSmcrLinkDown                                   = "raw_tp_smcr_link_down"
 	RdmatraceProgSelftestBusyAdmit                                   = "selftest_busy_admit"
+	RdmatraceProgSelftestBusyAdmitAs                                 = "selftest_busy_admit_as"
 	RdmatraceProgSelftestReserve                                     = "selftest_reserve"
+	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
@@ -888,7 +902,9 @@ type RdmatraceProgramSpecs struct {
 	RawTpSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.ProgramSpec `ebpf:"raw_tp_smcr_link_down"`
 	SelftestBusyAdmit                                   *ebpf.ProgramSpec `ebpf:"selftest_busy_admit"`
+	SelftestBusyAdmitAs                                 *ebpf.ProgramSpec `ebpf:"selftest_busy_admit_as"`
 	SelftestReserve                                     *ebpf.ProgramSpec `ebpf:"selftest_reserve"`
+	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
@@ -917,8 +933,11 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
+	Busiest        *ebpf.MapSpec `ebpf:"busiest"`
+	BusyAll        *ebpf.MapSpec `ebpf:"busy_all"`
 	BusyDrops      *ebpf.MapSpec `ebpf:"busy_drops"`
-	BusyLimits     *ebpf.MapSpec `ebpf:"busy_limits"`
+	BusyGroups     *ebpf.MapSpec `ebpf:"busy_groups"`
+	BusyProcs      *ebpf.MapSpec `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.MapSpec `ebpf:"busy_suppressed"`
 	Closing        *ebpf.MapSpec `ebpf:"closing"`
 	CpuSpells      *ebpf.MapSpec `ebpf:"cpu_spells"`
@@ -937,6 +956,7 @@ type RdmatraceMapSpecs struct {
 	PortArgs       *ebpf.MapSpec `ebpf:"port_args"`
 	QpStates       *ebpf.MapSpec `ebpf:"qp_states"`
 	Reader         *ebpf.MapSpec `ebpf:"reader"`
+	Shed           *ebpf.MapSpec `ebpf:"shed"`
 	SideDrops      *ebpf.MapSpec `ebpf:"side_drops"`
 	SpanStarts     *ebpf.MapSpec `ebpf:"span_starts"`
 	WcErrors       *ebpf.MapSpec `ebpf:"wc_errors"`
@@ -986,8 +1006,11 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
+	Busiest        *ebpf.Map `ebpf:"busiest"`
+	BusyAll        *ebpf.Map `ebpf:"busy_all"`
 	BusyDrops      *ebpf.Map `ebpf:"busy_drops"`
-	BusyLimits     *ebpf.Map `ebpf:"busy_limits"`
+	BusyGroups     *ebpf.Map `ebpf:"busy_groups"`
+	BusyProcs      *ebpf.Map `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.Map `ebpf:"busy_suppressed"`
 	Closing        *ebpf.Map `ebpf:"closing"`
 	CpuSpells      *ebpf.Map `ebpf:"cpu_spells"`
@@ -1006,6 +1029,7 @@ type RdmatraceMaps struct {
 	PortArgs       *ebpf.Map `ebpf:"port_args"`
 	QpStates       *ebpf.Map `ebpf:"qp_states"`
 	Reader         *ebpf.Map `ebpf:"reader"`
+	Shed           *ebpf.Map `ebpf:"shed"`
 	SideDrops      *ebpf.Map `ebpf:"side_drops"`
 	SpanStarts     *ebpf.Map `ebpf:"span_starts"`
 	WcErrors       *ebpf.Map `ebpf:"wc_errors"`
@@ -1013,8 +1037,11 @@ type RdmatraceMaps struct {
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.Busiest,
+		m.BusyAll,
 		m.BusyDrops,
-		m.BusyLimits,
+		m.BusyGroups,
+		m.BusyProcs,
 		m.BusySuppressed,
 		m.Closing,
 		m.CpuSpells,
@@ -1033,6 +1060,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.PortArgs,
 		m.QpStates,
 		m.Reader,
+		m.Shed,
 		m.SideDrops,
 		m.SpanStarts,
 		m.WcErrors,
@@ -1221,7 +1249,9 @@ type RdmatracePrograms struct {
 	RawTpSmcSwitchToFallback                            *ebpf.Program `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.Program `ebpf:"raw_tp_smcr_link_down"`
 	SelftestBusyAdmit                                   *ebpf.Program `ebpf:"selftest_busy_admit"`
+	SelftestBusyAdmitAs                                 *ebpf.Program `ebpf:"selftest_busy_admit_as"`
 	SelftestReserve                                     *ebpf.Program `ebpf:"selftest_reserve"`
+	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
@@ -1402,7 +1432,9 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpSmcSwitchToFallback,
 		p.RawTpSmcrLinkDown,
 		p.SelftestBusyAdmit,
+		p.SelftestBusyAdmitAs,
 		p.SelftestReserve,
+		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
