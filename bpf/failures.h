@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* ==== Why did it fail: asynchronous events and QP errors ====
- * Included at the end of rdmatrace.bpf.c, whose helpers it uses.
- *
  * Asynchronous events: a device's and its ports' (ib_dispatch_event, which
  * every driver calls for PORT_ACTIVE, PORT_ERR, GID_CHANGE, ... in its own
  * context: the netdev notifier of an `ip link set down`), and a user
@@ -20,17 +18,14 @@
  * and status in wc_errors, one event at a QP's first error completion, and
  * the counts once, when the QP is destroyed (ib_destroy_qp_user). */
 
+#ifndef RDMATRACE_FAILURES_H
+#define RDMATRACE_FAILURES_H
+
+#include "common.h"
+#include "resources.h" /* modify_args: a modify in progress */
+
 #define N_WC_STATUS 22 /* enum ib_wc_status: IB_WC_SUCCESS .. IB_WC_GENERAL_ERR */
 #define GID_LEN 16
-
-enum failure_kind {
-	EV_ASYNC = 30,    /* an IB async event: struct async_event */
-	EV_QP_ERROR = 31, /* a QP's error: struct qp_error_event */
-};
-
-enum failure_flag {
-	F_HAS_PEER = 1 << 20, /* peer is set: the remote GID and QPN the QP was connected to */
-};
 
 /* What a qp_error_event says (its cause). */
 enum qp_error_cause {
@@ -70,8 +65,6 @@ struct qp_error_event {
 
 const struct async_event *unused_async_event __attribute__((unused));
 const struct qp_error_event *unused_qp_error_event __attribute__((unused));
-const enum failure_kind *unused_failure_kind __attribute__((unused));
-const enum failure_flag *unused_failure_flag __attribute__((unused));
 const enum qp_error_cause *unused_qp_error_cause __attribute__((unused));
 
 #define NO_RES_TYPE 0xff /* a port or device event: no object */
@@ -351,7 +344,6 @@ static __always_inline int count_wc(struct ib_device *dev, __u32 qpn, struct ib_
 	return emit_qp_error(qp, QPE_FIRST_WC, status, 1);
 }
 
-
 /* Whether this thread is inside a modify of qp to ERR (_ib_modify_qp's
  * entry saved it in modify_args; its return removes it). rxe carries out
  * such a modify with rxe_qp_error, the function it also moves a failed QP
@@ -455,3 +447,5 @@ static __always_inline int on_destroy_qp(struct ib_qp *qp)
 }
 
 ENTRY_HOOK(ib_destroy_qp_user, destroy_qp_user, (on_destroy_qp(qp)), struct ib_qp *qp)
+
+#endif /* RDMATRACE_FAILURES_H */

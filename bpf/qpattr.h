@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A QP's transport settings at the modify that sets them: the timeouts and
+/* ==== QP settings ====
+ * A QP's transport settings at the modify that sets them: the timeouts and
  * retry counts, the path MTU, and the source GID the QP's address vector
  * uses (qp->av_sgid_attr, which _ib_modify_qp sets from the attr's
  * ah_attr.grh.sgid_attr on success; by its return the attr's own pointer
- * has been handed over to the QP and is NULL again). Included by
- * rdmatrace.bpf.c after its helpers; emit_qp_attr is called from the
- * modify's exit (fexit and kretprobe alike). */
+ * has been handed over to the QP and is NULL again). resources.h calls
+ * emit_qp_attr from the modify's exit (fexit and kretprobe alike). */
+#ifndef RDMATRACE_QPATTR_H
+#define RDMATRACE_QPATTR_H
 
-/* Its own enum, numbered clear of enum event_kind's. */
-enum qp_attr_kind {
-	EV_QP_ATTR = 40, /* struct qp_attr_event */
-};
+#include "common.h"
 
 /* Which parts of a qp_attr_event are set, in its qa_flags. */
 enum qp_attr_flag {
@@ -51,7 +50,6 @@ struct qp_attr_event {
 };
 
 const struct qp_attr_event *unused_qp_attr_event __attribute__((unused));
-const enum qp_attr_kind *unused_qp_attr_kind __attribute__((unused));
 const enum qp_attr_flag *unused_qp_attr_flag __attribute__((unused));
 
 /* netdev_priv() is a flexible array at the end of struct net_device since
@@ -131,3 +129,5 @@ static __always_inline int emit_qp_attr(struct ib_qp *qp, struct ib_qp_attr *att
 	submit(&e->h);
 	return 0;
 }
+
+#endif /* RDMATRACE_QPATTR_H */

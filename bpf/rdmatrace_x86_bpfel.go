@@ -43,17 +43,17 @@ type RdmatraceAsyncEvent struct {
 	_       [4]byte
 }
 
-type RdmatraceBusyKey struct {
+type RdmatraceBusyBucket struct {
 	_    structs.HostLayout
-	Tgid uint32
-	Port uint16
-	Op   uint16
+	Tat  uint64
+	Held uint64
 }
 
-type RdmatraceBusyLimit struct {
-	_    structs.HostLayout
-	Next uint64
-	Held uint64
+type RdmatraceBusyGroup struct {
+	_      structs.HostLayout
+	Cgroup uint64
+	Uid    uint32
+	Pad    uint32
 }
 
 type RdmatraceCmTp uint32
@@ -113,6 +113,7 @@ const (
 	RdmatraceEventFlagF_OWNER_EXITING RdmatraceEventFlag = 512
 	RdmatraceEventFlagF_HAS_SIZE      RdmatraceEventFlag = 4096
 	RdmatraceEventFlagF_PREEMPTED     RdmatraceEventFlag = 8192
+	RdmatraceEventFlagF_HAS_PEER      RdmatraceEventFlag = 1048576
 )
 
 type RdmatraceEventHdr struct {
@@ -152,19 +153,9 @@ const (
 	RdmatraceEventKindEV_SMC_LINK_DESTROY RdmatraceEventKind = 16
 	RdmatraceEventKindEV_SPAN             RdmatraceEventKind = 20
 	RdmatraceEventKindEV_OFF_CPU          RdmatraceEventKind = 21
-)
-
-type RdmatraceFailureFlag uint32
-
-const (
-	RdmatraceFailureFlagF_HAS_PEER RdmatraceFailureFlag = 1048576
-)
-
-type RdmatraceFailureKind uint32
-
-const (
-	RdmatraceFailureKindEV_ASYNC    RdmatraceFailureKind = 30
-	RdmatraceFailureKindEV_QP_ERROR RdmatraceFailureKind = 31
+	RdmatraceEventKindEV_ASYNC            RdmatraceEventKind = 30
+	RdmatraceEventKindEV_QP_ERROR         RdmatraceEventKind = 31
+	RdmatraceEventKindEV_QP_ATTR          RdmatraceEventKind = 40
 )
 
 type RdmatraceIwarpState struct {
@@ -306,12 +297,6 @@ const (
 	RdmatraceQpAttrFlagQA_HAS_GRH  RdmatraceQpAttrFlag = 8
 )
 
-type RdmatraceQpAttrKind uint32
-
-const (
-	RdmatraceQpAttrKindEV_QP_ATTR RdmatraceQpAttrKind = 40
-)
-
 type RdmatraceQpErrorCause uint32
 
 const (
@@ -387,6 +372,14 @@ type RdmatraceResEvent struct {
 	CmEvent uint32
 	Status  int32
 	_       [4]byte
+}
+
+type RdmatraceShareVote struct {
+	_      structs.HostLayout
+	Cgroup uint64
+	Uid    uint32
+	Pad    uint32
+	Votes  int64
 }
 
 type RdmatraceSmcFallbackEvent struct {
@@ -487,8 +480,11 @@ type RdmatraceWcKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapBusiest                                              = "busiest"
+	RdmatraceMapBusyAll                                              = "busy_all"
 	RdmatraceMapBusyDrops                                            = "busy_drops"
-	RdmatraceMapBusyLimits                                           = "busy_limits"
+	RdmatraceMapBusyGroups                                           = "busy_groups"
+	RdmatraceMapBusyProcs                                            = "busy_procs"
 	RdmatraceMapBusySuppressed                                       = "busy_suppressed"
 	RdmatraceMapClosing                                              = "closing"
 	RdmatraceMapCpuSpells                                            = "cpu_spells"
@@ -507,6 +503,7 @@ const (
 	RdmatraceMapPortArgs                                             = "port_args"
 	RdmatraceMapQpStates                                             = "qp_states"
 	RdmatraceMapReader                                               = "reader"
+	RdmatraceMapShed                                                 = "shed"
 	RdmatraceMapSideDrops                                            = "side_drops"
 	RdmatraceMapSpanStarts                                           = "span_starts"
 	RdmatraceMapWcErrors                                             = "wc_errors"
@@ -664,7 +661,9 @@ const (
 	RdmatraceProgRawTpSmcSwitchToFallback                            = "raw_tp_smc_switch_to_fallback"
 	RdmatraceProgRawTpSmcrLinkDown                                   = "raw_tp_smcr_link_down"
 	RdmatraceProgSelftestBusyAdmit                                   = "selftest_busy_admit"
+	RdmatraceProgSelftestBusyAdmitAs                                 = "selftest_busy_admit_as"
 	RdmatraceProgSelftestReserve                                     = "selftest_reserve"
+	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
@@ -693,14 +692,11 @@ const (
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
 	RdmatraceVarUnusedEventHdr                                       = "unused_event_hdr"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
-	RdmatraceVarUnusedFailureFlag                                    = "unused_failure_flag"
-	RdmatraceVarUnusedFailureKind                                    = "unused_failure_kind"
 	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
 	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
 	RdmatraceVarUnusedQpAttrEvent                                    = "unused_qp_attr_event"
 	RdmatraceVarUnusedQpAttrFlag                                     = "unused_qp_attr_flag"
-	RdmatraceVarUnusedQpAttrKind                                     = "unused_qp_attr_kind"
 	RdmatraceVarUnusedQpErrorCause                                   = "unused_qp_error_cause"
 	RdmatraceVarUnusedQpErrorEvent                                   = "unused_qp_error_event"
 	RdmatraceVarUnusedResEvent                                       = "unused_res_event"
@@ -906,7 +902,9 @@ type RdmatraceProgramSpecs struct {
 	RawTpSmcSwitchToFallback                            *ebpf.ProgramSpec `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.ProgramSpec `ebpf:"raw_tp_smcr_link_down"`
 	SelftestBusyAdmit                                   *ebpf.ProgramSpec `ebpf:"selftest_busy_admit"`
+	SelftestBusyAdmitAs                                 *ebpf.ProgramSpec `ebpf:"selftest_busy_admit_as"`
 	SelftestReserve                                     *ebpf.ProgramSpec `ebpf:"selftest_reserve"`
+	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
@@ -935,8 +933,11 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
+	Busiest        *ebpf.MapSpec `ebpf:"busiest"`
+	BusyAll        *ebpf.MapSpec `ebpf:"busy_all"`
 	BusyDrops      *ebpf.MapSpec `ebpf:"busy_drops"`
-	BusyLimits     *ebpf.MapSpec `ebpf:"busy_limits"`
+	BusyGroups     *ebpf.MapSpec `ebpf:"busy_groups"`
+	BusyProcs      *ebpf.MapSpec `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.MapSpec `ebpf:"busy_suppressed"`
 	Closing        *ebpf.MapSpec `ebpf:"closing"`
 	CpuSpells      *ebpf.MapSpec `ebpf:"cpu_spells"`
@@ -955,6 +956,7 @@ type RdmatraceMapSpecs struct {
 	PortArgs       *ebpf.MapSpec `ebpf:"port_args"`
 	QpStates       *ebpf.MapSpec `ebpf:"qp_states"`
 	Reader         *ebpf.MapSpec `ebpf:"reader"`
+	Shed           *ebpf.MapSpec `ebpf:"shed"`
 	SideDrops      *ebpf.MapSpec `ebpf:"side_drops"`
 	SpanStarts     *ebpf.MapSpec `ebpf:"span_starts"`
 	WcErrors       *ebpf.MapSpec `ebpf:"wc_errors"`
@@ -970,14 +972,11 @@ type RdmatraceVariableSpecs struct {
 	UnusedEventFlag        *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.VariableSpec `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedFailureFlag      *ebpf.VariableSpec `ebpf:"unused_failure_flag"`
-	UnusedFailureKind      *ebpf.VariableSpec `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.VariableSpec `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.VariableSpec `ebpf:"unused_qp_attr_flag"`
-	UnusedQpAttrKind       *ebpf.VariableSpec `ebpf:"unused_qp_attr_kind"`
 	UnusedQpErrorCause     *ebpf.VariableSpec `ebpf:"unused_qp_error_cause"`
 	UnusedQpErrorEvent     *ebpf.VariableSpec `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.VariableSpec `ebpf:"unused_res_event"`
@@ -1007,8 +1006,11 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
+	Busiest        *ebpf.Map `ebpf:"busiest"`
+	BusyAll        *ebpf.Map `ebpf:"busy_all"`
 	BusyDrops      *ebpf.Map `ebpf:"busy_drops"`
-	BusyLimits     *ebpf.Map `ebpf:"busy_limits"`
+	BusyGroups     *ebpf.Map `ebpf:"busy_groups"`
+	BusyProcs      *ebpf.Map `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.Map `ebpf:"busy_suppressed"`
 	Closing        *ebpf.Map `ebpf:"closing"`
 	CpuSpells      *ebpf.Map `ebpf:"cpu_spells"`
@@ -1027,6 +1029,7 @@ type RdmatraceMaps struct {
 	PortArgs       *ebpf.Map `ebpf:"port_args"`
 	QpStates       *ebpf.Map `ebpf:"qp_states"`
 	Reader         *ebpf.Map `ebpf:"reader"`
+	Shed           *ebpf.Map `ebpf:"shed"`
 	SideDrops      *ebpf.Map `ebpf:"side_drops"`
 	SpanStarts     *ebpf.Map `ebpf:"span_starts"`
 	WcErrors       *ebpf.Map `ebpf:"wc_errors"`
@@ -1034,8 +1037,11 @@ type RdmatraceMaps struct {
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.Busiest,
+		m.BusyAll,
 		m.BusyDrops,
-		m.BusyLimits,
+		m.BusyGroups,
+		m.BusyProcs,
 		m.BusySuppressed,
 		m.Closing,
 		m.CpuSpells,
@@ -1054,6 +1060,7 @@ func (m *RdmatraceMaps) Close() error {
 		m.PortArgs,
 		m.QpStates,
 		m.Reader,
+		m.Shed,
 		m.SideDrops,
 		m.SpanStarts,
 		m.WcErrors,
@@ -1070,14 +1077,11 @@ type RdmatraceVariables struct {
 	UnusedEventFlag        *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.Variable `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedFailureFlag      *ebpf.Variable `ebpf:"unused_failure_flag"`
-	UnusedFailureKind      *ebpf.Variable `ebpf:"unused_failure_kind"`
 	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
 	UnusedQpAttrEvent      *ebpf.Variable `ebpf:"unused_qp_attr_event"`
 	UnusedQpAttrFlag       *ebpf.Variable `ebpf:"unused_qp_attr_flag"`
-	UnusedQpAttrKind       *ebpf.Variable `ebpf:"unused_qp_attr_kind"`
 	UnusedQpErrorCause     *ebpf.Variable `ebpf:"unused_qp_error_cause"`
 	UnusedQpErrorEvent     *ebpf.Variable `ebpf:"unused_qp_error_event"`
 	UnusedResEvent         *ebpf.Variable `ebpf:"unused_res_event"`
@@ -1245,7 +1249,9 @@ type RdmatracePrograms struct {
 	RawTpSmcSwitchToFallback                            *ebpf.Program `ebpf:"raw_tp_smc_switch_to_fallback"`
 	RawTpSmcrLinkDown                                   *ebpf.Program `ebpf:"raw_tp_smcr_link_down"`
 	SelftestBusyAdmit                                   *ebpf.Program `ebpf:"selftest_busy_admit"`
+	SelftestBusyAdmitAs                                 *ebpf.Program `ebpf:"selftest_busy_admit_as"`
 	SelftestReserve                                     *ebpf.Program `ebpf:"selftest_reserve"`
+	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
@@ -1426,7 +1432,9 @@ func (p *RdmatracePrograms) Close() error {
 		p.RawTpSmcSwitchToFallback,
 		p.RawTpSmcrLinkDown,
 		p.SelftestBusyAdmit,
+		p.SelftestBusyAdmitAs,
 		p.SelftestReserve,
+		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,

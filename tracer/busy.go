@@ -10,10 +10,13 @@ import (
 )
 
 // Port-busy events are auxiliary to the lifecycle events and limited in
-// the kernel (bpf/rdmatrace.bpf.c, reserve_busy): a failed TCP bind is
-// reported only while an iWARP device exists, each process, port and
-// operation gets one event a second (the next carrying how many were held
-// back), and they may fill only a quarter of the ring buffer.
+// the kernel (bpf/ports.h, reserve_busy): a failed TCP bind is reported
+// only while an iWARP device exists; each event takes a token from its
+// process's bucket (one a second, the next shown carrying how many were
+// held back), its user's in its cgroup (four a second) and everyone's
+// (sixteen a second); and they may fill only a quarter of the ring buffer.
+// Beyond them, whoever makes most events (a user in a cgroup) may fill
+// only three quarters (bpf/common.h, share_admit).
 
 // BusySuppressed is how many port-busy events the rate limit held back:
 // those carried by a later event (Event.Suppressed) and those no later
@@ -24,6 +27,29 @@ func (t *Tracer) BusySuppressed() (uint64, error) { return t.perCPUSum("busy_sup
 // buffer was a quarter full (the rest is kept for lifecycle events), or
 // found it full. They are not in Drops.
 func (t *Tracer) BusyDrops() (uint64, error) { return t.perCPUSum("busy_drops") }
+
+// Shed is how many events were refused because their owner was the
+// busiest and the ring three quarters full: the last quarter is kept for
+// the other owners. They are not in Drops.
+func (t *Tracer) Shed() (uint64, error) { return t.perCPUSum("shed") }
+
+// Busiest is the owner the ring's share holds to three quarters, as the
+// kernel's vote stands now: a user (NoUID for kernel threads) in a cgroup.
+// ok is false when no owner leads by enough to be held.
+func (t *Tracer) Busiest() (uid uint32, cgroup uint64, ok bool) {
+	var v bpf.RdmatraceShareVote
+	if m := t.maps["busiest"]; m == nil || m.Lookup(uint32(0), &v) != nil {
+		return 0, 0, false
+	}
+	return v.Uid, v.Cgroup, v.Votes >= shareVotesMin
+}
+
+// NoUID is the uid Busiest gives kernel threads (bpf/common.h's NO_UID).
+const NoUID = 0xffffffff
+
+// shareVotesMin is bpf/common.h's SHARE_VOTES_MIN: the lead that makes an
+// owner the busiest.
+const shareVotesMin = 64
 
 // iwarpDevices counts the iWARP devices (node type "4: RNIC") in
 // /sys/class/infiniband of sysfs (the root of a file system holding

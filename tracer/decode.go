@@ -16,7 +16,7 @@ import (
 )
 
 // The records of bpf/rdmatrace.bpf.c, as bpf2go generates them: a common
-// header (struct event_hdr), then one record per group of kinds whose
+// header (struct event_hdr, bpf/common.h), then one record per group of kinds whose
 // fields mean the same. The decoder copies a record into its generated
 // struct; both BPF targets, like every host rdmatrace builds for, are
 // little-endian, so the copy is the decoding.
@@ -50,8 +50,10 @@ func chars(a []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a))
 }
 
-// The C side's enums, as bpf2go generates them from rdmatrace.bpf.c: the
-// object and this decoder cannot disagree on a number.
+// The C side's enums, as bpf2go generates them from rdmatrace.bpf.c (one
+// kind space, bpf/common.h's enum event_kind, whichever topic header
+// defines the record): the object and this decoder cannot disagree on a
+// number.
 const (
 	cResAdd          = bpf.RdmatraceEventKindEV_RES_ADD
 	cResDel          = bpf.RdmatraceEventKindEV_RES_DEL
@@ -71,9 +73,9 @@ const (
 	cSMCLinkCreate   = bpf.RdmatraceEventKindEV_SMC_LINK_CREATE
 	cSMCLinkDown     = bpf.RdmatraceEventKindEV_SMC_LINK_DOWN
 	cSMCLinkDestroy  = bpf.RdmatraceEventKindEV_SMC_LINK_DESTROY
-	cQPAttr          = bpf.RdmatraceEventKind(bpf.RdmatraceQpAttrKindEV_QP_ATTR) // bpf/qpattr.h's own enum
-	cAsync           = bpf.RdmatraceEventKind(bpf.RdmatraceFailureKindEV_ASYNC)
-	cQPError         = bpf.RdmatraceEventKind(bpf.RdmatraceFailureKindEV_QP_ERROR)
+	cQPAttr          = bpf.RdmatraceEventKindEV_QP_ATTR
+	cAsync           = bpf.RdmatraceEventKindEV_ASYNC
+	cQPError         = bpf.RdmatraceEventKindEV_QP_ERROR
 
 	cfUser      = bpf.RdmatraceEventFlagF_USER
 	cfHasDev    = bpf.RdmatraceEventFlagF_HAS_DEV
@@ -87,7 +89,7 @@ const (
 	cfOwnerExit = bpf.RdmatraceEventFlagF_OWNER_EXITING
 	cfHasSize   = bpf.RdmatraceEventFlagF_HAS_SIZE
 	cfPreempted = bpf.RdmatraceEventFlagF_PREEMPTED
-	cfHasPeer   = bpf.RdmatraceEventFlag(bpf.RdmatraceFailureFlagF_HAS_PEER)
+	cfHasPeer   = bpf.RdmatraceEventFlagF_HAS_PEER
 )
 
 // spanFuncs names the C side's enum span_func: the kernel functions timed.

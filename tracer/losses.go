@@ -12,14 +12,22 @@ import (
 type losses struct {
 	drops, side uint64
 	busyDrops   uint64 // port-busy events, counted apart from drops
+	shed        uint64 // the busiest owner's, refused at three quarters
+	unnamed     uint64 // events delivered without their lookup (the namer's budget)
 	missed      Misses
+	// busiest names the owner the share holds back, for the warnings.
+	busiest string
 }
 
 func readLosses(t *Tracer) losses {
 	var l losses
 	l.drops, _ = t.Drops()
 	l.busyDrops, _ = t.BusyDrops()
+	if l.shed, _ = t.Shed(); l.shed > 0 {
+		l.busiest = busiestName(t)
+	}
 	l.side, _ = t.SideDrops()
+	l.unnamed = t.NamingSkipped()
 	l.missed = t.Missed()
 	return l
 }
@@ -53,6 +61,12 @@ func (w *lossWatch) update(now losses, out io.Writer) {
 	if n := now.busyDrops; n > w.last.busyDrops {
 		warn("%d port-busy events dropped (%d in all): %s", n-w.last.busyDrops, n, busyDropWhy)
 	}
+	if n := now.shed; n > w.last.shed {
+		warn("%d events of the busiest owner%s refused (%d in all): %s", n-w.last.shed, now.busiest, n, shedWhy)
+	}
+	if n := now.unnamed; n > w.last.unnamed {
+		warn("%d port-busy or SMC fallback events shown without who held the port or socket (%d in all): %s", n-w.last.unnamed, n, unnamedWhy)
+	}
 	if n := now.missed.Recursion; n > w.last.missed.Recursion {
 		warn("the kernel skipped %d runs of rdmatrace's programs (%d in all: %s): their events are lost", n-w.last.missed.Recursion, n, recursionBy(now.missed))
 	}
@@ -77,17 +91,31 @@ func recursionBy(m Misses) string {
 // busyDropWhy says why port-busy events are dropped before the ring is full.
 const busyDropWhy = "they may fill only a quarter of the ring buffer, the rest is kept for the lifecycle events"
 
-// busySummary tells, at the end, what the port-busy limits held back or
-// dropped, when anything.
-func busySummary(t *Tracer, out io.Writer) {
-	held, _ := t.BusySuppressed()
-	dropped, _ := t.BusyDrops()
-	writeBusySummary(out, held, dropped)
+// unnamedWhy says why an event's holders were not looked up.
+var unnamedWhy = fmt.Sprintf("the lookups, which read every process's open files, are kept off the reader's path and to %d a second with %d waiting, and the stop waits %v for them", namerRate, namerQueue, StopDrain)
+
+// shedWhy says why the busiest owner's events are refused before the ring
+// is full.
+const shedWhy = "the one that makes most events may fill three quarters of the ring buffer, the last quarter is kept for the others' (raise --ring-size, or filter it out)"
+
+// busiestName is " (uid U, cgroup C)" for the owner the share holds back
+// now, or "" when none leads.
+func busiestName(t *Tracer) string {
+	uid, cg, ok := t.Busiest()
+	switch {
+	case !ok:
+		return ""
+	case uid == NoUID:
+		return fmt.Sprintf(" (kernel threads, cgroup %d)", cg)
+	}
+	return fmt.Sprintf(" (uid %d, cgroup %d)", uid, cg)
 }
 
+// writeBusySummary tells, at the end, what the port-busy limits held back
+// or dropped, when anything.
 func writeBusySummary(out io.Writer, held, dropped uint64) {
 	if held > 0 {
-		fmt.Fprintf(out, "rdmatrace: port-busy events: %d held back by the rate limit (one a second per process, port and operation; the next one shown says how many before it)\n", held)
+		fmt.Fprintf(out, "rdmatrace: port-busy events: %d held back by the rate limit (one a second per process, four per user and cgroup, sixteen in all; the next one shown says how many before it)\n", held)
 	}
 	if dropped > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d port-busy events dropped: %s\n", dropped, busyDropWhy)
@@ -98,6 +126,12 @@ func writeBusySummary(out io.Writer, held, dropped uint64) {
 // kretprobe fallbacks lost between entry and return, when there is
 // anything to tell.
 func endLosses(l losses, kprobes bool, out io.Writer) {
+	if l.unnamed > 0 {
+		fmt.Fprintf(out, "rdmatrace: %d port-busy or SMC fallback events shown without who held the port or socket: %s\n", l.unnamed, unnamedWhy)
+	}
+	if l.shed > 0 {
+		fmt.Fprintf(out, "rdmatrace: WARNING: %d events of the busiest owner%s refused: %s\n", l.shed, l.busiest, shedWhy)
+	}
 	if l.side > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d creates, QP state changes or file closes lost by the kprobe fallbacks (a return without its saved entry)\n", l.side)
 	}

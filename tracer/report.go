@@ -122,17 +122,55 @@ func kprobeChoice(t *Tracer) string {
 	return "; kprobes for " + list + " hooks: " + t.Kprobes.Why
 }
 
+// counts are what the summary's line adds up: every event the hooks made
+// was shown, filtered out, held back or dropped.
+type counts struct {
+	read, shown    uint64 // read from the ring; kept by the user-space filters
+	kernelFiltered uint64 // discarded by the kernel filters
+	held           uint64 // port-busy events the rate limit held back
+	// What was lost: the ring full (drops), port-busy events refused at a
+	// quarter of it or by a full ring (busyDrops), the busiest owner's
+	// refused at three quarters (shed), and what the stop left unread.
+	drops, busyDrops, shed, unread uint64
+}
+
+func (c counts) filtered() uint64 { return c.read - c.shown + c.kernelFiltered }
+func (c counts) dropped() uint64  { return c.drops + c.busyDrops + c.shed + c.unread }
+func (c counts) seen() uint64     { return c.read + c.kernelFiltered + c.held + c.dropped() }
+
+// readCounts reads the kernel's side of the counts; read and shown are the
+// caller's.
+func readCounts(t *Tracer, read, shown uint64, kernelFilter bool) counts {
+	c := counts{read: read, shown: shown, unread: t.Unread()}
+	c.drops, _ = t.Drops()
+	c.busyDrops, _ = t.BusyDrops()
+	c.held, _ = t.BusySuppressed()
+	c.shed, _ = t.Shed()
+	if kernelFilter {
+		c.kernelFiltered, _ = t.Filtered()
+	}
+	return c
+}
+
 // summary tells what was attached (each hook with verbose), what was seen
-// and what was lost: one line in a healthy run.
-func summary(t *Tracer, seen, shown, drops uint64, verbose bool, out io.Writer) {
-	endCounts(t, seen, shown, drops, verbose, out)
-	busySummary(t, out)
-	endLosses(readLosses(t), hasKprobes(t), out)
+// and what was lost: one line in a healthy run. The lines after the
+// counts take their figures from c, not from a second read of the
+// kernel's counters, which a flood still running moves meanwhile.
+func summary(t *Tracer, c counts, verbose bool, out io.Writer) {
+	endCounts(t, c, verbose, out)
+	writeBusySummary(out, c.held, c.busyDrops)
+	l := readLosses(t)
+	if l.shed = c.shed; l.shed > 0 && l.busiest == "" {
+		l.busiest = busiestName(t)
+	}
+	endLosses(l, hasKprobes(t), out)
 }
 
 // endCounts is the summary's hooks and events: the hooks' lists with
-// verbose, then the line of counts.
-func endCounts(t *Tracer, seen, shown, drops uint64, verbose bool, out io.Writer) {
+// verbose, then the line of counts, "events: 7000 seen, 2402 shown, 4000
+// held back, 598 dropped (98 of them unread at the stop)", whose parts
+// past shown are said when they are not 0 (dropped always).
+func endCounts(t *Tracer, c counts, verbose bool, out io.Writer) {
 	if verbose {
 		var on, off []string
 		for _, r := range t.Reports {
@@ -149,5 +187,16 @@ func endCounts(t *Tracer, seen, shown, drops uint64, verbose bool, out io.Writer
 			fmt.Fprintf(out, "rdmatrace: hooks skipped: %d: %s\n", len(off), strings.Join(off, "; "))
 		}
 	}
-	fmt.Fprintf(out, "rdmatrace: %s; events: %d seen, %d shown, %d dropped\n", hookCounts(t, verbose), seen, shown, drops)
+	line := fmt.Sprintf("rdmatrace: %s; events: %d seen, %d shown", hookCounts(t, verbose), c.seen(), c.shown)
+	if n := c.filtered(); n > 0 {
+		line += fmt.Sprintf(", %d filtered out", n)
+	}
+	if c.held > 0 {
+		line += fmt.Sprintf(", %d held back", c.held)
+	}
+	line += fmt.Sprintf(", %d dropped", c.dropped())
+	if c.unread > 0 {
+		line += fmt.Sprintf(" (%d of them unread at the stop)", c.unread)
+	}
+	fmt.Fprintln(out, line)
 }

@@ -39,7 +39,7 @@ func runReport(t *testing.T, tr *Tracer, verbose bool) string {
 		t.Fatal(err)
 	}
 	out.WriteString("--- end\n")
-	endCounts(tr, 1234, 1200, 0, verbose, &out)
+	endCounts(tr, counts{read: 1234, shown: 1200}, verbose, &out)
 	return out.String()
 }
 
@@ -61,7 +61,7 @@ func TestAHealthyRunSaysOneLineAtEachEnd(t *testing.T) {
 func TestAllAttachedSaysNoSkips(t *testing.T) {
 	tr := reportTracer(3)
 	tr.Reports = tr.Reports[:3]
-	if got, want := runReport(t, tr, false), "rdmatrace: 3 hooks attached\n--- end\nrdmatrace: 3 hooks attached; events: 1234 seen, 1200 shown, 0 dropped\n"; got != want {
+	if got, want := runReport(t, tr, false), "rdmatrace: 3 hooks attached\n--- end\nrdmatrace: 3 hooks attached; events: 1234 seen, 1200 shown, 34 filtered out, 0 dropped\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

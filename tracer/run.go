@@ -45,7 +45,10 @@ var ErrClosed = errors.New("tracer closed")
 // queued at that moment, and no more, then returns nil: however fast the
 // kernel queues, a stop is honoured within one ring's worth of events,
 // and within StopDrain: what is still queued then is passed over unread
-// and counted (Unread). Run allocates nothing per event.
+// and counted (Unread). Events whose naming takes a lookup (a port-busy
+// event's holders) are named off this path and delivered as soon as they
+// are, after the events read in the meantime (see namer). Run allocates
+// nothing per event but for those.
 func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 	if c.Event == nil {
 		return errors.New("tracer: Run needs a Consumer.Event")
@@ -73,14 +76,23 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 	}
 	delivered := uint(0)
 	for {
+		if t.namer.ready() {
+			n, err := t.namer.deliverReady(c.Event)
+			if delivered += n; err != nil {
+				return err
+			}
+		}
 		if t.stopReq.Load() && t.reachedStop() {
-			return nil
+			return t.drainNamer(c)
 		}
 		// A consumer slower than a flood (a full ring, 12 000 records of
 		// the default 4 MiB, at the pace of a starved CPU) must not hold
 		// the stop for longer than StopDrain.
 		if delivered%64 == 0 && t.stopReq.Load() && time.Since(time.Unix(0, t.stopWhen.Load())) > StopDrain {
-			return t.skipToStop()
+			if err := t.skipToStop(); err != nil {
+				return err
+			}
+			return t.drainNamer(c)
 		}
 		err := t.reader.ReadInto(&t.rec)
 		if err == nil {
@@ -96,9 +108,15 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 				}
 			} else {
 				t.CallSites.Annotate(&t.ev)
-				t.enrich.Event(&t.ev)
-				if err := c.Event(&t.ev); err != nil {
-					return err
+				if t.namer == nil || !wants(&t.ev) {
+					t.enrich.Event(&t.ev)
+					if err := c.Event(&t.ev); err != nil {
+						return err
+					}
+				} else if !t.namer.take(&t.ev) { // over the budget: named without the lookup
+					if err := c.Event(&t.ev); err != nil {
+						return err
+					}
 				}
 			}
 			// A clock read every 64 events keeps ticks on time under a
@@ -118,7 +136,7 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 		}
 		// The ring is empty: everything queued at a stop has been read.
 		if t.stopReq.Load() {
-			return nil
+			return t.drainNamer(c)
 		}
 		if delivered > 0 && c.Idle != nil {
 			c.Idle()
@@ -148,6 +166,11 @@ func (r *ring) open(events *ebpf.Map, x enrich.Events) (err error) {
 	if r.enrich = x; x == nil {
 		r.enrich = enrich.New(enrich.Options{})
 	}
+	r.namer = newNamer(r.enrich.Event, func() {
+		if !r.closed.Load() {
+			_ = r.ready.SetReadDeadline(time.Now())
+		}
+	})
 	if r.reader, err = ringbuf.NewReader(events); err != nil {
 		return err
 	}
@@ -169,6 +192,12 @@ func (r *ring) open(events *ebpf.Map, x enrich.Events) (err error) {
 	r.prodPos = (*uintptr)(unsafe.Pointer(&r.posMem[1][0]))
 	r.quarter = int(events.MaxEntries() / 4)
 	return nil
+}
+
+// drainNamer delivers, at the stop, the events the namer has: named if it
+// names them within StopDrain of the stop, else unnamed and counted.
+func (r *ring) drainNamer(c Consumer) error {
+	return r.namer.drain(time.Unix(0, r.stopWhen.Load()).Add(StopDrain), c.Event)
 }
 
 // StopDrain bounds how long Run delivers, after a stop, what was queued
@@ -252,7 +281,9 @@ func (r *ring) waitReadable(deadline time.Time, bytes int) error {
 	}
 	// stop sets stopReq before it moves the deadline: either this check
 	// sees the stop, or the deadline it sets wakes the wait.
-	err := r.readyConn.Read(func(uintptr) bool { return r.reader.AvailableBytes() >= bytes || r.stopReq.Load() })
+	err := r.readyConn.Read(func(uintptr) bool {
+		return r.reader.AvailableBytes() >= bytes || r.stopReq.Load() || r.namer.ready()
+	})
 	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil // Run looks again
 	}
@@ -271,6 +302,7 @@ func (r *ring) Clock() Clock { return r.clock }
 
 func (r *ring) close() {
 	r.closed.Store(true)
+	r.namer.close()
 	if r.ready != nil {
 		r.ready.Close()
 	}

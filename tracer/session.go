@@ -36,7 +36,9 @@ type Session struct {
 	ctx    context.Context
 	stop   context.CancelFunc
 	stderr io.Writer
-	// seen and shown are the events read and the events Keep kept.
+	// seen and shown are the events read and the events Keep kept (the
+	// summary's "seen" adds what the kernel held back, dropped or
+	// discarded, and what the stop left unread).
 	seen, shown  uint64
 	kernelFilter bool
 }
@@ -287,8 +289,7 @@ func (s *Session) report() {
 	if s.t == nil {
 		return
 	}
-	drops, _ := s.t.Drops()
-	summary(s.t, s.seen, s.shown, drops, s.o.Verbose, s.stderr)
+	summary(s.t, readCounts(s.t, s.seen, s.shown, s.kernelFilter), s.o.Verbose, s.stderr)
 	stacksSummary(s.t, s.stderr)
 	if n := s.t.Unread(); n > 0 {
 		fmt.Fprintf(s.stderr, "rdmatrace: WARNING: %d events left unread in the ring buffer: the stop reads for at most %v\n", n, StopDrain)

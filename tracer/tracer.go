@@ -101,6 +101,7 @@ type ring struct {
 	dec    *Decoder
 	enrich enrich.Events // names each event's owner: where it runs
 	poll   time.Duration // how often to look while events flow
+	namer  *namer        // names, off Run's path, what takes a lookup
 	rec    ringbuf.Record
 	ev     rdma.Event
 

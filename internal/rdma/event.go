@@ -188,10 +188,10 @@ type PortBusy struct {
 	Op string // the operation that got EADDRINUSE: rdma_listen, rdma_connect, bind
 	// Holders are who held the port when it was reported ("rping[172]
 	// iwarp LISTEN 10.99.1.1:7400"); nil when not looked up (a recording,
-	// a port freed since).
+	// or more lookups than the tracer's budget allows).
 	Holders []string
-	// Suppressed is how many like events (the same port, process and
-	// operation) the kernel's rate limit held back since the last one shown.
+	// Suppressed is how many port-busy events of the same process the
+	// kernel's rate limit held back since the last one shown.
 	Suppressed uint32
 }
 

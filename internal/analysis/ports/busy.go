@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -13,13 +13,17 @@ import (
 // program that loops on a failing bind would otherwise cost a full
 // sock_diag and RDMA netlink dump per failure: a dump that has a holder
 // of the port is used again for a second, and a new dump is made at most
-// every 100 ms even when none has one. Its Names is what
-// enrich.Options.Holders takes.
+// every 100 ms even when none has one. The process holding a socket is
+// found in an index by the socket's inode that the lookup keeps between
+// events (proc.SocketIndex): every process's open files are read once, and
+// again only for a socket not seen yet. Its Names is what
+// enrich.Options.Holders takes; the tracer calls it off its reader's path.
 type HolderLookup struct {
 	reuse  time.Duration // a dump that answers is used again this long
 	least  time.Duration // between two dumps, whatever they answer
 	gather func() (Input, error)
 	now    func() time.Time
+	procs  Procs // names the holders; nil: a holderProcs of /proc, made at the first lookup
 
 	mu    sync.Mutex
 	at    time.Time
@@ -30,6 +34,32 @@ type HolderLookup struct {
 // NewHolderLookup looks holders up in Gather's dumps.
 func NewHolderLookup() *HolderLookup {
 	return &HolderLookup{reuse: time.Second, least: 100 * time.Millisecond, gather: Gather, now: time.Now}
+}
+
+// holderProcs names a port's holders for a HolderLookup: the process of a
+// socket from the index it keeps, its name and process (of a thread) read
+// at each lookup, as they are now.
+type holderProcs struct {
+	index *proc.SocketIndex
+	root  string // "" for /proc
+}
+
+func newHolderProcs(root string) *holderProcs {
+	return &holderProcs{index: &proc.SocketIndex{Root: root}, root: root}
+}
+
+func (p *holderProcs) SocketOwners(inodes map[uint64]bool) map[uint64]uint32 {
+	return p.index.SocketOwners(inodes)
+}
+
+func (p *holderProcs) Comm(pid uint32) string {
+	c := proc.CommCache{Root: p.root}
+	return c.Comm(pid)
+}
+
+func (p *holderProcs) TGID(tid uint32) uint32 {
+	c := proc.CommCache{Root: p.root}
+	return c.TGID(tid)
 }
 
 // Names names who holds the port that e's bind, rdma_listen or
@@ -61,9 +91,7 @@ func (h *HolderLookup) Names(e *rdma.Event) []string {
 	if len(in.Sockets)+len(in.CMIDs) == 0 { // a holder newer than the dump?
 		in = onPort(h.get(true))
 	}
-	// The processes are named now: a fresh Enricher, no names cached from
-	// an earlier failure.
-	for _, r := range Holders(Join(in, enrich.New(enrich.Options{})), "tcp", e.Src) {
+	for _, r := range Holders(Join(in, h.namer()), "tcp", e.Src) {
 		who := Owner(&r)
 		if who == "" {
 			who = "?"
@@ -71,6 +99,16 @@ func (h *HolderLookup) Names(e *rdma.Event) []string {
 		out = append(out, who+" "+r.Stack+" "+r.State+" "+r.Src.String())
 	}
 	return out
+}
+
+// namer is what names the holders: the lookup's own, kept between events.
+func (h *HolderLookup) namer() Procs {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.procs == nil {
+		h.procs = newHolderProcs("")
+	}
+	return h.procs
 }
 
 // get returns the last dump if it is younger than least, or younger than

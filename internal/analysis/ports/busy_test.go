@@ -2,6 +2,8 @@ package ports
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -52,5 +54,47 @@ func TestHolderDumpsAreRateLimited(t *testing.T) {
 	h.Names(busy(7400))
 	if n := h.dumps; n != 4 {
 		t.Errorf("%d dumps after the second passed, want 4", n)
+	}
+}
+
+// TestHolderLookupKeepsItsSocketIndex: the process holding a port's
+// socket is found once in /proc and named from then on from the index the
+// lookup keeps (here /proc's files can no longer be read after the first
+// lookup, and the holder is still named), with one scan for 1 000 events.
+// Before, each event read every process's open files anew, with a fresh
+// Enricher: 6.5 ms a lookup on an idle host, 330 ms with 19 000 open
+// files, on the ring reader's path.
+func TestHolderLookupKeepsItsSocketIndex(t *testing.T) {
+	root := t.TempDir()
+	fd := filepath.Join(root, "300", "fd")
+	if err := os.MkdirAll(fd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("socket:[9001]", filepath.Join(fd, "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "300", "comm"), []byte("python3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held := []sockdiag.Socket{{Proto: "tcp", State: sockdiag.Listen, Src: netip.MustParseAddrPort("0.0.0.0:7400"), Inode: 9001}}
+	now := time.Unix(1000, 0)
+	h := &HolderLookup{reuse: time.Second, least: 100 * time.Millisecond, now: func() time.Time { return now },
+		gather: func() (Input, error) { return Input{Sockets: held}, nil }, procs: newHolderProcs(root)}
+	busy := &rdma.Event{Kind: rdma.EvPortBusy, Resource: rdma.Resource{Src: netip.MustParseAddrPort("10.0.0.1:7400")}}
+	want := "python3[300] tcp LISTEN 0.0.0.0:7400"
+	if got := h.Names(busy); len(got) != 1 || got[0] != want {
+		t.Fatalf("holders %q, want %q", got, want)
+	}
+	if err := os.RemoveAll(fd); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		now = now.Add(10 * time.Millisecond)
+		if got := h.Names(busy); len(got) != 1 || got[0] != want {
+			t.Fatalf("lookup %d: holders %q, want %q from the index", i+2, got, want)
+		}
+	}
+	if n := h.procs.(*holderProcs).index.Scans(); n != 1 {
+		t.Errorf("%d scans of /proc for 1001 lookups of one holder, want 1", n)
 	}
 }

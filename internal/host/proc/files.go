@@ -107,40 +107,21 @@ func statusTGID(b []byte) uint32 {
 // inodes open (a /proc/PID/fd link "socket:[INODE]"): inode -> the lowest
 // such pid. A socket no process holds (a kernel socket, as iWARP's are,
 // or one in TIME-WAIT) is not in the result. It reads every process's
-// files: call it with the inodes that matter only.
+// files at each call: call it with the inodes that matter only, and use a
+// SocketIndex to look up many times.
 func (c *CommCache) SocketOwners(inodes map[uint64]bool) map[uint64]uint32 {
 	out := map[uint64]uint32{}
 	if len(inodes) == 0 {
 		return out
 	}
-	ents, err := os.ReadDir(c.root())
-	if err != nil {
-		return out
-	}
-	for _, e := range ents {
-		pid, err := strconv.ParseUint(e.Name(), 10, 32)
-		if err != nil {
-			continue
+	eachSocket(c.root(), func(ino uint64, pid uint32) {
+		if !inodes[ino] {
+			return
 		}
-		dir := filepath.Join(c.root(), e.Name(), "fd")
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			continue
+		if old, seen := out[ino]; !seen || pid < old {
+			out[ino] = pid
 		}
-		for _, fd := range fds {
-			target, err := os.Readlink(filepath.Join(dir, fd.Name()))
-			if err != nil {
-				continue
-			}
-			ino, ok := socketInode(target)
-			if !ok || !inodes[ino] {
-				continue
-			}
-			if old, seen := out[ino]; !seen || uint32(pid) < old {
-				out[ino] = uint32(pid)
-			}
-		}
-	}
+	})
 	return out
 }
 
