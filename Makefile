@@ -32,8 +32,9 @@ FUZZMINTIME ?= 1000x
 E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
 # that leaks a QP for the leak tests, a QP pair with the transport settings
-# a test gives (qpattr), a program leaking from three call sites (leaksites).
-WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites
+# a test gives (qpattr), a program leaking from three call sites (leaksites),
+# one asking a device for what it refuses (verbsfail).
+WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites out/verbsfail
 
 .PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing guest-prepare test capture generate bench demo clean man install image
 

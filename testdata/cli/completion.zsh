@@ -56,7 +56,7 @@ _rdmatrace() {
     dev | --filter-dev | --dev) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
-    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error cm cm-error failure" -- "$cur")); return ;;
+    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error call-fail gid-change cm cm-error failure" -- "$cur")); return ;;
     esac
     local flags= words= formats= files= values=
     case $cmd in
