@@ -383,10 +383,14 @@ static __always_inline void set_caps(struct event_hdr *h, struct ev_caps *c, str
 }
 
 /* A uverbs entry point returned ret for the command at uarg (ioctl) or
- * ubuf (write). Anything that is not a failed create goes at once; the
- * thread's detail is taken either way. */
+ * ubuf (write). A call that worked goes at once, with no map lookup: rxe
+ * rings its doorbell with a write per post. The deeper hooks keep a
+ * detail only when they fail, which fails the call too; a failed call
+ * takes its thread's detail. */
 static __always_inline int on_uverbs_return(struct file *filp, const void *uarg, const void *ubuf, long ret)
 {
+	if (ret >= 0 || ret < -4095)
+		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct call_detail *dp = bpf_map_lookup_elem(&call_details, &tid);
 	struct call_detail d = {};
@@ -394,8 +398,6 @@ static __always_inline int on_uverbs_return(struct file *filp, const void *uarg,
 		d = *dp;
 		bpf_map_delete_elem(&call_details, &tid);
 	}
-	if (ret >= 0 || ret < -4095)
-		return 0;
 	struct ev_asked asked = d.asked;
 	__u32 op = 0;
 	if (uarg) {
