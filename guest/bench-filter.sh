@@ -24,8 +24,10 @@ run() { # run LABEL ARGS...: prints "LABEL seen discarded cpu_ms"
 	sleep 1
 	c1=$(cpu_ms "$pid")
 	kill -INT "$pid"; wait "$pid" || true
-	seen=$(awk '/events:/ {print $3}' /tmp/err)
+	# what reached user space: every event seen but those the kernel discarded
+	seen=$(sed -nE 's/.*events: ([0-9]+) seen.*/\1/p' /tmp/err)
 	discarded=$(awk '/discarded/ {print $5}' /tmp/err)
+	seen=$((seen - ${discarded:-0}))
 	echo "$label ${seen:-?} ${discarded:-0} $((c1 - c0))"
 }
 

@@ -41,8 +41,8 @@ for ring in 4194304 16384; do
 	e=$(date +%s%N)
 	sleep 1
 	line=$(trace_stop)
-	seen=$(echo "$line" | awk '{print $2}')
-	dropped=$(echo "$line" | awk '{print $6}')
+	seen=$(echo "$line" | sed -nE 's/.* ([0-9]+) shown.*/\1/p')
+	dropped=$(echo "$line" | sed -nE 's/.* ([0-9]+) dropped.*/\1/p')
 	ms=$(((e - s) / 1000000))
 	echo "ring $ring B: produced $produced in $ms ms; delivered $seen, dropped $dropped; delivered+dropped=$((seen + dropped)); delivered/s $((seen * 1000 / ms))"
 done

@@ -111,17 +111,11 @@ func busiestName(t *Tracer) string {
 	return fmt.Sprintf(" (uid %d, cgroup %d)", uid, cg)
 }
 
-// busySummary tells, at the end, what the port-busy limits held back or
-// dropped, when anything.
-func busySummary(t *Tracer, out io.Writer) {
-	held, _ := t.BusySuppressed()
-	dropped, _ := t.BusyDrops()
-	writeBusySummary(out, held, dropped)
-}
-
+// writeBusySummary tells, at the end, what the port-busy limits held back
+// or dropped, when anything.
 func writeBusySummary(out io.Writer, held, dropped uint64) {
 	if held > 0 {
-		fmt.Fprintf(out, "rdmatrace: port-busy events: %d held back by the rate limit (one a second per process, port and operation; the next one shown says how many before it)\n", held)
+		fmt.Fprintf(out, "rdmatrace: port-busy events: %d held back by the rate limit (one a second per process, four per user and cgroup, sixteen in all; the next one shown says how many before it)\n", held)
 	}
 	if dropped > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d port-busy events dropped: %s\n", dropped, busyDropWhy)

@@ -65,11 +65,11 @@ func TestPortBusyNamingIsOffTheReadersPath(t *testing.T) {
 
 	release := make(chan struct{})
 	var lookups atomic.Int32
-	x := enrich.New(enrich.Options{Holders: func(*rdma.Event) []string {
+	x := enrich.New(enrich.Options{}).Then(enrich.PortHolders(func(*rdma.Event) []string {
 		lookups.Add(1)
 		<-release
 		return []string{"holder[1] tcp LISTEN 0.0.0.0:7400"}
-	}})
+	}))
 	tr := &Tracer{}
 	if err := tr.ring.open(events, x); err != nil {
 		t.Fatal(err)

@@ -153,11 +153,17 @@ func readCounts(t *Tracer, read, shown uint64, kernelFilter bool) counts {
 }
 
 // summary tells what was attached (each hook with verbose), what was seen
-// and what was lost: one line in a healthy run.
+// and what was lost: one line in a healthy run. The lines after the
+// counts take their figures from c, not from a second read of the
+// kernel's counters, which a flood still running moves meanwhile.
 func summary(t *Tracer, c counts, verbose bool, out io.Writer) {
 	endCounts(t, c, verbose, out)
-	busySummary(t, out)
-	endLosses(readLosses(t), hasKprobes(t), out)
+	writeBusySummary(out, c.held, c.busyDrops)
+	l := readLosses(t)
+	if l.shed = c.shed; l.shed > 0 && l.busiest == "" {
+		l.busiest = busiestName(t)
+	}
+	endLosses(l, hasKprobes(t), out)
 }
 
 // endCounts is the summary's hooks and events: the hooks' lists with

@@ -94,3 +94,24 @@ func TestSummaryCountsAddUp(t *testing.T) {
 		t.Errorf("says 0 dropped beside events lost:\n%s", said)
 	}
 }
+
+// TestSummaryLinesAgree: the port-busy and busiest-owner lines after the
+// counts say the same figures as the counts, though the kernel's counters
+// moved after they were read (a flood still running at the stop: 145 369
+// held back in the counts, 145 580 on the port-busy line).
+func TestSummaryLinesAgree(t *testing.T) {
+	tr := counterTracer(t)
+	setCount(t, tr, "busy_suppressed", 145369)
+	setCount(t, tr, "shed", 4211)
+	c := readCounts(tr, 2409, 2409, false)
+	setCount(t, tr, "busy_suppressed", 145580)
+	setCount(t, tr, "shed", 5000)
+	var out bytes.Buffer
+	summary(tr, c, false, &out)
+	said := out.String()
+	for _, want := range []string{"145369 held back, 4211 dropped", "port-busy events: 145369 held back", "WARNING: 4211 events of the busiest owner"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("no %q in:\n%s", want, said)
+		}
+	}
+}

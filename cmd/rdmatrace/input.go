@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/decompress"
+	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
 )
 
 // maxInputFlag bounds what a compressed input may decompress to; every
@@ -18,13 +16,13 @@ var maxInputFlag = &cli.StringFlag{Name: "max-input", Value: "1GiB",
 	Usage: "read at most `SIZE` of each compressed input once decompressed (e.g. 512MiB, 4G): a larger one is an error",
 	Action: func(c *cli.Context, s string) error {
 		if _, err := decompress.ParseSize(s); err != nil {
-			return usage(c, "--max-input %w", err)
+			return usageErr(c.Command.Name, nil, fmt.Errorf("--max-input %w", err))
 		}
 		return nil
 	}}
 
-// maxInput is --max-input in bytes (checked when it was parsed).
-func maxInput(c *cli.Context) int64 {
+// maxInputOptions is --max-input in bytes (checked when it was parsed).
+func maxInputOptions(c *cli.Context) int64 {
 	n, err := decompress.ParseSize(c.String("max-input"))
 	if err != nil {
 		return decompress.DefaultLimit
@@ -32,49 +30,9 @@ func maxInput(c *cli.Context) int64 {
 	return n
 }
 
-// sourceName is how a log or recording is called in messages and reports.
-func sourceName(path string) string {
-	if path == "-" {
-		return "stdin"
-	}
-	return path
-}
-
-// openInput opens a log or recording ("-": stdin), decompressed whatever
-// the compression, up to maxInput bytes. Its errors name the file as it
-// is: whoever prints them escapes them (main does).
-func openInput(path string, stdin io.Reader, maxInput int64) (io.Reader, func(), error) {
-	name := sourceName(path)
-	in, closeFile := stdin, func() {}
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, nil, fmt.Errorf("open %s: %v", name, err)
-		}
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			f.Close()
-			return nil, nil, fmt.Errorf("read %s: is a directory (name the files in it)", name)
-		}
-		in, closeFile = f, func() { f.Close() }
-	}
-	r, _, err := decompress.NewReader(in, maxInput)
-	if err != nil {
-		closeFile()
-		return nil, nil, fmt.Errorf("read %s: %v", name, err)
-	}
-	return r, func() { r.Close(); closeFile() }, nil
-}
-
-// readError says why an input could not be read further: an os error
-// names its file already ("read PATH: ..."); others are given its name.
-func readError(name string, err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return err
-	}
-	return fmt.Errorf("read %s: %v", name, err)
-}
+// sourceName and openInput are lines' (lineio): how an input is called
+// and opened (decompressed, "-" is stdin).
+var (
+	sourceName = lineio.SourceName
+	openInput  = lineio.Open
+)

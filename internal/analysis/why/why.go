@@ -55,6 +55,9 @@ type Options struct {
 	Wait time.Duration
 	// MaxLive bounds the live table (default 1<<16 entries).
 	MaxLive int
+	// NamePeer, when set, names a failed QP's peer on another host (why
+	// --store): what it returns is added to the line's sentence.
+	NamePeer func(*Line) string
 }
 
 // Analyzer turns events into Lines.
@@ -157,6 +160,11 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 	}
 	if f, ok := ev.Failure(); ok {
 		l := Line{Time: ev.Time, Res: ev, What: f.What, Severity: f.Severity, Why: f.Why, Peer: peerOf(&ev)}
+		if a.o.NamePeer != nil && ev.Type == rdma.ResQP && ev.Given(rdma.HasLQPN) {
+			if s := a.o.NamePeer(&l); s != "" {
+				l.Why += "; " + s
+			}
+		}
 		if ev.Kind == rdma.EvModify && ev.QPState == rdma.QPStateErr && ev.Given(rdma.HasLQPN) && len(a.held) < maxPending {
 			a.held[qpKey{ev.DevName, ev.LQPN}] = l
 		} else {
