@@ -20,8 +20,8 @@ func burstCommand() *cli.Command {
 		Usage: "a job's start: ranks × RC QPs created and connected in pairs at once, held, destroyed; untraced, then traced",
 		Description: "Each rank (a process, as a job's ranks are; --threads for threads of one process) opens the device,\n" +
 			"makes a PD and a CQ, and at the same moment as the others creates its QPs two by two, each\n" +
-			"moved RESET→INIT→RTR→RTS and connected to its pair's other QP (over verbs; --cm: over rdma_cm,\n" +
-			"as cmtime does). Every QP is held, then destroyed. It prints QPs a second and each verb's\n" +
+			"moved RESET→INIT→RTR→RTS and connected to its pair's other QP (over verbs, in NCCL's order by\n" +
+			"default: every QP created and in INIT, then each to RTR and RTS; --cm: over rdma_cm, as cmtime does). Every QP is held, then destroyed. It prints QPs a second and each verb's\n" +
 			"p50/p99, for an untraced pass and a traced one (rdmatrace trace -j beside it, with trace's own\n" +
 			"defaults) with their ratio, what the tracer cost (CPU, memory) and which of the burst's QP\n" +
 			"lifecycle events (create, INIT, RTR, RTS, destroy) its trace lacks.\n\n" +
@@ -38,6 +38,7 @@ func burstCommand() *cli.Command {
 			&cli.IntFlag{Name: "ranks", Aliases: []string{"P"}, Value: 4, Usage: "ranks: processes (or threads, --threads) creating QPs at once"},
 			&cli.IntFlag{Name: "qps", Aliases: []string{"n"}, Value: 1000, Usage: "QPs each rank creates"},
 			&cli.BoolFlag{Name: "threads", Usage: "the ranks are threads of this process, not processes"},
+			&cli.StringFlag{Name: "order", Value: "nccl", Usage: "over verbs: nccl (every QP created and in INIT, then each to RTR and RTS), pairs (a pair at a time) or phases (each verb for every QP before the next)"},
 			&cli.BoolFlag{Name: "cm", Usage: "connect the pairs over rdma_cm (each rank connects half its QPs to a listener of its own)"},
 			addrFlag,
 			&cli.IntFlag{Name: "port", Aliases: []string{"p"}, Value: 18516, Usage: "--cm: rank I listens on this port + I"},
@@ -70,6 +71,13 @@ func runBurst(c *cli.Context) error {
 		CM: c.Bool("cm"), CMPort: c.Int("port"), Window: c.Int("window"), Timeout: c.Duration("timeout"),
 		Hold: c.Duration("hold"), HoldFile: c.String("hold-file"), Rdmatrace: c.String("rdmatrace"),
 		TraceDir: c.String("trace-dir"), TracerFlags: strings.Fields(c.String("tracer-flags")), Warn: os.Stderr}
+	var err error
+	if o.Order, err = verbs.ParseBurstOrder(c.String("order")); err != nil {
+		return fmt.Errorf("--order: %w", err)
+	}
+	if o.CM && c.IsSet("order") {
+		return fmt.Errorf("--order is for verbs: over rdma_cm, librdmacm moves each QP as its connection goes")
+	}
 	if o.Ranks < 1 || o.Ranks > 1024 {
 		return fmt.Errorf("-P %d: want 1 to 1024 ranks", o.Ranks)
 	}

@@ -39,6 +39,7 @@ type Options struct {
 	GIDIndex int
 	Ranks    int // processes (or threads)
 	QPs      int // per rank
+	Order    verbs.BurstOrder // over verbs
 	// RankCommand runs a rank as a process (its ServeRank on stdin and
 	// stdout); nil: ranks are threads of this process.
 	RankCommand []string
@@ -96,6 +97,9 @@ func Run(o Options) (*report.BurstReport, error) {
 	}
 	r := &report.BurstReport{Dev: o.Dev, Mode: o.Mode(), Ranks: o.Ranks, QPs: o.QPs, Threads: o.RankCommand == nil,
 		Hold: o.Hold, Tracing: "off", RankSteps: verbs.BurstRankSteps}
+	if !o.CM {
+		r.Order = o.Order.String()
+	}
 	p, err := runPass(o, nil)
 	if err != nil {
 		return nil, err
@@ -225,7 +229,7 @@ func runPass(o Options, beforeGo func()) (p *bench.BurstPass, err error) {
 		}
 	}()
 	for i := 0; i < o.Ranks; i++ {
-		cfg := verbs.BurstConfig{Dev: o.Dev, Port: o.Port, GIDIndex: o.GIDIndex, QPs: o.QPs, CM: o.CM, Addr: o.Addr,
+		cfg := verbs.BurstConfig{Dev: o.Dev, Port: o.Port, GIDIndex: o.GIDIndex, QPs: o.QPs, Order: o.Order, CM: o.CM, Addr: o.Addr,
 			CMPort: o.CMPort + i, Window: o.Window, Timeout: o.Timeout}
 		r, err := startRank(i, o.RankCommand, cfg)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 type BurstReport struct {
 	Dev       string
 	Mode      string // "verbs" or "rdma_cm": how the pairs were connected
+	Order     string // over verbs: "nccl", "pairs" or "phases" (verbs.BurstOrder)
 	Ranks     int
 	QPs       int  // per rank
 	Threads   bool // ranks are threads of one process, not processes
@@ -96,6 +97,14 @@ func (r *BurstReport) describe() string {
 		who = "threads of one process"
 	}
 	over := "verbs (each QP's RTR names the other's number)"
+	switch r.Order {
+	case "nccl":
+		over += ", every QP created and in INIT before any RTR, as NCCL connects"
+	case "pairs":
+		over += ", a pair at a time"
+	case "phases":
+		over += ", each verb for every QP before the next"
+	}
 	if r.Mode == "rdma_cm" {
 		over = "rdma_cm (half of each rank's QPs connect to a listener of its own)"
 	}
@@ -298,6 +307,7 @@ type BurstSummary struct {
 	Bench    string             `json:"bench"`
 	Dev      string             `json:"dev"`
 	Mode     string             `json:"mode"`
+	Order    string             `json:"order,omitempty"`
 	Ranks    int                `json:"ranks"`
 	QPs      int                `json:"qps-per-rank"`
 	Threads  bool               `json:"threads"`
@@ -360,7 +370,7 @@ func WriteBurstJSON(w io.Writer, r *BurstReport) error {
 			return err
 		}
 	}
-	sm := BurstSummary{Record: "summary", Bench: "burst", Dev: r.Dev, Mode: r.Mode, Ranks: r.Ranks, QPs: r.QPs, Threads: r.Threads,
+	sm := BurstSummary{Record: "summary", Bench: "burst", Dev: r.Dev, Mode: r.Mode, Order: r.Order, Ranks: r.Ranks, QPs: r.QPs, Threads: r.Threads,
 		HoldS: round3(r.Hold.Seconds()), Untraced: passRecord(&r.Untraced, r.RankSteps), Tracing: r.Tracing, Emulated: r.Emulated}
 	if r.Traced != nil {
 		t := passRecord(r.Traced, r.RankSteps)

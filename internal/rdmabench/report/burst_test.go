@@ -34,7 +34,7 @@ func burstReport() *BurstReport {
 	for i := range evs {
 		j.Add(&evs[i])
 	}
-	return &BurstReport{Dev: "rxe0", Mode: "verbs", Ranks: 2, QPs: 3, Hold: 100 * time.Millisecond,
+	return &BurstReport{Dev: "rxe0", Mode: "verbs", Order: "nccl", Ranks: 2, QPs: 3, Hold: 100 * time.Millisecond,
 		Emulated: "software RDMA device", Tracing: "rdmatrace trace -j beside the burst, with trace's own defaults",
 		RankSteps: []string{"open-device", "alloc-pd", "create-cq", "destroy-cq", "dealloc-pd", "close-device"},
 		Untraced:  p, Traced: &traced,

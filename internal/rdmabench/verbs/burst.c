@@ -171,43 +171,106 @@ static int burst_rts(struct ibv_qp *qp)
 				     IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-// rb_burst_connect creates the QPs two by two and connects each pair as a
-// rank connects to a peer: create and INIT both, RTR each naming the
-// other, RTS both. An odd last QP is connected to itself. It returns the
-// QPs that reached RTS (all of them) or -1; the QPs made before a failure
-// are kept for rb_burst_destroy.
-int rb_burst_connect(struct rb_burst *b, struct rb_burst_qp *out)
+// burst_make creates QP j and moves it to INIT.
+static int burst_make(struct rb_burst *b, int j, struct rb_burst_qp *out, int init)
 {
-	for (int i = 0; i < b->nqp; i += 2) {
-		int k = i + 1 < b->nqp ? 2 : 1;
-		for (int j = i; j < i + k; j++) {
-			struct rb_burst_qp *r = &out[j];
-			memset(r, 0, sizeof *r);
-			TIMED(&r->steps[RB_BV_CREATE], b->qps[j] = burst_create(b));
-			if (!b->qps[j])
-				return bfail(b, "ibv_create_qp, QP %d of %d: %s", j + 1, b->nqp, strerror(errno));
-			b->made = j + 1;
-			r->qpn = b->qps[j]->qp_num;
+	struct rb_burst_qp *r = &out[j];
+	TIMED(&r->steps[RB_BV_CREATE], b->qps[j] = burst_create(b));
+	if (!b->qps[j])
+		return bfail(b, "ibv_create_qp, QP %d of %d: %s", j + 1, b->nqp, strerror(errno));
+	b->made = j + 1;
+	r->qpn = b->qps[j]->qp_num;
+	if (!init)
+		return 0;
+	int e;
+	TIMED(&r->steps[RB_BV_INIT], e = burst_init(b, b->qps[j]));
+	if (e)
+		return bfail(b, "ibv_modify_qp to INIT, QP %d: %s", j + 1, strerror(e));
+	return 0;
+}
+
+// peer is the QP that j is connected to: the other of its pair (an odd
+// last QP: itself).
+static uint32_t peer(struct rb_burst *b, int j)
+{
+	int k = j ^ 1;
+	return b->qps[k < b->nqp ? k : j]->qp_num;
+}
+
+static int burst_to_rtr(struct rb_burst *b, int j, struct rb_burst_qp *out)
+{
+	int e;
+	TIMED(&out[j].steps[RB_BV_RTR], e = burst_rtr(b, b->qps[j], peer(b, j)));
+	if (e)
+		return bfail(b, "ibv_modify_qp to RTR, QP %d: %s", j + 1, strerror(e));
+	return 0;
+}
+
+static int burst_to_rts(struct rb_burst *b, int j, struct rb_burst_qp *out)
+{
+	int e;
+	TIMED(&out[j].steps[RB_BV_RTS], e = burst_rts(b->qps[j]));
+	if (e)
+		return bfail(b, "ibv_modify_qp to RTS, QP %d: %s", j + 1, strerror(e));
+	return 0;
+}
+
+// rb_burst_connect creates every QP and brings it to RTS, connected to
+// the other QP of its pair (2k and 2k+1; an odd last QP to itself), in
+// one of three orders:
+//   RB_ORDER_NCCL: create and INIT every QP, then RTR and RTS each (NCCL
+//     creates a QP per connection and answers its peers' once they have
+//     exchanged numbers);
+//   RB_ORDER_PAIRS: a pair at a time: create and INIT both, RTR both, RTS
+//     both;
+//   RB_ORDER_PHASES: each verb for every QP before the next verb.
+// It returns the QPs that reached RTS (all of them) or -1; the QPs made
+// before a failure are kept for rb_burst_destroy.
+int rb_burst_connect(struct rb_burst *b, struct rb_burst_qp *out, int order)
+{
+	memset(out, 0, b->nqp * sizeof *out);
+	switch (order) {
+	case RB_ORDER_NCCL:
+		for (int j = 0; j < b->nqp; j++)
+			if (burst_make(b, j, out, 1))
+				return -1;
+		for (int j = 0; j < b->nqp; j++)
+			if (burst_to_rtr(b, j, out) || burst_to_rts(b, j, out))
+				return -1;
+		return b->nqp;
+	case RB_ORDER_PAIRS:
+		for (int i = 0; i < b->nqp; i += 2) {
+			int k = i + 1 < b->nqp ? 2 : 1;
+			for (int j = i; j < i + k; j++)
+				if (burst_make(b, j, out, 1))
+					return -1;
+			for (int j = i; j < i + k; j++)
+				if (burst_to_rtr(b, j, out))
+					return -1;
+			for (int j = i; j < i + k; j++)
+				if (burst_to_rts(b, j, out))
+					return -1;
+		}
+		return b->nqp;
+	case RB_ORDER_PHASES:
+		for (int j = 0; j < b->nqp; j++)
+			if (burst_make(b, j, out, 0))
+				return -1;
+		for (int j = 0; j < b->nqp; j++) {
 			int e;
-			TIMED(&r->steps[RB_BV_INIT], e = burst_init(b, b->qps[j]));
+			TIMED(&out[j].steps[RB_BV_INIT], e = burst_init(b, b->qps[j]));
 			if (e)
 				return bfail(b, "ibv_modify_qp to INIT, QP %d: %s", j + 1, strerror(e));
 		}
-		for (int j = i; j < i + k; j++) {
-			int e;
-			uint32_t peer = b->qps[k == 2 ? (j == i ? i + 1 : i) : j]->qp_num;
-			TIMED(&out[j].steps[RB_BV_RTR], e = burst_rtr(b, b->qps[j], peer));
-			if (e)
-				return bfail(b, "ibv_modify_qp to RTR, QP %d: %s", j + 1, strerror(e));
-		}
-		for (int j = i; j < i + k; j++) {
-			int e;
-			TIMED(&out[j].steps[RB_BV_RTS], e = burst_rts(b->qps[j]));
-			if (e)
-				return bfail(b, "ibv_modify_qp to RTS, QP %d: %s", j + 1, strerror(e));
-		}
+		for (int j = 0; j < b->nqp; j++)
+			if (burst_to_rtr(b, j, out))
+				return -1;
+		for (int j = 0; j < b->nqp; j++)
+			if (burst_to_rts(b, j, out))
+				return -1;
+		return b->nqp;
 	}
-	return b->nqp;
+	return bfail(b, "unknown order %d", order);
 }
 
 // rb_burst_destroy destroys the QPs made, in the order they were made.

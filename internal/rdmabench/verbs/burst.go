@@ -31,12 +31,41 @@ var _ = [1]struct{}{}[len(BurstRankSteps)-C.RB_B_NSETUP]
 var _ = [1]struct{}{}[bench.BurstSteps-C.RB_B_MAXSTEPS]
 var _ = [1]struct{}{}[unsafe.Sizeof(bench.BurstQP{})-C.sizeof_struct_rb_burst_qp]
 
+// BurstOrder is the order in which a rank brings its QPs to RTS over verbs.
+type BurstOrder int
+
+const (
+	// OrderNCCL creates every QP and moves it to INIT, then moves each to
+	// RTR and RTS: NCCL creates a QP per connection, then completes each
+	// once its peer's number has come.
+	OrderNCCL BurstOrder = C.RB_ORDER_NCCL
+	// OrderPairs brings one pair at a time to RTS.
+	OrderPairs BurstOrder = C.RB_ORDER_PAIRS
+	// OrderPhases runs each verb for every QP before the next verb.
+	OrderPhases BurstOrder = C.RB_ORDER_PHASES
+)
+
+var orderNames = map[BurstOrder]string{OrderNCCL: "nccl", OrderPairs: "pairs", OrderPhases: "phases"}
+
+func (o BurstOrder) String() string { return orderNames[o] }
+
+// ParseBurstOrder reads "nccl", "pairs" or "phases".
+func ParseBurstOrder(s string) (BurstOrder, error) {
+	for o, n := range orderNames {
+		if n == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("order %q: want nccl, pairs or phases", s)
+}
+
 // BurstConfig is one rank's share of a burst.
 type BurstConfig struct {
 	Dev      string
 	Port     int
 	GIDIndex int
 	QPs      int
+	Order    BurstOrder // over verbs
 	// CM connects the pairs over rdma_cm: the rank listens on Addr:CMPort
 	// and connects half its QPs to itself, Window connections in flight.
 	CM      bool
@@ -102,7 +131,7 @@ func (r *BurstRank) Connect() error {
 	if r.cfg.CM {
 		n = C.rb_burst_cm_connect(r.b, r.recs(), C.int(max(r.cfg.Window, 1)), C.int64_t(r.cfg.Timeout))
 	} else {
-		n = C.rb_burst_connect(r.b, r.recs())
+		n = C.rb_burst_connect(r.b, r.recs(), C.int(r.cfg.Order))
 	}
 	if n < 0 {
 		return errors.New(C.GoString(C.rb_burst_err(r.b)))
