@@ -37,8 +37,8 @@ type Options struct {
 	Dev      string
 	Port     int
 	GIDIndex int
-	Ranks    int // processes (or threads)
-	QPs      int // per rank
+	Ranks    int              // processes (or threads)
+	QPs      int              // per rank
 	Order    verbs.BurstOrder // over verbs
 	// RankCommand runs a rank as a process (its ServeRank on stdin and
 	// stdout); nil: ranks are threads of this process.
