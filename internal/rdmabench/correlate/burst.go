@@ -55,7 +55,7 @@ func (r *LifecycleResult) Lost() int {
 	return n
 }
 
-const maxMissing = 10
+const maxMissing = 5
 
 // lifecycleSlack widens a QP's life for the trace's times, which are wall
 // times put back on CLOCK_MONOTONIC with the tracer's offset at its start.
