@@ -166,6 +166,12 @@ func (rd *Reader) step() {
 		}
 		return
 	}
+	if blank(line) {
+		// Nothing, as parseLine would say; a run of them costs a byte
+		// scan.
+		rd.lr.SkipBlank()
+		return
+	}
 	if rd.pending != nil && len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
 		// `rdma -p -d` puts driver attributes on indented lines after
 		// their record.
@@ -192,6 +198,16 @@ func (rd *Reader) step() {
 		return
 	}
 	rd.push(rec, nil)
+}
+
+// blank reports whether a line holds nothing but spaces, tabs and CRs.
+func blank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // sniff decides between JSON and lines from the first non-blank byte.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/base/iproute2cmp"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -82,6 +83,12 @@ func resFiltersMatchIproute2(t *testing.T) {
 						// A key of rdmatrace's own (comm, dev): the
 						// reference is iproute2's objects with that value.
 						compareObjects(t, typ, reference(t, j.key, j.val, unfiltered, true), j.ours)
+						return
+					}
+					if j.key == "pid" {
+						// A process, as procps' -p: iproute2's objects of
+						// that pid and of every thread of that process.
+						compareObjects(t, typ, processReference(t, j.val, unfiltered), j.ours)
 						return
 					}
 					compareObjects(t, typ, reference(t, j.key, j.val, j.theirs, false), j.ours)
@@ -196,6 +203,40 @@ func reference(t *testing.T, key, val string, theirs []byte, unfiltered bool) []
 			continue
 		}
 		keep = append(keep, o)
+	}
+	if keep == nil {
+		keep = []map[string]any{}
+	}
+	out, err := json.Marshal(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// processReference is what pid VAL selects in rdmatrace: iproute2's
+// objects whose pid (the creating thread) is one of VAL's, or a thread of
+// one of them (/proc's Tgid); the workloads are stopped, their threads
+// still there.
+func processReference(t *testing.T, val string, theirs []byte) []byte {
+	t.Helper()
+	var objs, keep []map[string]any
+	if err := json.Unmarshal(theirs, &objs); err != nil {
+		t.Fatalf("%v: %s", err, theirs)
+	}
+	want := map[uint32]bool{}
+	for _, v := range strings.Split(val, ",") {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			t.Fatalf("pid %q", v)
+		}
+		want[uint32(n)] = true
+	}
+	var procs proc.CommCache
+	for _, o := range objs {
+		if p, ok := o["pid"].(float64); ok && (want[uint32(p)] || want[procs.TGID(uint32(p))]) {
+			keep = append(keep, o)
+		}
 	}
 	if keep == nil {
 		keep = []map[string]any{}

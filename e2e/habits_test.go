@@ -61,6 +61,7 @@ func TestIproute2Habits(t *testing.T) {
 		want string
 	}{
 		{[]string{"dev", "show", "nosuch0"}, `unknown device "nosuch0": the devices are ` + device},
+		{[]string{"res", "show", "nosuch0"}, `unknown device "nosuch0": the devices are ` + device},
 		{[]string{"link", "show", "nosuch0/1"}, `unknown device "nosuch0"`},
 		{[]string{"link", "show", device + "/9"}, "has no port \"9\""},
 	} {
@@ -234,4 +235,79 @@ func TestHabitsOfPsSsBpftraceAndRdma(t *testing.T) {
 			t.Errorf("-d dev: no CAPS or ADAPTIVE-MODERATION column:\n%s", out)
 		}
 	})
+}
+
+// pidSelectsTheProcessOfEveryThread: an rping client's threads create
+// some of its objects (RDMA netlink names the creating thread), and `ps`
+// folds them into its row. `ps -p PID` and `--filter-pid PID` select the
+// same row, with the same counts, as procps' ps -p selects a process; `res
+// TYPE pid PID` lists as many objects of each type, each still with its
+// thread's pid (checked for the types the other threads made).
+func pidSelectsTheProcessOfEveryThread(t *testing.T, w *workload) {
+	rt := *rdmatraceBin
+	var client *exec.Cmd
+	for _, p := range w.procs {
+		if len(p.Args) > 1 && p.Args[0] == "rping" && p.Args[1] == "-c" {
+			client = p
+		}
+	}
+	if client == nil {
+		t.Fatal("no rping client among the workloads")
+	}
+	pid := uint32(client.Process.Pid)
+	byThreads, types := 0, map[string]bool{} // the types its other threads made
+	for _, typ := range rdma.ResourceTypes {
+		for _, r := range snapshot(t, typ) {
+			if r.Owner.PID != pid && threads(client)[r.Owner.PID] {
+				byThreads++
+				types[typ.String()] = true
+			}
+		}
+	}
+	if byThreads == 0 {
+		t.Fatalf("rping %d's other threads hold nothing: the test proves nothing on this kernel", pid)
+	}
+	type row struct {
+		PID uint32 `json:"pid"`
+		resCounts
+	}
+	rows := func(args ...string) []row {
+		t.Helper()
+		var out []row
+		if err := json.Unmarshal(run(t, rt, args...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out
+	}
+	var want *row
+	for _, r := range rows("ps", "-j") {
+		if r.PID == pid {
+			want = &r
+		}
+	}
+	if want == nil {
+		t.Fatalf("ps -j has no row for rping %d", pid)
+	}
+	p := strconv.Itoa(int(pid))
+	for _, args := range [][]string{{"ps", "-j", "-p", p}, {"ps", "-j", "--filter-pid", p}} {
+		if got := rows(args...); len(got) != 1 || mustJSON(got[0]) != mustJSON(*want) {
+			t.Errorf("%v: %s; want ps's row %s (%d objects made by its other threads)", args, mustJSON(got), mustJSON(*want), byThreads)
+		}
+	}
+	for typ := range types {
+		n, _ := want.count(typ)
+		var objs []owned
+		if err := json.Unmarshal(run(t, rt, "res", typ, "pid", p, "-j"), &objs); err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != int(n) {
+			t.Errorf("res %s pid %s: %d objects, ps counts %v", typ, p, len(objs), n)
+		}
+		for _, o := range objs {
+			if o.PID == nil || !threads(client)[*o.PID] {
+				t.Errorf("res %s pid %s listed %s, not a thread of %s", typ, p, mustJSON(o), p)
+			}
+		}
+	}
+	t.Logf("rping %d: %d objects made by its other threads, selected by -p %d", pid, byThreads, pid)
 }

@@ -357,6 +357,70 @@ func TestLeaksNamesAKernelListenerThatHoldsAnUnregister(t *testing.T) {
 	}
 }
 
+// TestLeaksWatchOfACleanRemovalExitsZero: rdmatrace_leak with leak=0
+// holds a PD, a CQ and a QP on rxe1 and frees them in its remove
+// callback, and an rping listens on every address (its ID is on no
+// device; rdma_cm makes a child of it on each device). `rdma link delete
+// rxe1` finishes with nothing left; at Ctrl-C the listener is alive and
+// listed so. A device watch exits 3 only for a removal that leaked or was
+// held past --max-blocked: here 0 (it exited 3 before: what was alive at
+// the end and created during the run counted as leaked). The watch's
+// exit 3 after a leak is TestLeaksNamesWhatAKernelModuleLeft's.
+func TestLeaksWatchOfACleanRemovalExitsZero(t *testing.T) {
+	needDevice(t)
+	ko := leakModule(t)
+	const dev, module = "rxe1", "rdmatrace_leak"
+	l := startLeaks(t)
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	ports += 10
+	port := fmt.Sprint(ports)
+	w.start("rping", "-s", "-a", "0.0.0.0", "-p", port)
+	run(t, "rdma", "link", "add", dev, "type", "rxe", "netdev", "veth1")
+	t.Cleanup(func() { _, _, _ = runStatus("rdma", "link", "delete", dev) })
+	run(t, "insmod", ko, "dev="+dev, "leak=0")
+	t.Cleanup(func() { _, _, _ = runStatus("rmmod", module) })
+	waitListening(t, port)
+	waitFor(t, 30*time.Second, "the module's QP in rdma res", func() bool {
+		for _, r := range snapshot(t, rdma.ResQP) {
+			if r.DevName == dev && r.Owner.KernName == module {
+				return true
+			}
+		}
+		return false
+	})
+	run(t, "rdma", "link", "delete", dev)
+	waitFor(t, 30*time.Second, "the unregistered report of "+dev, func() bool {
+		for _, f := range l.out.findings(t) {
+			if f.Report == "unregistered" && f.Ifname == dev {
+				if text(f.Left) != "0" {
+					t.Errorf("unregistered: %v, want nothing left (the module frees its objects)", f)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	run(t, "rmmod", module)
+	_ = l.cmd.Process.Signal(syscall.SIGINT)
+	err := l.cmd.Wait()
+	alive := false
+	for _, f := range l.out.findings(t) {
+		switch {
+		case f.Report == "end" && f.Comm == "rping" && f.Res == "cm_id":
+			alive = true
+		case f.Report == "left" || f.Report == "exit-cleanup":
+			t.Errorf("a leak reported: %v", f)
+		}
+	}
+	if !alive {
+		t.Errorf("rping's listener is not listed as alive at the end:\n%s", l.out.String())
+	}
+	if err != nil {
+		t.Errorf("rdmatrace leaks after a clean removal, rping listening: %v, want exit status 0\n%s", err, l.stderr.String())
+	}
+}
+
 // runLeaks runs `rdmatrace leaks -j -- CMD...` to the end.
 // Its log is stderr and the program's own output.
 func runLeaks(t *testing.T, argv ...string) (fs []finding, code int, log string) {

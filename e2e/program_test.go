@@ -20,7 +20,16 @@ import (
 // also run against rdmatrace binaries from before --report).
 func leaksOut(t *testing.T, env []string, output bool, args ...string) (fs []finding, code int, stdout, stderr string) {
 	t.Helper()
-	report := filepath.Join(t.TempDir(), "report.ndjson")
+	dir := t.TempDir()
+	for _, kv := range env {
+		if uid, ok := strings.CutPrefix(kv, "SUDO_UID="); ok {
+			// Under sudo the report is made as that user: in a directory
+			// the user may write.
+			n, _ := strconv.Atoi(uid)
+			dir = userDir(t, n)
+		}
+	}
+	report := filepath.Join(dir, "report.ndjson")
 	flags := []string{"leaks", "-j"}
 	if output {
 		flags = append(flags, "--report", report)
@@ -199,4 +208,22 @@ func TestLeaksRunsTheProgramAsTheSudoUser(t *testing.T) {
 	if took := time.Since(began); code != 143 || took > 30*time.Second {
 		t.Errorf("leaks --duration 2s -- sleep 100: status %d after %v, want 143 soon after 2 s\n%s", code, took, stderr)
 	}
+}
+
+// userDir is a directory of uid's that uid may reach: t.TempDir's parent
+// is root's alone.
+func userDir(t *testing.T, uid int) string {
+	t.Helper()
+	top, err := os.MkdirTemp("", "e2e-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	dir := filepath.Join(top, "d")
+	for _, err := range []error{os.Chmod(top, 0o755), os.Mkdir(dir, 0o755), os.Chown(dir, uid, uid)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -179,6 +179,7 @@ func TestWithRunningWorkloads(t *testing.T) {
 		{"KeysWithheldWithoutNetAdmin", keysWithheldWithoutNetAdmin},
 		{"LegacyLayoutFromLiveData", legacyLayoutFromLiveData},
 		{"ParseOfLiveKernelFilesystemsReturns", parseOfLiveKernelFilesystemsReturns},
+		{"PidSelectsTheProcessOfEveryThread", func(t *testing.T) { pidSelectsTheProcessOfEveryThread(t, w) }},
 	} {
 		t.Run(c.name, c.test)
 	}

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"time"
 
@@ -27,6 +28,9 @@ type KernelNote struct {
 	SameAs        string
 	// NoQP says why a recording names no QP for a QP error syndrome.
 	NoQP string
+	// Repeats is how many times more the logs have the report's line (a
+	// QP error syndrome's: the same line is kept once).
+	Repeats int
 }
 
 // NoLeaks ends the report of a program that left nothing behind.
@@ -62,6 +66,9 @@ func (s *leakNDJSON) Write(r LeakRecord) error {
 		}
 		if k.NoQP != "" {
 			o = o.str("no-qp", k.NoQP)
+		}
+		if k.Repeats > 0 {
+			o = append(o, Field{Key: "repeats", Kind: Num, Num: uint64(k.Repeats)})
 		}
 		return s.nd.Write(o)
 	case r.NoLeaks != nil:
@@ -100,6 +107,9 @@ func (s *leakText) Write(r LeakRecord) error {
 			line += "\n  (" + Sanitize(k.NoQP) + ")"
 		case k.WithRecording && k.Matched == 0:
 			line += "\n  (the recording says nothing more about it)"
+		}
+		if k.Repeats > 0 {
+			line += fmt.Sprintf("\n  (the logs have this line %d times more)", k.Repeats)
 		}
 	case r.NoLeaks != nil:
 		line = NoLeaksLine(r.NoLeaks.Created, r.NoLeaks.Destroyed)

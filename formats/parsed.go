@@ -299,3 +299,58 @@ func (t *ParsedTable) Render(w io.Writer) error {
 	}
 	return nil
 }
+
+// ParsedTableSink writes records as ParsedTable does, rendered every
+// TableRows records so that memory stays bounded however large the input:
+// each block is aligned on its own, and note says so once (and, at Close,
+// what the tables left out). row gives a record's source, line and
+// resource.
+type ParsedTableSink[R any] struct {
+	w      io.Writer
+	note   func(line string)
+	row    func(R) (source string, line int, r *rdma.Resource)
+	t      ParsedTable
+	blocks int
+}
+
+// NewParsedTableSink writes the tables of records to w.
+func NewParsedTableSink[R any](w io.Writer, note func(line string), row func(R) (string, int, *rdma.Resource)) *ParsedTableSink[R] {
+	return &ParsedTableSink[R]{w: w, note: note, row: row}
+}
+
+func (s *ParsedTableSink[R]) Write(rec R) error {
+	s.t.Add(s.row(rec))
+	if s.t.Len() < TableRows {
+		return nil
+	}
+	if s.blocks == 0 {
+		s.note(fmt.Sprintf("more than %d records: the table is written in blocks of %d, each aligned on its own (-j or -o legacy write one line per record)", TableRows, TableRows))
+	} else if _, err := io.WriteString(s.w, "\n"); err != nil {
+		return err
+	}
+	s.blocks++
+	err := s.t.Render(s.w)
+	s.t.Reset()
+	return err
+}
+
+// Flush has nothing to do: each block is aligned on its own, written whole.
+func (s *ParsedTableSink[R]) Flush() error { return nil }
+
+// Close writes the last block (the header alone when there were no
+// records), then notes what the tables left out.
+func (s *ParsedTableSink[R]) Close() error {
+	var err error
+	if s.blocks == 0 || s.t.Len() > 0 {
+		if s.blocks > 0 {
+			if _, err := io.WriteString(s.w, "\n"); err != nil {
+				return err
+			}
+		}
+		err = s.t.Render(s.w)
+	}
+	for _, n := range s.t.Notes() {
+		s.note(n)
+	}
+	return err
+}

@@ -111,3 +111,25 @@ func TestParsedTableMemoryIsLinearInDistinctExtras(t *testing.T) {
 		t.Errorf("%v allocations for 250 records, %v for 1000: more than linear", small, large)
 	}
 }
+
+// BenchmarkParsedTableQPs renders a block (TableRows) of QPs as `rdmatrace
+// parse` writes `rdma res show qp` dumps: the table's cost per record.
+//
+//	go test -run '^$' -bench ParsedTableQPs -benchmem -cpu 1 ./formats/
+func BenchmarkParsedTableQPs(b *testing.B) {
+	b.ReportAllocs()
+	var out bytes.Buffer
+	for b.Loop() {
+		var t ParsedTable
+		for i := range TableRows {
+			t.Add("qp.txt", i+1, &rdma.Resource{Type: rdma.ResQP, DevName: "mlx5_0", Port: 1, LQPN: uint32(i), RQPN: uint32(i * 7),
+				QPType: rdma.QPTypeRC, QPState: rdma.QPStateRTS, PDN: uint32(i % 1000), Owner: rdma.Owner{PID: uint32(1000 + i%5000), Comm: "app"},
+				Has: rdma.HasPort | rdma.HasLQPN | rdma.HasRQPN | rdma.HasQPType | rdma.HasState | rdma.HasPDN | rdma.HasPID})
+		}
+		out.Reset()
+		if err := t.Render(&out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(TableRows)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}

@@ -1,11 +1,13 @@
 package formats
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
@@ -43,8 +45,66 @@ func (t *Table) Append(cells ...string) {
 // Len is the number of rows.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Render writes the table to w.
+// Render writes the table to w: each column as wide as its widest cell
+// (in terminal cells), two spaces between columns, no trailing blanks.
+// It writes what tablewriter's borderless table writes (renderTablewriter,
+// which TestRenderIsTablewriters compares it with), in a pass over the
+// cells: tablewriter took 30 µs and 250 allocations a row, and `parse`
+// writes millions.
 func (t *Table) Render(w io.Writer) error {
+	cols := len(t.header)
+	for _, row := range t.rows {
+		if len(row) != cols {
+			return t.renderTablewriter(w) // a ragged table: tablewriter's own layout
+		}
+	}
+	if cols == 0 {
+		return t.renderTablewriter(w)
+	}
+	widths := make([]int, cols)
+	for i, c := range t.header {
+		widths[i] = cellWidth(c)
+	}
+	for _, row := range t.rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], cellWidth(c))
+		}
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var line []byte
+	writeRow := func(row []string) {
+		line = line[:0]
+		for i, c := range row {
+			line = append(line, c...)
+			if i < cols-1 {
+				for range widths[i] - cellWidth(c) + 2 {
+					line = append(line, ' ')
+				}
+			}
+		}
+		line = append(bytes.TrimRight(line, " "), '\n')
+		bw.Write(line)
+	}
+	writeRow(t.header)
+	for _, row := range t.rows {
+		writeRow(row)
+	}
+	return bw.Flush()
+}
+
+// cellWidth is how many terminal cells c takes, as tablewriter counts
+// them: a byte each for printable ASCII, twwidth's count otherwise.
+func cellWidth(c string) int {
+	for i := 0; i < len(c); i++ {
+		if c[i] < 0x20 || c[i] >= 0x7f {
+			return twwidth.Width(c)
+		}
+	}
+	return len(c)
+}
+
+// renderTablewriter writes the table with tablewriter.
+func (t *Table) renderTablewriter(w io.Writer) error {
 	var buf bytes.Buffer
 	tab := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{

@@ -34,6 +34,9 @@ func startProgram(argv []string, user *launch.Identity, stderr io.Writer) (*laun
 	if !user.Keep {
 		fmt.Fprintf(stderr, "rdmatrace: running %s as %s\n", termsafe.Sanitize(argv[0]), termsafe.Sanitize(user.String()))
 	}
+	if p.Cgroup != nil && len(p.Cgroup.Reaped) > 0 {
+		fmt.Fprintf(stderr, "rdmatrace: removed %d empty cgroup(s) that killed runs left: %s\n", len(p.Cgroup.Reaped), termsafe.Sanitize(strings.Join(p.Cgroup.Reaped, ", ")))
+	}
 	if p.Cgroup == nil {
 		fmt.Fprintf(stderr, "rdmatrace: WARNING: no cgroup for the program (%s): its children are told by /proc after each event, "+
 			"so one that exits within %v of creating a resource is missed, and a PID reused meanwhile is misattributed\n",

@@ -195,7 +195,9 @@ func startSession(req traceRequest) (traceSession, error) {
 		}
 	}
 	if req.TraceDir != "" {
-		if err := os.MkdirAll(req.TraceDir, 0o755); err != nil {
+		// The user's directory, made as the user who ran sudo, as the
+		// files in it are.
+		if err := safefile.MkdirAll(req.TraceDir, safefile.Invoker(os.Getenv)); err != nil {
 			return nil, fmt.Errorf("--trace-dir: %w", err)
 		}
 	}

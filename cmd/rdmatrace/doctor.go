@@ -31,7 +31,8 @@ func doctorCommand() *cli.Command {
 			"   are risky (min_rnr_timer 0, rnr_retry 7, timeout 0, a link-local or RoCE v1 GID, a\n" +
 			"   path MTU the netdev cannot carry), from the recording --qp-trace names. With -- CMD,\n" +
 			"   CMD is started as the user who ran sudo (--user to choose) and checked once it has\n" +
-			"   run for --after (or, when it ended sooner, our context with its user's credentials).",
+			"   run for --after (or, when it ended sooner, our context with its user's credentials);\n" +
+			"   a CMD that runs on (a server) is waited for, and rdmatrace says so (Ctrl-C ends both).",
 		Description: "EXAMPLES:\n" +
 			"   rdmatrace doctor --pid 1234\n" +
 			"   rdmatrace doctor --container 4f3c2b1a0e9d\n" +
@@ -121,7 +122,13 @@ func runDoctor(c *cli.Context) error {
 			note = fmt.Sprintf("%s ended (%s) before %v: its context, %s, was checked", argv[0], exitText(err), after, ctx)
 		case <-time.After(after):
 			pid = prog.Cmd.Process.Pid
-			defer func() { <-done }()
+			// Checked, it runs on (a server): rdmatrace waits for it, as
+			// a shell waits for its foreground program, and says so.
+			defer func() {
+				fmt.Fprintf(os.Stderr, "rdmatrace: doctor: %s (pid %d) runs on after the check: waiting for it to exit (Ctrl-C, or kill %d, ends it)\n",
+					formats.Sanitize(argv[0]), pid, pid)
+				<-done
+			}()
 		}
 	}
 	t, err := doctor.ReadTarget("", pid)

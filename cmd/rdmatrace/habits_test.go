@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 // --version and -V print the stamped version (failed before: unknown flag).
@@ -91,5 +92,67 @@ func TestResShowDevTellsDevicesFromTypes(t *testing.T) {
 		if got := isDevice(in); got != want {
 			t.Errorf("isDevice(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// `res show NAME` with a NAME that is no type is a device, as `dev show`
+// takes it: a device that is not there is said with the devices there
+// are (on a machine without RDMA, that there is no RDMA netlink), never
+// "unknown resource type".
+func TestResShowOfAnUnknownDeviceSaysTheDevices(t *testing.T) {
+	_, err := nldev.Dial()
+	for _, args := range [][]string{{"res", "show", "nosuch0"}, {"-j", "res", "s", "nosuch0"}} {
+		stdout, stderr, code := rdmatrace(t, args...)
+		if strings.Contains(stderr, "resource type") && !strings.Contains(stderr, "unknown device") || code != 1 || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and an unknown device", args, code, stdout, stderr)
+		}
+		if err == nil && !strings.Contains(stderr, `unknown device "nosuch0"`) {
+			t.Errorf("%v: %q, want the devices there are", args, stderr)
+		}
+	}
+	// Without show, or with filter words after it, the word is a type: a
+	// mistyped one stays a usage error.
+	for _, args := range [][]string{{"res", "qpp"}, {"res", "show", "qpp", "state", "RTS"}} {
+		if _, stderr, code := rdmatrace(t, args...); code != 2 || !strings.Contains(stderr, `unknown resource type "qpp"`) {
+			t.Errorf("%v: exit %d, %q; want the usage error", args, code, stderr)
+		}
+	}
+}
+
+// why says its error and nothing else: "nothing went wrong" means it
+// looked, and a run that could not look (no RDMA, a recording it could
+// not read) did not.
+func TestWhyThatFailedDoesNotSayNothingWentWrong(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.ndjson")
+	if err := os.WriteFile(bad, []byte("not an event\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs := [][]string{{"why", "-r", bad}, {"why", "-r", filepath.Join(t.TempDir(), "missing.ndjson")}}
+	if _, err := nldev.Dial(); err != nil {
+		runs = append(runs, []string{"why", "--duration", "1s"}) // no RDMA here
+	}
+	for _, args := range runs {
+		stdout, stderr, code := rdmatrace(t, args...)
+		if code == 0 || strings.Contains(stdout, "nothing went wrong") || stderr == "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the error alone and a non-zero status", args, code, stdout, stderr)
+		}
+	}
+	// A recording read whole with no failure in it: nothing went wrong.
+	empty := filepath.Join(t.TempDir(), "empty.ndjson")
+	os.WriteFile(empty, nil, 0o600)
+	if stdout, stderr, code := rdmatrace(t, "why", "-r", empty); code != 0 || stdout != "nothing went wrong\n" {
+		t.Errorf("why -r EMPTY: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// doctor -- CMD for a program that runs on (a server) says, once checked,
+// that it waits for it and how to end it, then waits.
+func TestDoctorSaysItWaitsForAProgramThatRunsOn(t *testing.T) {
+	stdout, stderr, _ := rdmatrace(t, "doctor", "-j", "--after", "200ms", "--", "sh", "-c", "sleep 2")
+	if !strings.Contains(stderr, "runs on after the check: waiting for it to exit (Ctrl-C, or kill ") || !strings.Contains(stdout, `"check"`) {
+		t.Errorf("doctor -- sh -c 'sleep 2': stdout %q, stderr %q; want the checks, and the wait said", stdout, stderr)
+	}
+	if _, stderr, _ := rdmatrace(t, "doctor", "--after", "2s", "--", "true"); strings.Contains(stderr, "waiting for it") {
+		t.Errorf("doctor -- true: %q; a program that ended is not waited for", stderr)
 	}
 }

@@ -138,8 +138,8 @@ func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
 	} {
 		var b strings.Builder
 		s := newFindingSink(&b, c.json)
-		s.noLeaks(at, 7, 7)
-		if err := s.flush(); err != nil {
+		s.NoLeaks(at, 7, 7)
+		if err := s.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != c.want {
@@ -174,5 +174,21 @@ func TestWhyListsTheLogsQPErrorSyndromes(t *testing.T) {
 	}
 	if _, stderr, code := rdmatrace(t, "why", "--log", dir+"dmesg.txt", "--pid", "1"); code != 2 || !strings.Contains(stderr, "--log needs a recording") {
 		t.Errorf("--log without -r: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// why -r --log with a log of thirty thousand syndromes the recording
+// cannot join (the same line again and again, as a flood or a log given
+// twice): a line or two on stderr, not one a syndrome, and exit status 1:
+// nothing asked could be answered.
+func TestWhyWithALogOfUnjoinableSyndromesSaysSoInAFewLines(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "flood.txt")
+	line := "[Fri Nov 27 07:20:05 2026] mlx5_0/1: QP 9999 error: local protection error (0x41 0x0 0x0)\n"
+	if err := os.WriteFile(log, []byte(strings.Repeat(line, 30000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := rdmatrace(t, "why", "-r", "../../testdata/leaklog/mlx5-syndrome/trace.ndjson", "--log", log)
+	if n := strings.Count(stderr, "\n"); n > 3 || code != 1 || !strings.Contains(stderr, "30000 syndromes for QPs the recording does not have") {
+		t.Errorf("exit %d, %d lines on stderr:\n%.500s", code, n, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -23,7 +21,7 @@ func init() { commands = append(commands, leaksCommand()) }
 
 // exitLeaked is the exit status when leaks were reported: something was
 // never freed, or held a device's unregistration past --max-blocked.
-const exitLeaked = 3
+const exitLeaked = leaks.ExitLeaked
 
 // reorderWindow is how long events are held to put them in timestamp
 // order: far more than two CPUs' reservations can be apart.
@@ -80,9 +78,9 @@ func leaksCommand() *cli.Command {
 			"   rdmatrace leaks --filter-dev mlx5_0            # until Ctrl-C: what blocks an unbind\n" +
 			"   rdmatrace leaks --log dmesg.txt --recording trace.ndjson   # post-mortem\n\n" +
 			"EXIT STATUS:\n" + exitStatus("an error; post-mortem: some log lines could not be read", "",
-			"3  leaks: something was never freed (a device's unregistration dropped it, CMD left it\n"+
-				"      to the kernel's cleanup or alive, or it was created during the run and is alive at\n"+
-				"      its end), or held a device's unregistration past --max-blocked",
+			"3  leaks: something was never freed (a device's unregistration dropped it, or CMD left\n"+
+				"      it to the kernel's cleanup or alive), or held a device's unregistration past\n"+
+				"      --max-blocked; what is alive when a watch without CMD ends is listed, not a leak",
 			"N  with -- CMD and no leak: CMD's own status"),
 		Flags: append(append([]cli.Flag{
 			// No -o here: stdout stays CMD's, --report is the report's file.
@@ -133,7 +131,8 @@ func (s *findingSink) put(r formats.LeakRecord) {
 	}
 }
 
-func (s *findingSink) write(f *rdma.Finding) { s.put(formats.LeakRecord{Finding: f}) }
+// Finding writes one finding.
+func (s *findingSink) Finding(f *rdma.Finding) { s.put(formats.LeakRecord{Finding: f}) }
 
 // kernel writes a report from a kernel log; withRecording says whether a
 // recording was given, matched how many findings it has on it, and sameAs
@@ -142,12 +141,13 @@ func (s *findingSink) kernel(r *rdma.KernelReport, withRecording bool, matched i
 	s.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: r, WithRecording: withRecording, Matched: matched, SameAs: sameAs}})
 }
 
-// noLeaks ends the report of a program that left nothing behind.
-func (s *findingSink) noLeaks(now time.Time, created, destroyed int) {
+// NoLeaks ends the report of a program that left nothing behind.
+func (s *findingSink) NoLeaks(now time.Time, created, destroyed int) {
 	s.put(formats.LeakRecord{NoLeaks: &formats.NoLeaks{Time: now, Created: created, Destroyed: destroyed}})
 }
 
-func (s *findingSink) flush() error {
+// Flush writes out what is buffered; it returns the first error.
+func (s *findingSink) Flush() error {
 	if err := s.s.Flush(); s.err == nil {
 		s.err = err
 	}
@@ -187,18 +187,33 @@ func runLeaks(c *cli.Context) error {
 		return err
 	}
 	defer out.Close()
-	r := newLeakRun(c, s.Clock(), newFindingSink(out, c.Bool("json")), f)
-	if err := snapshotEvents(r.w.Handle); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	live := leaks.NewLive(leaks.Options{MaxTable: c.Int("max-table"), Interval: c.Duration("interval"), MaxBlocked: c.Duration("max-blocked"),
+		Keep: f.Match, Window: reorderWindow, Program: len(argv) > 0}, newFindingSink(out, c.Bool("json")), warn)
+	if err := snapshotEvents(live.Snapshot); err != nil {
+		warn(fmt.Sprintf("snapshot of existing resources: %v", err))
 	}
-	err = s.Run(r.loop(len(argv) > 0))
-	r.notes()
-	var status *tracer.ExitError // the program's: leaks come first
-	if r.w.Leaked() > 0 && (err == nil || errors.As(err, &status)) {
+	clock := s.Clock()
+	err = s.Run(tracer.Loop{
+		Consumer: tracer.Consumer{
+			Event: live.Push,
+			Tick: func() {
+				now := tracer.Mono()
+				live.Tick(now, clock.Wall(now))
+			},
+			Every: tickInterval,
+		},
+		Program: live.Program,
+		End:     func() error { return live.End(time.Now().UTC()) },
+	})
+	live.Notes()
+	if live.Leaks(err) {
 		return exitWith(exitLeaked, nil)
 	}
 	return err
 }
+
+// warn says a problem on stderr.
+func warn(msg string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", msg) }
 
 // checkLeaksFlags checks leaks' flags before anything starts.
 func checkLeaksFlags(c *cli.Context) error {
@@ -230,82 +245,6 @@ func leaksFromLogs(c *cli.Context, logs, argv []string, f *filter.Events) error 
 	}
 	defer out.Close()
 	return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
-}
-
-// leakRun is leaks' consumer of a session: the live table, the watcher
-// that reports on it, and the window that puts events from several CPUs
-// in order.
-type leakRun struct {
-	w        *leaks.Watcher
-	table    *restable.Table
-	reorder  *restable.Reorder
-	sink     *findingSink
-	clock    tracer.Clock
-	maxTable int
-	warned   uint64 // untracked resources warned of
-}
-
-func newLeakRun(c *cli.Context, clock tracer.Clock, sink *findingSink, f *filter.Events) *leakRun {
-	r := &leakRun{table: restable.New(c.Int("max-table")), reorder: restable.NewReorder(reorderWindow), sink: sink, clock: clock, maxTable: c.Int("max-table")}
-	r.w = leaks.New(r.table, sink.write)
-	r.w.Keep = f.Match
-	r.w.Interval, r.w.MaxBlocked = c.Duration("interval"), c.Duration("max-blocked")
-	return r
-}
-
-// loop is what the session runs; withProgram says whether leaks runs
-// -- CMD, whose exit ends the report.
-func (r *leakRun) loop(withProgram bool) tracer.Loop {
-	return tracer.Loop{
-		Consumer: tracer.Consumer{
-			Event: func(ev *rdma.Event) error {
-				r.reorder.Push(ev, r.w.Handle)
-				return nil
-			},
-			Tick:  r.tick,
-			Every: tickInterval,
-		},
-		Program: r.w.Program,
-		End: func() error {
-			r.reorder.Flush(r.w.Handle)
-			r.tick()
-			if now := time.Now().UTC(); withProgram {
-				r.w.ProgramExited(now)
-				if r.w.Leaked() == 0 {
-					made, destroyed := r.w.ProgramCounts()
-					r.sink.noLeaks(now, made, destroyed)
-				}
-			} else {
-				r.w.End(now)
-			}
-			return r.sink.flush()
-		},
-	}
-}
-
-// tick does what is due at a moment without events, and under a flood
-// every tickInterval all the same.
-func (r *leakRun) tick() {
-	now := tracer.Mono()
-	if now > reorderWindow {
-		r.reorder.FlushUntil(now-reorderWindow, r.w.Handle)
-	}
-	r.w.Tick(r.clock.Wall(now))
-	if n := r.table.Untracked(); n > r.warned {
-		fmt.Fprintf(os.Stderr, "rdmatrace: WARNING: table full (--max-table %d), %d resources untracked\n", r.maxTable, n)
-		r.warned = n
-	}
-	_ = r.sink.flush()
-}
-
-// notes says, after the summary, what may make the report wrong.
-func (r *leakRun) notes() {
-	if n := r.reorder.Overflowed(); n > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d events left the reorder window early (more than %d within %v): their order may be wrong\n", n, restable.DefaultMaxHeld, time.Duration(reorderWindow))
-	}
-	if n := r.table.Replaced(); n > 0 {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %d resource ids were reused without a traced destroy\n", n)
-	}
 }
 
 // reportOutput is where leaks writes its report: --report, or stdout

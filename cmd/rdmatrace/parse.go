@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -56,30 +55,35 @@ EXIT STATUS:
 // parseSink is where parsed records go: one writer per format.
 type parseSink = formats.Sink[*debugfs.Record]
 
-// newParseSink is parse's writer for -o and -j.
-func newParseSink(c *cli.Context, stdout, stderr io.Writer) (parseSink, error) {
-	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatNDJSON,
+// newParseSink is parse's writer for -o (output) and -j (json); note says
+// on stderr what a table or the legacy layout left out.
+func newParseSink(output string, json bool, stdout io.Writer, note func(string)) (parseSink, error) {
+	f, err := formats.ParseFormat(output, json, formats.FormatNDJSON,
 		formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON, formats.FormatLegacy)
 	if err != nil {
 		return nil, exitWith(2, err)
 	}
 	switch f {
 	case formats.FormatTable:
-		return &tableSink{w: stdout, stderr: stderr}, nil
+		return formats.NewParsedTableSink(stdout, note, func(rec *debugfs.Record) (string, int, *rdma.Resource) {
+			return rec.Source, rec.Line, &rec.Res
+		}), nil
 	case formats.FormatLegacy:
-		return &legacySink{w: debugfs.NewLegacyWriter(stdout), stderr: stderr}, nil
+		return debugfs.NewLegacySink(stdout, note), nil
 	}
 	return formats.NewObjectSink(stdout, f, false, func(o formats.Object, rec *debugfs.Record) formats.Object {
 		return formats.ParsedObject(rec.Source, rec.Line, &rec.Res)
 	}), nil
 }
 
+// runParse is `rdmatrace parse` (debugfs.Parse).
 func runParse(c *cli.Context) error {
 	stdout, stderr := c.App.Writer, c.App.ErrWriter
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	sink, err := newParseSink(c, stdout, stderr)
+	warn := func(line string) { fmt.Fprintf(stderr, "rdmatrace: %s\n", line) }
+	sink, err := newParseSink(c.String("output"), c.Bool("json"), stdout, warn)
 	if err != nil {
 		return err
 	}
@@ -94,69 +98,20 @@ func runParse(c *cli.Context) error {
 		}
 		paths = []string{"-"}
 	}
-
-	var rejected, records int
-	ioFailed := false
-	// report prints each error on a line of its own, escaped (they name
-	// files as they are); a file skipped
-	// because it is no saved state (a FIFO, trace_pipe) is a note and
-	// leaves the exit status alone.
-	report := func(err error) {
-		for _, e := range formats.Unjoin(err) {
-			fmt.Fprintf(stderr, "rdmatrace: %s\n", formats.Sanitize(e.Error()))
-			var skip *debugfs.SkipError
-			if !errors.As(e, &skip) {
-				ioFailed = true
-			}
-		}
-	}
-	for _, p := range paths {
-		inputs, err := debugfs.InputsMax(p, c.App.Reader, maxInput(c))
-		if err != nil {
-			report(err)
-		}
-		for _, in := range inputs {
-			rc, err := in.Open()
-			if err != nil {
-				report(err)
-				continue
-			}
-			rd := debugfs.NewReader(rc, in.Name)
-			for {
-				rec, err := rd.Next()
-				var lerr *lineerr.Error
-				if errors.As(err, &lerr) {
-					// lineerr.Error quotes the input it shows: terminal-safe.
-					fmt.Fprintln(stderr, lerr.Error())
-					rejected += lerr.Lines()
-					continue
-				}
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					report(err)
-					break
-				}
-				records++
-				if keep(&rec.Res) {
-					if err := sink.Write(rec); err != nil {
-						rc.Close()
-						return exitWith(2, fmt.Errorf("write: %w", err))
-					}
-				}
-			}
-			rc.Close()
-		}
+	res, err := debugfs.Parse(debugfs.ParseOptions{Paths: paths, Stdin: c.App.Reader, MaxInput: maxInput(c), Keep: keep, Warn: warn,
+		// lineerr.Error quotes the input it shows: terminal-safe.
+		BadLine: func(le *lineerr.Error) { fmt.Fprintln(stderr, le.Error()) }}, sink)
+	if err != nil {
+		return exitWith(2, fmt.Errorf("write: %w", err))
 	}
 	if err := sink.Close(); err != nil {
 		return exitWith(2, fmt.Errorf("write: %w", err))
 	}
 	switch {
-	case ioFailed:
+	case res.Failed:
 		return exitWith(2, nil)
-	case rejected > 0:
-		fmt.Fprintf(stderr, "rdmatrace: %d line(s) rejected, %d record(s) read\n", rejected, records)
+	case res.Rejected > 0:
+		warn(fmt.Sprintf("%d line(s) rejected, %d record(s) read", res.Rejected, res.Records))
 		return exitWith(1, nil)
 	}
 	return nil
@@ -188,82 +143,6 @@ func parseFilter(words []string) (func(*rdma.Resource) bool, error) {
 		}
 		return cm.Match(r)
 	}, nil
-}
-
-// tableSink renders the table every formats.TableRows records, so memory
-// stays bounded however large the input: each block is aligned on its
-// own, and stderr says so once.
-type tableSink struct {
-	w, stderr io.Writer
-	t         formats.ParsedTable
-	blocks    int
-}
-
-func (s *tableSink) Write(rec *debugfs.Record) error {
-	s.t.Add(rec.Source, rec.Line, &rec.Res)
-	if s.t.Len() < formats.TableRows {
-		return nil
-	}
-	if s.blocks == 0 {
-		fmt.Fprintf(s.stderr, "rdmatrace: more than %d records: the table is written in blocks of %d, each aligned on its own (-j or -o legacy write one line per record)\n", formats.TableRows, formats.TableRows)
-	} else if _, err := io.WriteString(s.w, "\n"); err != nil {
-		return err
-	}
-	s.blocks++
-	err := s.t.Render(s.w)
-	s.t.Reset()
-	return err
-}
-
-// Flush has nothing to do: each block is aligned on its own, written whole.
-func (s *tableSink) Flush() error { return nil }
-
-func (s *tableSink) Close() error {
-	var err error
-	if s.blocks == 0 || s.t.Len() > 0 {
-		if s.blocks > 0 {
-			if _, err := io.WriteString(s.w, "\n"); err != nil {
-				return err
-			}
-		}
-		err = s.t.Render(s.w)
-	}
-	for _, n := range s.t.Notes() {
-		fmt.Fprintf(s.stderr, "rdmatrace: %s\n", n)
-	}
-	return err
-}
-
-// legacySink writes rdma_cm IDs in the legacy layout, each under the
-// header it was read under; records of `rdma` output get the 2009 columns
-// plus PID and COMM. QPs have no place in the layout and are counted.
-type legacySink struct {
-	w       *debugfs.LegacyWriter
-	stderr  io.Writer
-	skipped int
-}
-
-var rdmaLegacyColumns = append(slices.Clip(rdma.LegacyColumns), "PID", "COMM")
-
-func (s *legacySink) Write(rec *debugfs.Record) error {
-	if rec.Res.Type != rdma.ResCMID {
-		s.skipped++
-		return nil
-	}
-	cols := rdmaLegacyColumns
-	if rec.Layout != nil {
-		cols = rec.Layout.Names
-	}
-	return s.w.Write(&rec.Res, cols)
-}
-
-func (s *legacySink) Flush() error { return s.w.Flush() }
-
-func (s *legacySink) Close() error {
-	if s.skipped > 0 {
-		fmt.Fprintf(s.stderr, "rdmatrace: %d qp record(s) not written: the legacy layout holds rdma_cm IDs only\n", s.skipped)
-	}
-	return s.w.Flush()
 }
 
 // parseFilterFlagKeys are res's --filter-KEY flags that a saved dump can

@@ -50,18 +50,19 @@ func runPs(c *cli.Context) error {
 		return err
 	}
 	words := filterWords(c, nil, resFilterFlagKeys...)
+	en := enrich.New(enrich.Options{})
 	filters := map[rdma.ResType]*filter.Filter{}
 	for _, t := range rdma.ResourceTypes {
 		if filters[t], err = filter.ParseArgs(t, words); err != nil {
 			return usage(c, "%w", err)
 		}
+		filters[t].SelectProcesses(en) // -p PID: the process, every thread of it
 	}
 	cl, err := dial(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	en := enrich.New(enrich.Options{})
 	inv := cl.Inventory(nldev.InventoryOptions{Owners: en, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
 	proc.WarnPIDNamespace(os.Stderr)
 	// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.

@@ -69,8 +69,8 @@ func dial(c *cli.Context) (*nldev.Client, error) {
 		return nil, err
 	}
 	if dir := c.String("nl-record"); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+		if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
+			return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
 		}
 		seq := 0
 		cl.Record = func(cmd uint16, b []byte, err error) {
@@ -294,13 +294,17 @@ func resCommand() *cli.Command {
 }
 
 func runRes(c *cli.Context) error {
-	args := dropShow(positional(c))
+	words := positional(c)
+	args := dropShow(words)
+	// After show, iproute2's `rdma res show DEV`: a word that is no type
+	// names a device, said unknown with the devices there are.
+	afterShow := len(args) < len(words)
 	format, err := outputFormat(c, outLegacy)
 	if err != nil {
 		return err
 	}
 	extra := filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
-	if len(args) == 0 || len(args) == 1 && isDevice(args[0]) {
+	if len(args) == 0 || len(args) == 1 && (isDevice(args[0]) || afterShow && !isResType(args[0])) {
 		if len(extra) > 0 {
 			return usage(c, "filters need a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
 		}
@@ -320,6 +324,7 @@ func runRes(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
+	f.SelectProcesses(enrich.New(enrich.Options{})) // pid PID: the process, every thread of it
 	if format == outLegacy {
 		if c.String("netns") != "" {
 			return usage(c, "-o legacy shows one namespace: leave out --netns")
@@ -385,6 +390,14 @@ func runSummary(c *cli.Context, format, dev string) error {
 				}
 			}
 			sums = keep
+			if len(sums) == 0 {
+				// As dev show says it: the devices there are; and the
+				// types, for a type mistyped.
+				devs, _ := cl.Devices()
+				if _, missing := selectDevices(devs, dev); missing != nil {
+					return listing{missing: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
+				}
+			}
 		}
 		objs := make([]formats.Object, len(sums))
 		for i := range sums {
@@ -394,6 +407,21 @@ func runSummary(c *cli.Context, format, dev string) error {
 			text:  func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
 			table: func() *formats.Table { return formats.SummaryTable(sums) }}
 	})
+}
+
+// isResType says whether name is a resource type (or its abbreviation).
+func isResType(name string) bool {
+	_, err := rdma.ParseResType(name)
+	return err == nil
+}
+
+// resTypeNames lists the resource types, for messages.
+func resTypeNames() string {
+	names := make([]string, len(rdma.ResourceTypes))
+	for i, t := range rdma.ResourceTypes {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 func first(args []string) string {

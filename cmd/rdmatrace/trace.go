@@ -364,7 +364,12 @@ func openRaw(path string, clock tracer.Clock) (*tracer.RawWriter, func(), error)
 	if path == "" {
 		return nil, func() {}, nil
 	}
-	// The records hold kernel addresses: for root's eyes only.
+	// The records hold kernel addresses: for root's eyes only, so not a
+	// file for the user who ran sudo, nor one root makes where that user
+	// asks.
+	if outputOwner() != nil {
+		return nil, nil, exitWith(1, errors.New("--record-raw: the raw records hold kernel addresses and are root's alone: run rdmatrace as root itself, not through sudo (SUDO_UID is set)"))
+	}
 	rf, err := safefile.Create(path, nil)
 	if err != nil {
 		return nil, nil, err

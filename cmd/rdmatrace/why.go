@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -12,11 +10,9 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
-	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/kernlog"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -39,7 +35,9 @@ func whyCommand() *cli.Command {
 			"   rdmatrace why --pid 1234 --duration 60s       # live, for a minute\n" +
 			"   rdmatrace why --pod 5d1c0f3e --no-answer 5s   # live: also steps unanswered for 5 s\n" +
 			"   rdmatrace why --pid 1234 -r rec.ndjson --log dmesg-T.txt   # with mlx5's QP error syndromes from the kernel log\n\n" +
-			"EXIT STATUS:\n" + exitStatus("nothing could be attached, or a recording could not be read (the line says why)", "",
+			"EXIT STATUS:\n" + exitStatus("nothing could be attached; a recording or log could not be read, or has lines not understood;\n"+
+			"      or none of the QP error syndromes of the --log files could be joined with a QP of the recording\n"+
+			"      (the lines before say why)", "",
 			"130  a second Ctrl-C (128 + the signal): exited at once"),
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
@@ -82,7 +80,6 @@ func runWhy(c *cli.Context) error {
 		return err
 	}
 	sink := formats.NewWhySink(os.Stdout, format)
-	defer sink.Close()
 	an := why.New(o)
 	write := func(ls []why.Line) error {
 		for _, l := range ls {
@@ -94,12 +91,41 @@ func runWhy(c *cli.Context) error {
 	}
 	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
-		return whyRecording(c, path, logs, an, write, sink.Flush)
+		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
+			return usage(c, "%w", err)
+		}
+		err = whyRecording(path, logs, maxInput(c), an, sink)
+	} else if len(logs) > 0 {
+		err = usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+	} else {
+		err = whyLive(c, an, write, sink.Flush)
 	}
-	if len(logs) > 0 {
-		return usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+	return closeWhy(sink, format, err)
+}
+
+// whyRecording is why -r [--log] (why.ReadRecording): what it says went
+// wrong is exit status 1.
+func whyRecording(path string, logs []string, maxInput int64, an *why.Analyzer, sink formats.Sink[why.Line]) error {
+	err := why.ReadRecording(an, why.RecordingOptions{Recording: path, Logs: logs, Stdin: os.Stdin, MaxInput: maxInput,
+		Warn: func(line string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", line) }}, sink)
+	if err != nil {
+		return exitWith(1, err)
 	}
-	return whyLive(c, an, write, sink.Flush)
+	return nil
+}
+
+// closeWhy ends why's output. A run that failed ends the human view with
+// its error alone: "nothing went wrong" would say it looked and found
+// nothing. A JSON array is still closed.
+func closeWhy(sink formats.Sink[why.Line], format formats.Format, err error) error {
+	if err != nil && format == formats.FormatText {
+		_ = sink.Flush()
+		return err
+	}
+	if cerr := sink.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // whyOptions are the analysis's choices: the owner (--pid, --comm,
@@ -175,127 +201,4 @@ func whyFilter(c *cli.Context) (*filter.Events, error) {
 		words = append(words, "pod", v)
 	}
 	return filter.ParseEvents(words)
-}
-
-// whyRecording is why -r [--log]: a recording's events through the
-// analysis (why.PostMortem), with the logs' QP error syndromes joined with
-// its QPs and listed among its failures in time order. A line not
-// understood, of the recording or a log, is said (file, line, what was
-// expected) and counted, and the rest still read; then the exit status is
-// 1. A syndrome whose QP the recording does not have is said on stderr.
-func whyRecording(c *cli.Context, path string, logs []string, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	var syn *why.Syndromes
-	bad := 0
-	if len(logs) > 0 {
-		var reps []*rdma.KernelReport
-		for _, l := range logs {
-			if l == "-" && path == "-" {
-				return exitWith(1, errors.New("stdin (-) can be read once: give it to -r or to one --log"))
-			}
-			n, err := readSyndromes(c, l, func(r *rdma.KernelReport) { reps = append(reps, r) })
-			bad += n
-			if err != nil {
-				return exitWith(1, err)
-			}
-		}
-		syn = why.NewSyndromes(reps)
-	}
-	pm := why.NewPostMortem(an, syn)
-	err := whyReplay(c, path, pm, write, flush)
-	var ee *exitError
-	if syn == nil || (err != nil && !errors.As(err, &ee)) {
-		return err
-	}
-	held, none := pm.Join()
-	for _, u := range none {
-		r := u.Report
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s:%d: %s: %s\n", formats.Sanitize(r.Source), r.Line,
-			formats.Sanitize(fmt.Sprintf("%s/%d QP %d", r.Device, r.Port, r.QPN)), formats.Sanitize(u.Why))
-	}
-	if werr := write(held); werr != nil {
-		return werr
-	}
-	if ferr := flush(); ferr != nil {
-		return ferr
-	}
-	if err != nil {
-		return err
-	}
-	if bad > 0 {
-		return exitWith(1, fmt.Errorf("%d lines of the kernel logs were not understood (named or counted above)", bad))
-	}
-	return nil
-}
-
-// readSyndromes passes each QP error syndrome of a kernel log to each, and
-// says how many lines it could not read (each told on stderr).
-func readSyndromes(c *cli.Context, path string, each func(*rdma.KernelReport)) (bad int, err error) {
-	in, done, err := openInput(path, os.Stdin, maxInput(c))
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	kr := kernlog.NewReader(in, sourceName(path))
-	for {
-		rep, err := kr.Next()
-		if errors.Is(err, io.EOF) {
-			return bad, nil
-		}
-		var le *lineerr.Error
-		if errors.As(err, &le) {
-			bad += le.Lines()
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
-			continue
-		}
-		if err != nil {
-			return bad, readError(sourceName(path), err)
-		}
-		if rep.Kind == rdma.KernQPErrSyndrome {
-			each(rep)
-		}
-	}
-}
-
-// whyReplay feeds a recording through the post-mortem.
-func whyReplay(c *cli.Context, path string, pm *why.PostMortem, write func([]why.Line) error, flush func() error) error {
-	in, done, err := openInput(path, os.Stdin, maxInput(c))
-	if err != nil {
-		return exitWith(1, err)
-	}
-	defer done()
-	r := replay.NewReader(in, sourceName(path))
-	var ev rdma.Event
-	var last time.Time
-	bad := 0
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *lineerr.Error
-		if errors.As(err, &le) {
-			bad += le.Lines()
-			_ = flush()
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
-			continue
-		}
-		if err != nil {
-			_ = flush()
-			return exitWith(1, readError(sourceName(path), err))
-		}
-		last = ev.Time
-		if err := write(pm.Add(&ev)); err != nil {
-			return err
-		}
-	}
-	if err := write(pm.End(last)); err != nil {
-		return err
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if bad > 0 {
-		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
-	}
-	return nil
 }

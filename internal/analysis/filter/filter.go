@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -17,6 +18,47 @@ import (
 // Filter is a parsed filter expression; the zero value matches everything.
 type Filter struct {
 	terms []term
+	procs *processes // SelectProcesses; nil: pid is the kernel's pid alone
+}
+
+// Processes names the process (thread group) of a thread, 0 when it
+// cannot tell (enrich.Enricher does, from /proc).
+type Processes interface{ TGID(tid uint32) uint32 }
+
+// processes is SelectProcesses' lookup, kept per thread: a dump names
+// the same threads over and over.
+type processes struct {
+	p     Processes
+	mu    sync.Mutex
+	known map[uint32]uint32
+}
+
+// maxThreads bounds what processes keeps; past it, it starts again.
+const maxThreads = 1 << 16
+
+func (ps *processes) tgid(tid uint32) uint32 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if g, ok := ps.known[tid]; ok {
+		return g
+	}
+	if ps.known == nil || len(ps.known) >= maxThreads {
+		ps.known = map[uint32]uint32{}
+	}
+	g := ps.p.TGID(tid)
+	ps.known[tid] = g
+	return g
+}
+
+// SelectProcesses makes pid select processes, as procps' and lsof's -p
+// do: RDMA netlink names the thread that created an object (iproute2's
+// pid), so with p, pid N selects the objects of every thread of process N
+// as well as those of thread N. The objects keep their thread's pid. Only
+// for live objects: a saved listing's threads are not this machine's.
+func (f *Filter) SelectProcesses(p Processes) {
+	if f != nil && p != nil {
+		f.procs = &processes{p: p}
+	}
 }
 
 type term struct {
@@ -272,11 +314,20 @@ func (f *Filter) Match(r *rdma.Resource) bool {
 		return true
 	}
 	for i := range f.terms {
-		if !f.terms[i].match(r) {
+		if !f.terms[i].match(r) && !f.ofProcess(&f.terms[i], r) {
 			return false
 		}
 	}
 	return true
+}
+
+// ofProcess says whether a pid term selects r by its thread's process.
+func (f *Filter) ofProcess(t *term, r *rdma.Resource) bool {
+	if f.procs == nil || t.key != keyPID || !has(r, rdma.HasPID) {
+		return false
+	}
+	g := f.procs.tgid(r.Owner.PID)
+	return g != 0 && g != r.Owner.PID && inRanges(t.nums, uint64(g))
 }
 
 func (t *term) match(r *rdma.Resource) bool {

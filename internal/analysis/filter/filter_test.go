@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -152,6 +153,66 @@ func TestBadFiltersNameTheValidChoices(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("Parse(%s, %q) = %q, want it to mention %q", tc.typ, tc.expr, err, w)
 			}
+		}
+	}
+}
+
+type threads map[uint32]uint32
+
+func (t threads) TGID(tid uint32) uint32 { return t[tid] }
+
+// pid selects a process as procps' and lsof's -p do: RDMA netlink names
+// the creating thread, and an rping client's threads (272, 273 of 266)
+// create its PD and context. With SelectProcesses, pid 266 selects them;
+// a thread's own pid still selects its objects, and the objects keep it.
+// Traced events carry the process and the thread: pid selects either.
+func TestPIDSelectsTheProcessOfEveryThread(t *testing.T) {
+	pd := func(id, pid uint32) rdma.Resource {
+		return rdma.Resource{Type: rdma.ResPD, DevName: "rxe0", Owner: rdma.Owner{PID: pid}, Has: rdma.HasPID | rdma.HasPDN, PDN: id}
+	}
+	objs := []rdma.Resource{pd(1, 266), pd(2, 272), pd(3, 273), pd(4, 999), {Type: rdma.ResPD, Owner: rdma.Owner{KernName: "ib_core"}}}
+	procs := threads{266: 266, 272: 266, 273: 266, 999: 999}
+	sel := func(expr string, p Processes) (got []uint32) {
+		f, err := Parse(rdma.ResPD, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SelectProcesses(p)
+		for i := range objs {
+			if f.Match(&objs[i]) {
+				got = append(got, objs[i].PDN)
+			}
+		}
+		return got
+	}
+	for _, c := range []struct {
+		expr string
+		p    Processes
+		want string
+	}{
+		{"pid 266", nil, "[1]"}, // iproute2's: the kernel's pid alone
+		{"pid 266", procs, "[1 2 3]"},
+		{"pid 272", procs, "[2]"},
+		{"pid 1-300", procs, "[1 2 3]"},
+		{"pid 266 pdn 2,4", procs, "[2]"},
+		{"pid 5", procs, "[]"},
+	} {
+		if got := fmt.Sprint(sel(c.expr, c.p)); got != c.want {
+			t.Errorf("%q (processes %v): PDs %s, want %s", c.expr, c.p != nil, got, c.want)
+		}
+	}
+	if objs[1].Owner.PID != 272 {
+		t.Errorf("the object's pid became %d: it keeps its thread's", objs[1].Owner.PID)
+	}
+	ev := rdma.Event{Flags: rdma.EvHasOwner}
+	ev.Owner = rdma.Owner{PID: 266, TID: 272}
+	for _, pid := range []string{"266", "272"} {
+		f, err := ParseEvents([]string{"pid", pid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !f.Match(&ev) {
+			t.Errorf("trace's pid %s does not select an event of thread 272 of process 266", pid)
 		}
 	}
 }

@@ -74,18 +74,19 @@ const DefaultMaxBlocked = 10 * time.Second
 // Leaked is the number of leaks reported so far: what a device's
 // unregistration never freed (the kernel dropped it); what held an
 // unregistration MaxBlocked or longer (alive when it began and freed later
-// than that, or still alive when the run ended), or the unregistration
-// itself when nothing it waited for is known; resources created during the
-// run and alive at its end; and what a traced program left behind. A
-// removal in which the owners freed everything in time is no leak,
-// whoever freed it: the unregistering task, a module's workqueue, a
-// process told of the removal.
+// than that, or still alive when the run ended that long after it began),
+// or the unregistration itself when nothing it waited for is known; and
+// what a traced program left behind. A removal in which the owners freed
+// everything in time is no leak, whoever freed it: the unregistering task,
+// a module's workqueue, a process told of the removal. What is alive when
+// a watch without a program ends is listed as alive, not leaked: a
+// listener, ib_core's own objects, a program still running.
 func (w *Watcher) Leaked() int { return w.leaked }
 
 func (w *Watcher) emit(f *rdma.Finding) { w.Emit(f) }
 
 func (w *Watcher) emitEntry(r rdma.LeakReport, ent *restable.Entry, now time.Time, by rdma.Owner) {
-	f := &rdma.Finding{Report: r, Time: now, Res: ent.Res, Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
+	f := &rdma.Finding{Report: r, Time: now, Res: *ent.Res.Event(), Age: ent.Age(now), AgeAtLeast: ent.PreExisting, By: by}
 	if l, ok := w.smcLinks[smcQP{ent.Dev, ent.Res.LQPN}]; ok && ent.Res.Type == rdma.ResQP && ent.Res.Owner.KernName == "smc" {
 		l.State = "" // the link's state when it was made, not now
 		f.Res.SMC = l
@@ -156,7 +157,7 @@ func (w *Watcher) beginUnregister(e *rdma.Event) {
 	u := &unregistration{dev: *e, alive: map[restable.Key]bool{}, lastWait: e.Time}
 	w.unreg[e.DevIndex] = u
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return ent.Dev == e.DevIndex }) {
-		u.alive[ent.Key] = w.Keep(&ent.Res)
+		u.alive[ent.Key] = w.Keep(ent.Res.Event())
 		if u.alive[ent.Key] {
 			w.emitEntry(rdma.LeakUnregister, ent, e.Time, e.Actor)
 		}
@@ -258,7 +259,7 @@ func (w *Watcher) endUnregister(e *rdma.Event) {
 	delete(w.unreg, e.DevIndex)
 	left := w.Table.RemoveDevice(e.DevIndex)
 	for _, ent := range left {
-		if w.Keep(&ent.Res) {
+		if w.Keep(ent.Res.Event()) {
 			w.leaked++
 			w.emitEntry(rdma.LeakLeft, ent, e.Time, e.Actor)
 		}
@@ -282,17 +283,23 @@ func (w *Watcher) endUnregister(e *rdma.Event) {
 	w.emit(f)
 }
 
-// End reports what is alive when the run ends. What existed before the
-// run is listed but is not a leak of the run (ib_core's own QPs live as
-// long as their device).
+// End reports what is alive when the run ends: listed, not leaked. A
+// leak is what holds a device's unregistration that began MaxBlocked or
+// longer before now, as endUnregister would have said.
 func (w *Watcher) End(now time.Time) {
 	for _, idx := range w.blocked() {
-		w.leaked += w.unreg[idx].held() // still holding an unregistration
-	}
-	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return w.Keep(&ent.Res) }) {
-		w.emitEntry(rdma.LeakEnd, ent, now, rdma.Owner{})
-		if !ent.PreExisting && w.unreg[ent.Dev] == nil {
-			w.leaked++
+		u := w.unreg[idx]
+		if now.Sub(u.dev.Time) < w.MaxBlocked {
+			continue // not held past its time yet
 		}
+		switch n := u.held(); {
+		case n > 0:
+			w.leaked += n // still holding it
+		case w.Keep(&u.dev):
+			w.leaked++ // blocked, on something the trace does not show
+		}
+	}
+	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return w.Keep(ent.Res.Event()) }) {
+		w.emitEntry(rdma.LeakEnd, ent, now, rdma.Owner{})
 	}
 }

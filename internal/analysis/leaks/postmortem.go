@@ -26,10 +26,16 @@ const DefaultMaxTable = 1 << 18
 // millions.
 const DefaultMaxFindings = 1 << 16
 
+// DefaultMaxReports bounds the logs' reports held until a recording is
+// read (a few hundred bytes each) when PostMortemLimits.MaxReports is 0:
+// a kernel names a leaked object a line, and a log can hold millions.
+const DefaultMaxReports = 1 << 18
+
 // PostMortemLimits bound what a recording may take.
 type PostMortemLimits struct {
 	MaxTable    int    // resources tracked at once; DefaultMaxTable when 0
 	MaxFindings int    // findings kept; DefaultMaxFindings when 0
+	MaxReports  int    // the logs' reports held (ReadLogs); DefaultMaxReports when 0
 	Window      uint64 // the reorder window, ns; restable.NewReorder's
 }
 
@@ -122,14 +128,32 @@ type Explained struct {
 
 // Join gives each report, in order, with the recording's findings about
 // it: each unregistration's findings once, with its first report.
+//
+// A named report names one object, and a leak of many objects of one
+// owner and type is as many lines: their findings (the same: the
+// recording cannot tell those objects apart) come with the first.
 func (pm *PostMortem) Join() []Explained {
 	out := make([]Explained, 0, len(pm.reps))
 	shown := map[unregKey]string{}
+	named := map[namedKey]string{}
 	for _, rep := range pm.reps {
+		if rep.Kind == rdma.KernRestrackNamed {
+			k := namedKey{rep.Device, rep.Res, reportOwner(rep.Owner)}
+			if first := named[k]; first != "" {
+				out = append(out, Explained{Report: rep, SameAs: first})
+				continue
+			}
+			x := Explained{Report: rep, Findings: pm.matches(rep)}
+			if len(x.Findings) > 0 {
+				named[k] = fmt.Sprintf("%s:%d", rep.Source, rep.Line)
+			}
+			out = append(out, x)
+			continue
+		}
 		x := Explained{Report: rep, Findings: pm.matches(rep)}
 		key := unregKey{rep.Kind == rdma.KernHungUnregister, rep.PID}
 		switch {
-		case rep.Kind == rdma.KernRestrackNamed || len(x.Findings) == 0:
+		case len(x.Findings) == 0:
 		case shown[key] != "":
 			x.Findings, x.SameAs = nil, shown[key]
 		default:

@@ -88,7 +88,7 @@ func (p *program) added(w *Watcher, ent *restable.Entry) {
 			return
 		}
 	}
-	if p.owns(w, &ent.Res) {
+	if p.owns(w, ent.Res.Event()) {
 		p.created[ent.Key] = true
 		p.made++
 	}
@@ -110,7 +110,7 @@ func (p *program) removed(w *Watcher, ent *restable.Entry, e *rdma.Event) {
 		p.destroyed++
 	}
 	if c != "" && ent.Res.Type != rdma.ResCTX {
-		f := &rdma.Finding{Report: rdma.LeakExitCleanup, Time: e.Time, Res: ent.Res, Age: e.Time.Sub(ent.Created)}
+		f := &rdma.Finding{Report: rdma.LeakExitCleanup, Time: e.Time, Res: *ent.Res.Event(), Age: e.Time.Sub(ent.Created)}
 		f.Res.Flags |= e.Flags & (rdma.EvActorExiting | rdma.EvFileClose)
 		f.Res.Actor = e.Actor
 		if w.Keep(&f.Res) {
@@ -137,7 +137,7 @@ func (w *Watcher) ProgramExited(now time.Time) {
 		return
 	}
 	for _, ent := range w.Table.Select(func(ent *restable.Entry) bool { return p.created[ent.Key] }) {
-		if w.Keep(&ent.Res) {
+		if w.Keep(ent.Res.Event()) {
 			w.leaked++
 			w.emitEntry(rdma.LeakAlive, ent, now, rdma.Owner{})
 		}

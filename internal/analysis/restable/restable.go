@@ -58,7 +58,7 @@ func KeyOf(e *rdma.Event) (Key, bool) {
 // ids, QP type and state, owner), as in its most recent event.
 type Entry struct {
 	Key
-	Res rdma.Event
+	Res Res
 	// Created is when the kernel started tracking it; for a resource from
 	// the snapshot, when tracing started (PreExisting: it is older).
 	Created     time.Time
@@ -124,7 +124,7 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 			t.untracked++
 			return OpFull, nil
 		}
-		n := &Entry{Key: k, Res: *e, Created: e.Time, PreExisting: e.Kind == rdma.EvExists}
+		n := &Entry{Key: k, Res: resOf(e), Created: e.Time, PreExisting: e.Kind == rdma.EvExists}
 		t.entries[k] = n
 		if old != nil && !old.PreExisting {
 			// A snapshot entry is the same resource when its creation was
@@ -162,7 +162,7 @@ func (t *Table) Apply(e *rdma.Event) (Op, *Entry) {
 		old.Res.SetState(e.State())
 		if e.Given(rdma.HasSrcAddr) {
 			old.Res.Src, old.Res.Dst, old.Res.PS = e.Src, e.Dst, e.PS
-			old.Res.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
+			old.Res.Fields |= rdma.HasSrcAddr | rdma.HasPS
 		}
 		return OpUpdated, old
 	}

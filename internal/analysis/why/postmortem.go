@@ -44,10 +44,12 @@ func (p *PostMortem) hold(ls []Line) []Line {
 	return nil
 }
 
-// Unjoined is a syndrome whose QP the recording does not have, and why.
+// Unjoined is a syndrome whose QP the recording does not have, why, and
+// how many times more the logs have its line.
 type Unjoined struct {
-	Report *rdma.KernelReport
-	Why    string
+	Report  *rdma.KernelReport
+	NoQP    NoQP
+	Repeats int
 }
 
 // Join names the QP of each of the logs' syndromes, and returns the held
@@ -63,9 +65,9 @@ func (p *PostMortem) Join() ([]Line, []Unjoined) {
 	for _, r := range p.syn.Reports() {
 		switch {
 		case r.QP == nil:
-			none = append(none, Unjoined{Report: r, Why: noQP[r]})
+			none = append(none, Unjoined{Report: r, NoQP: noQP[r], Repeats: p.syn.Repeats(r)})
 		case p.an.Keeps(r.QP):
-			held = append(held, SyndromeLine(r))
+			held = append(held, SyndromeLine(r, p.syn.Repeats(r)))
 		}
 	}
 	slices.SortStableFunc(held, func(a, b Line) int { return a.Time.Compare(b.Time) })
@@ -77,7 +79,10 @@ func (p *PostMortem) Join() ([]Line, []Unjoined) {
 // the recording, unless keep leaves its owner out; it returns why the
 // others have none.
 func (s *Syndromes) JoinKept(keep func(*rdma.Event) bool) map[*rdma.KernelReport]string {
-	noQP := s.Join()
+	noQP := map[*rdma.KernelReport]string{}
+	for rep, no := range s.Join() {
+		noQP[rep] = no.Why
+	}
 	for _, rep := range s.reps {
 		if rep.QP != nil && keep != nil && !keep(rep.QP) {
 			rep.QP = nil

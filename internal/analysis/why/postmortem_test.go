@@ -46,7 +46,7 @@ func TestPostMortemWithLogsListsSyndromesAmongFailuresInTimeOrder(t *testing.T) 
 	in := syndrome("mlx5_0", 137, 3*time.Second, true)   // pid 100's, before its ERR
 	out := syndrome("mlx5_0", 138, 8*time.Second, true)  // pid 200's: not selected
 	none := syndrome("mlx5_0", 999, 1*time.Second, true) // no such QP
-	syn := NewSyndromes([]*rdma.KernelReport{in, out, none})
+	syn := syndromesOf(in, out, none)
 	pm := NewPostMortem(New(Options{Match: func(e *rdma.Event) bool { return e.Owner.PID == 100 }}), syn)
 	for _, e := range recordingOf() {
 		if ls := pm.Add(e); len(ls) > 0 {
@@ -64,7 +64,7 @@ func TestPostMortemWithLogsListsSyndromesAmongFailuresInTimeOrder(t *testing.T) 
 	if len(got) != 2 || got[0] != "3s "+SyndromeWhat || ls[1].What == SyndromeWhat || ls[1].Time != synT0.Add(5*time.Second) {
 		t.Errorf("lines %q; want pid 100's syndrome at 3s, then its move to ERR at 5s", got)
 	}
-	if len(unjoined) != 1 || unjoined[0].Report != none || unjoined[0].Why != "the recording has no QP 999 on mlx5_0" {
+	if len(unjoined) != 1 || unjoined[0].Report != none || unjoined[0].NoQP != (NoQP{Why: "the recording has no QP 999 on mlx5_0", Missing: true}) {
 		t.Errorf("unjoined %+v; want QP 999 with why", unjoined)
 	}
 }
@@ -73,7 +73,7 @@ func TestPostMortemWithLogsListsSyndromesAmongFailuresInTimeOrder(t *testing.T) 
 // and says so.
 func TestJoinKeptNamesOnlyTheKeptOwnersQPs(t *testing.T) {
 	a, b := syndrome("mlx5_0", 137, time.Second, true), syndrome("mlx5_0", 138, time.Second, true)
-	syn := NewSyndromes([]*rdma.KernelReport{a, b})
+	syn := syndromesOf(a, b)
 	for _, e := range recordingOf() {
 		syn.Add(e)
 	}

@@ -17,6 +17,15 @@ func qpEvent(kind rdma.EventKind, dev string, qpn uint32, at time.Duration, pid 
 	return e
 }
 
+// syndromesOf is the join of reps, given in order.
+func syndromesOf(reps ...*rdma.KernelReport) *Syndromes {
+	s := NewSyndromes()
+	for _, r := range reps {
+		s.Take(r)
+	}
+	return s
+}
+
 func syndrome(dev string, qpn uint32, at time.Duration, wall bool) *rdma.KernelReport {
 	r := &rdma.KernelReport{Kind: rdma.KernQPErrSyndrome, Device: dev, Port: 1, QPN: qpn, StatusMsg: "local protection error",
 		Syndrome: 4, HasSyndrome: true, WCStatus: 4, HasWCStatus: true, VendorSyndrome: 0x41}
@@ -63,7 +72,7 @@ func TestSyndromesJoinTheQPAliveAtTheLinesTime(t *testing.T) {
 		reps = append(reps, c.rep)
 	}
 	reps = append(reps, &rdma.KernelReport{Kind: rdma.KernRestrackNamed, Device: "mlx5_0"})
-	s := NewSyndromes(reps)
+	s := syndromesOf(reps...)
 	for _, e := range events {
 		s.Add(e)
 	}
@@ -76,8 +85,8 @@ func TestSyndromesJoinTheQPAliveAtTheLinesTime(t *testing.T) {
 		if c.rep.QP != nil {
 			got = c.rep.QP.Owner.PID
 		}
-		if got != c.want || (got == 0) != (noQP[c.rep] != "") {
-			t.Errorf("case %d (%s QP %d): owner %d (%q), want %d", i, c.rep.Device, c.rep.QPN, got, noQP[c.rep], c.want)
+		if got != c.want || (got == 0) != (noQP[c.rep].Why != "") {
+			t.Errorf("case %d (%s QP %d): owner %d (%q), want %d", i, c.rep.Device, c.rep.QPN, got, noQP[c.rep].Why, c.want)
 		}
 	}
 }
@@ -87,7 +96,7 @@ func TestSyndromesJoinTheQPAliveAtTheLinesTime(t *testing.T) {
 func TestSyndromeLineIsTheQPsFailure(t *testing.T) {
 	r := syndrome("mlx5_0", 137, 2*time.Second, true)
 	r.QP = qpEvent(rdma.EvCreate, "mlx5_0", 137, time.Second, 100)
-	l := SyndromeLine(r)
+	l := SyndromeLine(r, 0)
 	want := "mlx5_0/1 QP 137: local protection error (CQE syndrome 0x4; vendor syndrome 0x41, hw 0x0/0x0): a local buffer outside its MR, or a wrong lkey"
 	if !l.Time.Equal(synT0.Add(2*time.Second)) || l.What != SyndromeWhat || l.Severity != rdma.SevFatal || l.Why != want ||
 		l.Res.Owner.PID != 100 || !l.Res.Given(rdma.HasPort) || l.Res.Port != 1 {

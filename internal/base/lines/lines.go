@@ -7,6 +7,7 @@ package lines
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"strconv"
@@ -74,6 +75,61 @@ func (r *Reader) Next() ([]byte, error) {
 	b = bytes.TrimSuffix(b, []byte{'\n'})
 	return bytes.TrimSuffix(b, []byte{'\r'}), nil
 }
+
+// SkipBlank passes over the blank lines (nothing but spaces, tabs and
+// CRs) that follow, counting them: a run of them, which is what a
+// decompressed bomb of newlines is, costs a byte scan, not a Next each.
+// A reader for which a blank line means something calls it after the
+// first of a run. A blank last line without its line end is left to Next.
+func (r *Reader) SkipBlank() {
+	from := 0 // bytes of a blank line without its end yet, scanned already
+	for {
+		n := r.br.Buffered()
+		if n == 0 {
+			if _, err := r.br.Peek(1); err != nil {
+				return
+			}
+			n = r.br.Buffered()
+		}
+		buf, _ := r.br.Peek(n)
+		end := 0 // past the line end of the last blank line seen
+		for i := from; i < len(buf); i++ {
+			// Eight empty lines at a time: what a bomb of newlines is.
+			for i+8 <= len(buf) && binary.LittleEndian.Uint64(buf[i:]) == newlines {
+				r.line += 8
+				i += 8
+				end = i
+			}
+			if i == len(buf) {
+				break
+			}
+			switch buf[i] {
+			case '\n':
+				r.line++
+				end = i + 1
+			case ' ', '\t', '\r':
+			default:
+				r.br.Discard(end)
+				return
+			}
+		}
+		r.br.Discard(end)
+		from = n - end
+		if end == 0 {
+			// Blanks without a line end yet: more input says whether
+			// the line is blank. A buffer full of them is a line too
+			// long, which Next tells.
+			if n >= Max {
+				return
+			}
+			if _, err := r.br.Peek(n + 1); err != nil {
+				return
+			}
+		}
+	}
+}
+
+const newlines = 0x0a0a0a0a0a0a0a0a
 
 // Peek, Discard and Read give the input itself, past what Next has read:
 // for readers that decide the format from the first bytes, or hand the

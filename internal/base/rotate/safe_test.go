@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 )
 
 // Lines written in odd pieces through many cuts come back whole, in
@@ -242,6 +244,53 @@ func TestCreateRemovesOnlyTheNumbersItUses(t *testing.T) {
 	for _, n := range []string{"rec.1", "rec.2"} {
 		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			t.Errorf("%s, an earlier recording's, is still there", n)
+		}
+	}
+}
+
+// Under sudo every file of a rotation, and every cut, is the invoking
+// user's, made as that user: where that user may not write, no recording
+// starts; an earlier recording's file of root's is not removed for them.
+func TestRotationUnderSudoIsTheInvokers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	owner := &safefile.Owner{UID: 65534, GID: 65534}
+	top, err := os.MkdirTemp("", "rotate-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(top)
+	os.Chmod(top, 0o755) // as root's /etc: the user may not write it
+	if _, err := Create(filepath.Join(top, "rec"), 100, 3, owner); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("Create in a directory of root's = %v, want permission denied", err)
+	}
+	dir := filepath.Join(top, "user")
+	os.Mkdir(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	p := filepath.Join(dir, "rec")
+	os.WriteFile(p+".1", []byte("root's\n"), 0o600) // left by a run of root's
+	if _, err := Create(p, 100, 3, owner); err == nil || !strings.Contains(err.Error(), "belongs to uid 0") {
+		t.Errorf("Create over a recording of root's = %v, want a refusal", err)
+	}
+	os.Remove(p + ".1")
+	w, err := Create(p, 100, 3, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(w, "line %02d of a recording\n", i)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"rec", "rec.1", "rec.2"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := st.Sys().(*syscall.Stat_t); s.Uid != 65534 || st.Mode() != 0o600 {
+			t.Errorf("%s: uid %d mode %v, want 65534's -rw-------", name, s.Uid, st.Mode())
 		}
 	}
 }

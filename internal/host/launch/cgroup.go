@@ -20,8 +20,15 @@ type Cgroup struct {
 	// ID is the cgroup's id: what bpf_get_current_cgroup_id gives and
 	// the tracer records as the owner's cgroup of each event.
 	ID uint64
-	fd *os.File
+	// Reaped are the cgroups of earlier runs that were gone when this
+	// one was made, removed (see reap).
+	Reaped []string
+	fd     *os.File
 }
+
+// cgroupPrefix begins the name of every cgroup made for a program; the
+// making rdmatrace's PID ends it.
+const cgroupPrefix = "rdmatrace-leaks-"
 
 // selfCgroup names rdmatrace's own cgroup; tests point it elsewhere.
 var selfCgroup = "/proc/self/cgroup"
@@ -34,16 +41,57 @@ func NewCgroup() (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := "rdmatrace-leaks-" + strconv.Itoa(os.Getpid())
+	name := cgroupPrefix + strconv.Itoa(os.Getpid())
 	var errs []error
+	var reaped []string
 	for _, parent := range parents(mnt) {
+		reaped = append(reaped, reap(parent, running)...)
 		c, err := create(filepath.Join(parent, name))
 		if err == nil {
+			c.Reaped = reaped
 			return c, nil
 		}
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// reap removes the cgroups in parent that a killed rdmatrace left: an
+// rdmatrace removes its program's cgroup when the program has exited,
+// but one killed with SIGKILL removes nothing (its program dies with it,
+// by its parent death signal). A cgroup is removed only when it is ours
+// (cgroupPrefix and a PID), the rdmatrace of that PID no longer runs,
+// and it is empty (rmdir refuses a cgroup with a process or a cgroup in
+// it, so what a program left running keeps its place). It returns the
+// cgroups removed.
+func reap(parent string, running func(pid int) bool) []string {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), cgroupPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(rest)
+		// Our own PID's is an earlier process's too, not made yet by us:
+		// left there, it would keep us from making ours.
+		if err != nil || pid <= 0 || strconv.Itoa(pid) != rest || pid != os.Getpid() && running(pid) {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		if unix.Rmdir(path) == nil {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// running says whether process pid exists (another user's too).
+func running(pid int) bool {
+	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
 
 // parents lists where the cgroup may go: rdmatrace's own cgroup, then the root.

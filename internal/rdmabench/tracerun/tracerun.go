@@ -109,12 +109,20 @@ func Start(o Options) (*Run, error) {
 	r.out, r.errPath = filepath.Join(r.dir, "trace.ndjson"), filepath.Join(r.dir, "trace.err")
 	ready := filepath.Join(r.dir, "ready")
 	// Made as every file rdmatrace writes: Options.Dir may be shared.
-	out, err := safefile.Create(r.out, nil)
+	// Under sudo, files in the user's directory are the user's, made as
+	// that user (the tracer's ready file too); a directory of our own
+	// stays root's, and so does what the tracer writes in it.
+	owner := safefile.Invoker(os.Getenv)
+	env := os.Environ()
+	if r.tmp {
+		owner, env = nil, withoutSudo(env)
+	}
+	out, err := safefile.Create(r.out, owner)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
-	errf, err := safefile.Create(r.errPath, nil)
+	errf, err := safefile.Create(r.errPath, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func Start(o Options) (*Run, error) {
 	}
 	args = append(args, o.Extra...)
 	r.cmd = exec.Command(path, args...)
-	r.cmd.Stdout, r.cmd.Stderr = out, errf
+	r.cmd.Stdout, r.cmd.Stderr, r.cmd.Env = out, errf, env
 	if err := startPlaced(r.cmd, o.CPUs, o.Nice); err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
@@ -161,6 +169,18 @@ func Start(o Options) (*Run, error) {
 			return nil, fmt.Errorf("rdmatrace not ready after %v: %s", wait, r.stderrLine())
 		}
 	}
+}
+
+// withoutSudo is env without sudo's SUDO_UID and SUDO_GID: the tracer
+// then writes as root, not as the user who ran sudo.
+func withoutSudo(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SUDO_UID=") && !strings.HasPrefix(kv, "SUDO_GID=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // startPlaced starts cmd on cpus at nice, as taskset and nice would: a

@@ -23,6 +23,7 @@
 package kernlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -40,33 +41,32 @@ import (
 const MaxFrames = 64
 
 var (
-	// "[   40.644129] ", "[   40.644129][ T1234] ", "[Sun Nov 22 10:00:00 2026] "
-	dmesgStamp = regexp.MustCompile(`^\[\s*(\d+\.\d+)\](?:\[\s*[TC]\d+\])?\s?`)
-	dateStamp  = regexp.MustCompile(`^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?`)
-	// journalctl: "Nov 22 10:00:00 host kernel: " (-o short), with
-	// microseconds (short-precise), an ISO time (short-iso, -iso-precise),
-	// a weekday, date and zone (short-full), the time since boot
-	// (short-monotonic) or since the epoch (short-unix).
-	journal = regexp.MustCompile(`^((?:\d{4}-\d\d-\d\dT[\d:.,+-]+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|` +
-		`[A-Z][a-z]{2} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+|\[\s*\d+\.\d+\]|\d+\.\d+)) \S+ kernel: `)
-
 	warning = regexp.MustCompile(`^WARNING: CPU: \d+ PID: (\d+) at (\S+:\d+) ([A-Za-z0-9_.]+)\+0x`)
 	// Newer kernels (sid's 7.2 here): "WARNING: FILE:LINE at FUNC+0x../0x..
 	// [MOD], CPU#N: COMM/PID"; the comm may hold any character, the pid
 	// is after its last slash.
 	warningComm = regexp.MustCompile(`^WARNING: (\S+:\d+) at ([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[[A-Za-z0-9_]+\])?, CPU#\d+: (.*)/(\d+)\s*$`)
 	cpuComm     = regexp.MustCompile(`^CPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
-	frame       = regexp.MustCompile(`^\s*()([A-Za-z0-9_.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[([A-Za-z0-9_]+)\])?\s*$`)
 	hung        = regexp.MustCompile(`^INFO: task (.+):(\d+) blocked for more than (\d+) seconds\.`)
-	bugLeak     = regexp.MustCompile(`^infiniband (\S+): BUG: RESTRACK detected leak of resources`)
 	notFreed    = regexp.MustCompile(`^restrack: (Kernel|User) (\S+) object allocated by (.+) is not freed\s*$`)
-	// mlx5_ib_qp_err_syndrome(), drivers/infiniband/hw/mlx5/qp.c (Linux
-	// 6.3 on), on a QP's fatal or access error event:
-	// pr_err("%s/%d: QP %d error: %s (0x%x 0x%x 0x%x)\n", device, port,
-	// qp_num, ib_wc_status_msg(syndrome), vendor_error_syndrome,
-	// hw_syndrome_type, hw_error_syndrome); the syndrome is the CQE's, not
-	// a status (rdma.MLX5SyndromeOfMessage).
-	qpSyndrome = regexp.MustCompile(`^([^\s/]+)/(\d+): QP (\d+) error: (.+) \(0x([0-9a-f]+) 0x([0-9a-f]+) 0x([0-9a-f]+)\)\s*$`)
+	// The time prefixes, the device of a named report, frames and mlx5's
+	// QP error syndromes are matched by hand (match.go): they are on
+	// every line, or are looked for on every line, or come in floods.
+)
+
+// Prefixes that decide what a line may be, before anything costlier.
+var (
+	restrackWord = []byte("restrack: ")
+	restrackCut  = []byte("restrack: ------------[ cut here ]")
+	cutHere      = []byte("------------[ cut here ]------------")
+	warningWord  = []byte("WARNING: ")
+	infinibandIn = []byte("infiniband/")
+	infoTask     = []byte("INFO: task ")
+	endTrace     = []byte("---[ end trace")
+	cpuWord      = []byte("CPU: ")
+	irqOpen      = []byte("<IRQ>")
+	irqClose     = []byte("</IRQ>")
+	guess        = []byte("? ")
 )
 
 // restrackTypes are the object types as restrack.c's type2str names them.
@@ -150,71 +150,103 @@ func (r *Reader) Next() (*rdma.KernelReport, error) {
 			return nil, io.EOF
 		}
 		line, err := r.readLine()
+		if err == nil {
+			r.feed(line)
+			continue
+		}
 		if errors.Is(err, io.EOF) {
 			r.eof = true
 			r.cut("the end of the log")
 			continue
 		}
-		if err != nil {
-			var le *lineerr.Error
-			if errors.As(err, &le) {
-				r.errs = append(r.errs, err)
-				continue
-			}
-			// Told after the errors not shown; a report being read is
-			// cut by it.
-			r.eof, r.err = true, err
-			r.cut("the end of what could be read")
+		var le *lineerr.Error
+		if errors.As(err, &le) {
+			r.errs = append(r.errs, err)
 			continue
 		}
-		r.feed(line)
+		// Told after the errors not shown; a report being read is cut by
+		// it.
+		r.eof, r.err = true, err
+		r.cut("the end of what could be read")
 	}
 }
 
-func (r *Reader) readLine() (string, error) {
+func (r *Reader) readLine() ([]byte, error) {
 	b, err := r.lr.Next()
 	r.line = r.lr.Line()
 	if err == io.EOF {
 		r.line++ // a report cut by the end is cut after the last line
 	}
-	return string(b), err
+	return b, err
 }
 
-// stamp is a line's time as its prefix gives it.
+// stamp is a line's time prefix as the line has it, in the forms it was
+// found in: read into times only for a line that makes a report (most
+// make none), and valid only while the line is.
 type stamp struct {
-	text    string
-	secs    float64 // since boot
-	hasSecs bool
-	wall    time.Time
-	hasWall bool
-	noYear  bool
+	journal []byte // journalctl's time, nil: none
+	secs    []byte // dmesg's seconds since boot
+	date    []byte // dmesg -T's date
 }
 
-// split separates a line's time prefix from its text.
-func (r *Reader) split(line string) (st stamp, body string) {
-	if m := journal.FindStringSubmatch(line); m != nil {
-		st.text, line = m[1], line[len(m[0]):]
-		if s, ok := strings.CutPrefix(m[1], "["); ok { // short-monotonic
-			secs, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "]")), 64)
-			st.secs, st.hasSecs = secs, err == nil
-		} else {
-			st.wall, st.noYear, st.hasWall = r.wallOf(m[1])
+// split separates a line's time prefix from its text: journalctl's, then
+// on what follows it dmesg's or dmesg -T's (journalctl -k may carry both).
+func split(line []byte) (st stamp, body []byte) {
+	if len(line) > 0 && line[0] == '[' {
+		// dmesg's prefix, or journalctl's short-monotonic one: the same
+		// "[   40.644129]", then " HOST kernel: " for journalctl's.
+		secs, closed, n := matchDmesg(line)
+		switch {
+		case n == 0:
+			if date, n := matchDate(line); n > 0 {
+				return stamp{date: date}, line[n:]
+			}
+			return st, line
+		case hostKernel(line, closed) == 0:
+			return stamp{secs: secs}, line[n:]
 		}
+		st.journal, line = line[:closed], line[hostKernel(line, closed):]
+	} else if j, n := matchJournal(line); n > 0 {
+		st.journal, line = j, line[n:]
 	}
-	if m := dmesgStamp.FindStringSubmatch(line); m != nil {
-		s, err := strconv.ParseFloat(m[1], 64)
-		if st.text == "" {
-			st.text = "[" + m[1] + "]"
-		}
-		st.secs, st.hasSecs = s, err == nil
-		return st, line[len(m[0]):]
+	if secs, _, n := matchDmesg(line); n > 0 {
+		st.secs = secs
+		return st, line[n:]
 	}
-	if m := dateStamp.FindStringSubmatch(line); m != nil {
-		st.text = m[1]
-		st.wall, st.noYear, st.hasWall = r.wallOf(m[1])
-		return st, line[len(m[0]):]
+	if date, n := matchDate(line); n > 0 {
+		st.date = date
+		return st, line[n:]
 	}
 	return st, line
+}
+
+// stamped reports whether the line had a time prefix of any form.
+func (st *stamp) stamped() bool { return st.journal != nil || st.secs != nil || st.date != nil }
+
+// times fills a report's stamp and times from a line's prefix.
+func (r *Reader) times(rep *rdma.KernelReport, st stamp) {
+	if st.journal != nil {
+		j := string(st.journal)
+		rep.Stamp = j
+		if s, ok := strings.CutPrefix(j, "["); ok { // short-monotonic
+			secs, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "]")), 64)
+			rep.Seconds, rep.HasSeconds = secs, err == nil
+		} else {
+			rep.Wall, rep.WallNoYear, rep.HasWall = r.wallOf(j)
+		}
+	}
+	switch {
+	case st.secs != nil:
+		secs := string(st.secs)
+		s, err := strconv.ParseFloat(secs, 64)
+		if rep.Stamp == "" {
+			rep.Stamp = "[" + secs + "]"
+		}
+		rep.Seconds, rep.HasSeconds = s, err == nil
+	case st.date != nil:
+		rep.Stamp = string(st.date)
+		rep.Wall, rep.WallNoYear, rep.HasWall = r.wallOf(rep.Stamp)
+	}
 }
 
 // wallLayouts are the wall-clock stamps of dmesg -T and journalctl's short
@@ -249,31 +281,48 @@ func (r *Reader) wallOf(s string) (t time.Time, noYear, ok bool) {
 	return time.Time{}, false, false
 }
 
-// syndrome queues a QP error syndrome line (qpSyndrome's match m). A
-// number too large for its field (the kernel prints 24-bit QP numbers and
-// 32-bit syndromes) is an error naming the line.
-func (r *Reader) syndrome(m []string, st stamp) {
-	var v [5]uint64
+// syndrome queues a QP error syndrome line. A number too large for its
+// field (the kernel prints 24-bit QP numbers and 32-bit syndromes) is an
+// error naming the line.
+func (r *Reader) syndrome(m syndromeLine, st stamp) {
+	var v [5]uint32
 	for i, f := range []struct {
-		s    string
-		base int
-	}{{m[2], 10}, {m[3], 10}, {m[5], 16}, {m[6], 16}, {m[7], 16}} {
-		n, err := strconv.ParseUint(f.s, f.base, 32)
-		if err != nil {
+		s    []byte
+		base uint64
+	}{{m.port, 10}, {m.qpn, 10}, {m.vendor, 16}, {m.hwType, 16}, {m.hw, 16}} {
+		n, ok := parseUint32(f.s, f.base)
+		if !ok {
 			r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
-				Expected: "an mlx5 QP error syndrome with 32-bit numbers (DEV/PORT: QP N error: STATUS (0xV 0xT 0xE))", Found: lineerr.Quote([]byte(f.s))})
+				Expected: "an mlx5 QP error syndrome with 32-bit numbers (DEV/PORT: QP N error: STATUS (0xV 0xT 0xE))", Found: lineerr.Quote(f.s)})
 			return
 		}
 		v[i] = n
 	}
 	rep := r.report(rdma.KernQPErrSyndrome, st)
-	rep.Device, rep.Port, rep.QPN, rep.StatusMsg = m[1], uint32(v[0]), uint32(v[1]), m[4]
-	rep.VendorSyndrome, rep.HWSyndromeType, rep.HWSyndrome = uint32(v[2]), uint32(v[3]), uint32(v[4])
-	rep.Syndrome, rep.HasSyndrome = rdma.MLX5SyndromeOfMessage(m[4])
+	rep.Device, rep.Port, rep.QPN, rep.StatusMsg = string(m.dev), v[0], v[1], string(m.status)
+	rep.VendorSyndrome, rep.HWSyndromeType, rep.HWSyndrome = v[2], v[3], v[4]
+	rep.Syndrome, rep.HasSyndrome = rdma.MLX5SyndromeOfMessage(rep.StatusMsg)
 	if rep.HasSyndrome {
 		rep.WCStatus, rep.HasWCStatus = rdma.MLX5SyndromeStatus(rep.Syndrome)
 	}
 	r.queue = append(r.queue, rep)
+}
+
+// parseUint32 reads decimal or lower-case hexadecimal digits (the matcher
+// checked that they are) as strconv.ParseUint(s, base, 32) does: false
+// when there are none or they do not fit.
+func parseUint32(b []byte, base uint64) (uint32, bool) {
+	var n uint64
+	for _, c := range b {
+		d := uint64(c - '0')
+		if c >= 'a' {
+			d = uint64(c-'a') + 10
+		}
+		if n = n*base + d; n > 1<<32-1 {
+			return 0, false
+		}
+	}
+	return uint32(n), len(b) > 0
 }
 
 // cut ends the report being read before its end: truncated.
@@ -328,37 +377,44 @@ func (r *Reader) start(kind rdma.KernelReportKind, st stamp) *rdma.KernelReport 
 
 // report is a new report of the line being read.
 func (r *Reader) report(kind rdma.KernelReportKind, st stamp) *rdma.KernelReport {
-	return &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line, Stamp: st.text, Seconds: st.secs, HasSeconds: st.hasSecs,
-		Wall: st.wall, HasWall: st.hasWall, WallNoYear: st.noYear}
+	rep := &rdma.KernelReport{Kind: kind, Source: r.source, Line: r.line}
+	r.times(rep, st)
+	return rep
 }
 
-func (r *Reader) feed(line string) {
-	st, body := r.split(line)
-	if st.text != "" {
+func (r *Reader) feed(line []byte) {
+	st, body := split(line)
+	if st.stamped() {
 		r.stamped++
 	}
-	trimmed := strings.TrimSpace(body)
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 && !st.stamped() {
+		// A blank line ends a call trace as any line that is no frame
+		// does; the blank lines after it change nothing more, and a run
+		// of them (a bomb of newlines) is passed over at once.
+		defer r.lr.SkipBlank()
+	}
 
 	// The named form: one line per object.
-	if strings.HasPrefix(trimmed, "restrack: ") {
-		if strings.HasPrefix(trimmed, "restrack: ------------[ cut here ]") {
+	if bytes.HasPrefix(trimmed, restrackWord) {
+		if bytes.HasPrefix(trimmed, restrackCut) {
 			// Cut-here lines open and close each named report: the device
 			// of one is not the next one's (a log cut or grepped may lack
 			// the "infiniband DEV: BUG" line that names it).
 			r.device = ""
 			return
 		}
-		if m := notFreed.FindStringSubmatch(trimmed); m != nil {
-			res, ok := rdma.ResTypeNamed(m[2])
+		if m := notFreed.FindSubmatch(trimmed); m != nil {
+			res, ok := rdma.ResTypeNamed(string(m[2]))
 			if !ok {
 				// restrack.c's type2str names every type it tracks.
 				r.errs = append(r.errs, &lineerr.Error{Source: r.source, Line: r.line,
-					Expected: "a restrack object type (" + restrackTypes + ")", Found: lineerr.Quote([]byte(m[2]))})
+					Expected: "a restrack object type (" + restrackTypes + ")", Found: lineerr.Quote(m[2])})
 				return
 			}
-			owner := rdma.Owner{Comm: m[3]}
-			if m[1] == "Kernel" {
-				owner = rdma.Owner{KernName: m[3]}
+			owner := rdma.Owner{Comm: string(m[3])}
+			if string(m[1]) == "Kernel" {
+				owner = rdma.Owner{KernName: string(m[3])}
 			}
 			rep := r.report(rdma.KernRestrackNamed, st)
 			rep.Device, rep.Res, rep.Owner = r.device, res, owner
@@ -366,27 +422,31 @@ func (r *Reader) feed(line string) {
 		}
 		return
 	}
-	if m := bugLeak.FindStringSubmatch(trimmed); m != nil {
-		r.device = m[1]
+	if dev, ok := matchBugLeak(trimmed); ok {
+		r.device = string(dev)
 		return
 	}
-	if strings.Contains(trimmed, ": QP ") {
-		if m := qpSyndrome.FindStringSubmatch(trimmed); m != nil {
-			r.syndrome(m, st)
-			return
-		}
+	if m, ok := matchSyndrome(trimmed); ok {
+		r.syndrome(m, st)
+		return
 	}
 
 	switch {
-	case strings.HasPrefix(trimmed, "------------[ cut here ]------------"):
+	case bytes.HasPrefix(trimmed, cutHere):
 		r.start(0, st) // its kind comes with the WARNING line
 		return
-	case strings.HasPrefix(trimmed, "WARNING: "):
+	case bytes.HasPrefix(trimmed, warningWord):
+		if !bytes.Contains(trimmed, infinibandIn) {
+			// Not about RDMA (its location is elsewhere): it ends the
+			// report being read, as a new one would.
+			r.cut("a new report")
+			return
+		}
 		var pid, loc, fn, task string
-		if m := warning.FindStringSubmatch(trimmed); m != nil {
-			pid, loc, fn = m[1], m[2], m[3]
-		} else if m := warningComm.FindStringSubmatch(trimmed); m != nil {
-			loc, fn, task, pid = m[1], m[2], m[3], m[4]
+		if m := warning.FindSubmatch(trimmed); m != nil {
+			pid, loc, fn = string(m[1]), string(m[2]), string(m[3])
+		} else if m := warningComm.FindSubmatch(trimmed); m != nil {
+			loc, fn, task, pid = string(m[1]), string(m[2]), string(m[3]), string(m[4])
 		}
 		rep := r.cur
 		if rep == nil || rep.Kind != 0 {
@@ -404,12 +464,12 @@ func (r *Reader) feed(line string) {
 		rep.PID, _ = strconv.Atoi(pid)
 		rep.Location, rep.Function, rep.Task = loc, fn, task
 		return
-	case strings.HasPrefix(trimmed, "INFO: task "):
-		if m := hung.FindStringSubmatch(trimmed); m != nil {
+	case bytes.HasPrefix(trimmed, infoTask):
+		if m := hung.FindSubmatch(trimmed); m != nil {
 			rep := r.start(rdma.KernHungUnregister, st)
-			rep.Task = m[1]
-			rep.PID, _ = strconv.Atoi(m[2])
-			rep.BlockedSecs, _ = strconv.Atoi(m[3])
+			rep.Task = string(m[1])
+			rep.PID, _ = strconv.Atoi(string(m[2]))
+			rep.BlockedSecs, _ = strconv.Atoi(string(m[3]))
 		}
 		return
 	}
@@ -419,31 +479,31 @@ func (r *Reader) feed(line string) {
 		return
 	}
 	if rep.Kind == 0 {
-		if strings.HasPrefix(trimmed, "---[ end trace") {
+		if bytes.HasPrefix(trimmed, endTrace) {
 			r.cur = nil
 		}
 		return // between cut-here and the WARNING line
 	}
 	switch {
-	case strings.HasPrefix(trimmed, "---[ end trace"):
+	case bytes.HasPrefix(trimmed, endTrace):
 		r.cur, r.inCall = nil, false
 		r.finish(rep)
-	case rep.Task == "" && cpuComm.MatchString(trimmed):
-		rep.Task = cpuComm.FindStringSubmatch(trimmed)[2]
-	case trimmed == "Call Trace:":
+	case rep.Task == "" && bytes.HasPrefix(trimmed, cpuWord) && cpuComm.Match(trimmed):
+		rep.Task = string(cpuComm.FindSubmatch(trimmed)[2])
+	case string(trimmed) == "Call Trace:":
 		r.inCall = true
-	case trimmed == "<TASK>" || strings.HasPrefix(trimmed, "<IRQ>") || strings.HasPrefix(trimmed, "</IRQ>"):
-	case trimmed == "</TASK>":
+	case string(trimmed) == "<TASK>" || bytes.HasPrefix(trimmed, irqOpen) || bytes.HasPrefix(trimmed, irqClose):
+	case string(trimmed) == "</TASK>":
 		r.inCall = false
 		if rep.Kind == rdma.KernHungUnregister {
 			r.cur = nil
 			r.finish(rep)
 		}
-	case r.inCall && strings.HasPrefix(trimmed, "? "):
+	case r.inCall && bytes.HasPrefix(trimmed, guess):
 		// "? func+0x...": a guess from the stack, not a caller.
 	case r.inCall:
-		m := frame.FindStringSubmatch(body)
-		if m == nil {
+		fn, mod, ok := matchFrame(body)
+		if !ok {
 			r.inCall = false
 			if rep.Kind == rdma.KernHungUnregister && len(rep.Frames) > 0 {
 				r.cur = nil // older kernels: the trace ends without </TASK>
@@ -452,9 +512,41 @@ func (r *Reader) feed(line string) {
 			return
 		}
 		if len(rep.Frames) < MaxFrames {
-			rep.Frames = append(rep.Frames, rdma.Frame{Func: m[2], Module: m[3]})
+			rep.Frames = append(rep.Frames, rdma.Frame{Func: string(fn), Module: string(mod)})
 		} else {
 			rep.MoreFrames++
 		}
 	}
+}
+
+// NotALogError is said of a log in which nothing was a kernel log's: no
+// report and no line with a kernel log's prefix. It is probably the wrong
+// file, and is not passed over in silence.
+type NotALogError struct{ Source string }
+
+func (e *NotALogError) Error() string {
+	return e.Source + ": not a kernel log: no line of it has the prefix of dmesg, dmesg -T or journalctl -k (gzip, xz, zstd and bzip2 are read)"
+}
+
+// Drain reads the rest of the log: each report to each, each line not
+// understood to bad (lines.Drain: told, counted, and reading goes on). It
+// returns how many lines were bad, and what ended the log early: an error
+// reading it (named after it), or a *NotALogError.
+func (r *Reader) Drain(each func(*rdma.KernelReport), bad func(*lineerr.Error)) (badLines int, err error) {
+	found := 0
+	badLines, err = lines.Drain(func() error {
+		rep, err := r.Next()
+		if err == nil {
+			found++
+			each(rep)
+		}
+		return err
+	}, bad)
+	switch {
+	case err != nil:
+		return badLines, lines.ReadError(r.source, err)
+	case found == 0 && r.stamped == 0:
+		return badLines, &NotALogError{Source: r.source}
+	}
+	return badLines, nil
 }

@@ -375,3 +375,21 @@ func TestNamedReportGivesTheTypeAndTheOwner(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Blank lines are passed over in runs (a bomb of newlines costs a byte
+// scan), but the first still ends a call trace, and the lines after them
+// keep their numbers.
+func TestBlankLinesEndACallTraceAndKeepTheLineNumbers(t *testing.T) {
+	log := "INFO: task rdma:12 blocked for more than 120 seconds.\nCall Trace:\n ib_uverbs_remove_one+0x3c/0x60 [ib_uverbs]\n" +
+		strings.Repeat("\n \t\r\n", 5000) + " __ib_unregister_device+0x1/0x2\n" +
+		"------------[ cut here ]------------\n" + strings.Repeat("\n", 100000)
+	r := NewReader(strings.NewReader(log), "blank")
+	got := render(r)
+	want := "blank:1 hung-unregister stamp=\"\" task=rdma pid=12 blocked=120s waits-in=ib_uverbs_remove_one\n  frames: ib_uverbs_remove_one[ib_uverbs]\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if r.line != 3+10000+2+100000+1 {
+		t.Errorf("ended at line %d", r.line)
+	}
+}

@@ -33,6 +33,47 @@ type Reader struct {
 	// each time it appears after it was unregistered, as in the kernel.
 	devs    map[string]uint32
 	nextDev uint32
+	// names and places are what events repeat (names, owners' places),
+	// kept once: what holds events (a post-mortem's table) holds one
+	// copy of them, not one an event.
+	names  map[string]string
+	places map[rdma.Placement]*rdma.Placement
+}
+
+// maxInterned bounds names and places: a recording of a distinct
+// name an event shares nothing past it, and memory stays bounded.
+const maxInterned = 4096
+
+// intern is s, the copy kept of it when there is one.
+func (r *Reader) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if k, ok := r.names[s]; ok {
+		return k
+	}
+	if r.names == nil {
+		r.names = map[string]string{}
+	}
+	if len(r.names) < maxInterned {
+		r.names[s] = s
+	}
+	return s
+}
+
+// place is p, shared with the events of the same place.
+func (r *Reader) place(p rdma.Placement) *rdma.Placement {
+	if k, ok := r.places[p]; ok {
+		return k
+	}
+	if r.places == nil {
+		r.places = map[rdma.Placement]*rdma.Placement{}
+	}
+	p.Cgroup, p.Runtime, p.ContainerID, p.PodUID = r.intern(p.Cgroup), r.intern(p.Runtime), r.intern(p.ContainerID), r.intern(p.PodUID)
+	if len(r.places) < maxInterned {
+		r.places[p] = &p
+	}
+	return &p
 }
 
 // NewReader reads the recording r, called source in errors.
@@ -155,6 +196,7 @@ func (r *Reader) Next(ev *rdma.Event) error {
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			r.lr.SkipBlank() // a run of them costs a byte scan
 			continue
 		}
 		if e := r.decode(line, ev); e != nil {
@@ -237,7 +279,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Flags |= rdma.EvHasRes
 	}
 	if o.Ifname != nil {
-		ev.DevName = *o.Ifname
+		ev.DevName = r.intern(*o.Ifname)
 		ev.DevIndex = r.devIndex(ev.DevName, ev.Kind)
 		ev.Flags |= rdma.EvHasDev
 	}
@@ -289,7 +331,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Resource.Has |= rdma.HasSrcAddr | rdma.HasPS
 	}
 	if o.PID != nil {
-		ev.Owner = rdma.Owner{PID: *o.PID, TID: *o.PID, Comm: o.Comm}
+		ev.Owner = rdma.Owner{PID: *o.PID, TID: *o.PID, Comm: r.intern(o.Comm)}
 		if o.TGID != nil {
 			ev.Owner.PID = *o.TGID
 		}
@@ -298,17 +340,17 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 	}
 	// A kernel owner: comm without a pid (iproute2's spelling); recordings
 	// made before said kern-name.
-	ev.Owner.KernName = o.KernName
+	ev.Owner.KernName = r.intern(o.KernName)
 	if o.PID == nil && o.Comm != "" {
-		ev.Owner.KernName = o.Comm
+		ev.Owner.KernName = r.intern(o.Comm)
 	}
-	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: o.ActorComm}
+	ev.Actor = rdma.Owner{PID: o.ActorPID, TID: o.ActorPID, Comm: r.intern(o.ActorComm)}
 	if o.ActorPID == 0 && o.PID != nil {
 		ev.Actor = ev.Owner // the key is left out when the owner acted
 	}
 	if p := (rdma.Placement{Cgroup: o.Cgroup, Runtime: o.Runtime, ContainerID: o.ContainerID, PodUID: o.PodUID,
 		NSPid: o.PidnsPID, NetNS: o.NetNS}); o.PID != nil && p != (rdma.Placement{}) {
-		ev.Owner.Place = &p
+		ev.Owner.Place = r.place(p)
 	}
 	switch o.Cleanup {
 	case "":
@@ -647,4 +689,25 @@ func failureFields(o *object, ev *rdma.Event) *fieldError {
 	}
 	f.OnPort = o.OnPort
 	return nil
+}
+
+// Drain reads the rest of the recording: each event to each (reused
+// after it returns: copy what you keep), each line that is not one to bad
+// (lines.Drain: told, counted, and reading goes on). It returns how many
+// lines were bad, and what ended the recording early: an error of each,
+// as it came, or an error reading it, named after it.
+func (r *Reader) Drain(each func(*rdma.Event) error, bad func(*lineerr.Error)) (badLines int, err error) {
+	var ev rdma.Event
+	var eachErr error
+	badLines, err = lines.Drain(func() error {
+		if err := r.Next(&ev); err != nil {
+			return err
+		}
+		eachErr = each(&ev)
+		return eachErr
+	}, bad)
+	if err != nil && err != eachErr {
+		err = lines.ReadError(r.lr.Source(), err)
+	}
+	return badLines, err
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/lines"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -30,7 +29,6 @@ func TestLiveRecordingsRoundTrip(t *testing.T) {
 		}
 		r := NewReader(bytes.NewReader(data), path)
 		var out bytes.Buffer
-		nd := formats.NewNDJSONWriter(&out)
 		var ev rdma.Event
 		n := 0
 		for {
@@ -41,13 +39,8 @@ func TestLiveRecordingsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := nd.Write(formats.EventObject(&ev)); err != nil {
-				t.Fatal(err)
-			}
+			out.WriteString(RenderEvent(&ev))
 			n++
-		}
-		if err := nd.Flush(); err != nil {
-			t.Fatal(err)
 		}
 		if !bytes.Equal(out.Bytes(), data) {
 			a, b := bufio.NewScanner(bytes.NewReader(data)), bufio.NewScanner(&out)
@@ -182,16 +175,8 @@ func TestOwnerCgroupRoundTrips(t *testing.T) {
 	if p := ev.Owner.Place; p == nil || p.Runtime != "docker" || p.NSPid != 7 || ev.Actor.Place != nil {
 		t.Errorf("Owner.Place = %+v, Actor.Place = %+v: want docker's, pidns pid 7, and none for the actor", p, ev.Actor.Place)
 	}
-	var out bytes.Buffer
-	nd := formats.NewNDJSONWriter(&out)
-	if err := nd.Write(formats.EventObject(&ev)); err != nil {
-		t.Fatal(err)
-	}
-	if err := nd.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != line {
-		t.Errorf("round trip:\n in  %s out %s", line, out.String())
+	if out := RenderEvent(&ev); out != line {
+		t.Errorf("round trip:\n in  %s out %s", line, out)
 	}
 }
 
@@ -212,8 +197,7 @@ func TestSpansRoundTrip(t *testing.T) {
 // rerender reads every event of r and renders it again as trace -j does.
 func rerender(t *testing.T, r *Reader) string {
 	t.Helper()
-	var out bytes.Buffer
-	nd := formats.NewNDJSONWriter(&out)
+	var out strings.Builder
 	var ev rdma.Event
 	for {
 		err := r.Next(&ev)
@@ -223,12 +207,7 @@ func rerender(t *testing.T, r *Reader) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := nd.Write(formats.EventObject(&ev)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nd.Flush(); err != nil {
-		t.Fatal(err)
+		out.WriteString(RenderEvent(&ev))
 	}
 	return out.String()
 }
@@ -442,7 +421,7 @@ func TestKernelOwnersReadInBothSpellings(t *testing.T) {
 		}
 	}
 	want := `{"time":"2026-11-22T10:00:01Z","event":"create","res":"pd","ifname":"rxe0","id":2,"comm":"nvme_rdma"}`
-	if got := string(formats.AppendJSON(nil, formats.EventObject(&evs[1]))); got != want {
+	if got := strings.TrimSuffix(RenderEvent(&evs[1]), "\n"); got != want {
 		t.Errorf("an old recording's kernel owner is written\n %s\nwant\n %s", got, want)
 	}
 }
