@@ -257,7 +257,12 @@ func pidSelectsTheProcessOfEveryThread(t *testing.T, w *workload) {
 	pid := uint32(client.Process.Pid)
 	byThreads, types := 0, map[string]bool{} // the types its other threads made
 	for _, typ := range rdma.ResourceTypes {
-		for _, r := range snapshot(t, typ) {
+		rs, err := dumpable(typ)
+		if err != nil { // 5.10 dumps no ctx and no srq
+			t.Log(err)
+			continue
+		}
+		for _, r := range rs {
 			if r.Owner.PID != pid && threads(client)[r.Owner.PID] {
 				byThreads++
 				types[typ.String()] = true

@@ -340,20 +340,26 @@ func tcpSockets() [][]string {
 
 func snapshot(t *testing.T, typ rdma.ResType) []rdma.Resource {
 	t.Helper()
-	c, err := nldev.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	devs, err := c.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := c.Resources(typ, devs)
+	rs, err := dumpable(typ)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// dumpable is every device's resources of type typ, or the error of a
+// kernel that cannot dump them.
+func dumpable(typ rdma.ResType) ([]rdma.Resource, error) {
+	c, err := nldev.Dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	devs, err := c.Devices()
+	if err != nil {
+		return nil, err
+	}
+	return c.Resources(typ, devs)
 }
 
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {

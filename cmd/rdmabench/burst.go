@@ -102,7 +102,7 @@ func runBurst(c *cli.Context) error {
 		}
 	}
 	switch {
-	case !tracing(c):
+	case c.Bool("no-trace"):
 		o.Trace = burst.NoTrace
 	case c.Bool("trace"):
 		o.Trace = burst.MustTrace
