@@ -35,7 +35,7 @@ E2E_RUN  ?= .
 # a test gives (qpattr), a program leaking from three call sites (leaksites).
 WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites
 
-.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing guest-prepare test capture generate bench demo clean man install image
+.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost vlogs guest-prepare test capture generate bench demo clean man install image
 
 all: build
 
@@ -187,6 +187,23 @@ e2e: $(E2E_BIN)
 	  RDMATRACE_E2E_FULL=$$full RDMATRACE_E2E_RERUN=$(E2E_RERUN) RDMATRACE_GUEST_TCG=$${RDMATRACE_GUEST_TCG:-$$tcg} RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 2700 -o out/e2e-$$k -- guest/e2e-tests.sh $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	  echo "== e2e on Debian $$k done, $$(date -u +%T)"; \
 	done
+
+# VictoriaLogs, the log store of the two-host test, built once from its
+# pinned module version into the guests' cache (guest/vlogs.sh).
+vlogs:
+	@guest/vlogs.sh >/dev/null
+
+# Two guests on one link (guest/pair), one vCPU each, on TWOHOST_KERNEL:
+# a traces and b runs the exporter, with --otlp --node, into a VictoriaLogs
+# in guest a; rping and ib_write_bw pairs connect a to b; `rdmatrace peer`
+# on a names b's QPs' owners as b's `rdma res` does, and `peer --at` the
+# rping server b killed, with its fate (e2e/twohost_test.go).
+TWOHOST_KERNEL ?= 6.12
+e2e-twohost: $(E2E_BIN) vlogs
+	@set -e; vl=$$(guest/vlogs.sh); test="$(E2E_BIN) -test.v -test.run '^TestTwoHosts$$' -rdmatrace $(BIN) -vlogs $$vl"; \
+	echo "== e2e on two guests of Debian $(TWOHOST_KERNEL), $$(date -u +%T)"; \
+	guest/pair -k $(TWOHOST_KERNEL) -t 1200 -o out/e2e-twohost -a "$$test" -b "$$test"; \
+	echo "== e2e on two guests done, $$(date -u +%T)"
 
 # The smoke does not minimize what it finds new (FUZZMINTIME=0x): its inputs
 # are not kept in CI, and minimizing large ones was half its time (the BTF

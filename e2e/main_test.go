@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(bindFloodEnv) != "" { // a helper process of TestBindFloodDoesNotStarveLifecycleEvents
 		os.Exit(bindFlood())
 	}
+	if spec := os.Getenv(mapperEnv); spec != "" { // a helper process of TestStacksWithstandTheFilesAUserMaps
+		os.Exit(mapper(spec))
+	}
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: these tests run as root inside the guest: make e2e")

@@ -15,13 +15,14 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
 
+	idrecords "github.com/rdmatrace/rdmatrace/internal/fleet/records"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // TestTraceSendsEventsToAnOTLPReceiver: trace --otlp while the churn runs:
 // a local OTLP/HTTP receiver (decoding as a collector does) gets one log
 // record per event trace -j printed, with the same event, type and owner,
-// and trace says all were sent.
+// and the node's GID table records; trace says all were sent.
 func TestTraceSendsEventsToAnOTLPReceiver(t *testing.T) {
 	needDevice(t)
 	needModuleBTF(t)
@@ -61,8 +62,25 @@ func TestTraceSendsEventsToAnOTLPReceiver(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// Beside the events: the node's identity records (its GID table, and
+	// its QPs: the churn makes none).
+	all, gids := got, 0
+	got = nil
+	for _, r := range all {
+		switch r.EventName {
+		case idrecords.EventGID:
+			gids++
+		case idrecords.EventQP:
+			t.Errorf("a QP identity record, and the churn makes no QP: %v", r)
+		default:
+			got = append(got, r)
+		}
+	}
+	if gids == 0 {
+		t.Errorf("no GID table record among the %d records", len(all))
+	}
 	if len(evs) == 0 || len(got) != len(evs) {
-		t.Fatalf("trace -j printed %d events, the receiver got %d records", len(evs), len(got))
+		t.Fatalf("trace -j printed %d events, the receiver got %d event records", len(evs), len(got))
 	}
 	attr := func(r *logspb.LogRecord, key string) string {
 		for _, kv := range r.Attributes {

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/rdmatrace/rdmatrace/internal/base/elfbound"
 	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 )
 
@@ -143,15 +144,17 @@ func readBTF(path string) ([]byte, error) {
 		}
 		return raw, nil
 	}
-	ef, err := elf.NewFile(bytes.NewReader(raw))
+	// The section may be compressed: its size once decompressed is
+	// bounded as the file's is, before anything is decompressed.
+	ef, err := elfbound.Open(bytes.NewReader(raw), int64(len(raw)), elfbound.Limits{Section: maxBTFBytes, File: maxBTFBytes})
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file it can read: %v", err)
 	}
-	sec := ef.Section(".BTF")
-	if sec == nil {
+	i := ef.Section(".BTF")
+	if i < 0 {
 		return nil, errors.New("an ELF file without a .BTF section: generate it with pahole -J (dwarves), from debug info")
 	}
-	return sec.Data()
+	return ef.Data(i)
 }
 
 // moduleName is the module a file's BTF is for, by its name: ib_core,

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"compress/gzip"
+	"debug/elf"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
+	"github.com/rdmatrace/rdmatrace/internal/base/elfbound/elftest"
 )
 
 // gunzipTo writes testdata/btf/<kernel>/<name>.btf.gz, uncompressed, to
@@ -202,6 +204,13 @@ func FuzzLoadBTF(f *testing.F) {
 	}
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	f.Add([]byte{0x9f, 0xeb, 1, 0})
+	// A compressed .BTF section claiming 4 GiB (the stream holds 1 MiB).
+	bomb := elftest.File{Type: elf.ET_REL, Sections: []elftest.Section{
+		{Name: ".BTF", Type: elf.SHT_PROGBITS, Flags: elf.SHF_COMPRESSED, Data: elftest.Zeros(f, 1<<20), Claim: 4 << 30},
+	}}.Write(f, dir, "bomb")
+	if b, err := os.ReadFile(bomb); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "vmlinux")
 		if err := os.WriteFile(path, data, 0o644); err != nil {

@@ -18,8 +18,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
+	"github.com/rdmatrace/rdmatrace/internal/base/elfbound"
+	"github.com/rdmatrace/rdmatrace/internal/host/safeopen"
 	"github.com/rdmatrace/rdmatrace/internal/host/symbolize"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -55,18 +58,25 @@ type CallSiteOptions struct {
 	Libraries []string
 	// NoDefault probes only Libraries (tests).
 	NoDefault bool
+	// ForProgram says the probes follow a program the session starts
+	// (leaks -- CMD, trace -- CMD: the program's cgroup alone): the
+	// libraries are those the dynamic linker finds, which the program
+	// maps; the processes already running are not read for theirs.
+	ForProgram bool
 	// ProcRoot is /proc (tests may point elsewhere).
 	ProcRoot string
 	// plain loads the entry program without bpf_find_vma, as on kernels
-	// before 5.17 (tests).
-	plain bool
+	// before 5.17 (tests); noDirs reads the processes' libraries alone.
+	plain, noDirs bool
 }
 
 // CallSites finds where in a program each user object was created: the
 // uprobes of bpf/callsite.bpf.c bracket each call of a ProbedFuncs
 // function with the caller's stack; Annotate gives a create the stack of
 // the call its thread was in. A goroutine reads the probes' ring and
-// resolves the addresses at once, while the process still runs.
+// places the addresses at once, while the process still runs (its
+// mappings, its files, opened as mapped); the names are read from those
+// files in the background, within bounds (internal/host/symbolize).
 type CallSites struct {
 	coll   *ebpf.Collection
 	enter  *ebpf.Program // callsite_enter_vma where the kernel takes it
@@ -75,7 +85,7 @@ type CallSites struct {
 	sym    *symbolize.Symbolizer
 	proc   string
 	// Probed names what is probed ("libibverbs.so.1.14.44.0: ibv_alloc_pd ...");
-	// Problems what could not be.
+	// Problems what could not be, a line a file.
 	Probed, Problems []string
 	probedAt         map[probeKey]string  // (file, offset) -> function
 	probedIno        map[[2]uint64]string // (inode, offset) -> function: for the kernel's word at the call
@@ -85,15 +95,19 @@ type CallSites struct {
 	threads map[uint32]*threadCalls
 	busy    bool // the reader holds a record it has not applied yet
 	done    bool
-	readErr error                      // what ended the reader, other than Close
-	cmids   map[uint64]*rdma.CallStack // unbound rdma_cm IDs' stacks, for their later bind
+	readErr error                    // what ended the reader, other than Close
+	cmids   map[uint64]*pendingStack // unbound rdma_cm IDs' stacks, for their later bind
 	procs   map[uint32]*procMaps
 	wg      sync.WaitGroup
+	naming  int           // stacks being named in the background
+	wait    time.Duration // joinWait (tests: shorter)
 	// known are files by inode, from what was probed, what processes
 	// mapped and the programs started: where a frame's file is found
 	// once its process has exited. Only the reader touches it after
 	// OpenCallSites (AddProgram holds mu).
 	known map[uint64][]string
+
+	warnings
 }
 
 type probeKey struct {
@@ -111,21 +125,119 @@ type threadCalls struct {
 // yet), with the stack pointer at entry.
 type call struct {
 	entry, exit, sp uint64
-	stack           *rdma.CallStack
+	stack           *pendingStack
+}
+
+// pendingStack is a call's stack as placed by the reader (files, offsets,
+// build-ids), and as named once the files' names are read.
+type pendingStack struct {
+	raw  *rdma.CallStack
+	bins []*symbolize.Binary // each frame's file, nil for none
+	done chan struct{}       // closed once named is set
+	// named is raw with the names read; set before done is closed.
+	named *rdma.CallStack
+}
+
+// stack is the named stack when it is, else the placed one.
+func (p *pendingStack) stack() *rdma.CallStack {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.named
+	default:
+		return p.raw
+	}
+}
+
+// tryName names each frame from what its file has ready, and says so;
+// false, naming nothing, when a frame needs a lookup (or a file's names
+// are not read yet).
+func (p *pendingStack) tryName() bool {
+	if p.raw == nil {
+		p.name()
+		return true
+	}
+	frames := append([]rdma.CallFrame(nil), p.raw.Frames...)
+	for i := range frames {
+		b := p.bins[i]
+		if b == nil {
+			continue
+		}
+		f := &frames[i]
+		var ok bool
+		if f.Func, f.File, f.Line, ok = b.Cached(f.Offset); !ok {
+			return false
+		}
+	}
+	st := *p.raw
+	st.Frames = frames
+	p.named = &st
+	close(p.done)
+	return true
+}
+
+// name names each frame from its file, as far as its names are read.
+func (p *pendingStack) name() {
+	if p.raw == nil {
+		p.named = nil
+		close(p.done)
+		return
+	}
+	st := *p.raw
+	st.Frames = append([]rdma.CallFrame(nil), p.raw.Frames...)
+	for i := range st.Frames {
+		if b := p.bins[i]; b != nil && b.Loaded() {
+			f := &st.Frames[i]
+			f.Func, f.File, f.Line, _ = b.Place(f.Offset)
+		}
+	}
+	p.named = &st
+	close(p.done)
 }
 
 // Bounds: calls kept per thread (the main ring may be this many calls
-// behind the thread), threads kept, rdma_cm IDs kept unbound.
+// behind the thread), threads kept, rdma_cm IDs kept unbound, stacks
+// named at once in the background.
 const (
 	maxCallsPerThread = 64
 	maxThreads        = 1024
 	maxUnboundIDs     = 4096
+	maxNaming         = 256
 	// joinWait bounds how long a create waits for the probes' reader to
-	// catch up with it: long enough for the first call of a process,
-	// whose binaries it reads (a distribution's libc with its debug file:
-	// a second under the race detector, more under emulation).
+	// catch up with it, and for its stack's names: long enough for the
+	// first call of a process, whose binaries are read (a distribution's
+	// libc with its debug file: a second under the race detector, more
+	// under emulation). A binary whose names took longer once is not
+	// waited for again.
 	joinWait = 5 * time.Second
 )
+
+// Bounds of the library scan: each file's dynamic symbols, all files
+// together, the files probed, the offsets one probed name may have (a
+// real libibverbs has one or two versions of each function).
+const (
+	scanSection  = 16 << 20
+	scanFile     = 64 << 20
+	scanTotal    = 256 << 20
+	scanTime     = 10 * time.Second
+	maxLibraries = 64
+	maxVersions  = 4
+	maxProblems  = 100
+)
+
+// newCallSites is a CallSites without probes or reader.
+func newCallSites(proc string) *CallSites {
+	if proc == "" {
+		proc = "/proc"
+	}
+	c := &CallSites{sym: symbolize.New(), proc: proc, probedAt: map[probeKey]string{},
+		known: map[uint64][]string{}, probedIno: map[[2]uint64]string{},
+		threads: map[uint32]*threadCalls{}, cmids: map[uint64]*pendingStack{}, procs: map[uint32]*procMaps{}, wait: joinWait}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
 
 // OpenCallSites loads bpf/callsite.bpf.c and attaches its probes to every
 // ProbedFuncs function found. It fails when nothing could be probed.
@@ -152,29 +264,46 @@ func OpenCallSites(o CallSiteOptions) (*CallSites, error) {
 		}
 		return nil, fmt.Errorf("--stacks: load the call-site probes: %w", err)
 	}
-	c := &CallSites{coll: coll, enter: coll.Programs[enter], sym: symbolize.New(), proc: o.ProcRoot, probedAt: map[probeKey]string{},
-		known: map[uint64][]string{}, probedIno: map[[2]uint64]string{},
-		threads: map[uint32]*threadCalls{}, cmids: map[uint64]*rdma.CallStack{}, procs: map[uint32]*procMaps{}}
-	if c.proc == "" {
-		c.proc = "/proc"
+	c := newCallSites(o.ProcRoot)
+	c.coll, c.enter = coll, coll.Programs[enter]
+	var libs []libraryFile
+	for _, l := range o.Libraries {
+		if f, err := safeopen.Regular(l); err != nil {
+			c.problem(fmt.Sprintf("%v: not probed", err))
+		} else {
+			libs = append(libs, libraryFile{f: f, name: l})
+		}
 	}
-	c.cond = sync.NewCond(&c.mu)
-	libs := append([]string(nil), o.Libraries...)
 	if !o.NoDefault {
-		libs = append(libs, findLibraries(libraryDirs(), c.proc)...)
+		dirs := libraryDirs()
+		if o.noDirs {
+			dirs = nil
+		}
+		found, probs := findLibraries(dirs, c.proc, !o.ForProgram)
+		libs = append(libs, found...)
+		for _, p := range probs {
+			c.problem(p)
+		}
 	}
 	seen := map[[2]uint64]bool{}
+	budget := elfbound.NewBudget(scanTotal)
+	probed := 0
 	for _, l := range libs {
-		var st syscall.Stat_t
-		if err := syscall.Stat(l, &st); err != nil {
+		id, size, err := identity(l.f)
+		if err != nil || seen[id] {
+			l.f.Close() // the same file by another path (/lib is /usr/lib)
 			continue
 		}
-		k := [2]uint64{uint64(st.Dev), st.Ino}
-		if seen[k] {
-			continue // the same file by another path (/lib is /usr/lib)
+		seen[id] = true
+		if probed >= maxLibraries {
+			c.problem(fmt.Sprintf("%s: not probed: %d libraries are (the bound)", l.name, maxLibraries))
+			l.f.Close()
+			continue
 		}
-		seen[k] = true
-		c.attachLibrary(l, uint64(st.Dev), st.Ino)
+		if c.attachLibrary(l.f, l.name, id, size, budget) {
+			probed++
+		}
+		l.f.Close()
 	}
 	if len(c.links) == 0 {
 		c.Close()
@@ -193,19 +322,58 @@ func OpenCallSites(o CallSiteOptions) (*CallSites, error) {
 	return c, nil
 }
 
-// findLibraries are libibverbs and librdmacm where the dynamic linker
-// looks, and wherever running processes have them mapped (a container's
-// own, through /proc/PID/root).
-func findLibraries(dirs []string, proc string) []string {
-	var out []string
+// problem notes what could not be probed, a bounded number of lines.
+func (c *CallSites) problem(p string) {
+	switch {
+	case len(c.Problems) < maxProblems:
+		c.Problems = append(c.Problems, p)
+	case len(c.Problems) == maxProblems:
+		c.Problems = append(c.Problems, "more problems, not listed")
+	}
+}
+
+// identity is an open file's device and inode, and its size.
+func identity(f *os.File) ([2]uint64, int64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return [2]uint64{}, 0, err
+	}
+	return [2]uint64{st.Dev, st.Ino}, st.Size, nil
+}
+
+// libraryFile is a library to probe, open: found where the dynamic
+// linker looks, or as a process maps it.
+type libraryFile struct {
+	f    *os.File
+	name string
+}
+
+// findLibraries opens libibverbs and librdmacm where the dynamic linker
+// looks and, with procs, wherever running processes have them mapped (a
+// container's own): through /proc/PID/map_files, the file mapped whatever
+// its name says (a process's maps are its user's to shape: a deleted
+// file's name may now be a FIFO, a device or a link). Problems name what
+// was refused.
+func findLibraries(dirs []string, proc string, procs bool) (out []libraryFile, problems []string) {
 	for _, d := range dirs {
 		for _, n := range libraryNames {
-			if p, err := filepath.EvalSymlinks(filepath.Join(d, n)); err == nil {
-				out = append(out, p)
+			p, err := filepath.EvalSymlinks(filepath.Join(d, n))
+			if err != nil {
+				continue
 			}
+			f, err := safeopen.Regular(p)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%v: not probed", err))
+				continue
+			}
+			out = append(out, libraryFile{f: f, name: p})
 		}
 	}
+	if !procs {
+		return out, problems
+	}
 	ents, _ := os.ReadDir(proc)
+	seen := map[string]bool{}
 	for _, e := range ents {
 		pid, err := strconv.ParseUint(e.Name(), 10, 32)
 		if err != nil {
@@ -218,81 +386,183 @@ func findLibraries(dirs []string, proc string) []string {
 		ms, _ := parseMaps(f, f.Name())
 		f.Close()
 		for _, m := range ms {
-			b := filepath.Base(m.path)
-			for _, n := range libraryNames {
-				if strings.HasPrefix(b, strings.TrimSuffix(n, ".1")) {
-					out = append(out, filepath.Join(proc, strconv.FormatUint(pid, 10), "root", m.path))
-				}
+			b := strings.TrimSuffix(filepath.Base(m.path), " (deleted)")
+			if !isLibraryName(b) || seen[m.dev+" "+strconv.FormatUint(m.ino, 10)] {
+				continue
 			}
+			seen[m.dev+" "+strconv.FormatUint(m.ino, 10)] = true
+			name := fmt.Sprintf("%s (mapped by pid %d)", m.path, pid)
+			lf, err := safeopen.Mapped(proc, uint32(pid), m.start, m.end, safeopen.Identity{Dev: m.dev, Ino: m.ino})
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v: not probed", name, unwrapPath(err)))
+				continue
+			}
+			out = append(out, libraryFile{f: lf, name: name})
 		}
 	}
-	return out
+	return out, problems
 }
 
-// attachLibrary probes each ProbedFuncs function the library exports, at
-// each of its versions (ibv_create_qp@IBVERBS_1.0 is another function).
-func (c *CallSites) attachLibrary(path string, dev, ino uint64) {
-	f, err := elf.Open(path)
-	if err != nil {
-		c.Problems = append(c.Problems, fmt.Sprintf("%s: %v", path, err))
-		return
+// isLibraryName says whether a file's name is one of libraryNames' (any
+// version: libibverbs.so.1.14.44.0).
+func isLibraryName(base string) bool {
+	for _, n := range libraryNames {
+		if strings.HasPrefix(base, strings.TrimSuffix(n, ".1")) {
+			return true
+		}
 	}
-	syms, _ := f.DynamicSymbols()
+	return false
+}
+
+// attachLibrary probes each ProbedFuncs function the open library f
+// exports, at each of its versions (ibv_create_qp@IBVERBS_1.0 is another
+// function). The file parsed is the file probed: the uprobes attach
+// through /proc/self/fd of f, which the kernel resolves to f's inode. Each
+// offset is checked against the file itself (a function symbol in an
+// executable section, inside an executable segment, within the file),
+// and a file that names a function more than maxVersions times is
+// refused whole. It says whether anything was probed.
+func (c *CallSites) attachLibrary(f *os.File, name string, id [2]uint64, size int64, budget *elfbound.Budget) bool {
+	refuse := func(why string, args ...any) bool {
+		c.problem(fmt.Sprintf("%s: "+why+": not probed", append([]any{name}, args...)...))
+		return false
+	}
+	ef, err := elfbound.Open(f, size, elfbound.Limits{Section: scanSection, File: scanFile, Time: scanTime, Budget: budget})
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if ef.Type != elf.ET_DYN && ef.Type != elf.ET_EXEC {
+		return refuse("an ELF file of type %v, not a library", ef.Type)
+	}
+	i := ef.SectionByType(elf.SHT_DYNSYM)
+	if i < 0 {
+		return refuse("no dynamic symbols")
+	}
+	syms, err := ef.Symbols(i)
+	if err != nil {
+		return refuse("%v", err)
+	}
 	type at struct {
 		name string
 		off  uint64
 	}
 	var found []at
+	versions := map[string]int{}
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || !isProbed(s.Name) {
 			continue
 		}
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Memsz {
-				found = append(found, at{s.Name, s.Value - p.Vaddr + p.Off})
-			}
+		off, err := probeOffset(ef, s, size)
+		if err != nil {
+			return refuse("%s at 0x%x: %v", s.Name, s.Value, err)
 		}
+		if versions[s.Name]++; versions[s.Name] > maxVersions {
+			n := 0
+			for _, x := range syms {
+				if x.Name == s.Name {
+					n++
+				}
+			}
+			return refuse("%d symbols named %s (a library has one or two versions of each)", n, s.Name)
+		}
+		found = append(found, at{s.Name, off})
 	}
-	f.Close()
 	if len(found) == 0 {
-		return
+		return false
 	}
-	ex, err := link.OpenExecutable(path)
+	fdPath := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	ex, err := link.OpenExecutable(fdPath)
 	if err != nil {
-		c.Problems = append(c.Problems, fmt.Sprintf("%s: %v", path, err))
-		return
+		return refuse("%v", err)
 	}
 	var names []string
+	var mine []link.Link
+	failed, tried := 0, 0
+	var firstErr error
 	for _, a := range found {
-		if _, dup := c.probedAt[probeKey{dev, ino, a.off}]; dup {
+		if _, dup := c.probedAt[probeKey{id[0], id[1], a.off}]; dup {
 			continue
 		}
+		tried++
 		opts := &link.UprobeOptions{Address: a.off}
 		in, err := ex.Uprobe(a.name, c.enter, opts)
 		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, os.ErrNotExist) {
-			c.Problems = append(c.Problems, fmt.Sprintf("this kernel has no uprobes (CONFIG_UPROBE_EVENTS, or tracefs for older kernels): %v", err))
-			return
+			closeLinks(mine)
+			c.problem(fmt.Sprintf("this kernel has no uprobes (CONFIG_UPROBE_EVENTS, or tracefs for older kernels): %v", err))
+			return false
+		}
+		var out link.Link
+		if err == nil {
+			if out, err = ex.Uretprobe(a.name, c.coll.Programs["callsite_exit"], opts); err != nil {
+				in.Close()
+			}
 		}
 		if err != nil {
-			c.Problems = append(c.Problems, fmt.Sprintf("%s: uprobe %s: %v", path, a.name, err))
+			failed++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", a.name, err)
+			}
 			continue
 		}
-		out, err := ex.Uretprobe(a.name, c.coll.Programs["callsite_exit"], opts)
-		if err != nil {
-			in.Close()
-			c.Problems = append(c.Problems, fmt.Sprintf("%s: uretprobe %s: %v", path, a.name, err))
-			continue
-		}
-		c.links = append(c.links, in, out)
-		c.probedAt[probeKey{dev, ino, a.off}] = a.name
-		c.probedIno[[2]uint64{ino, a.off}] = a.name
+		mine = append(mine, in, out)
+		c.probedAt[probeKey{id[0], id[1], a.off}] = a.name
+		c.probedIno[[2]uint64{id[1], a.off}] = a.name
 		if !containsString(names, a.name) {
 			names = append(names, a.name)
 		}
 	}
+	// The path resolved to f's inode: checked again now that the probes
+	// hold it.
+	var st unix.Stat_t
+	if err := unix.Stat(fdPath, &st); err != nil || st.Dev != id[0] || st.Ino != id[1] {
+		closeLinks(mine)
+		return refuse("its descriptor led to another file once probed")
+	}
+	c.links = append(c.links, mine...)
+	if failed > 0 {
+		c.problem(fmt.Sprintf("%s: %d of %d uprobes failed (%v)", name, failed, tried, firstErr))
+	}
 	if len(names) > 0 {
 		sort.Strings(names)
-		c.Probed = append(c.Probed, path+": "+strings.Join(names, " "))
+		c.Probed = append(c.Probed, name+": "+strings.Join(names, " "))
+	}
+	return len(mine) > 0
+}
+
+// probeOffset is the file offset of function symbol s of ef (of size
+// bytes), checked against the file: s in an allocated, executable
+// section, inside an executable loaded segment's file bytes, below the
+// file's end.
+func probeOffset(ef *elfbound.File, s elf.Symbol, size int64) (uint64, error) {
+	if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || int(s.Section) >= len(ef.Sections) {
+		return 0, fmt.Errorf("in no section (index %d)", s.Section)
+	}
+	sec := ef.Sections[s.Section]
+	if sec.Type != elf.SHT_PROGBITS || sec.Flags&(elf.SHF_ALLOC|elf.SHF_EXECINSTR) != elf.SHF_ALLOC|elf.SHF_EXECINSTR {
+		return 0, fmt.Errorf("in section %s, which holds no code", sec.Name)
+	}
+	if s.Value < sec.Addr || s.Value-sec.Addr >= sec.Size {
+		return 0, fmt.Errorf("outside its section %s", sec.Name)
+	}
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || s.Value < p.Vaddr || s.Value-p.Vaddr >= p.Filesz {
+			continue
+		}
+		off := s.Value - p.Vaddr + p.Off
+		if off < sec.Offset || off-sec.Offset >= sec.Size {
+			return 0, fmt.Errorf("where its segment and its section %s disagree", sec.Name)
+		}
+		if off >= uint64(size) {
+			return 0, fmt.Errorf("past the end of the file")
+		}
+		return off, nil
+	}
+	return 0, fmt.Errorf("in no executable segment")
+}
+
+func closeLinks(ls []link.Link) {
+	for _, l := range ls {
+		l.Close()
 	}
 }
 
@@ -344,6 +614,7 @@ func (c *CallSites) Close() {
 		c.wg.Wait()
 	}
 	c.coll.Close()
+	c.sym.Close()
 }
 
 // read takes the probes' records until Close, resolving each entry's
@@ -396,6 +667,7 @@ func (c *CallSites) record(raw []byte) {
 		}
 		e := (*bpf.CallsiteCallsiteEntry)(unsafe.Pointer(&raw[0]))
 		st := c.resolve(e)
+		c.nameLater(st)
 		c.mu.Lock()
 		t := c.thread(h.Tid)
 		if len(t.calls) == maxCallsPerThread {
@@ -454,10 +726,15 @@ func (c *CallSites) thread(tid uint32) *threadCalls {
 // rdma_create_qp's, not the ibv_create_qp it makes). A probed call's
 // entry was recorded before the kernel made anything in it: while the
 // probes' ring holds records or the reader one it has not applied, it
-// waits for them (up to joinWait); an empty ring means there is no call.
+// waits for them; an empty ring means there is no call. Then it waits
+// for the stack's names, unless a file in it was too slow before. Both
+// waits together last joinWait at most.
 func (c *CallSites) Annotate(e *rdma.Event) {
 	if c == nil {
 		return
+	}
+	if c.pending.Load() {
+		c.flushWarnings()
 	}
 	switch {
 	case e.Kind == rdma.EvCMIDDestroy:
@@ -470,17 +747,16 @@ func (c *CallSites) Annotate(e *rdma.Event) {
 	case !e.Has(rdma.EvUser) && e.Kind == rdma.EvCreate:
 		return
 	}
+	deadline := time.Now().Add(c.wait)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	// A call whose return the reader has not applied yet may be over: the
 	// create can be a later call's (the return and the next entry are
 	// still in the ring). Only a closed call, or an empty ring, settles it.
 	st, open := c.lookup(e.Actor.TID, e.Mono)
-	pending := func() bool { return !c.done && (c.busy || c.reader.AvailableBytes() > 0) }
-	if (st == nil || open) && pending() {
-		deadline := time.Now().Add(joinWait)
-		stop := time.AfterFunc(joinWait, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
-		for (st == nil || open) && pending() && time.Now().Before(deadline) {
+	unread := func() bool { return !c.done && (c.busy || c.reader.AvailableBytes() > 0) }
+	if (st == nil || open) && unread() {
+		stop := time.AfterFunc(c.wait, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
+		for (st == nil || open) && unread() && time.Now().Before(deadline) {
 			c.cond.Wait()
 			st, open = c.lookup(e.Actor.TID, e.Mono)
 		}
@@ -503,12 +779,101 @@ func (c *CallSites) Annotate(e *rdma.Event) {
 			delete(c.cmids, e.Obj)
 		}
 	}
-	e.Stack = st
+	c.mu.Unlock()
+	c.waitNames(st, deadline)
+	e.Stack = st.stack()
+}
+
+// waitNames waits until deadline for a stack's names, unless one of its
+// files was too slow before; a file too slow now is said once.
+func (c *CallSites) waitNames(st *pendingStack, deadline time.Time) {
+	if st == nil || !st.waitable() {
+		return
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-st.done:
+		return
+	case <-t.C:
+	}
+	for _, b := range st.bins {
+		if b != nil && !b.Loaded() && !b.Late() {
+			b.SetLate()
+			c.warn(b.Path, fmt.Sprintf("%s: its names were not read within %v: its frames are named by offset until they are", b.Path, c.wait))
+		}
+	}
+}
+
+// waitable says whether a wait for the stack's names may end in them: not
+// when a file in it was too slow before.
+func (p *pendingStack) waitable() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	for _, b := range p.bins {
+		if b != nil && !b.Loaded() && b.Late() {
+			return false
+		}
+	}
+	return true
+}
+
+// nameLater names a stack as soon as its files' names are read: now when
+// no lookup is needed (the probes' reader never waits on a file), else in
+// the background (a bounded number at once; past that, not at all: the
+// stack stays placed by offset).
+func (c *CallSites) nameLater(st *pendingStack) {
+	if st == nil {
+		return
+	}
+	if st.tryName() {
+		c.problemsOf(st)
+		return
+	}
+	c.mu.Lock()
+	busy := c.naming >= maxNaming
+	if !busy {
+		c.naming++
+	}
+	c.mu.Unlock()
+	if busy {
+		st.named = st.raw
+		close(st.done)
+		c.warn("", fmt.Sprintf("%d stacks were being named at once: some creates are placed by offset only", maxNaming))
+		return
+	}
+	go func() {
+		for _, b := range st.bins {
+			if b != nil {
+				b.Wait(2 * symbolize.LoadTime)
+			}
+		}
+		st.name()
+		c.problemsOf(st)
+		c.mu.Lock()
+		c.naming--
+		c.mu.Unlock()
+	}()
+}
+
+// problemsOf says, once a file, why a stack's file has no names.
+func (c *CallSites) problemsOf(st *pendingStack) {
+	for _, b := range st.bins {
+		if b == nil {
+			continue
+		}
+		if err := b.Problem(); err != nil {
+			c.warn(b.Path, fmt.Sprintf("gave up on %s: %v", b.Path, err))
+		}
+	}
 }
 
 // lookup is the stack of the outermost call of tid that was under way at
 // mono, and whether that call's return is still to come. c.mu is held.
-func (c *CallSites) lookup(tid uint32, mono uint64) (st *rdma.CallStack, open bool) {
+func (c *CallSites) lookup(tid uint32, mono uint64) (st *pendingStack, open bool) {
 	t := c.threads[tid]
 	if t == nil {
 		return nil, false
@@ -530,27 +895,26 @@ type procMaps struct {
 // resolve turns an entry's addresses into frames: the call site (the
 // return address the probe read at the function's first instruction),
 // then the frame-pointer walk's frames above it, as long as each returns
-// after a call instruction.
-func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
+// after a call instruction. Each frame is placed (file, offset,
+// build-id); its names are read later.
+func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *pendingStack {
 	pid := e.H.Pid
 	st := &rdma.CallStack{}
+	via := func(ino, off uint64) string {
+		// x86 kernels hand the probe the address after the breakpoint
+		// instruction (int3, one byte); others the probed one.
+		name := c.probedIno[[2]uint64{ino, off}]
+		if name == "" && runtime.GOARCH == "amd64" {
+			name = c.probedIno[[2]uint64{ino, off - 1}]
+		}
+		return name
+	}
 	if v := &e.IpVma; v.Ino != 0 {
 		// The kernel's word at the call: right even if the process is gone.
-		off := e.H.Ip - v.Start + v.Pgoff*uint64(os.Getpagesize())
-		if st.Via = c.probedIno[[2]uint64{v.Ino, off}]; st.Via == "" && runtime.GOARCH == "amd64" {
-			st.Via = c.probedIno[[2]uint64{v.Ino, off - 1}]
-		}
+		st.Via = via(v.Ino, e.H.Ip-v.Start+v.Pgoff*uint64(os.Getpagesize()))
 	}
 	if m := c.mapping(pid, e.H.Ip); m != nil && st.Via == "" {
-		var s syscall.Stat_t
-		if syscall.Stat(c.filePath(pid, m), &s) == nil || syscall.Stat(m.path, &s) == nil {
-			off := e.H.Ip - m.start + m.off
-			// x86 kernels hand the probe the address after the breakpoint
-			// instruction (int3, one byte); others the probed one.
-			if st.Via = c.probedAt[probeKey{uint64(s.Dev), s.Ino, off}]; st.Via == "" && runtime.GOARCH == "amd64" {
-				st.Via = c.probedAt[probeKey{uint64(s.Dev), s.Ino, off - 1}]
-			}
-		}
+		st.Via = via(m.ino, e.H.Ip-m.start+m.off)
 	}
 	// The addresses, each with the index of its vma (-1: none).
 	addrs, vmas := []uint64{e.Ret}, []int{0}
@@ -576,32 +940,36 @@ func (c *CallSites) resolve(e *bpf.CallsiteCallsiteEntry) *rdma.CallStack {
 	if e.StackLen < 0 {
 		st.Partial = "the kernel walked no user stack (error " + strconv.FormatInt(e.StackLen, 10) + ")"
 	}
+	var bins []*symbolize.Binary
 	for i, a := range addrs {
 		var v *bpf.CallsiteCallsiteVma
 		if vmas[i] >= 0 {
 			v = &e.Vmas[vmas[i]]
 		}
-		f, ok, why := c.frame(pid, a, v)
+		f, b, ok, why := c.frame(pid, a, v)
 		if !ok {
 			st.Partial = why
 			if i == 0 {
 				st.Frames = append(st.Frames, f) // still where it was called from
+				bins = append(bins, nil)
 			}
 			break
 		}
 		st.Frames = append(st.Frames, f)
+		bins = append(bins, b)
 	}
 	if len(st.Frames) == 0 {
 		return nil
 	}
-	return st
+	return &pendingStack{raw: st, bins: bins, done: make(chan struct{})}
 }
 
-// frame symbolizes a return address of process pid. ok is false, with
-// why, where the walk must stop: no file maps it, or it does not return
-// after a call (a frame-pointer walk through code without frame
-// pointers read data).
-func (c *CallSites) frame(pid uint32, addr uint64, v *bpf.CallsiteCallsiteVma) (rdma.CallFrame, bool, string) {
+// frame places a return address of process pid: the file that maps it,
+// the offset in that file, its build-id; the file is returned for the
+// names. ok is false, with why, where the walk must stop: no file maps
+// it, or it does not return after a call (a frame-pointer walk through
+// code without frame pointers read data).
+func (c *CallSites) frame(pid uint32, addr uint64, v *bpf.CallsiteCallsiteVma) (rdma.CallFrame, *symbolize.Binary, bool, string) {
 	m := c.mapping(pid, addr)
 	if m == nil && v != nil {
 		m = c.vmaMapping(v) // the process is gone: the kernel's word at the call
@@ -611,37 +979,43 @@ func (c *CallSites) frame(pid uint32, addr uint64, v *bpf.CallsiteCallsiteVma) (
 		if pm := c.procs[pid]; pm == nil || len(pm.maps) == 0 {
 			why = fmt.Sprintf("process %d exited before its memory map was read", pid)
 		}
-		return rdma.CallFrame{Offset: addr, Binary: "[unknown]"}, false, why
+		return rdma.CallFrame{Offset: addr, Binary: "[unknown]"}, nil, false, why
 	}
 	f := rdma.CallFrame{Binary: m.path, Offset: addr - m.start + m.off}
+	if m.bin != nil && m.bin.Dropped() {
+		m.bin = nil // out of the symbolizer's cache since: read again
+	}
 	if m.bin == nil && m.binErr == nil {
 		// Once per mapping: later calls from the process find it here.
-		m.bin, m.binErr = c.sym.Open(c.filePath(pid, m))
-		var s syscall.Stat_t
-		if m.binErr != nil && syscall.Stat(m.path, &s) == nil && s.Ino == m.ino {
-			// Not there through the process's root (it has exited, or
-			// its root hides the file): the same file in ours. The
-			// inode, not the device: maps gives an overlay's or 9p's
-			// device otherwise than stat does.
-			m.bin, m.binErr = c.sym.Open(m.path)
-		}
+		m.bin, m.binErr = c.openBinary(pid, m)
 	}
 	if m.binErr != nil {
-		return f, false, m.binErr.Error()
+		return f, nil, false, m.binErr.Error()
 	}
 	b := m.bin
 	f.BuildID = b.BuildID
 	if !b.AfterCall(f.Offset) {
-		return f, false, fmt.Sprintf("%s follows no call instruction: code without frame pointers above it", f.Place())
+		return f, nil, false, fmt.Sprintf("%s follows no call instruction: code without frame pointers above it", f.Place())
 	}
-	f.Func, f.File, f.Line, _ = b.Place(f.Offset)
-	return f, true, ""
+	b.Start()
+	return f, b, true, ""
 }
 
-// filePath is where the mapped file is read: through the process's root
-// (a container's own files).
-func (c *CallSites) filePath(pid uint32, m *mapping) string {
-	return filepath.Join(c.proc, strconv.FormatUint(uint64(pid), 10), "root", m.path)
+// openBinary opens a mapped file as the process maps it
+// (/proc/PID/map_files: the inode mapped, whatever its name now says), or,
+// the process gone, by its name in this root without following a link,
+// if it is the inode mapped.
+func (c *CallSites) openBinary(pid uint32, m *mapping) (*symbolize.Binary, error) {
+	f, err := safeopen.Mapped(c.proc, pid, m.start, m.end, safeopen.Identity{Dev: m.dev, Ino: m.ino})
+	if err != nil {
+		var err2 error
+		// The inode, not the device: maps gives an overlay's device
+		// otherwise than stat does.
+		if f, err2 = safeopen.Path(strings.TrimSuffix(m.path, " (deleted)"), safeopen.Identity{Ino: m.ino}); err2 != nil {
+			return nil, fmt.Errorf("%s: %v", m.path, unwrapPath(err))
+		}
+	}
+	return c.sym.OpenFile(f, m.path)
 }
 
 // mapping finds addr in pid's maps, read again when it is not there (a
@@ -707,7 +1081,7 @@ func (c *CallSites) AddProgram(path string) {
 
 // vmaMapping is the mapping the kernel said holds an address (bpf_find_vma
 // at the call), with its file found by inode among the files known and
-// the dynamic linker's directories; nil when none is.
+// the dynamic linker's directories, opened; nil when none is.
 func (c *CallSites) vmaMapping(v *bpf.CallsiteCallsiteVma) *mapping {
 	if v.Ino == 0 {
 		return nil
@@ -720,10 +1094,16 @@ func (c *CallSites) vmaMapping(v *bpf.CallsiteCallsiteVma) *mapping {
 		cands = append(cands, filepath.Join(d, name))
 	}
 	for _, p := range cands {
-		var st syscall.Stat_t
-		if filepath.Base(p) == name && syscall.Stat(p, &st) == nil && st.Ino == v.Ino {
-			return &mapping{start: v.Start, end: ^uint64(0), off: v.Pgoff * uint64(os.Getpagesize()), ino: v.Ino, path: p}
+		if filepath.Base(p) != name {
+			continue
 		}
+		f, err := safeopen.Path(p, safeopen.Identity{Ino: v.Ino})
+		if err != nil {
+			continue
+		}
+		m := &mapping{start: v.Start, end: ^uint64(0), off: v.Pgoff * uint64(os.Getpagesize()), ino: v.Ino, path: p}
+		m.bin, m.binErr = c.sym.OpenFile(f, p)
+		return m
 	}
 	return nil
 }

@@ -2,22 +2,19 @@ package tracer
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 	"unsafe"
 
 	"github.com/rdmatrace/rdmatrace/bpf"
-	"github.com/rdmatrace/rdmatrace/internal/host/symbolize"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 // joinOnly is a CallSites without probes: records are fed to it by hand.
 // Its /proc has no process, so each stack is its call site as an address.
 func joinOnly(t *testing.T) *CallSites {
-	c := &CallSites{sym: symbolize.New(), proc: t.TempDir(), probedAt: map[probeKey]string{}, probedIno: map[[2]uint64]string{},
-		threads: map[uint32]*threadCalls{}, cmids: map[uint64]*rdma.CallStack{}, procs: map[uint32]*procMaps{}, known: map[uint64][]string{},
-		done: true} // no reader to wait for
-	c.cond = sync.NewCond(&c.mu)
+	c := newCallSites(t.TempDir())
+	c.done = true // no reader to wait for
+	t.Cleanup(c.sym.Close)
 	return c
 }
 

@@ -134,6 +134,9 @@ func NewSession(o SessionOptions) (*Session, error) {
 	// One goroutine reads one ring buffer: more Ps only add scheduler work
 	// at each wakeup (measured: a quarter less CPU under TCG with 1).
 	runtime.GOMAXPROCS(1)
+	// A program's calls are all the probes see: the libraries it maps are
+	// the dynamic linker's, not other processes'.
+	o.Tracer.StackProbe.ForProgram = o.Tracer.StackProbe.ForProgram || len(o.Argv) > 0
 	t, err := Open(o.Tracer)
 	if errors.Is(err, ErrPrivileges) && o.NeedsRoot != "" {
 		return nil, &ExitError{Code: 1, Err: errors.New(o.NeedsRoot)}

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/qplife"
 	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
@@ -80,6 +81,7 @@ func exporterCommand() *cli.Command {
 			&cli.IntFlag{Name: "web.max-requests", Value: exporter.DefaultMaxRequests, Usage: "serve `N` scrapes at once; the others are answered 503"},
 			&cli.DurationFlag{Name: "web.timeout", Value: exporter.DefaultTimeout, Usage: "answer 503 to a scrape still running after `DURATION` (a connection idle between scrapes is closed after 30s, one that sends no request after 5s)"},
 			otlpFlag,
+			nodeFlag,
 			verboseFlag,
 		},
 		Action: runExporter,
@@ -107,7 +109,7 @@ func runExporter(c *cli.Context) error {
 	// The exporter writes the ready file itself: it is ready once it
 	// serves and has tried the tracer once, whether the tracer started.
 	o.ReadyFile = ""
-	feed, closeOTLP, err := exporterFeed(c, m.x)
+	feed, closeOTLP, err := exporterFeed(c, m)
 	if err != nil {
 		return err
 	}
@@ -243,8 +245,9 @@ func startTracer(o tracer.SessionOptions, x *exporter.Exporter, tm *exporter.Tra
 		PortBusyDropped:  func() uint64 { n, _ := t.BusyDrops(); return n },
 	})
 	// Owners come placed in their containers: the snapshot and the
-	// tracer place them.
-	if err := snapshotEvents(x.Event); err != nil {
+	// tracer place them. The snapshot goes to the feed: --otlp's
+	// identity records begin with the QPs that exist.
+	if err := snapshotEvents(func(e *rdma.Event) { _ = feed(e) }); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
 	}
 	return func() error {
@@ -282,21 +285,29 @@ func checkExporterFlags(c *cli.Context) error {
 }
 
 // exporterFeed is the consumer of the tracer's events (to the exporter
-// and --otlp), and the OTLP sink's closer.
-func exporterFeed(c *cli.Context, x *exporter.Exporter) (func(*rdma.Event) error, func(), error) {
+// and --otlp with the node's identity records), and the OTLP sink's
+// closer; the delivery's counts are served with the metrics.
+func exporterFeed(c *cli.Context, m *exporterMetrics) (func(*rdma.Event) error, func(), error) {
 	var logs *otlp.Sink
+	var ids *qplife.Runner
 	closeOTLP := func() {}
 	if ep := c.String("otlp"); ep != "" {
 		o, closer, err := openOTLP(c, ep)
 		if err != nil {
 			return nil, nil, err
 		}
-		logs, closeOTLP = o, closer
+		if err := m.reg.Register(o.Collector()); err != nil {
+			return nil, nil, err
+		}
+		var closeIDs func()
+		ids, closeIDs = startIdentity(o)
+		logs, closeOTLP = o, func() { closeIDs(); closer() }
 	}
 	return func(e *rdma.Event) error {
-		x.Event(e)
+		m.x.Event(e)
 		if logs != nil {
 			logs.Write(e)
+			ids.Event(e)
 		}
 		return nil
 	}, closeOTLP, nil

@@ -32,6 +32,6 @@ func parseEvents(c *cli.Context, words []string, keys ...string) (*filter.Events
 }
 
 // openOTLP is startOTLP.
-func openOTLP(_ *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
-	return startOTLP(endpoint)
+func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
+	return startOTLP(endpoint, c.String("node"))
 }

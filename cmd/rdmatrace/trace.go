@@ -13,6 +13,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/onport"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/qplife"
 	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
@@ -89,6 +90,7 @@ func traceCommand() *cli.Command {
 			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			otlpFlag,
+			nodeFlag,
 			&cli.StringFlag{Name: "record-raw", Hidden: true, Usage: "also append every raw ring buffer record to `FILE` (test fixtures)"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a Go CPU profile of the run to `FILE`"},
 			listFlag,
@@ -260,7 +262,9 @@ func splitCommand(args []string) (words, argv []string) {
 
 // eventOutput is where trace's events go: the screen in Format (timed by
 // Stamp), the recording of -w (rotated past FileSizeMB, FileCount kept;
-// "-": stdout), with Print both, and an OTLP collector.
+// "-": stdout), with Print both, and an OTLP collector, with the node's
+// identity records as Node when Identity (live runs: a recording's QPs are
+// not this node's).
 type eventOutput struct {
 	Format     formats.Format
 	Stamp      formats.Stamp
@@ -269,6 +273,8 @@ type eventOutput struct {
 	FileCount  int
 	Print      bool
 	OTLP       string
+	Node       string
+	Identity   bool
 }
 
 func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
@@ -279,6 +285,7 @@ func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
 		return o, usagef("--timestamp: %w", err)
 	}
 	o.Write, o.FileSizeMB, o.FileCount, o.Print, o.OTLP = c.String("write"), c.Int("file-size"), c.Int("file-count"), c.Bool("print"), c.String("otlp")
+	o.Node, o.Identity = c.String("node"), c.String("read") == ""
 	switch w := o.Write; {
 	case o.FileSizeMB < 0 || o.FileCount < 1:
 		return o, usagef("-C and -W take a positive number")
@@ -303,12 +310,18 @@ func (o eventOutput) open() (*formats.EventTee, error) {
 		sink.Record = formats.NewEventWriter(os.Stdout, true)
 	}
 	if o.OTLP != "" {
-		s, closeOTLP, err := startOTLP(o.OTLP)
+		s, closeOTLP, err := startOTLP(o.OTLP, o.Node)
 		if err != nil {
 			return nil, err
 		}
 		sink.Also = s.Write
-		sink.Closers = append(sink.Closers, func() error { closeOTLP(); return nil })
+		closeIDs := func() {}
+		if o.Identity {
+			var ids *qplife.Runner
+			ids, closeIDs = startIdentity(s)
+			sink.Also = func(e *rdma.Event) { s.Write(e); ids.Event(e) }
+		}
+		sink.Closers = append(sink.Closers, func() error { closeIDs(); closeOTLP(); return nil })
 	}
 	return sink, nil
 }
@@ -383,8 +396,8 @@ var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an 
 
 // startOTLP starts the --otlp sink; its closer sends what is queued (10 s
 // at most) and says on stderr what became of every event.
-func startOTLP(endpoint string) (*otlp.Sink, func(), error) {
-	o, err := otlp.New(context.Background(), endpoint, otlp.Options{})
+func startOTLP(endpoint, node string) (*otlp.Sink, func(), error) {
+	o, err := otlp.New(context.Background(), endpoint, otlp.Options{Node: node})
 	if err != nil {
 		return nil, nil, usagef("%w", err)
 	}

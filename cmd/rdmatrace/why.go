@@ -11,6 +11,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
 	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
+	"github.com/rdmatrace/rdmatrace/internal/fleet/peer"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -34,7 +35,8 @@ func whyCommand() *cli.Command {
 			"   rdmatrace why --qpn 17 -r rec.ndjson -j       # one QP and the rdma_cm ID that made it, NDJSON\n" +
 			"   rdmatrace why --pid 1234 --duration 60s       # live, for a minute\n" +
 			"   rdmatrace why --pod 5d1c0f3e --no-answer 5s   # live: also steps unanswered for 5 s\n" +
-			"   rdmatrace why --pid 1234 -r rec.ndjson --log dmesg-T.txt   # with mlx5's QP error syndromes from the kernel log\n\n" +
+			"   rdmatrace why --pid 1234 -r rec.ndjson --log dmesg-T.txt   # with mlx5's QP error syndromes from the kernel log\n" +
+			"   rdmatrace why --comm train.py --store http://vlogs:9428   # each failed QP's peer named: node, owner, fate\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be attached; a recording or log could not be read, or has lines not understood;\n"+
 			"      or none of the QP error syndromes of the --log files could be joined with a QP of the recording\n"+
 			"      (the lines before say why)", "",
@@ -51,6 +53,8 @@ func whyCommand() *cli.Command {
 			&cli.DurationFlag{Name: "no-answer", Usage: "also list an rdma_cm step unanswered after this long (0: only when its ID is destroyed unanswered or the run ends)"},
 			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording from `FILE` (- for stdin; compressed ones too) instead of tracing"},
 			&cli.StringSliceFlag{Name: "log", Usage: "with -r: also list the QP error syndromes mlx5 logged in this kernel log (`FILE`: dmesg -T or journalctl text place them on the recording's clock; dmesg's time since boot only where the QP number is unique), with the owner of the recording's QP"},
+			&cli.StringFlag{Name: "store", EnvVars: []string{"RDMATRACE_STORE"}, Usage: "name each failed QP's peer on its node (owner, pod, fate) from the fleet's log store at `URL` (VictoriaLogs: http://HOST:9428), where the nodes' trace or exporter --otlp --node send their records"},
+			&cli.StringFlag{Name: "node", Usage: "with --store: the `NAME` this node's records carry (its --node; default: the host name); with -r, the node that recorded"},
 			maxInputFlag,
 			durationFlag,
 			readyFileFlag("once every available hook is attached"),
@@ -150,6 +154,13 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 		return why.Options{}, usagef("%w", err)
 	}
 	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
+	if u := c.String("store"); u != "" {
+		if o.NamePeer, err = peer.NamePeer(peer.WhyOptions{Store: u, Node: c.String("node"), Live: c.String("read") == ""}); err != nil {
+			return o, usagef("--store: %w", err)
+		}
+	} else if c.IsSet("node") {
+		return o, usagef("--node names this node in the log store: it goes with --store URL")
+	}
 	if c.IsSet("qpn") {
 		if c.Uint("qpn") > 1<<24-1 {
 			return o, usagef("--qpn %d: a QP number has 24 bits", c.Uint("qpn"))

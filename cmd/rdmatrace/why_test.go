@@ -47,3 +47,29 @@ func TestWhyUsageErrorsSayWhatIsExpected(t *testing.T) {
 		}
 	}
 }
+
+// why --store names each failed QP's peer in its sentence; a store that
+// cannot be asked is said there, and the other failures are as they
+// were. --node goes with --store.
+func TestWhyStoreNamesTheFailedQPsPeer(t *testing.T) {
+	t.Setenv("TZ", "UTC")
+	out, stderr, code := rdmatrace(t, "why", "-r", "../../testdata/formats/failures.ndjson", "--store", "http://127.0.0.1:9", "--node", "node-a")
+	named := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "qp 17 ") {
+			if !strings.Contains(l, "; its peer QP 18 at ::ffff:10.99.0.2 is unknown: ") || !strings.Contains(l, "VictoriaLogs at http://127.0.0.1:9") {
+				t.Errorf("a failed QP's line without what the store said of its peer: %q", l)
+			}
+			named++
+		} else if strings.Contains(l, "its peer") {
+			t.Errorf("a line not of a QP names a peer: %q", l)
+		}
+	}
+	if named == 0 || code != 0 {
+		t.Errorf("exit %d, %d QP lines:\n%s%s", code, named, out, stderr)
+	}
+	_, stderr, code = rdmatrace(t, "why", "-r", "x", "--node", "node-a")
+	if code != 2 || !strings.Contains(stderr, "it goes with --store URL") {
+		t.Errorf("--node without --store: exit %d, %q", code, stderr)
+	}
+}

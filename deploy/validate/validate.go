@@ -42,6 +42,7 @@ var kinds = map[string]func() any{
 	"v1/Secret":                                func() any { return &corev1.Secret{} },
 	"apps/v1/DaemonSet":                        func() any { return &appsv1.DaemonSet{} },
 	"apps/v1/Deployment":                       func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                      func() any { return &appsv1.StatefulSet{} },
 	"networking.k8s.io/v1/NetworkPolicy":       func() any { return &networkingv1.NetworkPolicy{} },
 	"rbac.authorization.k8s.io/v1/ClusterRole": func() any { return &rbacv1.ClusterRole{} },
 	"rbac.authorization.k8s.io/v1/ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
@@ -141,19 +142,15 @@ func rules(obj any) []string {
 	var ws []string
 	switch o := obj.(type) {
 	case *appsv1.DaemonSet:
-		if o.Name == "" {
-			ws = append(ws, "without metadata.name")
+		ws = append(ws, selectorRules(o.Name, o.Spec.Selector, o.Spec.Template.Labels)...)
+		ws = append(ws, podRules(o.Name, &o.Spec.Template.Spec, nil)...)
+	case *appsv1.StatefulSet:
+		ws = append(ws, selectorRules(o.Name, o.Spec.Selector, o.Spec.Template.Labels)...)
+		var claims []string
+		for _, c := range o.Spec.VolumeClaimTemplates {
+			claims = append(claims, c.Name)
 		}
-		sel, err := metav1.LabelSelectorAsSelector(o.Spec.Selector)
-		switch {
-		case o.Spec.Selector == nil:
-			ws = append(ws, o.Name+": spec.selector is required")
-		case err != nil:
-			ws = append(ws, o.Name+": spec.selector: "+err.Error())
-		case sel.Empty() || !sel.Matches(labels.Set(o.Spec.Template.Labels)):
-			ws = append(ws, fmt.Sprintf("%s: spec.selector %v does not match the pod template's labels %v", o.Name, sel, o.Spec.Template.Labels))
-		}
-		ws = append(ws, podRules(o.Name, &o.Spec.Template.Spec)...)
+		ws = append(ws, podRules(o.Name, &o.Spec.Template.Spec, claims)...)
 	case *corev1.Service:
 		if len(o.Spec.Ports) == 0 {
 			ws = append(ws, o.Name+": no ports")
@@ -166,12 +163,36 @@ func rules(obj any) []string {
 	return ws
 }
 
-func podRules(name string, p *corev1.PodSpec) []string {
+// selectorRules: a workload has a name and a selector that matches its
+// pod template.
+func selectorRules(name string, selector *metav1.LabelSelector, podLabels map[string]string) []string {
+	var ws []string
+	if name == "" {
+		ws = append(ws, "without metadata.name")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	switch {
+	case selector == nil:
+		ws = append(ws, name+": spec.selector is required")
+	case err != nil:
+		ws = append(ws, name+": spec.selector: "+err.Error())
+	case sel.Empty() || !sel.Matches(labels.Set(podLabels)):
+		ws = append(ws, fmt.Sprintf("%s: spec.selector %v does not match the pod template's labels %v", name, sel, podLabels))
+	}
+	return ws
+}
+
+// podRules: containers with names and images, mounting volumes the pod
+// has (or claims, a StatefulSet's volumeClaimTemplates).
+func podRules(name string, p *corev1.PodSpec, claims []string) []string {
 	var ws []string
 	if len(p.Containers) == 0 {
 		ws = append(ws, name+": no containers")
 	}
 	vols := map[string]bool{}
+	for _, c := range claims {
+		vols[c] = true
+	}
 	for _, v := range p.Volumes {
 		vols[v.Name] = true
 	}

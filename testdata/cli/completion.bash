@@ -4,22 +4,23 @@
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --at | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
-    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp) return 0 ;; esac ;;
+    exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
+    peer) case $2 in --store | --at | --timeout) return 0 ;; esac ;;
     ports) case $2 in --output | -o | --port | --addr | --pid | --dev) return 0 ;; esac ;;
     ps) case $2 in --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid | -p) return 0 ;; esac ;;
     res | resource | r | re | reso | resou | resour | resourc) case $2 in --output | -o | --netns | --filter | -f | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid) return 0 ;; esac ;;
     smc) case $2 in --output | -o) return 0 ;; esac ;;
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
-    trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp) return 0 ;; esac ;;
-    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
+    trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
+    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
     return 1
 }
@@ -58,7 +59,7 @@ _rdmatrace() {
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse peer ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -78,10 +79,10 @@ _rdmatrace() {
         formats="text json ndjson"
         ;;
     exporter)
-        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --verbose -v --help -h"
+        flags="--listen --top --no-trace --ring-size --fallback --btf --ready-file --web.config.file --web.max-connections --web.max-requests --web.timeout --otlp --node --verbose -v --help -h"
         words=""
         files="--btf --ready-file --web.config.file"
-        values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp"
+        values="--listen --top --ring-size --web.max-connections --web.max-requests --web.timeout --otlp --node"
         ;;
     gid)
         flags="--dev -d --port -p --json -j --output -o --watch -w --interval --help -h"
@@ -107,6 +108,11 @@ _rdmatrace() {
         words=""
         values="--output -o --filter -f --max-input --filter-pid --filter-comm --filter-dev --pid"
         formats="table json ndjson legacy"
+        ;;
+    peer)
+        flags="--store --at --timeout --json -j --help -h"
+        words=""
+        values="--store --at --timeout"
         ;;
     ports)
         flags="--json -j --pretty -p --output -o --tcp -t --udp -u --listening -l --all -a --numeric -n --port --addr --pid --dev --conflicts --help -h"
@@ -174,10 +180,10 @@ _rdmatrace() {
         esac
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --list -l --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         files="--ready-file --btf --read -r --write -w"
-        values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp"
+        values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp --node"
         formats="text json ndjson"
         case $typ in
         cm_id) words="cgroup comm container dev event pid pod res" ;;
@@ -190,10 +196,10 @@ _rdmatrace() {
         esac
         ;;
     why)
-        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
+        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --store --node --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
         words=""
         files="--read -r --log --ready-file --btf"
-        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --max-input --duration --ring-size --poll"
+        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --store --node --max-input --duration --ring-size --poll"
         formats="text json ndjson"
         ;;
     esac

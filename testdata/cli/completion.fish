@@ -65,6 +65,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a gid
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
+complete -c rdmatrace -n __fish_use_subcommand -a peer
 complete -c rdmatrace -n __fish_use_subcommand -a ports
 complete -c rdmatrace -n __fish_use_subcommand -a ps
 complete -c rdmatrace -n __fish_use_subcommand -a res
@@ -105,6 +106,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l w
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.max-requests -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l web.timeout -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l otlp -x
+complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd exporter; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l dev -s d -x
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l port -s p -x
@@ -160,6 +162,10 @@ complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -l filt
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -l pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson legacy'
 complete -c rdmatrace -n '__rdmatrace_cmd parse; and not __rdmatrace_dd' -F
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l store -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l at -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l timeout -x
+complete -c rdmatrace -n '__rdmatrace_cmd peer; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l pretty -s p
 complete -c rdmatrace -n '__rdmatrace_cmd ports; and not __rdmatrace_dd' -l output -s o -x
@@ -272,6 +278,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-k
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l user -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l follow-pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l otlp -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l list -s l
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __rdmatrace_first' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup comm container dev event pid pod res'
@@ -292,6 +299,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l qpn -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l no-answer -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l read -s r -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l log -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l store -x
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l max-input -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l duration -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l ready-file -r -F

@@ -55,6 +55,9 @@ type Options struct {
 	Wait time.Duration
 	// MaxLive bounds the live table (default 1<<16 entries).
 	MaxLive int
+	// NamePeer, when set, names a failed QP's peer on another host (why
+	// --store): what it returns is added to the line's sentence.
+	NamePeer func(*Line) string
 }
 
 // Analyzer turns events into Lines.
@@ -135,7 +138,13 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 		return append(out, a.follow(&ev)...)
 	}
 	if f, ok := ev.Failure(); ok {
-		out = append(out, Line{Time: ev.Time, Res: ev, What: f.What, Severity: f.Severity, Why: f.Why, Peer: peerOf(&ev)})
+		l := Line{Time: ev.Time, Res: ev, What: f.What, Severity: f.Severity, Why: f.Why, Peer: peerOf(&ev)}
+		if a.o.NamePeer != nil && ev.Type == rdma.ResQP && ev.Given(rdma.HasLQPN) {
+			if s := a.o.NamePeer(&l); s != "" {
+				l.Why += "; " + s
+			}
+		}
+		out = append(out, l)
 	}
 	return append(out, a.follow(&ev)...)
 }

@@ -168,3 +168,20 @@ func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", g, want)
 	}
 }
+
+// With NamePeer (why --store), a failed QP's sentence ends with what it
+// says of the peer; other failures are left as they are.
+func TestNamePeerAddsToAFailedQPsSentence(t *testing.T) {
+	var asked []uint32
+	a := New(Options{NamePeer: func(l *Line) string {
+		asked = append(asked, l.Res.LQPN)
+		return "its peer QP 34 on node-b was destroyed"
+	}})
+	e := &rdma.Event{Kind: rdma.EvModify, Time: time.Unix(10, 0), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner,
+		Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, Has: rdma.HasLQPN, Owner: rdma.Owner{PID: 1, TID: 1, Comm: "x"}}}
+	e.SetState(uint8(rdma.QPStateErr))
+	ls := a.Feed(e)
+	if len(ls) != 1 || !strings.HasSuffix(ls[0].Why, "; its peer QP 34 on node-b was destroyed") || len(asked) != 1 || asked[0] != 17 {
+		t.Errorf("lines %+v, asked %v", ls, asked)
+	}
+}

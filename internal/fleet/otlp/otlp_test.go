@@ -1,11 +1,14 @@
 package otlp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +19,10 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay"
 )
 
 // receiver is a local OTLP/HTTP logs endpoint: it decodes what it is sent
@@ -91,7 +96,7 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st := s.Close(ctx)
-	if st.Emitted != 3 || st.Sent != 3 || st.Failed != 0 || st.Dropped != 0 {
+	if st.Emitted != 3 || st.Sent != 3 || st.Lost() != 0 || st.Queued != 0 {
 		t.Errorf("stats %+v, want 3 emitted and sent", st)
 	}
 	rc.mu.Lock()
@@ -119,15 +124,29 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 	}
 }
 
-// TestRefusedEventsAreCounted: a collector that refuses everything: the
-// events are counted as refused, and the summary says so.
+// TestRefusedEventsAreCounted: a collector that refuses everything as a
+// bad request: the events are counted as refused (not retried: they
+// would be refused again), and the summary says so.
 func TestRefusedEventsAreCounted(t *testing.T) {
+	s, _ := sendEvents(t, &receiver{status: http.StatusBadRequest})
+	st := s.Close(context.Background())
+	if st.Sent != 0 || st.Refused != 3 || st.Dropped != 0 || st.Retries != 0 || st.LastError == nil {
+		t.Errorf("stats %+v, want 3 refused, none retried", st)
+	}
+	if sum := st.Summary(s.Endpoint()); !strings.Contains(sum, "0 records sent") || !strings.Contains(sum, "3 refused") {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// A collector that is unavailable (503) with NoRetry: each batch is
+// dropped at its first failure, and counted.
+func TestUnavailableWithoutRetryIsDropped(t *testing.T) {
 	s, _ := sendEvents(t, &receiver{status: http.StatusServiceUnavailable})
 	st := s.Close(context.Background())
-	if st.Sent != 0 || st.Failed+st.Dropped != 3 || st.LastError == nil {
-		t.Errorf("stats %+v, want 3 refused", st)
+	if st.Sent != 0 || st.Dropped != 3 || st.Refused != 0 {
+		t.Errorf("stats %+v, want 3 dropped", st)
 	}
-	if sum := st.Summary(s.Endpoint()); !strings.Contains(sum, "0 events sent") || !strings.Contains(sum, "3 refused") {
+	if sum := st.Summary(s.Endpoint()); !strings.Contains(sum, "3 lost") || !strings.Contains(sum, "3 dropped") {
 		t.Errorf("summary %q", sum)
 	}
 }
@@ -156,12 +175,12 @@ func TestSDKErrorsGoToOurLogRateLimited(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 	}
 	st := s.Close(context.Background())
-	if st.Failed < 2 {
+	if st.Dropped < 2 {
 		t.Errorf("stats %+v, want several failed exports", st)
 	}
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "rdmatrace: otlp: ") || !strings.Contains(lines[0], "request failure") {
-		t.Errorf("log %q, want one rdmatrace line for %d failed exports", lines, st.Failed)
+		t.Errorf("log %q, want one rdmatrace line for %d failed exports", lines, st.Dropped)
 	}
 }
 
@@ -234,5 +253,37 @@ func TestSeverityFollowsTheFailure(t *testing.T) {
 		if _, got := severityOf(tc.e); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The provider lets records repeat a key (the SDK then skips its search
+// for repeats): an event's attributes never do, over every recording in
+// testdata.
+func TestAnEventsAttributesNeverRepeatAKey(t *testing.T) {
+	files, _ := filepath.Glob("../../../testdata/*/*.ndjson")
+	if len(files) == 0 {
+		t.Fatal("no recordings in testdata")
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := replay.NewReader(bytes.NewReader(b), f)
+		var ev rdma.Event
+		for r.Next(&ev) != io.EOF {
+			seen := map[string]bool{}
+			for _, fl := range formats.AppendEventObject(nil, &ev) {
+				if seen[fl.Key] {
+					t.Errorf("%s: an event with key %q twice: %v", f, fl.Key, ev)
+				}
+				seen[fl.Key] = true
+			}
+			n++
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d events read", n)
 	}
 }

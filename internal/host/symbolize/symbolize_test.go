@@ -3,11 +3,14 @@ package symbolize
 import (
 	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/elfbound/elftest"
 )
 
 // build compiles testdata/calls.c with DWARF and frame pointers, and a
@@ -171,16 +174,31 @@ func FuzzReadBinary(f *testing.F) {
 	}
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	dir := f.TempDir()
+	// The bombs: .debug_info compressed, claiming 4 GiB (the stream holds
+	// 1 MiB); .debug_info claiming 1 GiB past the end of the file.
+	for _, info := range []elftest.Section{
+		{Name: ".debug_info", Type: elf.SHT_PROGBITS, Flags: elf.SHF_COMPRESSED, Data: elftest.Zeros(f, 1<<20), Claim: 4 << 30},
+		{Name: ".debug_info", Type: elf.SHT_PROGBITS, Hole: 1 << 30},
+	} {
+		p := elftest.File{Type: elf.ET_EXEC, Sections: []elftest.Section{info, {Name: ".debug_line", Type: elf.SHT_PROGBITS, Data: make([]byte, 16)}}}.Write(f, dir, "bomb")
+		// The headers come first: a hole's claim is past the end of a seed.
+		if r, err := os.Open(p); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+			r.Close()
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := filepath.Join(dir, "bin")
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		b, err := New().read(p)
+		s := New()
+		defer s.Close()
+		b, err := s.Open(p)
 		if err != nil {
 			return
 		}
-		defer b.close()
 		for _, off := range []uint64{0, 1, 64, 4096, uint64(len(data)) - 1} {
 			b.Place(off)
 			b.AfterCall(off)

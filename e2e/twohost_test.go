@@ -1,0 +1,396 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
+)
+
+// The two-host test runs in both guests of guest/pair (make
+// e2e-twohost): RDMATRACE_PAIR_ROLE says which side this is.
+var (
+	vlogsBin = flag.String("vlogs", "", "VictoriaLogs' binary (guest/vlogs.sh), for the two-host test")
+	linkUp   = flag.String("link-up", "guest/link-up.sh", "script that puts rxe0 on the two guests' link")
+)
+
+const (
+	ctlPort   = "7470" // the two guests' control connection, on the link
+	storePort = "9428"
+)
+
+// ctl is the two guests' control connection: each side says what it did
+// and waits for what the other did, one line a step ("STEP JSON"). A side
+// that fails says so ("abort WHY"): the other fails with its words rather
+// than waiting. A side that is gone closes the connection: the same.
+type ctl struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+	role string
+}
+
+// connect opens the control connection: a listens on its address, b
+// connects to it, trying again until a listens (a TCP wait).
+func connect(t *testing.T, role, self, peer string) *ctl {
+	t.Helper()
+	c := &ctl{t: t, role: role}
+	deadline := time.Now().Add(5 * time.Minute)
+	if role == "a" {
+		ln, err := net.Listen("tcp", net.JoinHostPort(self, ctlPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = ln.(*net.TCPListener).SetDeadline(deadline)
+		c.conn, err = ln.Accept()
+		ln.Close()
+		if err != nil {
+			t.Fatalf("no connection from the other guest: %v", err)
+		}
+	} else {
+		for {
+			conn, err := net.DialTimeout("tcp", net.JoinHostPort(peer, ctlPort), 5*time.Second)
+			if err == nil {
+				c.conn = conn
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other guest never listened on %s:%s: %v", peer, ctlPort, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	c.r = bufio.NewReader(c.conn)
+	t.Cleanup(func() {
+		if t.Failed() {
+			fmt.Fprintf(c.conn, "abort %s failed\n", role)
+		}
+		c.conn.Close()
+	})
+	return c
+}
+
+// say tells the other side that step is done, with v.
+func (c *ctl) say(step string, v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(c.conn, "%s %s\n", step, b); err != nil {
+		c.t.Fatalf("telling the other guest %s: %v", step, err)
+	}
+}
+
+// wait waits for the other side's step (within limit) and reads its value
+// into v.
+func (c *ctl) wait(step string, limit time.Duration, v any) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(limit))
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatalf("waiting %v for the other guest's %q: %v", limit, step, err)
+	}
+	got, data, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if got == "abort" {
+		c.t.Fatalf("the other guest gave up (%s) while this one waited for %q", data, step)
+	}
+	if got != step {
+		c.t.Fatalf("the other guest said %q, expected %q", line, step)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(data), v); err != nil {
+			c.t.Fatalf("the other guest's %s: %v (%q)", step, err, data)
+		}
+	}
+}
+
+// ownedQP is a QP as `rdma res` on its host shows it, with its process.
+type ownedQP struct {
+	LQPN, RQPN uint32
+	Tgid       uint32
+	Comm       string
+}
+
+// TestTwoHosts: two guests on one link, each with rxe0 on it and its own
+// rdmatrace trace sending identity records to a VictoriaLogs that guest a
+// runs. An rping pair and an ib_write_bw pair connect a's clients to b's
+// servers; for each of b's QPs that `rdma res` on b lists, `rdmatrace peer`
+// on a names b's node, the QP's owner (pid and comm as b's kernel says)
+// and its peer, a's QP. Then b drops its RoCE packets and kills both
+// servers by SIGKILL: `peer --at` a moment before names b's rping with its
+// fate. b runs the exporter: it must have sent its records, dropped none,
+// and serve no per-QP series.
+func TestTwoHosts(t *testing.T) {
+	role := os.Getenv("RDMATRACE_PAIR_ROLE")
+	if role == "" {
+		t.Skip("the two-host test runs in the two guests of guest/pair (make e2e-twohost)")
+	}
+	needModuleBTF(t)
+	self, peer := os.Getenv("RDMATRACE_PAIR_ADDR"), os.Getenv("RDMATRACE_PAIR_PEER")
+	run(t, *linkUp, self)
+	c := connect(t, role, self, peer)
+	// The guests' clocks come from the emulated RTC, a second apart at
+	// worst: a takes b's, as a fleet's nodes keep one clock by NTP, so
+	// that a failure on a and a death on b are told in order.
+	if role == "b" {
+		c.say("clock", time.Now())
+	} else {
+		var bt time.Time
+		c.wait("clock", 5*time.Minute, &bt)
+		tv := syscall.NsecToTimeval(bt.UnixNano())
+		if err := syscall.Settimeofday(&tv); err != nil {
+			t.Fatalf("setting a's clock to b's: %v", err)
+		}
+	}
+	store := "http://" + net.JoinHostPort("10.98.1.1", storePort) // a's
+	otlpURL := store + "/insert/opentelemetry/v1/logs"
+	if role == "a" {
+		twoHostsA(t, c, store, otlpURL)
+	} else {
+		twoHostsB(t, c, otlpURL)
+	}
+}
+
+func twoHostsA(t *testing.T, c *ctl, store, otlpURL string) {
+	if *vlogsBin == "" {
+		t.Fatal("-vlogs: VictoriaLogs' binary is needed (guest/vlogs.sh builds it)")
+	}
+	vl := exec.Command(*vlogsBin, "-storageDataPath", filepath.Join(t.TempDir(), "vl"),
+		"-httpListenAddr", net.JoinHostPort("10.98.1.1", storePort), "-loggerLevel", "WARN")
+	var vlog bytes.Buffer
+	vl.Stdout, vl.Stderr = &vlog, &vlog
+	if err := vl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = vl.Process.Kill()
+		_ = vl.Wait()
+		if t.Failed() {
+			t.Logf("VictoriaLogs said:\n%s", vlog.String())
+		}
+	})
+	waitFor(t, 120*time.Second, "VictoriaLogs to answer /health", func() bool {
+		resp, err := http.Get(store + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	tr := startTrace(t, "--otlp", otlpURL, "--node", "node-a")
+	defer tr.stop()
+	c.say("store", nil)
+
+	var ports map[string]string
+	c.wait("listening", 5*time.Minute, &ports)
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	rp := w.start("rping", "-c", "-a", "10.98.1.2", "-p", ports["rping"], "-C", "1000000")
+	bw := w.start("ib_write_bw", "-R", "-d", device, "-p", ports["bw"], "-D", "600", "-F", "10.98.1.2")
+	// Our side is up when each client holds an RC QP in RTS.
+	var ours []rdma.Resource
+	waitFor(t, 120*time.Second, "the clients' QPs in RTS", func() bool {
+		ours = ours[:0]
+		got := map[*exec.Cmd]bool{}
+		for _, r := range snapshot(t, rdma.ResQP) {
+			for _, p := range []*exec.Cmd{rp, bw} {
+				if threads(p)[r.Owner.PID] && r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS {
+					got[p] = true
+					ours = append(ours, r)
+				}
+			}
+		}
+		return len(got) == 2
+	})
+	c.say("connected", nil)
+
+	var theirs []ownedQP
+	c.wait("qps", 5*time.Minute, &theirs)
+	if len(theirs) < 2 {
+		t.Fatalf("b's rdma res shows %d QPs of its servers, want rping's and ib_write_bw's", len(theirs))
+	}
+	for _, q := range theirs {
+		if q.Comm != "rping" && q.Comm != "ib_write_bw" {
+			t.Fatalf("b's QP %d belongs to %q[%d], not to its servers", q.LQPN, q.Comm, q.Tgid)
+		}
+	}
+	began := time.Now()
+	for _, q := range theirs {
+		// a's QP connected to it, as a's kernel says.
+		var mine uint32
+		for _, r := range ours {
+			if r.RQPN == q.LQPN {
+				mine = r.LQPN
+			}
+		}
+		var got map[string]any
+		waitFor(t, 60*time.Second, fmt.Sprintf("peer to name b's QP %d with its peer", q.LQPN), func() bool {
+			resp, err := http.Get(store + "/internal/force_flush")
+			if err == nil {
+				resp.Body.Close()
+			}
+			out, _, err := runStatus(*rdmatraceBin, "peer", "--store", store, "10.98.1.2", strconv.FormatUint(uint64(q.LQPN), 10), "-j")
+			got = nil
+			if err != nil || json.Unmarshal(out, &got) != nil {
+				return false
+			}
+			_, hasPeer := got["rqpn"]
+			return hasPeer
+		})
+		want := map[string]any{"node": "node-b", "ifname": device, "comm": q.Comm, "pid": float64(q.Tgid), "which": "live",
+			"rqpn": float64(mine), "netdev": "eth0", "fate": "alive"}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("peer 10.98.1.2 %d: %s = %v, b's rdma res (and a's, for rqpn) say %v\n%v", q.LQPN, k, got[k], v, got)
+			}
+		}
+	}
+	t.Logf("peer named b's %d QPs within %v", len(theirs), time.Since(began).Round(time.Millisecond))
+
+	// b's rping server killed by SIGKILL: its QP's last record says so,
+	// and peer --at a moment before the kill names it as the QP that held
+	// the QPN then, ended after it.
+	c.say("kill", nil)
+	var killed struct {
+		LQPN   uint32
+		Before time.Time // on b's clock, just before the kill
+	}
+	c.wait("killed", 2*time.Minute, &killed)
+	at := killed.Before.UTC().Format(time.RFC3339Nano)
+	var got map[string]any
+	waitFor(t, 60*time.Second, "peer to say b's rping server was killed", func() bool {
+		resp, err := http.Get(store + "/internal/force_flush")
+		if err == nil {
+			resp.Body.Close()
+		}
+		out, _, err := runStatus(*rdmatraceBin, "peer", "--store", store, "--at", at, "10.98.1.2", strconv.FormatUint(uint64(killed.LQPN), 10), "-j")
+		got = nil
+		return err == nil && json.Unmarshal(out, &got) == nil && got["fate"] != "alive"
+	})
+	if got["which"] != "at" || got["fate"] != "signal" || got["signal"] != "SIGKILL" || got["comm"] != "rping" {
+		t.Errorf("peer --at %s 10.98.1.2 %d after rping was killed: %v; want the one alive at that time, freed when killed by SIGKILL", at, killed.LQPN, got)
+	}
+	out, _, _ := runStatus(*rdmatraceBin, "peer", "--store", store, "--at", at, "10.98.1.2", strconv.FormatUint(uint64(killed.LQPN), 10))
+	t.Logf("peer --at %s 10.98.1.2 %d:\n%s", at, killed.LQPN, out)
+	keep(t, "twohost/peer-killed.txt", out)
+
+	w.stop()
+	c.say("done", nil)
+}
+
+func twoHostsB(t *testing.T, c *ctl, otlpURL string) {
+	c.wait("store", 5*time.Minute, nil)
+	// b runs the exporter, as a DaemonSet's node does: its identity
+	// records go to the store, its metrics count them.
+	metrics := startOTLPExporter(t, otlpURL, "node-b")
+	w := &workload{t: t}
+	t.Cleanup(w.stop)
+	ports += 10
+	rpPort, bwPort := strconv.Itoa(ports), strconv.Itoa(ports+1)
+	rp := w.start("rping", "-s", "-a", "10.98.1.2", "-p", rpPort)
+	bw := w.start("ib_write_bw", "-R", "-d", device, "-p", bwPort, "-D", "600", "-F")
+	waitListening(t, rpPort, bwPort)
+	c.say("listening", map[string]string{"rping": rpPort, "bw": bwPort})
+
+	c.wait("connected", 5*time.Minute, nil)
+	// b's QPs of its servers, as b's kernel lists them.
+	var qps []ownedQP
+	waitFor(t, 60*time.Second, "the servers' QPs in RTS", func() bool {
+		qps = qps[:0]
+		got := map[*exec.Cmd]bool{}
+		for _, r := range snapshot(t, rdma.ResQP) {
+			for _, p := range []*exec.Cmd{rp, bw} {
+				if threads(p)[r.Owner.PID] && r.QPType == rdma.QPTypeRC && r.QPState == rdma.QPStateRTS && r.Given(rdma.HasRQPN) {
+					got[p] = true
+					comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Process.Pid)) // netlink gives the pid
+					qps = append(qps, ownedQP{LQPN: r.LQPN, RQPN: r.RQPN, Tgid: uint32(p.Process.Pid), Comm: strings.TrimSpace(string(comm))})
+				}
+			}
+		}
+		return len(got) == 2
+	})
+	keep(t, "twohost/rdma-res-qp-b.json", run(t, "rdma", "-j", "res", "show", "qp"))
+	c.say("qps", qps)
+
+	c.wait("kill", 10*time.Minute, nil)
+	var rpQP uint32
+	for _, q := range qps {
+		if q.Tgid == uint32(rp.Process.Pid) {
+			rpQP = q.LQPN
+		}
+	}
+	// b's RoCE packets dropped first: the kills' disconnects never reach
+	// a, whose clients fail on their own (transport retries exhausted).
+	run(t, "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "prio")
+	run(t, "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff", "action", "drop")
+	before := time.Now()
+	_ = syscall.Kill(rp.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(bw.Process.Pid, syscall.SIGKILL)
+	c.say("killed", map[string]any{"LQPN": rpQP, "Before": before})
+	c.wait("done", 10*time.Minute, nil)
+	w.signal(syscall.SIGKILL)
+
+	// What it sent is counted, nothing lost; no series is per QP (the
+	// identity records are the store's, never Prometheus labels).
+	m := scrape(t, metrics)
+	if m["rdmatrace_otlp_sent_total{}"] == 0 || m["rdmatrace_otlp_dropped_total{}"] != 0 {
+		t.Errorf("b's exporter: %v records sent, %v dropped; want some sent, none dropped",
+			m["rdmatrace_otlp_sent_total{}"], m["rdmatrace_otlp_dropped_total{}"])
+	}
+	for k := range m {
+		if strings.Contains(k, "qpn=") || strings.Contains(k, "{qp=") || strings.Contains(k, ",qp=") {
+			t.Errorf("a per-QP series in b's exporter: %s", k)
+		}
+	}
+	t.Logf("b's exporter: %v OTLP records sent, %v dropped, %d series", m["rdmatrace_otlp_sent_total{}"], m["rdmatrace_otlp_dropped_total{}"], len(m))
+}
+
+// startOTLPExporter runs `rdmatrace exporter --otlp URL --node NODE` on
+// the loopback until the test ends, and returns the address it serves.
+func startOTLPExporter(t *testing.T, otlpURL, node string) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	exp := exec.Command(*rdmatraceBin, "exporter", "--listen", "127.0.0.1:0", "--ready-file", ready, "--otlp", otlpURL, "--node", node)
+	var stderr lockedBuffer
+	exp.Stderr = &stderr
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- exp.Wait() }()
+	t.Cleanup(func() {
+		_ = exp.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(60 * time.Second):
+			_ = exp.Process.Kill()
+			t.Error("exporter still running 60 s after SIGTERM")
+		}
+		t.Logf("b's exporter said:\n%s", stderr.String())
+	})
+	waitFor(t, 60*time.Second, "the exporter to serve with its tracer", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("the exporter exited: %v\n%s", err, stderr.String())
+		default:
+		}
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	b, _ := os.ReadFile(ready)
+	return strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+}
