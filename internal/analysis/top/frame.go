@@ -168,12 +168,12 @@ func (a *Aggregator) row(s *slot, iv time.Duration) Row {
 type SortKey uint8
 
 const (
-	SortCreates SortKey = iota // creates per second, then live objects
-	SortLive                   // live objects
-	SortQPs                    // live QPs
-	SortFailures               // failures per second, then in all
-	SortConnects               // connections per second
-	SortName                   // the owner's name
+	SortCreates  SortKey = iota // creates per second, then live objects
+	SortLive                    // live objects
+	SortQPs                     // live QPs
+	SortFailures                // failures per second, then in all
+	SortConnects                // connections per second
+	SortName                    // the owner's name
 	numSortKeys
 )
 
