@@ -92,16 +92,6 @@ func WriteLegacy(w io.Writer, resources []rdma.Resource, extraCols []string) err
 	return lw.Flush()
 }
 
-// AppendLegacyRow appends the row of r under the columns cols, without a
-// line end.
-func AppendLegacyRow(b []byte, r *rdma.Resource, cols []string) []byte {
-	cs := make([]column, len(cols))
-	for i, n := range cols {
-		cs[i] = columnNamed(n)
-	}
-	return appendRow(b, r, cs)
-}
-
 func appendRow(b []byte, r *rdma.Resource, cols []column) []byte {
 	start := len(b)
 	for i := range cols {

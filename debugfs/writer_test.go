@@ -233,3 +233,21 @@ func FuzzLegacyRoundTrip(f *testing.F) {
 		roundTrip(t, legacy)
 	})
 }
+
+// parse -o legacy: rdma_cm IDs written, QPs counted and said at the end.
+func TestLegacySinkCountsWhatItCannotWrite(t *testing.T) {
+	var out strings.Builder
+	var notes []string
+	s := debugfs.NewLegacySink(&out, func(n string) { notes = append(notes, n) })
+	for _, typ := range []rdma.ResType{rdma.ResCMID, rdma.ResQP, rdma.ResQP} {
+		if err := s.Write(&debugfs.Record{Res: rdma.Resource{Type: typ, DevName: "rxe0"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || notes[0] != "2 qp record(s) not written: the legacy layout holds rdma_cm IDs only" || !strings.Contains(out.String(), "rxe0") {
+		t.Errorf("notes %q, output %q", notes, out.String())
+	}
+}

@@ -81,9 +81,6 @@ func WhyHeader() string {
 	return string(append(b, "WHAT WENT WRONG"...))
 }
 
-// WhyLine is a failure's line, its time of day in the local zone.
-func WhyLine(l why.Line) string { return string(appendWhyLine(nil, l)) }
-
 func appendWhyLine(b []byte, l why.Line) []byte {
 	e := &l.Res
 	start := len(b)

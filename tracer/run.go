@@ -142,7 +142,7 @@ var longAgo = time.Unix(1, 0)
 
 // open starts reading the ring buffer map events; x names the events'
 // owners (nil: an Enricher of its own, which places them).
-func (r *ring) open(events *ebpf.Map, x *enrich.Enricher) (err error) {
+func (r *ring) open(events *ebpf.Map, x enrich.Events) (err error) {
 	r.clock = NewClock()
 	r.dec = NewDecoder(r.clock)
 	if r.enrich = x; x == nil {

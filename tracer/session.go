@@ -11,12 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 	"github.com/rdmatrace/rdmatrace/internal/host/launch"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -33,7 +32,7 @@ import (
 //	err = s.Run(loop)                 // until a signal, --duration, --count or the program's exit
 type Session struct {
 	o      SessionOptions
-	t      *Tracer // nil with NoTrace
+	t      *Tracer
 	ctx    context.Context
 	stop   context.CancelFunc
 	stderr io.Writer
@@ -47,10 +46,8 @@ type SessionOptions struct {
 	// NeedsRoot is the command's own words, by its name, for a user who
 	// lacks the privileges (ErrPrivileges).
 	NeedsRoot string
-	// Tracer are the tracer's options; NoTrace loads no tracer at all:
-	// the session is then signals, the ready file and --duration alone.
-	Tracer  Options
-	NoTrace bool
+	// Tracer are the tracer's options.
+	Tracer Options
 	// Verbose says how each hook was attached or why not, and tries to
 	// load even when the preflight finds a fatal problem.
 	Verbose bool
@@ -105,21 +102,8 @@ type Loop struct {
 	Program func(pid uint32, cgroup uint64)
 }
 
-// ExitError ends a command with an exit status: the program's own, 1 for
-// a failure, 2 for a usage problem. Err is nil when it was said already.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return "exit status " + strconv.Itoa(e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
+// ExitError ends a command with an exit status (lifecycle.ExitError).
+type ExitError = lifecycle.ExitError
 
 // errCount ends a run at Count events.
 var errCount = errors.New("count reached")
@@ -133,9 +117,6 @@ func NewSession(o SessionOptions) (*Session, error) {
 		s.stderr = os.Stderr
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	if o.NoTrace {
-		return s, nil
-	}
 	fatal := false
 	for _, p := range Preflight(o.Tracer.BTF) {
 		msg := p.Msg
@@ -172,7 +153,7 @@ func NewSession(o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// Tracer is the session's tracer; nil with NoTrace.
+// Tracer is the session's tracer.
 func (s *Session) Tracer() *Tracer { return s.t }
 
 // Clock turns the tracer's times into wall times.
@@ -192,35 +173,23 @@ func (s *Session) Close() error {
 
 // Run catches the stop signals, writes the ready file, starts the program,
 // and hands l the events until a signal, Duration, Count, the program's
-// exit or an error of l's; then it says what was seen and lost. Its error
-// is l's, else the program's exit status as an *ExitError.
+// exit or an error of l's (the run's lifecycle); then it says what was
+// seen and lost. Its error is l's, else the program's exit status as an
+// *ExitError.
 func (s *Session) Run(l Loop) error {
-	// A first signal stops the tracer: it delivers what is queued at that
-	// moment, then Run returns; with a program, the program gets it and
-	// its exit ends the run. A second signal exits at once. Signals are
-	// caught before the ready file tells a script it may send them.
-	var prog atomic.Pointer[launch.Program]
-	defer onInterrupt(func(sig os.Signal) {
-		if p := prog.Load(); p != nil {
-			p.Forward(sig)
-		} else {
-			s.stop()
-		}
-	})()
-	if err := s.writeReady(); err != nil {
+	run, err := lifecycle.Start(s.ctx, lifecycle.Options{
+		Duration: s.o.Duration, ReadyFile: s.o.ReadyFile, Ready: s.readyText,
+		Argv: s.o.Argv, User: s.o.User, Stderr: s.stderr,
+		// Read what the program's exit left queued (and a reorder
+		// window's worth more), then stop.
+		ProgramExited: 200 * time.Millisecond,
+	})
+	if err != nil {
 		return err
 	}
 	owns := func(*rdma.Event) bool { return true }
-	var progErr error
-	waited := make(chan struct{})
-	end := s.stop
-	if len(s.o.Argv) > 0 {
-		p, err := startProgram(s.o.Argv, s.o.User, s.stderr)
-		if err != nil {
-			return err
-		}
-		defer endProgram(p, s.stderr)
-		prog.Store(p)
+	p := run.Program()
+	if p != nil {
 		if s.o.OnlyProgram {
 			owns = programOwns(p)
 		}
@@ -228,21 +197,10 @@ func (s *Session) Run(l Loop) error {
 		if l.Program != nil {
 			l.Program(uint32(p.Cmd.Process.Pid), programCgroup(p))
 		}
-		go func() {
-			progErr = p.Wait()
-			// Its exit cleanup ran before the wait returned: read what is
-			// queued (and a reorder window's worth more), then stop.
-			time.AfterFunc(200*time.Millisecond, s.stop)
-			close(waited)
-		}()
-		end = func() { p.Stop(StopGrace) }
 	}
-	if s.o.Duration > 0 {
-		defer time.AfterFunc(s.o.Duration, end).Stop()
-	}
-	err := s.loop(l, owns, prog.Load())
-	if err == nil && prog.Load() != nil {
-		<-waited
+	err = s.loop(run.Context(), l, owns, p)
+	if err == nil {
+		run.Wait()
 	}
 	if l.End != nil {
 		if eerr := l.End(); err == nil {
@@ -255,22 +213,14 @@ func (s *Session) Run(l Loop) error {
 		}
 	}
 	s.report()
-	if err == nil && progErr != nil {
-		if code := launch.ExitCode(progErr); code >= 0 {
-			return &ExitError{Code: code}
-		}
-		return progErr
+	if perr := run.End(); err == nil {
+		err = perr
 	}
 	return err
 }
 
-// loop reads the ring buffer until the session stops; without a tracer,
-// it waits for the stop.
-func (s *Session) loop(l Loop, owns func(*rdma.Event) bool, p *launch.Program) error {
-	if s.t == nil {
-		<-s.ctx.Done()
-		return nil
-	}
+// loop reads the ring buffer until the run stops.
+func (s *Session) loop(ctx context.Context, l Loop, owns func(*rdma.Event) bool, p *launch.Program) error {
 	refresh := func() {}
 	if s.o.Kernel != nil {
 		var err error
@@ -319,7 +269,7 @@ func (s *Session) loop(l Loop, owns func(*rdma.Event) bool, p *launch.Program) e
 	if c.Bad == nil {
 		c.Bad = func(err error) { fmt.Fprintf(s.stderr, "rdmatrace: %v\n", err) }
 	}
-	err := s.t.Run(s.ctx, c)
+	err := s.t.Run(ctx, c)
 	if lw != nil {
 		lw.check(s.t)
 	}
@@ -346,11 +296,9 @@ func (s *Session) report() {
 	}
 }
 
-// writeReady writes the ready file, when asked.
-func (s *Session) writeReady() error {
-	if s.o.ReadyFile == "" {
-		return nil
-	}
+// readyText is the ready file's: how to reach this rdmatrace (Handle,
+// else its PID), and the clock offset with ReadyClock.
+func (s *Session) readyText() string {
 	text := s.o.Handle
 	if text == "" {
 		text = strconv.Itoa(os.Getpid())
@@ -359,16 +307,7 @@ func (s *Session) writeReady() error {
 	if s.o.ReadyClock && s.t != nil {
 		text += "clock-offset " + strconv.FormatInt(s.t.Clock().Offset(), 10) + "\n"
 	}
-	return writeReadyFile(s.o.ReadyFile, text)
-}
-
-// writeReadyFile writes path in one step, a script polling for it finds
-// it whole, as the invoking user's (safefile: no planted link followed).
-func writeReadyFile(path, text string) error {
-	if err := safefile.WriteFile(path, []byte(text), safefile.Invoker(os.Getenv)); err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("--ready-file: %s", termsafe.Sanitize(err.Error()))}
-	}
-	return nil
+	return text
 }
 
 // StartSession is NewSession for a caller that retries the start (the

@@ -2,49 +2,15 @@ package tracer
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// The ready file refuses a symbolic link planted at its name (and names
-// it), and is 0600 otherwise, written whole.
-func TestReadyFileRefusesPlantedLinksAndIsOwnerOnly(t *testing.T) {
-	t.Setenv("SUDO_UID", "") // the file stays the test's
-	dir := t.TempDir()
-	victim := filepath.Join(t.TempDir(), "victim")
-	if err := os.WriteFile(victim, []byte("root's secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "ready")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeReadyFile(link, "1\n"); err == nil || !strings.Contains(err.Error(), link) {
-		t.Errorf("writeReadyFile = %v, want a refusal naming %s", err, link)
-	}
-	if b, _ := os.ReadFile(victim); string(b) != "root's secret\n" {
-		t.Errorf("written through the planted link: the victim holds %q", b)
-	}
-	p := filepath.Join(dir, "new-ready")
-	if err := writeReadyFile(p, "42\n"); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "42\n" {
-		t.Errorf("ready file holds %q", b)
-	}
-	if st, err := os.Lstat(p); err != nil || st.Mode() != 0o600 {
-		t.Errorf("ready file: %v, %v; want -rw-------", st.Mode(), err)
-	}
-}
-
 // One format for every command: the handle on the first line (the PID
 // unless the command names another), then the clock when asked for and a
 // tracer is loaded; rdmabench's tracerun reads "clock-offset NS".
 func TestReadyFileHasOneFormat(t *testing.T) {
-	t.Setenv("SUDO_UID", "")
-	dir := t.TempDir()
 	for _, c := range []struct {
 		o    SessionOptions
 		want string
@@ -53,14 +19,9 @@ func TestReadyFileHasOneFormat(t *testing.T) {
 		{SessionOptions{Handle: "127.0.0.1:9879"}, "127.0.0.1:9879\n"},
 		{SessionOptions{ReadyClock: true}, strconvPID() + "\n"}, // no tracer, no clock
 	} {
-		c.o.ReadyFile = filepath.Join(dir, "r")
-		os.Remove(c.o.ReadyFile)
 		s := &Session{o: c.o}
-		if err := s.writeReady(); err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(c.o.ReadyFile); string(b) != c.want {
-			t.Errorf("%+v: ready file %q, want %q", c.o, b, c.want)
+		if got := s.readyText(); got != c.want {
+			t.Errorf("%+v: ready file %q, want %q", c.o, got, c.want)
 		}
 	}
 }

@@ -40,7 +40,7 @@ type Options struct {
 	// Enrich names each event's owner before Run hands it over: where it
 	// runs, and what else its Options ask (a port-busy event's holders,
 	// an SMC socket's process). nil: an Enricher that places owners only.
-	Enrich *enrich.Enricher
+	Enrich enrich.Events
 	// BTF is what --btf gave (LoadBTF), read instead of the running
 	// kernel's for the programs' CO-RE relocations; nil: the running
 	// kernel's.
@@ -99,8 +99,8 @@ type ring struct {
 	reader *ringbuf.Reader
 	clock  Clock
 	dec    *Decoder
-	enrich *enrich.Enricher // names each event's owner: where it runs
-	poll   time.Duration    // how often to look while events flow
+	enrich enrich.Events // names each event's owner: where it runs
+	poll   time.Duration // how often to look while events flow
 	rec    ringbuf.Record
 	ev     rdma.Event
 

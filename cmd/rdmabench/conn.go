@@ -65,10 +65,11 @@ func runConn(c *cli.Context) (err error) {
 		_, err := verbs.ConnServer(cfg)
 		return err
 	}
-	if err := checkOutputs(c, "conn"); err != nil {
+	req := traceOptions(c, traceRequest{Bench: "conn", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	if err := checkOutputs(req); err != nil {
 		return err
 	}
-	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "conn", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	sess, tracingDesc, err := startTrace(req)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func runConn(c *cli.Context) (err error) {
 			return err
 		}
 	} else {
-		out := newOutputs(c, os.Getpid(), dev.Name)
+		out := newOutputs(req)
 		out.conns = r.Conns
 		if err := out.write(); err != nil {
 			return err

@@ -81,10 +81,11 @@ func runCtrl(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(c, "ctrl"); err != nil {
+	req := traceOptions(c, traceRequest{Bench: "ctrl", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	if err := checkOutputs(req); err != nil {
 		return err
 	}
-	sess, tracingDesc, err := startTrace(c, traceRequest{Bench: "ctrl", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: os.Stdout})
+	sess, tracingDesc, err := startTrace(req)
 	if err != nil {
 		return err
 	}

@@ -55,132 +55,177 @@ func latCommand() *cli.Command {
 	}
 }
 
-func runLat(c *cli.Context) (err error) {
-	if c.NArg() > 0 {
-		return fmt.Errorf("lat takes no arguments (got %q): the server's address goes after --client", c.Args().First())
-	}
-	op, err := verbs.ParseOp(c.String("op"))
+func runLat(c *cli.Context) error {
+	l, err := latOptions(c)
 	if err != nil {
 		return err
 	}
-	sizes, err := parseSizes(c.String("size"))
+	if l.server {
+		return l.serve()
+	}
+	if err := checkOutputs(l.req); err != nil {
+		return err
+	}
+	if l.req.CPUs, l.req.Nice, err = tracerCPUs(l.tracerCPUs, l.cfg.CPUs); err != nil {
+		return err
+	}
+	l.out = newOutputs(l.req)
+	table := &report.LatTable{W: os.Stdout}
+	for _, s := range l.sizes {
+		table.Sizes = append(table.Sizes, int(s))
+	}
+	if l.traced {
+		table.Trace = "rdmatrace"
+	}
+	untraced, err := l.untracedPass(table)
 	if err != nil {
-		return fmt.Errorf("-s: %w", err)
+		return err
+	}
+	if !l.traced {
+		return l.out.write()
+	}
+	return l.tracedPass(table, untraced)
+}
+
+// latRun is one lat invocation, as its flags say.
+type latRun struct {
+	cfg        verbs.LatConfig
+	op         verbs.Op
+	sizes      []int64
+	addr       string
+	iters      int
+	dur        time.Duration
+	server     bool // --server: serve each size (twice when traced)
+	client     bool // --client ADDR: this end only
+	traced     bool // a traced pass follows the headline's
+	tracerCPUs string
+	factor     float64 // --outlier-factor
+	req        traceRequest
+	clock      float64
+	emu        string
+	out        *outputs
+}
+
+func latOptions(c *cli.Context) (*latRun, error) {
+	if c.NArg() > 0 {
+		return nil, fmt.Errorf("lat takes no arguments (got %q): the server's address goes after --client", c.Args().First())
+	}
+	l := &latRun{iters: c.Int("iters"), dur: time.Duration(c.Int("duration")) * time.Second,
+		server: c.Bool("server"), client: c.IsSet("client"), tracerCPUs: c.String("tracer-cpus"), factor: c.Float64("outlier-factor")}
+	var err error
+	if l.op, err = verbs.ParseOp(c.String("op")); err != nil {
+		return nil, err
+	}
+	if l.sizes, err = parseSizes(c.String("size")); err != nil {
+		return nil, fmt.Errorf("-s: %w", err)
 	}
 	if c.Bool("all") {
-		sizes = powers(2, 8<<20, 2)
+		l.sizes = powers(2, 8<<20, 2)
 	}
-	iters := c.Int("iters")
-	if iters < 1 || iters > maxSamples {
-		return fmt.Errorf("-n %d: want 1 to %d samples", iters, maxSamples)
+	switch {
+	case l.iters < 1 || l.iters > maxSamples:
+		return nil, fmt.Errorf("-n %d: want 1 to %d samples", l.iters, maxSamples)
+	case l.dur < 0:
+		return nil, fmt.Errorf("-D %d: want a number of seconds", c.Int("duration"))
+	case l.server && l.client:
+		return nil, fmt.Errorf("--server and --client: one end or the other")
 	}
-	dur := time.Duration(c.Int("duration")) * time.Second
-	if dur < 0 {
-		return fmt.Errorf("-D %d: want a number of seconds", c.Int("duration"))
-	}
-	if dur > 0 && !c.IsSet("iters") {
-		iters = 0 // no count: the duration ends the series
-	}
-	if c.Bool("server") && c.IsSet("client") {
-		return fmt.Errorf("--server and --client: one end or the other")
+	if l.dur > 0 && !c.IsSet("iters") {
+		l.iters = 0 // no count: the duration ends the series
 	}
 	dev, err := verbs.CheckDevice(c.String("ib-dev"), c.Int("ib-port"), c.Int("gid-index"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, s := range sizes {
+	for _, s := range l.sizes {
 		if dev.MaxMsgSz > 0 && s > int64(dev.MaxMsgSz) {
-			return fmt.Errorf("-s %d: beyond the largest message of %s port %d (%d bytes)", s, dev.Name, c.Int("ib-port"), dev.MaxMsgSz)
+			return nil, fmt.Errorf("-s %d: beyond the largest message of %s port %d (%d bytes)", s, dev.Name, c.Int("ib-port"), dev.MaxMsgSz)
 		}
 	}
-	addr := c.String("client")
-	if addr == "" {
-		addr = c.String("addr")
+	if l.addr = c.String("client"); l.addr == "" {
+		l.addr = c.String("addr")
 	}
-	if addr == "" {
-		if addr, err = verbs.AddrOf("/sys", dev.Name, c.Int("ib-port"), c.Int("gid-index")); err != nil {
-			return err
+	if l.addr == "" {
+		if l.addr, err = verbs.AddrOf("/sys", dev.Name, c.Int("ib-port"), c.Int("gid-index")); err != nil {
+			return nil, err
 		}
 	}
-	cfg := verbs.LatConfig{Op: op, Dev: dev.Name, Addr: addr, Port: c.Int("port"), Iters: iters, Duration: dur,
+	l.cfg = verbs.LatConfig{Op: l.op, Dev: dev.Name, Addr: l.addr, Port: c.Int("port"), Iters: l.iters, Duration: l.dur,
 		Timeout: c.Duration("timeout"), CPUs: verbs.PickCPUs()}
 	if c.Bool("no-pin") {
-		cfg.CPUs = []int{-1, -1}
+		l.cfg.CPUs = []int{-1, -1}
 	}
+	switch {
+	case l.server:
+		l.cfg.CPUs = l.cfg.CPUs[:1]
+	case l.client:
+		l.cfg.CPUs = l.cfg.CPUs[1:]
+	}
+	l.req = traceOptions(c, traceRequest{Bench: "lat", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json")})
 	// The headline is always an untraced pass; a traced pass follows it
 	// in one process by default, and between two hosts with --trace on
 	// both ends (the server then serves each size twice).
-	traced := tracing(c) && (!c.IsSet("client") && !c.Bool("server") || c.Bool("trace"))
-	if c.Bool("server") {
-		defer debug.SetGCPercent(debug.SetGCPercent(-1)) // the loops: see quietGC
-		cfg.CPUs = cfg.CPUs[:1]
-		runs := len(sizes)
-		if traced {
-			runs *= 2
+	l.traced = !l.req.Off && (!l.client && !l.server || l.req.Must)
+	return l, nil
+}
+
+// serve is --server: each size the client asks for, twice when traced.
+func (l *latRun) serve() error {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // the loops: see quietGC
+	runs := len(l.sizes)
+	if l.traced {
+		runs *= 2
+	}
+	for range runs { // the client says each size
+		if _, err := verbs.LatServer(l.cfg); err != nil {
+			return err
 		}
-		for range runs { // the client says each size
-			if _, err := verbs.LatServer(cfg); err != nil {
-				return err
-			}
-		}
-		return nil
 	}
-	if err := checkOutputs(c, "lat"); err != nil {
-		return err
-	}
-	if c.IsSet("client") {
-		cfg.CPUs = cfg.CPUs[1:]
-	}
-	tracerCPUList, tracerNiceness, err := tracerCPUs(c.String("tracer-cpus"), cfg.CPUs)
-	if err != nil {
-		return err
-	}
-	l := &latRun{c: c, cfg: cfg, op: op, addr: addr, iters: iters, dur: dur, clock: verbs.ClockCost(1_000_000),
-		emu: emulated("/sys", dev.Name), out: newOutputs(c, os.Getpid(), dev.Name)}
-	table := &report.LatTable{W: os.Stdout}
-	for _, s := range sizes {
-		table.Sizes = append(table.Sizes, int(s))
-	}
-	if traced {
-		table.Trace = "rdmatrace"
-	}
+	return nil
+}
+
+// untracedPass is the headline: every size with no tracer, a row each
+// (or a record each with -j). It returns each size's summary, for the
+// traced pass's comparison.
+func (l *latRun) untracedPass(table *report.LatTable) (map[int64]*bench.Summary, error) {
+	l.clock, l.emu = verbs.ClockCost(1_000_000), emulated("/sys", l.cfg.Dev)
 	untraced := map[int64]*bench.Summary{}
-	for _, size := range sizes {
+	for _, size := range l.sizes {
 		r, rec, err := l.series(size, "off")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		untraced[size] = &r.Summary
 		l.out.addSeries(rec)
-		if c.Bool("json") {
+		if l.req.JSON {
 			err = report.WriteLatJSON(os.Stdout, r)
 		} else {
 			err = table.Row(r)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if !c.Bool("json") {
-		if err := table.End(); err != nil {
-			return err
-		}
+	if !l.req.JSON {
+		return untraced, table.End()
 	}
-	if !traced {
-		return l.out.write()
-	}
+	return untraced, nil
+}
+
+// tracedPass runs every size again beside the tracer: its rows with
+// traced/untraced, then the slow samples and what overlapped them.
+func (l *latRun) tracedPass(table *report.LatTable, untraced map[int64]*bench.Summary) (err error) {
 	var outliers bytes.Buffer // the text's outliers go under the traced table
-	req := traceRequest{Bench: "lat", PID: os.Getpid(), Dev: dev.Name, JSON: c.Bool("json"), Out: &outliers}
-	if req.JSON {
+	req := l.req
+	if req.Out = &outliers; req.JSON {
 		req.Out = os.Stdout
 	}
-	req.CPUs, req.Nice = tracerCPUList, tracerNiceness
-	sess, tracingDesc, err := startTrace(c, req)
+	sess, tracingDesc, err := startTrace(req)
 	if err != nil {
 		return err
 	}
 	if sess == nil {
-		if !c.Bool("json") {
+		if !req.JSON {
 			if err := table.NoTrace(strings.TrimPrefix(tracingDesc, "unavailable: ")); err != nil {
 				return err
 			}
@@ -192,33 +237,8 @@ func runLat(c *cli.Context) (err error) {
 			err = serr
 		}
 	}()
-	for _, size := range sizes {
-		sleeps0, known0 := sess.TracerSleeps()
-		start := time.Now()
-		r, rec, err := l.series(size, tracingDesc)
-		if err != nil {
-			return err
-		}
-		r.Untraced = untraced[size]
-		if sleeps1, known1 := sess.TracerSleeps(); known0 && known1 {
-			r.Tracer = &report.TracerActivity{Wakeups: sleeps1 - sleeps0, Seconds: time.Since(start).Seconds()}
-		}
-		threads := []int{r.Client.TID}
-		if r.Server.TID != 0 {
-			threads = append(threads, r.Server.TID)
-		}
-		if !req.JSON && len(sizes) > 1 {
-			fmt.Fprintf(&outliers, " Message size    : %d bytes, traced\n", size)
-		}
-		if r.Causes, err = sess.Lat(rec, &r.Summary, threads, int(size)); err != nil {
-			return err
-		}
-		if req.JSON {
-			err = report.WriteLatJSON(os.Stdout, r)
-		} else {
-			err = table.TracedRow(r)
-		}
-		if err != nil {
+	for _, size := range l.sizes {
+		if err := l.tracedSeries(sess, table, size, tracingDesc, untraced[size], &outliers); err != nil {
 			return err
 		}
 	}
@@ -231,17 +251,33 @@ func runLat(c *cli.Context) (err error) {
 	return err
 }
 
-// latRun runs one lat invocation's series.
-type latRun struct {
-	c     *cli.Context
-	cfg   verbs.LatConfig
-	op    verbs.Op
-	addr  string
-	iters int
-	dur   time.Duration
-	clock float64
-	emu   string
-	out   *outputs
+// tracedSeries runs one size beside the tracer and writes its row (or
+// record) and its outliers.
+func (l *latRun) tracedSeries(sess traceSession, table *report.LatTable, size int64, tracing string, untraced *bench.Summary, outliers *bytes.Buffer) error {
+	sleeps0, known0 := sess.TracerSleeps()
+	start := time.Now()
+	r, rec, err := l.series(size, tracing)
+	if err != nil {
+		return err
+	}
+	r.Untraced = untraced
+	if sleeps1, known1 := sess.TracerSleeps(); known0 && known1 {
+		r.Tracer = &report.TracerActivity{Wakeups: sleeps1 - sleeps0, Seconds: time.Since(start).Seconds()}
+	}
+	threads := []int{r.Client.TID}
+	if r.Server.TID != 0 {
+		threads = append(threads, r.Server.TID)
+	}
+	if !l.req.JSON && len(l.sizes) > 1 {
+		fmt.Fprintf(outliers, " Message size    : %d bytes, traced\n", size)
+	}
+	if r.Causes, err = sess.Lat(rec, &r.Summary, threads, int(size)); err != nil {
+		return err
+	}
+	if l.req.JSON {
+		return report.WriteLatJSON(os.Stdout, r)
+	}
+	return table.TracedRow(r)
 }
 
 // series runs one size once and returns its report (tracing says what
@@ -249,11 +285,11 @@ type latRun struct {
 func (l *latRun) series(size int64, tracing string) (*report.LatReport, *bench.Recorder, error) {
 	cfg := l.cfg
 	cfg.Size = int(size)
-	rec := newRecorder(l.c)
+	rec := newRecorder(l.factor)
 	cfg.Consume = consumer(rec)
 	var res verbs.LatResult
 	var err error
-	if l.c.IsSet("client") {
+	if l.client {
 		res, err = quietGC(func() (verbs.LatResult, error) { return verbs.LatClient(cfg) })
 	} else {
 		res, err = quietGC(func() (verbs.LatResult, error) { return verbs.Lat(cfg) })
@@ -262,10 +298,10 @@ func (l *latRun) series(size int64, tracing string) (*report.LatReport, *bench.R
 		return nil, nil, err
 	}
 	if l.dur > 0 && res.Ended == "count" {
-		fmt.Fprintf(os.Stderr, "rdmabench: -n %d reached before -D %d s ended\n", l.iters, l.c.Int("duration"))
+		fmt.Fprintf(os.Stderr, "rdmabench: -n %d reached before -D %d s ended\n", l.iters, int(l.dur/time.Second))
 	}
 	r := &report.LatReport{Op: l.op.String(), Dev: res.Dev, Addr: fmt.Sprintf("%s:%d", l.addr, cfg.Port),
-		OneProcess: !l.c.IsSet("client"), Size: cfg.Size, Iters: l.iters, DurationSec: l.dur.Seconds(),
+		OneProcess: !l.client, Size: cfg.Size, Iters: l.iters, DurationSec: l.dur.Seconds(),
 		Client: report.BenchThread(res.Client), Server: report.BenchThread(res.Server), Inline: res.Inline, MaxInline: res.MaxInline,
 		ClockNs: l.clock, EmptyPollNs: res.EmptyPollNs, Emulated: l.emu, Tracing: tracing, Summary: rec.Summary()}
 	return r, rec, nil
@@ -334,9 +370,10 @@ func tracerCPUs(flag string, benchCPUs []int) ([]int, int, error) {
 }
 
 // newRecorder holds one series in bounded memory: every sample up to
-// bench.ExactSamples, a histogram and outlier candidates beyond.
-func newRecorder(c *cli.Context) *bench.Recorder {
-	return bench.NewRecorder(bench.RecorderConfig{Factor: c.Float64("outlier-factor"), Series: keptSamples})
+// bench.ExactSamples, a histogram and outlier candidates beyond (factor:
+// --outlier-factor).
+func newRecorder(factor float64) *bench.Recorder {
+	return bench.NewRecorder(bench.RecorderConfig{Factor: factor, Series: keptSamples})
 }
 
 // consumer feeds the loop's chunks to rec. When the series outgrows the

@@ -18,10 +18,11 @@ func TestUntracedRunWritesItsPlotAndPerfettoFile(t *testing.T) {
 	dir := t.TempDir()
 	svg, js := filepath.Join(dir, "lat.svg"), filepath.Join(dir, "lat.json")
 	c := traceCtx(t, "--no-trace", "--plot", svg, "--perfetto", js)
-	if err := checkOutputs(c, "lat"); err != nil {
+	req := traceOptions(c, traceRequest{Bench: "lat", PID: 100, Dev: "rxe0"})
+	if err := checkOutputs(req); err != nil {
 		t.Fatal(err)
 	}
-	o := newOutputs(c, 100, "rxe0")
+	o := newOutputs(req)
 	rec := bench.NewRecorder(bench.RecorderConfig{Series: keptSamples})
 	var samples []bench.Sample
 	for i := range 500 {
@@ -72,24 +73,24 @@ func TestOutputsThatCannotBeWrittenAreRefusedFirst(t *testing.T) {
 		{"ctrl", []string{"--plot", "x.png"}, "--plot is for lat"},
 		{"ctrl", []string{"--no-trace", "--perfetto", "x.json"}, "--no-trace turns tracing off"},
 	} {
-		err := checkOutputs(traceCtx(t, tc.args...), tc.bench)
+		err := checkOutputs(traceOptions(traceCtx(t, tc.args...), traceRequest{Bench: tc.bench}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: error %v, want %q", tc.bench, tc.args, err, tc.want)
 		}
 	}
 	for _, ok := range [][]string{{"--plot", "x.svg", "--no-trace"}, {"--perfetto", "x.json", "--no-trace"}} {
-		if err := checkOutputs(traceCtx(t, ok...), "lat"); err != nil {
+		if err := checkOutputs(traceOptions(traceCtx(t, ok...), traceRequest{Bench: "lat"})); err != nil {
 			t.Errorf("lat %v: %v", ok, err)
 		}
 	}
-	if err := checkOutputs(traceCtx(t, "--perfetto", "x.json", "--no-trace"), "conn"); err != nil {
+	if err := checkOutputs(traceOptions(traceCtx(t, "--perfetto", "x.json", "--no-trace"), traceRequest{Bench: "conn"})); err != nil {
 		t.Errorf("conn --perfetto untraced: %v", err)
 	}
 }
 
 // A run with no series to draw says so rather than leaving no file.
 func TestAPlotWithNoSamplesIsAnError(t *testing.T) {
-	o := newOutputs(traceCtx(t, "--plot", filepath.Join(t.TempDir(), "x.svg")), 1, "rxe0")
+	o := newOutputs(traceOptions(traceCtx(t, "--plot", filepath.Join(t.TempDir(), "x.svg")), traceRequest{PID: 1, Dev: "rxe0"}))
 	if err := o.write(); err == nil || !strings.Contains(err.Error(), "no samples") {
 		t.Errorf("error %v, want no samples", err)
 	}
@@ -141,7 +142,7 @@ func TestTracerCPUsFlag(t *testing.T) {
 // steps.
 func TestUntracedConnWritesItsSteps(t *testing.T) {
 	js := filepath.Join(t.TempDir(), "conn.json")
-	o := newOutputs(traceCtx(t, "--no-trace", "--perfetto", js), 100, "rxe0")
+	o := newOutputs(traceOptions(traceCtx(t, "--no-trace", "--perfetto", js), traceRequest{PID: 100, Dev: "rxe0"}))
 	o.conns = []bench.Conn{{Index: 1, Start: 1_000_000, End: 9_000_000, Client: bench.Side{PID: 100, TID: 101, Steps: []bench.Step{
 		{Name: "connect", Start: 2_000_000, Dur: 3_000_000}, {Name: "disconnect", Start: 6_000_000, Dur: 1_000_000}}}}}
 	if err := o.write(); err != nil {

@@ -85,10 +85,10 @@ func traceCtx(t *testing.T, args ...string) *cli.Context {
 }
 
 func TestTracingFollowsTheFlags(t *testing.T) {
-	if !tracing(traceCtx(t)) {
+	if traceOptions(traceCtx(t), traceRequest{}).Off {
 		t.Error("tracing is the default")
 	}
-	if tracing(traceCtx(t, "--trace", "--no-trace")) {
+	if !traceOptions(traceCtx(t, "--trace", "--no-trace"), traceRequest{}).Off {
 		t.Error("--no-trace wins")
 	}
 }
@@ -101,11 +101,11 @@ func TestTracingThatCannotStartDegradesUnlessAskedFor(t *testing.T) {
 	startTracing = func(traceRequest) (traceSession, error) {
 		return nil, errors.New("rdmatrace: kernel has no module BTF")
 	}
-	s, desc, err := startTrace(traceCtx(t), traceRequest{})
+	s, desc, err := startTrace(traceOptions(traceCtx(t), traceRequest{}))
 	if s != nil || err != nil || desc != "unavailable: rdmatrace: kernel has no module BTF" {
 		t.Errorf("default: %v %q %v", s, desc, err)
 	}
-	if _, _, err := startTrace(traceCtx(t, "--trace"), traceRequest{}); err == nil {
+	if _, _, err := startTrace(traceOptions(traceCtx(t, "--trace"), traceRequest{})); err == nil {
 		t.Error("--trace with a tracer that cannot start: no error")
 	}
 }

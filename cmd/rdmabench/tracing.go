@@ -41,7 +41,8 @@ type traceRequest struct {
 	JSON  bool      // records as NDJSON (-j) rather than text
 	Out   io.Writer // where the correlation writes (stdout)
 
-	// From the tracing flags (tracing.go's tracingFlags), set by startTrace.
+	// From the tracing flags, set by traceOptions.
+	Off, Must bool    // --no-trace; --trace (a tracer that cannot start is an error)
 	Rdmatrace string  // --rdmatrace: the binary ("" finds it)
 	Perfetto  string  // --perfetto FILE
 	Plot      string  // --plot FILE.svg|.png
@@ -75,23 +76,25 @@ type traceSession interface {
 // startTracing starts the tracer; tests replace it with a fake.
 var startTracing = startSession
 
-// tracing decides whether to trace: --no-trace wins; otherwise runs are
-// traced (--trace makes a tracer that cannot start an error).
-func tracing(c *cli.Context) bool {
-	return !c.Bool("no-trace")
-}
-
-// startTrace starts the tracer when c asks for it; nil session and
-// "off" otherwise.
-func startTrace(c *cli.Context, req traceRequest) (traceSession, string, error) {
-	if !tracing(c) {
-		return nil, "off", nil
-	}
+// traceOptions fill req from the tracing flags: --no-trace wins;
+// otherwise runs are traced (--trace makes a tracer that cannot start an
+// error).
+func traceOptions(c *cli.Context, req traceRequest) traceRequest {
+	req.Off, req.Must = c.Bool("no-trace"), c.Bool("trace")
 	req.Rdmatrace, req.Perfetto, req.Plot, req.Factor = c.String("rdmatrace"), c.String("perfetto"), c.String("plot"), c.Float64("outlier-factor")
 	req.TraceDir = c.String("trace-dir")
+	return req
+}
+
+// startTrace starts the tracer when req asks for it; nil session and
+// "off" otherwise.
+func startTrace(req traceRequest) (traceSession, string, error) {
+	if req.Off {
+		return nil, "off", nil
+	}
 	s, err := startTracing(req)
 	if err != nil {
-		if c.Bool("trace") {
+		if req.Must {
 			return nil, "", err
 		}
 		// Traced by default only where the kernel allows it: say why not,
@@ -128,8 +131,9 @@ func cpuList(cpus []int) string {
 
 // checkOutputs refuses, before anything runs, a --plot or --perfetto that
 // the command could not write.
-func checkOutputs(c *cli.Context, bench string) error {
-	if p := c.String("plot"); p != "" {
+func checkOutputs(req traceRequest) error {
+	bench := req.Bench
+	if p := req.Plot; p != "" {
 		if bench != "lat" {
 			return fmt.Errorf("--plot %s: %s has no latency series to draw; --plot is for lat", p, bench)
 		}
@@ -137,15 +141,15 @@ func checkOutputs(c *cli.Context, bench string) error {
 			return err
 		}
 	}
-	if p := c.String("perfetto"); p != "" && bench == "ctrl" && !tracing(c) {
+	if p := req.Perfetto; p != "" && bench == "ctrl" && req.Off {
 		return fmt.Errorf("--perfetto %s: ctrl's file shows the traced kernel events, and --no-trace turns tracing off", p)
 	}
 	return nil
 }
 
 // newOutputs is what --plot and --perfetto will be written from.
-func newOutputs(c *cli.Context, pid int, dev string) *outputs {
-	return &outputs{req: traceRequest{PID: pid, Dev: dev, Perfetto: c.String("perfetto"), Plot: c.String("plot"), Factor: c.Float64("outlier-factor")}}
+func newOutputs(req traceRequest) *outputs {
+	return &outputs{req: traceRequest{PID: req.PID, Dev: req.Dev, Perfetto: req.Perfetto, Plot: req.Plot, Factor: req.Factor}}
 }
 
 // session is a tracer beside this benchmark and what it has joined so far,

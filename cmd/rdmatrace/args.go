@@ -82,14 +82,27 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 		tail = append(append(append([]string{}, args[1:ci]...), args[ci+1:si]...), args[si+1:]...)
 		cmd = sub
 	}
+	flags, rest := sortFlags(tail, cmd)
+	out := append([]string{args[0]}, words...)
+	out = append(out, flags...)
+	if len(rest) > 0 {
+		// The flag parser takes this one; a "--" of the user's stays, to
+		// part trace's filter words from its CMD.
+		out = append(out, "--")
+	}
+	return append(out, rest...)
+}
+
+// sortFlags parts a command's words into its flags (with their values;
+// -dd as -d, ps' -p with no PID list after it as --pretty) and the rest,
+// whose "--" and what follows stay as they are.
+func sortFlags(tail []string, cmd *cli.Command) (flags, rest []string) {
 	takesValue := valueFlags(cmd)
 	pidOrPretty := takesValue["p"] && hasFlag(cmd, "pretty")
-	var flags, rest []string
 	for i := 0; i < len(tail); i++ {
 		a := tail[i]
 		if a == "--" {
-			rest = append(rest, tail[i:]...)
-			break
+			return flags, append(rest, tail[i:]...)
 		}
 		name := strings.TrimLeft(a, "-")
 		if !strings.HasPrefix(a, "-") || a == "-" || name == "" {
@@ -108,14 +121,7 @@ func hoistFlags(args []string, cmds []*cli.Command) []string {
 			flags = append(flags, tail[i])
 		}
 	}
-	out := append([]string{args[0]}, words...)
-	out = append(out, flags...)
-	if len(rest) > 0 {
-		// The flag parser takes this one; a "--" of the user's stays, to
-		// part trace's filter words from its CMD.
-		out = append(out, "--")
-	}
-	return append(out, rest...)
+	return flags, rest
 }
 
 // subcommand finds the first word after cmd's (args[ci]) and returns the
@@ -215,21 +221,17 @@ func valueFlags(cmd *cli.Command) map[string]bool {
 
 // maxArgs rejects positional arguments beyond n (hoistFlags' "--" aside):
 // an ignored word is a mistake the user does not see.
-func maxArgs(c *cli.Context, n int) error {
-	args := c.Args().Slice()
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) > n {
-		return usage(c, "unexpected argument %q", args[n])
+func maxArgs(args []string, n int) error {
+	if args = positional(args); len(args) > n {
+		return usagef("unexpected argument %q", args[n])
 	}
 	return nil
 }
 
-// atLeast rejects an integer flag below min; want says what is expected.
-func atLeast(c *cli.Context, name string, min int, want string) error {
-	if v := c.Int(name); v < min {
-		return usage(c, "--%s %d: expected %s", name, v, want)
+// positional are a command's arguments without hoistFlags' "--".
+func positional(args []string) []string {
+	if len(args) > 0 && args[0] == "--" {
+		return args[1:]
 	}
-	return nil
+	return args
 }

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/doctor"
-	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 )
 
 func init() {
@@ -56,145 +53,67 @@ func doctorCommand() *cli.Command {
 }
 
 func runDoctor(c *cli.Context) error {
-	_, argv := splitCommand(c.Args().Slice())
-	if words, _ := splitCommand(c.Args().Slice()); len(words) > 0 {
-		return usage(c, "unexpected %q: the program goes after --", words[0])
-	}
-	targets := 0
-	for _, set := range []bool{c.IsSet("pid"), c.IsSet("container"), len(argv) > 0} {
-		if set {
-			targets++
-		}
-	}
-	if targets > 1 {
-		return usage(c, "name one of --pid, --container and -- CMD")
-	}
-	after := c.Duration("after")
-	if after < 0 {
-		return usage(c, "--after %v: expected a positive duration such as 2s", after)
-	}
-	if c.IsSet(userFlag.Name) && len(argv) == 0 {
-		return usage(c, "--user chooses who runs -- CMD: no CMD given")
-	}
-	format := c.String("output")
-	if c.Bool("json") {
-		format = outJSON
-	}
-	if format != outText && format != outJSON && format != outNDJSON {
-		return usage(c, "unknown output format %q: valid formats are text, json, ndjson", format)
-	}
-	pid, note := os.Getpid(), ""
-	var prog *launch.Program
-	var as *launch.Identity // who ran CMD, when it ended before the check
-	switch {
-	case c.IsSet("pid"):
-		pid = c.Int("pid")
-	case c.IsSet("container"):
-		id := c.String("container")
-		if len(id) < 4 {
-			return usage(c, "--container wants at least 4 characters of the id")
-		}
-		p, err := doctor.ContainerPID(id)
-		if err != nil {
-			return exitWith(1, err)
-		}
-		pid = p
-	case len(argv) > 0:
-		id, err := programUser(c)
-		if err != nil {
-			return err
-		}
-		prog, err = launch.Start(launch.Options{Argv: argv, User: id, NoCgroup: true, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-		if err != nil {
-			return exitWith(1, fmt.Errorf("start %s: %w", formats.Sanitize(argv[0]), err))
-		}
-		announceUser(argv[0], id)
-		done := make(chan error, 1)
-		go func() { done <- prog.Wait() }()
-		select {
-		case err := <-done:
-			// Its context is ours but for its credentials.
-			prog, as = nil, id
-			ctx := "which is ours"
-			if !id.Keep {
-				ctx = "ours as " + id.String()
-			}
-			note = fmt.Sprintf("%s ended (%s) before %v: its context, %s, was checked", argv[0], exitText(err), after, ctx)
-		case <-time.After(after):
-			pid = prog.Cmd.Process.Pid
-			// Checked, it runs on (a server): rdmatrace waits for it, as
-			// a shell waits for its foreground program, and says so.
-			defer func() {
-				fmt.Fprintf(os.Stderr, "rdmatrace: doctor: %s (pid %d) runs on after the check: waiting for it to exit (Ctrl-C, or kill %d, ends it)\n",
-					formats.Sanitize(argv[0]), pid, pid)
-				<-done
-			}()
-		}
-	}
-	t, err := doctor.ReadTarget("", pid)
+	o, format, err := doctorOptions(c)
 	if err != nil {
-		return exitWith(1, err)
-	}
-	if as != nil && !as.Keep {
-		t = t.As(as.UID, append([]uint32{as.GID}, as.Groups...))
-	}
-	if p := c.Uint("port"); p > 65535 || c.IsSet("port") && p == 0 {
-		return usage(c, "--port %d: a port is 1 to 65535", p)
-	}
-	t.Port = uint16(c.Uint("port"))
-	if q := c.Uint("qpn"); q > 1<<24-1 || c.IsSet("qpn") && q == 0 {
-		return usage(c, "--qpn %d: a QP number is 1 to 16777215", q)
-	}
-	t.QPN, t.QPAnyOwner, t.QPTrace = uint32(c.Uint("qpn")), c.IsSet("qpn") && targets == 0, c.String("qp-trace")
-	v := doctor.Gather(t)
-	if err := doctor.ReadQPTrace(t, &v); err != nil {
-		if v.QPSettings == nil {
-			return exitWith(1, fmt.Errorf("--qp-trace: %s", formats.Sanitize(err.Error())))
-		}
-		fmt.Fprintf(os.Stderr, "rdmatrace: --qp-trace: %s\n", formats.Sanitize(err.Error()))
-	}
-	fs := doctor.Check(t, v)
-	objs := make([]formats.Object, 0, len(fs))
-	failed := false
-	for _, f := range fs {
-		failed = failed || f.Status == doctor.Fail
-		objs = append(objs, findingObject(f))
-	}
-	if format == outText {
-		fmt.Printf("%s[%d]:\n", formats.Sanitize(t.Comm), t.PID)
-		if note != "" {
-			fmt.Println("  " + formats.Sanitize(note))
-		}
-		for _, f := range fs {
-			fmt.Printf("  %-4s %-14s%s\n", f.Status, f.Check, formats.Sanitize(f.Detail))
-			if f.Fix != "" && f.Status != doctor.Pass {
-				fmt.Printf("       %-14sfix: %s\n", "", formats.Sanitize(f.Fix))
-			}
-		}
-	} else if err := writeObjects(os.Stdout, format, false, objs, nil, nil); err != nil {
 		return err
 	}
-	if failed {
+	r, err := doctor.Run(o)
+	if err != nil {
+		r.Wait()
+		return exitWith(1, err)
+	}
+	checks := make([]formats.Check, len(r.Findings))
+	for i, f := range r.Findings {
+		checks[i] = formats.Check{Name: f.Check, Status: f.Status.String(), Detail: f.Detail}
+		if f.Status != doctor.Pass {
+			checks[i].Fix = f.Fix
+		}
+	}
+	if format == formats.FormatText {
+		err = formats.WriteChecks(os.Stdout, r.Target.Comm, r.Target.PID, r.Note, checks)
+	} else {
+		err = (output{Format: format}).write(formats.CheckList.Of(checks))
+	}
+	r.Wait() // a program that runs on, after its report
+	if err != nil {
+		return err
+	}
+	if r.Failed() {
 		return exitWith(1, nil)
 	}
 	return nil
 }
 
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
+func doctorOptions(c *cli.Context) (o doctor.Options, f formats.Format, err error) {
+	words, argv := splitCommand(c.Args().Slice())
+	if len(words) > 0 {
+		return o, f, usagef("unexpected %q: the program goes after --", words[0])
 	}
-	return err.Error()
-}
-
-func findingObject(f doctor.Finding) formats.Object {
-	o := formats.Object{
-		{Key: "check", Kind: formats.Str, Str: f.Check},
-		{Key: "status", Kind: formats.Str, Str: strings.ToLower(f.Status.String())},
-		{Key: "detail", Kind: formats.Str, Str: f.Detail},
+	if (c.IsSet("pid") && c.IsSet("container")) || (c.IsSet("pid") || c.IsSet("container")) && len(argv) > 0 {
+		return o, f, usagef("name one of --pid, --container and -- CMD")
 	}
-	if f.Fix != "" && f.Status != doctor.Pass {
-		o = append(o, formats.Field{Key: "fix", Kind: formats.Str, Str: f.Fix})
+	o = doctor.Options{PID: c.Int("pid"), Container: c.String("container"), Argv: argv, After: c.Duration("after"),
+		Port: uint16(c.Uint("port")), QPN: uint32(c.Uint("qpn")), QPTrace: c.String("qp-trace"),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Log: func(s string) { logf("%s", s) }}
+	switch p, q := c.Uint("port"), c.Uint("qpn"); {
+	case c.IsSet("pid") && o.PID <= 0:
+		return o, f, usagef("--pid %d: expected a process ID", o.PID)
+	case o.After < 0:
+		return o, f, usagef("--after %v: expected a positive duration such as 2s", o.After)
+	case c.IsSet(userFlag.Name) && len(argv) == 0:
+		return o, f, usagef("--user chooses who runs -- CMD: no CMD given")
+	case c.IsSet("container") && len(o.Container) < 4:
+		return o, f, usagef("--container wants at least 4 characters of the id")
+	case p > 65535 || c.IsSet("port") && p == 0:
+		return o, f, usagef("--port %d: a port is 1 to 65535", p)
+	case q > 1<<24-1 || c.IsSet("qpn") && q == 0:
+		return o, f, usagef("--qpn %d: a QP number is 1 to 16777215", q)
 	}
-	return o
+	if f, err = formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+		return o, f, usagef("%w", err)
+	}
+	if len(argv) > 0 {
+		o.User, err = programUser(c.String(userFlag.Name))
+	}
+	return o, f, err
 }

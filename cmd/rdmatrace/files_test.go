@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rdmatrace/rdmatrace/formats"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,17 +46,17 @@ func TestOutputsRefusePlantedLinksAndAreOwnerOnly(t *testing.T) {
 	t.Run("trace -w", func(t *testing.T) {
 		dir := t.TempDir()
 		link, untouched := plant(t, dir, "rec.ndjson")
-		_, err := createRecording(link, 0, 1)
+		err := eventOutput{Write: link, FileCount: 1}.openRecording(&formats.EventTee{})
 		if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
-			t.Errorf("createRecording = %v, want a refusal naming %s", err, link)
+			t.Errorf("openRecording = %v, want a refusal naming %s", err, link)
 		}
 		untouched()
 		p := filepath.Join(dir, "new.ndjson")
-		rw, err := createRecording(p, 1, 3)
-		if err != nil {
+		sink := &formats.EventTee{}
+		if err := (eventOutput{Write: p, FileSizeMB: 1, FileCount: 3}).openRecording(sink); err != nil {
 			t.Fatal(err)
 		}
-		rw.Close()
+		sink.Close()
 		wantMode(t, p)
 	})
 	t.Run("leaks --report", func(t *testing.T) {

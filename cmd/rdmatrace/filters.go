@@ -38,9 +38,9 @@ func filterFlags(pidShort bool, keys ...string) []cli.Flag {
 	return append(fs, pid)
 }
 
-// filterWords turns the --filter-KEY and --pid flags that were given into
-// iproute2's KEY VALUE words, after words.
-func filterWords(c *cli.Context, words []string, keys ...string) []string {
+// filterOptions turns the --filter-KEY and --pid flags that were given
+// into iproute2's KEY VALUE words, after words.
+func filterOptions(c *cli.Context, words []string, keys ...string) []string {
 	out := append([]string{}, words...)
 	for _, k := range keys {
 		if v := c.String("filter-" + k); v != "" {
@@ -53,11 +53,11 @@ func filterWords(c *cli.Context, words []string, keys ...string) []string {
 	return out
 }
 
-// parseEvents reads trace's and leaks' event filter: positional words
-// (`qp pid 1234 comm rping`), --filter-KEY flags and --kernel-only or
-// --user-only.
-func parseEvents(c *cli.Context, words []string, keys ...string) (*filter.Events, error) {
-	f, err := filter.ParseEvents(filterWords(c, words, keys...))
+// eventFilterOptions read trace's and leaks' event filter: positional
+// words (`qp pid 1234 comm rping`), --filter-KEY flags and --kernel-only
+// or --user-only.
+func eventFilterOptions(c *cli.Context, words []string, keys ...string) (*filter.Events, error) {
+	f, err := filter.ParseEvents(filterOptions(c, words, keys...))
 	if err != nil {
 		return nil, err
 	}
@@ -66,15 +66,6 @@ func parseEvents(c *cli.Context, words []string, keys ...string) (*filter.Events
 		return nil, errors.New("--kernel-only and --user-only exclude each other")
 	}
 	return f, nil
-}
-
-// positional is the command's arguments without hoistFlags' "--".
-func positional(c *cli.Context) []string {
-	args := c.Args().Slice()
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	return args
 }
 
 // filterHelp documents the filters once, for every command's help.
@@ -100,16 +91,16 @@ func streamOutputFlags(jsonUsage, formats string) []cli.Flag {
 var streamDetailsFlag = &cli.BoolFlag{Name: "details", Aliases: []string{"d"},
 	Usage: "accepted as in iproute2 (-dd too); the human view shows every field already, -j has them all"}
 
-// streamFormat is a stream's -o and -j (NDJSON), through the one -o
+// streamOptions are a stream's -o and -j (NDJSON), through the one -o
 // parser: valid, the first the default.
-func streamFormat(c *cli.Context, valid ...formats.Format) (formats.Format, error) {
+func streamOptions(c *cli.Context, valid ...formats.Format) (formats.Format, error) {
 	name := c.String("output")
 	if name == outTable && !slices.Contains(valid, formats.FormatTable) {
 		name = outText // trace's human view was -o table too
 	}
 	f, err := formats.ParseFormat(name, c.Bool("json"), formats.FormatNDJSON, valid...)
 	if err != nil {
-		return "", usage(c, "%w", err)
+		return "", usagef("%w", err)
 	}
 	return f, nil
 }

@@ -3,15 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/gid"
 )
@@ -49,80 +49,70 @@ func gidCommand() *cli.Command {
 	}
 }
 
+// gidRun is what gid does: read the tables Filter keeps, write them, and
+// with Watch their changes every Every, until a signal.
+type gidRun struct {
+	Out    formats.Format
+	Filter gid.Filter
+	Watch  bool
+	Every  time.Duration
+}
+
 func runGID(c *cli.Context) error {
-	if err := maxArgs(c, 0); err != nil {
+	o, err := gidOptions(c)
+	if err != nil {
 		return err
 	}
-	format := c.String("output")
-	if c.Bool("json") {
-		format = outJSON
-	}
-	if format != outTable && format != outJSON && format != outNDJSON {
-		return usage(c, "unknown output format %q: valid formats are table, json, ndjson", format)
-	}
-	port := c.Uint("port")
-	if c.IsSet("port") && (port == 0 || port > 255) {
-		return usage(c, "--port %d: a port is 1 to 255", port)
-	}
-	src, f := gid.Source{Root: "/", NetNS: gid.OurNetNS()}, gid.Filter{Dev: c.String("dev"), Port: uint32(port)}
-	gs, err := src.Read(f)
-	objs := make([]formats.Object, len(gs))
-	for i := range gs {
-		objs[i] = formats.GIDObject(&gs[i])
-	}
-	if c.Bool("watch") && format == outJSON {
-		format = outNDJSON // a stream: one object a line
-	}
-	if werr := writeObjects(os.Stdout, format, false, objs, nil, func() *formats.Table { return formats.GIDTable(gs) }); werr != nil {
+	src := gid.Source{Root: "/", NetNS: gid.OurNetNS()}
+	gs, err := src.Read(o.Filter)
+	if werr := (output{Format: o.Out}).write(formats.GIDList.Of(gs)); werr != nil {
 		return werr
 	}
 	if err != nil {
-		if !c.Bool("watch") || gs == nil {
+		if !o.Watch || gs == nil {
 			return exitWith(1, fmt.Errorf("gid: %s", formats.Sanitize(err.Error())))
 		}
-		fmt.Fprintf(os.Stderr, "rdmatrace: gid: %s\n", formats.Sanitize(err.Error()))
+		logf("gid: %s", formats.Sanitize(err.Error()))
 	}
-	if !c.Bool("watch") {
+	if !o.Watch {
 		return nil
 	}
-	return watchGIDs(c, src, f, gs, format)
+	return watchGIDs(src, gs, o)
 }
 
-// watchGIDs polls the tables and prints each difference from the last read.
-func watchGIDs(c *cli.Context, src gid.Source, f gid.Filter, last []rdma.GIDEntry, format string) error {
-	every := c.Duration("interval")
-	if every < 10*time.Millisecond {
-		return usage(c, "--interval %v: at least 10ms", every)
+func gidOptions(c *cli.Context) (gidRun, error) {
+	if err := maxArgs(c.Args().Slice(), 0); err != nil {
+		return gidRun{}, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, formats.FormatTable, formats.FormatJSON, formats.FormatNDJSON)
+	if err != nil {
+		return gidRun{}, usagef("%w", err)
+	}
+	port := c.Uint("port")
+	if c.IsSet("port") && (port == 0 || port > 255) {
+		return gidRun{}, usagef("--port %d: a port is 1 to 255", port)
+	}
+	o := gidRun{Out: f, Filter: gid.Filter{Dev: c.String("dev"), Port: uint32(port)}, Watch: c.Bool("watch"), Every: c.Duration("interval")}
+	if o.Watch && o.Out == formats.FormatJSON {
+		o.Out = formats.FormatNDJSON // a stream: one object a line
+	}
+	if o.Watch && o.Every < 10*time.Millisecond {
+		return gidRun{}, usagef("--interval %v: at least 10ms", o.Every)
+	}
+	return o, nil
+}
+
+// watchGIDs prints each difference from the last read, until a signal
+// (the run's lifecycle).
+func watchGIDs(src gid.Source, last []rdma.GIDEntry, o gidRun) error {
+	run, err := lifecycle.Start(context.Background(), lifecycle.Options{})
+	if err != nil {
+		return err
+	}
 	out := bufio.NewWriter(os.Stdout)
-	for {
-		select {
-		case <-ctx.Done():
-			return out.Flush()
-		case <-tick.C:
-		}
-		cur, err := src.Read(f)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "rdmatrace: gid: %s\n", formats.Sanitize(err.Error()))
-			if cur == nil {
-				continue // the device went away, or sysfs could not be read: try again
-			}
-		}
-		now := time.Now()
-		for _, ch := range gid.Diff(last, cur) {
-			if format == outNDJSON {
-				out.Write(append(formats.AppendJSON(nil, formats.GIDChangeObject(now, ch.What, &ch.Entry)), '\n'))
-			} else {
-				out.WriteString(formats.GIDChangeLine(now, ch.What, &ch.Entry) + "\n")
-			}
-		}
-		if err := out.Flush(); err != nil {
-			return err
-		}
-		last = cur
-	}
+	err = src.Watch(run.Context(), last, gid.WatchOptions{Filter: o.Filter, Every: o.Every, Flush: out.Flush,
+		Change: func(at time.Time, ch gid.Change) error { return formats.GIDChange(out, o.Out, at, ch.What, &ch.Entry) },
+		Warn:   func(err error) { logf("gid: %s", formats.Sanitize(err.Error())) },
+	})
+	return errors.Join(err, out.Flush(), run.End())
 }

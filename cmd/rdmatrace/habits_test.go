@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
@@ -35,18 +34,6 @@ func TestHelpCommand(t *testing.T) {
 	}
 }
 
-func TestSuggestNamesTheNearestCommand(t *testing.T) {
-	names := []string{"completion", "dev", "leaks", "link", "parse", "res", "trace"}
-	for in, want := range map[string]string{
-		"tarce": "trace", "trac": "trace", "rse": "res", "lnik": "link", "leak": "leaks",
-		"resource": "", "xyz": "", "parser": "parse", "de": "dev", "l": "leaks",
-	} {
-		if got := suggest(in, names); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // dev show DEV, link show DEV/PORT: "show" was taken for the device name.
 func TestDropShowTakesIproute2Abbreviations(t *testing.T) {
 	for in, want := range map[string]string{
@@ -56,25 +43,6 @@ func TestDropShowTakesIproute2Abbreviations(t *testing.T) {
 		if got := strings.Join(dropShow(strings.Fields(in)), " "); got != want {
 			t.Errorf("dropShow(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-// An unknown device was nothing and exit 0; now an error naming the devices.
-func TestUnknownDeviceListsTheDevices(t *testing.T) {
-	devs := []rdma.Device{{Name: "rxe0"}, {Name: "siw0"}}
-	if got, err := selectDevices(devs, "siw0"); err != nil || len(got) != 1 || got[0].Name != "siw0" {
-		t.Errorf("selectDevices(siw0) = %v, %v", got, err)
-	}
-	if got, err := selectDevices(devs, ""); err != nil || len(got) != 2 {
-		t.Errorf("selectDevices(\"\") = %v, %v", got, err)
-	}
-	_, err := selectDevices(devs, "mlx5_0")
-	if err == nil || err.Error() != `unknown device "mlx5_0": the devices are rxe0, siw0` {
-		t.Errorf("selectDevices(mlx5_0): %v", err)
-	}
-	_, err = selectDevices(nil, "show")
-	if err == nil || err.Error() != `unknown device "show": there is no RDMA device` {
-		t.Errorf("selectDevices(show) with no devices: %v", err)
 	}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/decompress"
@@ -14,13 +16,13 @@ var maxInputFlag = &cli.StringFlag{Name: "max-input", Value: "1GiB",
 	Usage: "read at most `SIZE` of each compressed input once decompressed (e.g. 512MiB, 4G): a larger one is an error",
 	Action: func(c *cli.Context, s string) error {
 		if _, err := decompress.ParseSize(s); err != nil {
-			return usage(c, "--max-input %w", err)
+			return usageErr(c.Command.Name, nil, fmt.Errorf("--max-input %w", err))
 		}
 		return nil
 	}}
 
-// maxInput is --max-input in bytes (checked when it was parsed).
-func maxInput(c *cli.Context) int64 {
+// maxInputOptions is --max-input in bytes (checked when it was parsed).
+func maxInputOptions(c *cli.Context) int64 {
 	n, err := decompress.ParseSize(c.String("max-input"))
 	if err != nil {
 		return decompress.DefaultLimit
@@ -28,10 +30,9 @@ func maxInput(c *cli.Context) int64 {
 	return n
 }
 
-// sourceName, openInput and readError are lines' (lineio): how an input
-// is called, opened (decompressed, "-" is stdin) and said unreadable.
+// sourceName and openInput are lines' (lineio): how an input is called
+// and opened (decompressed, "-" is stdin).
 var (
 	sourceName = lineio.SourceName
 	openInput  = lineio.Open
-	readError  = lineio.ReadError
 )

@@ -163,7 +163,7 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return usage(c, "%w", err)
 	}
-	argv := positional(c)
+	argv := positional(c.Args().Slice())
 	if logs := c.StringSlice("log"); len(logs) > 0 {
 		return leaksFromLogs(c, logs, argv, f)
 	}
@@ -176,7 +176,7 @@ func runLeaks(c *cli.Context) error {
 	}
 	o.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
 	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
-	o.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders}) // named now, before the holder lets go
+	o.Tracer.Enrich = enrich.New(enrich.Options{}).Then(enrich.PortHolders(portHolders)) // named now, before the holder lets go
 	s, err := tracer.NewSession(o)
 	if err != nil {
 		return err
@@ -244,7 +244,7 @@ func leaksFromLogs(c *cli.Context, logs, argv []string, f *filter.Events) error 
 		return err
 	}
 	defer out.Close()
-	return runLeakLog(logs, c.String("recording"), inputLimits{maxInput(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+	return runLeakLog(logs, c.String("recording"), inputLimits{maxInputOptions(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
 }
 
 // reportOutput is where leaks writes its report: --report, or stdout

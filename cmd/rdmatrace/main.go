@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/base/suggest"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -50,6 +51,9 @@ type usageError struct {
 	cmd   string // empty for rdmatrace itself
 	err   error
 	flags []cli.Flag // the command's, to name what a bad value should be
+	// ofCommand: made by usagef, for the command that runs (which
+	// nameUsage names).
+	ofCommand bool
 }
 
 // Error is raw: main prints every error through formats.ErrorLines, which escapes it.
@@ -69,9 +73,25 @@ func usageErr(cmd string, flags []cli.Flag, err error) error {
 	return exitWith(2, &usageError{cmd: cmd, err: err, flags: flags})
 }
 
-// usage makes a usage error of command c's.
-func usage(c *cli.Context, format string, a ...any) error {
-	return usageErr(c.Command.Name, nil, fmt.Errorf(format, a...))
+// usagef makes a usage error of the command that runs: what checks the
+// options needs no *cli.Context to say which (nameUsage names it).
+func usagef(format string, a ...any) error {
+	return exitWith(2, &usageError{err: fmt.Errorf(format, a...), ofCommand: true})
+}
+
+// nameUsage makes action's usage errors (usagef's) name command name.
+func nameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
+	if action == nil {
+		return nil
+	}
+	return func(c *cli.Context) error {
+		err := action(c)
+		var ue *usageError
+		if errors.As(err, &ue) && ue.ofCommand && ue.cmd == "" {
+			ue.cmd = name
+		}
+		return err
+	}
 }
 
 // usageText rewrites the flag package's messages in rdmatrace's words,
@@ -160,7 +180,13 @@ func newApp() *cli.App {
 		// Without this, urfave/cli prints "Incorrect Usage" and the whole
 		// help on stdout and exits 1.
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
+		cmd.Action = nameUsage(name, cmd.Action)
+		for _, sub := range cmd.Subcommands {
+			sub.Action = nameUsage(sub.Name, sub.Action)
+		}
 	}
+	help := helpCommand()
+	help.Action = nameUsage(help.Name, help.Action)
 	// -v is --verbose in trace and leaks; -V is the version, as in pwru
 	// and ptcpdump.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version and exit"}
@@ -181,7 +207,7 @@ func newApp() *cli.App {
 			"   rdmatrace parse /var/log/bundle/        # saved rdma_cm state\n\n" +
 			"EXIT STATUS:\n" + exitStatus("", "") + "   Each command's --help tells its own.",
 		Version:  versionString(),
-		Commands: append(commands, helpCommand()),
+		Commands: append(commands, help),
 		// urfave/cli adds --help only when it adds its own help command.
 		Flags: []cli.Flag{cli.HelpFlag},
 		// Not urfave/cli's hidden --generate-bash-completion flag: it made
@@ -207,7 +233,7 @@ func helpCommand() *cli.Command {
 		ArgsUsage: "[COMMAND]",
 		Hidden:    true,
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 1); err != nil {
+			if err := maxArgs(c.Args().Slice(), 1); err != nil {
 				return err
 			}
 			name := c.Args().First()
@@ -241,57 +267,10 @@ func unknownCommand(name string) error {
 			names = append(names, c.Name)
 		}
 	}
-	if s := suggest(name, names); s != "" {
+	if s := suggest.Nearest(name, names); s != "" {
 		return fmt.Errorf("unknown command %q; did you mean %q", name, s)
 	}
 	return fmt.Errorf("unknown command %q", name)
-}
-
-// suggest returns the candidate nearest to s by edit distance, when it is
-// near enough to be a typo (at most a third of its letters, and at least
-// one), or one that s is a prefix of.
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 0
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if strings.HasPrefix(c, s) && s != "" {
-			d = 1
-		}
-		if best == "" || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || bestD > max(1, len(best)/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps
-// of neighbours that turn a into b (optimal string alignment): "tarce" is
-// one from "trace", as a typist sees it.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 func main() {

@@ -17,7 +17,7 @@ func init() {
 		Usage:  "write rdmatrace(8) in roff, from the command definitions",
 		Hidden: true,
 		Action: func(c *cli.Context) error {
-			if err := maxArgs(c, 0); err != nil {
+			if err := maxArgs(c.Args().Slice(), 0); err != nil {
 				return err
 			}
 			page, err := manPage(c.App)

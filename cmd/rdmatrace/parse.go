@@ -87,7 +87,7 @@ func runParse(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	keep, err := parseFilter(filterWords(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
+	keep, err := parseFilter(filterOptions(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -98,7 +98,7 @@ func runParse(c *cli.Context) error {
 		}
 		paths = []string{"-"}
 	}
-	res, err := debugfs.Parse(debugfs.ParseOptions{Paths: paths, Stdin: c.App.Reader, MaxInput: maxInput(c), Keep: keep, Warn: warn,
+	res, err := debugfs.Parse(debugfs.ParseOptions{Paths: paths, Stdin: c.App.Reader, MaxInput: maxInputOptions(c), Keep: keep, Warn: warn,
 		// lineerr.Error quotes the input it shows: terminal-safe.
 		BadLine: func(le *lineerr.Error) { fmt.Fprintln(stderr, le.Error()) }}, sink)
 	if err != nil {

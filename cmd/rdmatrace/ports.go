@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"os"
 
@@ -67,70 +66,17 @@ func portsCommand() *cli.Command {
 }
 
 func runPorts(c *cli.Context) error {
-	format, err := listFormat(c, "ports")
+	o, q, conflicts, err := portsOptions(c)
 	if err != nil {
 		return err
 	}
-	var addr netip.Addr
-	if a := c.String("addr"); a != "" {
-		if addr, err = netip.ParseAddr(a); err != nil {
-			return usage(c, "--addr %q: want an IPv4 or IPv6 address", a)
-		}
-	}
-	if c.Uint("port") > 65535 {
-		return usage(c, "--port %d: want 1-65535", c.Uint("port"))
-	}
-	if c.Bool("all") && c.Bool("listening") {
-		// ss takes the last one; here neither is silently dropped.
-		return usage(c, "-a (every row) and -l (listening rows only) exclude each other")
-	}
-	sel := ports.Select{TCP: c.Bool("tcp"), UDP: c.Bool("udp"), Listening: c.Bool("listening")}
 	in, gerr := gatherPorts()
 	rows := ports.Join(in, enrich.New(enrich.Options{}))
-	match := func(r *ports.Row) bool {
-		if !sel.Match(r) {
-			return false
-		}
-		if p := uint16(c.Uint("port")); p != 0 && r.Src.Port() != p && r.Dst.Port() != p {
-			return false
-		}
-		if addr.IsValid() && r.Src.Addr() != addr.Unmap() && r.Dst.Addr() != addr.Unmap() {
-			return false
-		}
-		if pid := uint32(c.Uint("pid")); pid != 0 && r.PID != pid {
-			return false
-		}
-		d := c.String("dev")
-		return d == "" || r.Dev == d
-	}
 	proc.WarnPIDNamespace(os.Stderr)
-	if c.Bool("conflicts") {
-		// Found among all rows, then filtered: --pid names one side of
-		// a conflict, and the other side is what the user is after.
-		var cs []ports.Conflict
-		for _, x := range ports.Conflicts(rows) {
-			if match(&x.RDMA) || match(&x.Host) {
-				cs = append(cs, x)
-			}
-		}
-		objs := make([]formats.Object, len(cs))
-		for i := range cs {
-			objs[i] = formats.ConflictObject(&cs[i])
-		}
-		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.ConflictTable(cs) })
+	if conflicts {
+		err = o.write(formats.ConflictList.Of(q.Conflicts(rows)))
 	} else {
-		keep := rows[:0]
-		for i := range rows {
-			if match(&rows[i]) {
-				keep = append(keep, rows[i])
-			}
-		}
-		rows = keep
-		objs := make([]formats.Object, len(rows))
-		for i := range rows {
-			objs[i] = formats.HolderObject(&rows[i])
-		}
-		err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.HolderTable(rows) })
+		err = o.write(formats.HolderList.Of(q.Rows(rows)))
 	}
 	if err != nil {
 		return err
@@ -139,7 +85,7 @@ func runPorts(c *cli.Context) error {
 		// The sockets are shown; without RDMA netlink, say so in a line
 		// (its cause is the kernel's, not worth a second one) and exit 1
 		// as the help says: the rdma_cm IDs could not be read.
-		fmt.Fprintf(os.Stderr, "rdmatrace: ports: %s\n", formats.Sanitize(ports.ErrNoRDMA.Error()))
+		logf("ports: %s", formats.Sanitize(ports.ErrNoRDMA.Error()))
 		var rest []error
 		for _, e := range formats.Unjoin(gerr) {
 			if !errors.Is(e, ports.ErrNoRDMA) {
@@ -151,6 +97,29 @@ func runPorts(c *cli.Context) error {
 		}
 	}
 	return partial(gerr)
+}
+
+// portsOptions are ss's choices of rows, --port, --addr, --pid, --dev and
+// --conflicts.
+func portsOptions(c *cli.Context) (o output, q ports.Query, conflicts bool, err error) {
+	if o, err = listOptions(c, "ports"); err != nil {
+		return
+	}
+	if a := c.String("addr"); a != "" {
+		if q.Addr, err = netip.ParseAddr(a); err != nil {
+			return o, q, false, usagef("--addr %q: want an IPv4 or IPv6 address", a)
+		}
+	}
+	if c.Uint("port") > 65535 {
+		return o, q, false, usagef("--port %d: want 1-65535", c.Uint("port"))
+	}
+	if c.Bool("all") && c.Bool("listening") {
+		// ss takes the last one; here neither is silently dropped.
+		return o, q, false, usagef("-a (every row) and -l (listening rows only) exclude each other")
+	}
+	q.Select = ports.Select{TCP: c.Bool("tcp"), UDP: c.Bool("udp"), Listening: c.Bool("listening")}
+	q.Port, q.PID, q.Dev = uint16(c.Uint("port")), uint32(c.Uint("pid")), c.String("dev")
+	return o, q, c.Bool("conflicts"), nil
 }
 
 // gatherPorts is ports.Gather; tests replace it.

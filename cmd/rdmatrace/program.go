@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/host/launch"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -37,13 +36,13 @@ func readyFileFlag(when string) cli.Flag {
 // checkTracerFlags checks the session's flags, before anything is loaded.
 func checkTracerFlags(c *cli.Context) error {
 	if d := c.Duration("duration"); d < 0 {
-		return usage(c, "--duration %v: expected a positive duration such as 30s (0: no limit)", d)
+		return usagef("--duration %v: expected a positive duration such as 30s (0: no limit)", d)
 	}
 	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
-		return usage(c, "--ring-size %d: %w", c.Int("ring-size"), err)
+		return usagef("--ring-size %d: %w", c.Int("ring-size"), err)
 	}
 	if p := c.Duration("poll"); p < 0 || p > time.Minute {
-		return usage(c, "--poll %v: expected a duration up to a minute, such as 250ms", p)
+		return usagef("--poll %v: expected a duration up to a minute, such as 250ms", p)
 	}
 	for _, p := range c.IntSlice("follow-pid") {
 		if p <= 0 {
@@ -56,7 +55,7 @@ func checkTracerFlags(c *cli.Context) error {
 // sessionOptions are the session's flags as c has them, with argv to run.
 func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error) {
 	o := tracer.SessionOptions{
-		NeedsRoot: needsRoot(c),
+		NeedsRoot: needsRoot(c.Command.Name),
 		Tracer:    tracer.Options{RingBytes: c.Int("ring-size"), Fallback: c.Bool("fallback"), Poll: c.Duration("poll")},
 		Verbose:   c.Bool("verbose"),
 		Argv:      argv,
@@ -70,12 +69,12 @@ func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error
 	if paths := c.StringSlice(btfFlag.Name); len(paths) > 0 && !c.Bool("no-trace") {
 		kb, err := tracer.LoadBTF(paths)
 		if err != nil {
-			return o, usage(c, "%w", err)
+			return o, usagef("%w", err)
 		}
 		o.Tracer.BTF = kb
 	}
 	if len(argv) > 0 {
-		id, err := programUser(c)
+		id, err := programUser(c.String(userFlag.Name))
 		if err != nil {
 			return o, err
 		}
@@ -86,18 +85,10 @@ func sessionOptions(c *cli.Context, argv []string) (tracer.SessionOptions, error
 
 // programUser is who runs -- CMD: --user, else the user who invoked
 // rdmatrace (launch.ChooseUser).
-func programUser(c *cli.Context) (*launch.Identity, error) {
-	id, err := launch.ChooseUser(c.String(userFlag.Name), os.Getenv, os.Geteuid(), launch.SystemUsers{})
+func programUser(name string) (*launch.Identity, error) {
+	id, err := launch.ChooseUser(name, os.Getenv, os.Geteuid(), launch.SystemUsers{})
 	if err != nil {
 		return nil, exitWith(2, err)
 	}
 	return id, nil
-}
-
-// announceUser says on stderr who runs argv0 when it is not rdmatrace's
-// own user (doctor; the session says it for trace and leaks).
-func announceUser(argv0 string, id *launch.Identity) {
-	if !id.Keep {
-		fmt.Fprintf(os.Stderr, "rdmatrace: running %s as %s\n", formats.Sanitize(argv0), formats.Sanitize(id.String()))
-	}
 }

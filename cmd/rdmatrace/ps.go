@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -45,60 +44,64 @@ func psCommand() *cli.Command {
 }
 
 func runPs(c *cli.Context) error {
-	format, err := listFormat(c, "ps")
+	o, filters, err := psOptions(c)
 	if err != nil {
 		return err
 	}
-	words := filterWords(c, nil, resFilterFlagKeys...)
-	en := enrich.New(enrich.Options{})
-	filters := map[rdma.ResType]*filter.Filter{}
-	for _, t := range rdma.ResourceTypes {
-		if filters[t], err = filter.ParseArgs(t, words); err != nil {
-			return usage(c, "%w", err)
-		}
-		filters[t].SelectProcesses(en) // -p PID: the process, every thread of it
+	x := enrich.New(enrich.Options{})
+	for _, f := range filters {
+		f.SelectProcesses(x) // -p PID: the process, every thread of it
 	}
-	cl, err := dial(c)
+	cl, err := dial("")
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	inv := cl.Inventory(nldev.InventoryOptions{Owners: en, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
+	inv := cl.Inventory(nldev.InventoryOptions{Owners: x, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
 	proc.WarnPIDNamespace(os.Stderr)
 	// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
-	rows := ps.Rows(inv.Resources, en, "", inv.Unknown...)
-	objs := make([]formats.Object, len(rows))
-	for i := range rows {
-		objs[i] = formats.ProcessObject(&rows[i])
-	}
-	err = writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.ProcessTable(rows) })
-	if err != nil {
+	rows := ps.Rows(inv.Resources, x, "", inv.Unknown...)
+	if err := o.write(formats.ProcessList.Of(rows)); err != nil {
 		return err
 	}
 	if note := ps.UnreadableNote(ps.Unreadable(rows, "")); note != "" {
-		fmt.Fprintf(os.Stderr, "rdmatrace: ps: %s\n", note)
+		logf("ps: %s", note)
 	}
 	return partial(inv.Partial())
 }
 
-// listFlags are the output flags of the commands that list a table: -j,
-// -p and -o table|json|ndjson.
-// listFormat checks a list command's arguments (none) and returns its
-// output format: table, json or ndjson (what says "-o text" is wrong).
-func listFormat(c *cli.Context, what string) (string, error) {
-	if err := maxArgs(c, 0); err != nil {
-		return "", err
-	}
-	format, err := outputFormat(c)
+// psOptions are the output and each type's filter of the --filter-KEY
+// flags.
+func psOptions(c *cli.Context) (output, map[rdma.ResType]*filter.Filter, error) {
+	o, err := listOptions(c, "ps")
 	if err != nil {
-		return "", err
+		return o, nil, err
 	}
-	if format == outText {
-		return "", usage(c, "-o text: %s has table, json and ndjson", what)
+	words := filterOptions(c, nil, resFilterFlagKeys...)
+	filters := map[rdma.ResType]*filter.Filter{}
+	for _, t := range rdma.ResourceTypes {
+		if filters[t], err = filter.ParseArgs(t, words); err != nil {
+			return o, nil, usagef("%w", err)
+		}
 	}
-	return format, nil
+	return o, filters, nil
 }
 
+// listOptions check a list command's arguments (none) and read its
+// output: table, json or ndjson (what says "-o text" is wrong).
+func listOptions(c *cli.Context, what string) (output, error) {
+	if err := maxArgs(c.Args().Slice(), 0); err != nil {
+		return output{}, err
+	}
+	o, err := outputOptions(c)
+	if err == nil && o.Format == formats.FormatText {
+		err = usagef("-o text: %s has table, json and ndjson", what)
+	}
+	return o, err
+}
+
+// listFlags are the output flags of the commands that list a table: -j,
+// -p and -o table|json|ndjson.
 func listFlags(more ...cli.Flag) []cli.Flag {
 	return append(listFlagsNoPretty(&cli.BoolFlag{Name: "pretty", Aliases: []string{"p"}, Usage: "indent the JSON, as rdma -p -j does"}), more...)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -12,10 +10,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
-	"github.com/rdmatrace/rdmatrace/internal/source/smcnl"
-	"github.com/rdmatrace/rdmatrace/internal/source/sockdiag"
 )
 
 func init() { commands = append(commands, smcCommand()) }
@@ -69,116 +63,45 @@ func smcCommand() *cli.Command {
 	}
 }
 
-// smcNetlink opens SMC's generic netlink, or says why it cannot.
-func smcNetlink() (*smcnl.Client, error) {
-	cl, err := smcnl.Dial()
+func runSMC(c *cli.Context) error {
+	o, err := listOptions(c, "smc")
 	if err != nil {
-		return nil, exitWith(1, fmt.Errorf("smc: %w", err))
+		return err
 	}
-	return cl, nil
+	rows, err := ports.GatherSMC(enrich.New(enrich.Options{}))
+	return showGathered(o, formats.SMCList.Of(rows), err, true)
 }
 
 func runSMCLinkGroups(c *cli.Context) error {
-	format, err := listFormat(c, "smc linkgroup")
+	o, err := listOptions(c, "smc linkgroup")
 	if err != nil {
 		return err
 	}
-	cl, err := smcNetlink()
-	if err != nil {
-		return err
-	}
-	groups, err := cl.LinkGroups()
-	cl.Close()
-	errs := []error{err}
-	socks, err := sockdiag.DumpSMC()
-	if !errors.Is(err, sockdiag.ErrNoSMC) {
-		errs = append(errs, err)
-	}
-	qps, err := smcQPs()
-	errs = append(errs, err)
-	rows := ports.JoinLinkGroups(groups, ports.JoinSMC(socks, nil, enrich.New(enrich.Options{})), qps)
-	objs := make([]formats.Object, len(rows))
-	for i := range rows {
-		objs[i] = formats.LinkGroupObject(&rows[i])
-	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.LinkGroupTable(rows) }); err != nil {
-		return err
-	}
-	return partial(errors.Join(errs...))
+	rows, err := ports.GatherLinkGroups(enrich.New(enrich.Options{}))
+	return showGathered(o, formats.LinkGroupList.Of(rows), err, false)
 }
 
 func runSMCDevices(c *cli.Context) error {
-	format, err := listFormat(c, "smc device")
+	o, err := listOptions(c, "smc device")
 	if err != nil {
 		return err
 	}
-	cl, err := smcNetlink()
-	if err != nil {
-		return err
-	}
-	devs, derr := cl.Devices()
-	cl.Close()
-	dps := ports.DevicePorts(devs)
-	var objs []formats.Object
-	for i := range dps {
-		objs = append(objs, formats.SMCDeviceObject(&dps[i]))
-	}
-	netdev := func(idx uint32) string {
-		if idx == 0 {
-			return "-"
-		}
-		if ifc, err := net.InterfaceByIndex(int(idx)); err == nil {
-			return ifc.Name
-		}
-		return fmt.Sprintf("ifindex %d", idx) // in another network namespace
-	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.SMCDeviceTable(dps, netdev) }); err != nil {
-		return err
-	}
-	return partial(derr)
+	rows, err := ports.GatherSMCDevices()
+	return showGathered(o, formats.SMCDeviceList(ports.NetdevName).Of(rows), err, false)
 }
 
-// smcQPs are the QPs of every device, whose [smc] ones are SMC-R's; none
-// without RDMA netlink (no ib_core: no SMC-R either).
-func smcQPs() ([]rdma.Resource, error) {
-	cl, err := nldev.Dial()
-	if err != nil {
-		return nil, nil
+// showGathered writes what a gathering found, then says what it could not
+// read (exit status 1); when its source could not be read at all
+// (ports.Unavailable), that alone, before anything is written.
+func showGathered(o output, l formats.Listing, err error, pidNS bool) error {
+	if u := (*ports.Unavailable)(nil); errors.As(err, &u) {
+		return exitWith(1, u.Err)
 	}
-	defer cl.Close()
-	devs, derr := cl.Devices()
-	qps, err := cl.Resources(rdma.ResQP, devs)
-	return qps, errors.Join(derr, err)
-}
-
-func runSMC(c *cli.Context) error {
-	format, err := listFormat(c, "smc")
-	if err != nil {
-		return err
+	if pidNS {
+		proc.WarnPIDNamespace(os.Stderr)
 	}
-	socks, err := sockdiag.DumpSMC()
-	if errors.Is(err, sockdiag.ErrNoSMC) {
-		return exitWith(1, fmt.Errorf("smc: %w; SMC sockets cannot be listed without it", err))
+	if werr := o.write(l); werr != nil {
+		return werr
 	}
-	errs := []error{err}
-	qps, err := smcQPs()
-	errs = append(errs, err)
-	rows := ports.JoinSMC(socks, qps, enrich.New(enrich.Options{}))
-	// Link groups where SMC's generic netlink exists (5.11+); without
-	// it the sockets are still the answer.
-	if cl, err := smcnl.Dial(); err == nil {
-		groups, err := cl.LinkGroups()
-		cl.Close()
-		errs = append(errs, err)
-		ports.AttachLinkGroups(rows, groups)
-	}
-	proc.WarnPIDNamespace(os.Stderr)
-	objs := make([]formats.Object, len(rows))
-	for i := range rows {
-		objs[i] = formats.SMCObject(&rows[i])
-	}
-	if err := writeObjects(os.Stdout, format, c.Bool("pretty"), objs, nil, func() *formats.Table { return formats.SMCTable(rows) }); err != nil {
-		return err
-	}
-	return partial(errors.Join(errs...))
+	return partial(err)
 }

@@ -3,17 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/netns"
+	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
@@ -42,48 +44,117 @@ func outputFlags(extra ...string) []cli.Flag {
 	}
 }
 
+// netnsFlag is --netns for the snapshot commands.
+var netnsFlag = &cli.StringFlag{Name: "netns", Usage: "list from network namespace `NAME|PATH|all` (a name under /run/netns, a file such as /proc/PID/ns/net, or every named namespace and every one a process is in); needs CAP_SYS_ADMIN to enter"}
+
 // detailsFlag is iproute2's -d: keys its default output leaves out.
 func detailsFlag(what string) cli.Flag {
 	// No backquotes in Usage: urfave/cli takes them for a value's name.
 	return &cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "show details, as rdma -d does (-dd is the same): " + what}
 }
 
-// outputFormat is a snapshot's -o and -j (a JSON array), through the one
-// -o parser: table, text, json, ndjson and extra.
-func outputFormat(c *cli.Context, extra ...string) (string, error) {
-	valid := []formats.Format{formats.FormatTable, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON}
-	for _, e := range extra {
-		valid = append(valid, formats.Format(e))
-	}
-	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, valid...)
-	if err != nil {
-		return "", usage(c, "%w", err)
-	}
-	return string(f), nil
+// output is how a listing is written: -o and -j, through the one -o
+// parser, and -p.
+type output struct {
+	Format formats.Format
+	Pretty bool
 }
 
-// dial opens the netlink client, recording raw replies when asked.
-func dial(c *cli.Context) (*nldev.Client, error) {
-	cl, err := nldev.Dial()
+// outputOptions are a snapshot's -o (table, text, json, ndjson and
+// extra), -j (a JSON array) and -p.
+func outputOptions(c *cli.Context, extra ...formats.Format) (output, error) {
+	valid := append([]formats.Format{formats.FormatTable, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON}, extra...)
+	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, valid...)
+	if err != nil {
+		return output{}, usagef("%w", err)
+	}
+	return output{Format: f, Pretty: c.Bool("pretty")}, nil
+}
+
+// write writes a listing as o says.
+func (o output) write(l formats.Listing) error { return l.Write(os.Stdout, o.Format, o.Pretty) }
+
+// snapOptions are a netlink listing's: how it is written, the namespaces
+// it asks (--netns), and where the raw replies go (--nl-record).
+type snapOptions struct {
+	Out      output
+	NetNS    string
+	NLRecord string
+}
+
+func snapshotOptions(c *cli.Context, extra ...formats.Format) (snapOptions, error) {
+	out, err := outputOptions(c, extra...)
+	return snapOptions{Out: out, NetNS: c.String("netns"), NLRecord: c.String("nl-record")}, err
+}
+
+// showList is the use case of dev, link, res and stat: list in our
+// namespace, or in each --netns names, and write what was found (a JSON
+// array whose objects say their namespace, or a section per namespace in
+// the human views); decode problems after it, exit status 1.
+func showList[T any](o snapOptions, list func(*nldev.Client) ([]T, error), view formats.List[T]) error {
+	record, err := recordReplies(o.NLRecord)
+	if err != nil {
+		return err
+	}
+	where := nldev.Where{NetNS: o.NetNS, Record: record, Note: func(s string) { logf("%s", s) }}
+	secs, err := nldev.List(where, list)
+	if err != nil {
+		return exitWith(1, err)
+	}
+	var names []string
+	var ls []formats.Listing
+	var errs []error
+	for _, s := range secs {
+		names, ls, errs = append(names, s.NetNS), append(ls, view.Of(s.Rows)), append(errs, s.Err)
+	}
+	if o.NetNS == "" {
+		warnHidden(nldev.HiddenDevices(netns.Roots{}))
+		proc.WarnPIDNamespace(os.Stderr)
+		err = o.Out.write(ls[0])
+	} else {
+		err = formats.WriteSections(os.Stdout, o.Out.Format, o.Out.Pretty, names, ls)
+	}
+	if err != nil {
+		return err
+	}
+	return partial(errors.Join(errs...))
+}
+
+// warnHidden says when the kernel hides devices from us: in exclusive
+// mode a device moved into another network namespace is not listed here,
+// and nothing else would say so.
+func warnHidden(hidden, unreadable int) {
+	switch {
+	case hidden > 0:
+		logf("the RDMA netns mode is exclusive: %d devices in other network namespaces are not listed here; --netns all lists them", hidden)
+	case unreadable > 0:
+		logf("the RDMA netns mode is exclusive: devices in the %d other network namespaces are not listed here, and looking needs CAP_SYS_ADMIN; --netns all lists them", unreadable)
+	}
+}
+
+// recordReplies writes each raw netlink reply to a file of dir, made now
+// as the invoking user's, when asked (test fixtures); nil when dir is "".
+func recordReplies(dir string) (func(cmd uint16, b []byte, err error), error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
+		return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
+	}
+	return nldev.RecordTo(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) }), nil
+}
+
+// dial opens the netlink client, recording raw replies in dir when asked.
+func dial(dir string) (*nldev.Client, error) {
+	record, err := recordReplies(dir)
 	if err != nil {
 		return nil, err
 	}
-	if dir := c.String("nl-record"); dir != "" {
-		if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
-			return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
-		}
-		seq := 0
-		cl.Record = func(cmd uint16, b []byte, err error) {
-			seq++
-			if err == nil {
-				err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, outputOwner())
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "rdmatrace: recording netlink replies: %v\n", err)
-			}
-		}
+	cl, err := nldev.Dial()
+	if err == nil {
+		cl.Record = record
 	}
-	return cl, nil
+	return cl, err
 }
 
 // partial reports decode problems on stderr after the good data was shown,
@@ -93,38 +164,9 @@ func partial(err error) error {
 		return nil
 	}
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", formats.Sanitize(line))
+		logf("%s", line)
 	}
 	return exitWith(1, nil)
-}
-
-// writeObjects writes a snapshot's objects in format: JSON (an array,
-// indented when pretty) and NDJSON by formats' object sinks, text by
-// text (each object's lines), the table by table.
-func writeObjects(w io.Writer, format string, pretty bool, objs []formats.Object, text func(*formats.TextWriter, int) error, table func() *formats.Table) error {
-	switch format {
-	case outJSON, outNDJSON:
-		s := formats.NewObjectSink(w, formats.Format(format), pretty, formats.Objects)
-		for _, o := range objs {
-			if err := s.Write(o); err != nil {
-				return err
-			}
-		}
-		return s.Close()
-	case outText:
-		tw := formats.NewTextWriter(w)
-		for i := range objs {
-			if err := text(tw, i); err != nil {
-				return err
-			}
-		}
-		return tw.Flush()
-	}
-	t := table()
-	if t.Len() == 0 {
-		return nil
-	}
-	return t.Render(w)
 }
 
 func devCommand() *cli.Command {
@@ -139,74 +181,14 @@ func devCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV]",
 		Flags:     append(outputFlags(), detailsFlag("adaptive-moderation and the capabilities (caps), plus the protocol and the number of ports; the table gets a column for each")),
 		Action: func(c *cli.Context) error {
-			arg, format, err := showArgs(c)
+			o, name, err := showOptions(c)
 			if err != nil {
 				return err
 			}
-			details := c.Bool("details")
-			return snapshot(c, format, func(cl *nldev.Client) listing {
-				devs, derr := cl.Devices()
-				devs, missing := selectDevices(devs, arg)
-				objs := make([]formats.Object, len(devs))
-				for i := range devs {
-					objs[i] = formats.DeviceObject(&devs[i], details)
-				}
-				table := func() *formats.Table { return formats.DeviceTable(devs) }
-				if details {
-					table = func() *formats.Table { return objectTable(objs) }
-				}
-				return listing{objs: objs, err: derr, missing: missing,
-					text:  func(tw *formats.TextWriter, i int) error { return tw.Device(&devs[i], details) },
-					table: table}
-			})
+			list := func(cl *nldev.Client) ([]rdma.Device, error) { return cl.DevicesNamed(name) }
+			return showList(o, list, formats.DeviceList(c.Bool("details")))
 		},
 	}
-}
-
-// selectDevices keeps the named device, or all when name is empty; a name
-// that is not there is an error that lists the devices that are.
-func selectDevices(devs []rdma.Device, name string) ([]rdma.Device, error) {
-	if name == "" {
-		return devs, nil
-	}
-	var names []string
-	for _, d := range devs {
-		if d.Name == name {
-			return []rdma.Device{d}, nil
-		}
-		names = append(names, formats.Sanitize(d.Name))
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("unknown device %q: there is no RDMA device", name)
-	}
-	return nil, fmt.Errorf("unknown device %q: the devices are %s", name, strings.Join(names, ", "))
-}
-
-// selectPorts lists the ports of device devName (all when ""), of
-// portName only when that is not "". err is a decode problem; missing
-// says the device or port is not there.
-func selectPorts(cl *nldev.Client, devName, portName string) (ports []rdma.Port, err, missing error) {
-	devs, derr := cl.Devices()
-	devs, missing = selectDevices(devs, devName)
-	if missing != nil {
-		return nil, derr, missing
-	}
-	ports, perr := cl.Ports(devs)
-	if portName != "" {
-		var keep []rdma.Port
-		var have []string
-		for _, p := range ports {
-			if fmt.Sprint(p.Port) == portName {
-				keep = append(keep, p)
-			}
-			have = append(have, fmt.Sprint(p.Port))
-		}
-		if len(keep) == 0 && perr == nil {
-			return nil, derr, fmt.Errorf("device %s has no port %q (it has %s)", formats.Sanitize(devName), portName, strings.Join(have, ", "))
-		}
-		ports = keep
-	}
-	return ports, errors.Join(derr, perr), nil
 }
 
 // dropShow drops iproute2's verb before the object: show, or any
@@ -218,15 +200,14 @@ func dropShow(args []string) []string {
 	return args
 }
 
-// showArgs reads `dev`'s and `link`'s arguments (`[show] [NAME]`) and
-// output flags.
-func showArgs(c *cli.Context) (name, format string, err error) {
+// showOptions are dev's and link's: [show] [NAME], and the output.
+func showOptions(c *cli.Context) (o snapOptions, name string, err error) {
 	args := dropShow(c.Args().Slice())
 	if len(args) > 1 {
-		return "", "", usage(c, "unexpected argument %q", args[1])
+		return o, "", usagef("unexpected argument %q", args[1])
 	}
-	format, err = outputFormat(c)
-	return first(args), format, err
+	o, err = snapshotOptions(c)
+	return o, first(args), err
 }
 
 func linkCommand() *cli.Command {
@@ -241,25 +222,13 @@ func linkCommand() *cli.Command {
 		ArgsUsage: "[show] [DEV[/PORT]]",
 		Flags:     append(outputFlags(), detailsFlag("the netdev's index in text")),
 		Action: func(c *cli.Context) error {
-			arg, format, err := showArgs(c)
+			o, name, err := showOptions(c)
 			if err != nil {
 				return err
 			}
-			details := c.Bool("details")
-			devName, portName, _ := strings.Cut(arg, "/")
-			return snapshot(c, format, func(cl *nldev.Client) listing {
-				ports, err, missing := selectPorts(cl, devName, portName)
-				if missing != nil {
-					return listing{missing: missing}
-				}
-				objs := make([]formats.Object, len(ports))
-				for i := range ports {
-					objs[i] = formats.PortObject(&ports[i])
-				}
-				return listing{objs: objs, err: err,
-					text:  func(tw *formats.TextWriter, i int) error { return tw.Port(&ports[i], details) },
-					table: func() *formats.Table { return formats.PortTable(ports) }}
-			})
+			dev, port, _ := strings.Cut(name, "/")
+			list := func(cl *nldev.Client) ([]rdma.Port, error) { return cl.PortsNamed(dev, port) }
+			return showList(o, list, formats.PortList(c.Bool("details")))
 		},
 	}
 }
@@ -293,75 +262,105 @@ func resCommand() *cli.Command {
 	}
 }
 
+// resQuery is what res lists: per-device counts (of Dev only, when not
+// ""), or the resources of Type that Filter keeps.
+type resQuery struct {
+	Counts  bool
+	Dev     string
+	Type    rdma.ResType
+	Filter  *filter.Filter
+	Details bool
+}
+
 func runRes(c *cli.Context) error {
-	words := positional(c)
+	o, q, err := resOptions(c)
+	if err != nil {
+		return err
+	}
+	if q.Counts {
+		return showList(o, func(cl *nldev.Client) ([]rdma.Summary, error) { return summaries(cl, q.Dev) }, formats.SummaryList)
+	}
+	x := enrich.New(enrich.Options{})
+	q.Filter.SelectProcesses(x) // pid PID: the process, every thread of it
+	if o.Out.Format == formats.FormatLegacy {
+		return showLegacy(o, x, q)
+	}
+	list := func(cl *nldev.Client) ([]rdma.Resource, error) {
+		inv := cl.Inventory(nldev.InventoryOptions{Types: []rdma.ResType{q.Type}, Owners: x, Keep: q.Filter.Match})
+		return inv.Resources, inv.Err()
+	}
+	return showList(o, list, formats.ResourceList(q.Type, q.Details))
+}
+
+// summaries are res's per-device counts, of dev only when not "": a dev
+// that is not there is said as dev show says it, with the devices there
+// are, and the types, for a type mistyped.
+func summaries(cl *nldev.Client, dev string) ([]rdma.Summary, error) {
+	sums, err := cl.SummariesOf(dev)
+	if dev != "" && len(sums) == 0 {
+		devs, _ := cl.Devices()
+		if _, missing := nldev.SelectDevices(devs, dev); missing != nil {
+			return nil, &nldev.NotFoundError{Err: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
+		}
+	}
+	return sums, err
+}
+
+func resOptions(c *cli.Context) (snapOptions, resQuery, error) {
+	words := positional(c.Args().Slice())
 	args := dropShow(words)
 	// After show, iproute2's `rdma res show DEV`: a word that is no type
 	// names a device, said unknown with the devices there are.
 	afterShow := len(args) < len(words)
-	format, err := outputFormat(c, outLegacy)
+	o, err := snapshotOptions(c, formats.FormatLegacy)
+	if err != nil {
+		return o, resQuery{}, err
+	}
+	q := resQuery{Details: c.Bool("details")}
+	extra := filterOptions(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
+	legacy := o.Out.Format == formats.FormatLegacy
+	if len(args) == 0 || len(args) == 1 && (isDevice(args[0]) || afterShow && !isResType(args[0])) {
+		q.Counts, q.Dev = true, first(args)
+		switch {
+		case len(extra) > 0:
+			return o, q, usagef("filters need a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
+		case legacy:
+			return o, q, usagef("-o legacy needs the cm_id type: rdmatrace res cm_id -o legacy")
+		}
+		return o, q, nil
+	}
+	if q.Type, err = rdma.ParseResType(args[0]); err != nil {
+		return o, q, usagef("%w", err)
+	}
+	switch {
+	case legacy && q.Type != rdma.ResCMID:
+		return o, q, usagef("-o legacy is the rdma_cm layout: it shows cm_id only, not %s", q.Type)
+	case legacy && o.NetNS != "":
+		return o, q, usagef("-o legacy shows one namespace: leave out --netns")
+	}
+	if q.Filter, err = filter.ParseArgs(q.Type, append(args[1:], extra...)); err != nil {
+		return o, q, usagef("%w", err)
+	}
+	return o, q, nil
+}
+
+// showLegacy prints live cm_ids in the legacy rdma_cm debugfs layout with
+// PID and COMM columns (the "rdmastat" asked for in 2009), so that a live
+// host and an old dump can be compared side by side.
+func showLegacy(o snapOptions, x *enrich.Enricher, q resQuery) error {
+	cl, err := dial(o.NLRecord)
 	if err != nil {
 		return err
 	}
-	extra := filterWords(c, strings.Fields(c.String("filter")), resFilterFlagKeys...)
-	if len(args) == 0 || len(args) == 1 && (isDevice(args[0]) || afterShow && !isResType(args[0])) {
-		if len(extra) > 0 {
-			return usage(c, "filters need a resource type (qp, cm_id, cq, mr, pd, ctx, srq)")
-		}
-		if format == outLegacy {
-			return usage(c, "-o legacy needs the cm_id type: rdmatrace res cm_id -o legacy")
-		}
-		return runSummary(c, format, first(args))
+	defer cl.Close()
+	inv := cl.Inventory(nldev.InventoryOptions{Types: []rdma.ResType{q.Type}, Owners: x, Keep: q.Filter.Match})
+	if err := cl.AddLegacyColumns(inv.Devices, inv.Resources); err != nil {
+		return err
 	}
-	t, err := rdma.ParseResType(args[0])
-	if err != nil {
-		return usage(c, "%w", err)
+	if err := debugfs.WriteLegacy(os.Stdout, inv.Resources, []string{"PID", "COMM"}); err != nil {
+		return err
 	}
-	if format == outLegacy && t != rdma.ResCMID {
-		return usage(c, "-o legacy is the rdma_cm layout: it shows cm_id only, not %s", t)
-	}
-	f, err := filter.ParseArgs(t, append(args[1:], extra...))
-	if err != nil {
-		return usage(c, "%w", err)
-	}
-	f.SelectProcesses(enrich.New(enrich.Options{})) // pid PID: the process, every thread of it
-	if format == outLegacy {
-		if c.String("netns") != "" {
-			return usage(c, "-o legacy shows one namespace: leave out --netns")
-		}
-		cl, err := dial(c)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		inv := cl.Inventory(resInventory(t, f))
-		if err := writeLegacy(os.Stdout, cl, inv.Devices, inv.Resources); err != nil {
-			return err
-		}
-		return partial(inv.Err())
-	}
-	return snapshot(c, format, func(cl *nldev.Client) listing {
-		inv := cl.Inventory(resInventory(t, f))
-		rs := inv.Resources
-		objs := make([]formats.Object, len(rs))
-		for i := range rs {
-			objs[i] = formats.ResourceObject(&rs[i])
-		}
-		table := func() *formats.Table { return formats.ResourceTable(t, rs) }
-		if c.Bool("details") {
-			table = func() *formats.Table { return objectTable(objs) }
-		}
-		return listing{objs: objs, err: inv.Err(),
-			text:  func(tw *formats.TextWriter, i int) error { return tw.Resource(&rs[i]) },
-			table: table}
-	})
-}
-
-// resInventory asks for the resources of type t that f keeps, each owner
-// named and placed before f sees it (cgroup, container and pod filter on
-// the place).
-func resInventory(t rdma.ResType, f *filter.Filter) nldev.InventoryOptions {
-	return nldev.InventoryOptions{Types: []rdma.ResType{t}, Owners: enrich.New(enrich.Options{}), Keep: f.Match}
+	return partial(inv.Err())
 }
 
 // sysClassInfiniband is where the kernel lists RDMA devices by name.
@@ -376,37 +375,6 @@ func isDevice(name string) bool {
 	}
 	_, err := os.Stat(filepath.Join(sysClassInfiniband, name))
 	return err == nil
-}
-
-// runSummary shows the per-device counts, of dev only when not "".
-func runSummary(c *cli.Context, format, dev string) error {
-	return snapshot(c, format, func(cl *nldev.Client) listing {
-		sums, serr := cl.Summaries()
-		if dev != "" {
-			var keep []rdma.Summary
-			for _, s := range sums {
-				if s.DevName == dev {
-					keep = append(keep, s)
-				}
-			}
-			sums = keep
-			if len(sums) == 0 {
-				// As dev show says it: the devices there are; and the
-				// types, for a type mistyped.
-				devs, _ := cl.Devices()
-				if _, missing := selectDevices(devs, dev); missing != nil {
-					return listing{missing: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
-				}
-			}
-		}
-		objs := make([]formats.Object, len(sums))
-		for i := range sums {
-			objs[i] = formats.SummaryObject(&sums[i])
-		}
-		return listing{objs: objs, err: serr,
-			text:  func(tw *formats.TextWriter, i int) error { return tw.Summary(&sums[i]) },
-			table: func() *formats.Table { return formats.SummaryTable(sums) }}
-	})
 }
 
 // isResType says whether name is a resource type (or its abbreviation).

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() {
@@ -39,30 +40,17 @@ func systemCommand() *cli.Command {
 }
 
 func runSystem(c *cli.Context) error {
-	args := dropShow(c.Args().Slice())
-	set := len(args) > 0 && args[0] == "set"
-	switch {
-	case set && (len(args) != 3 || args[1] != "netns"):
-		return usage(c, "want: system set netns shared|exclusive")
-	case set && args[2] != "shared" && args[2] != "exclusive":
-		return usage(c, "netns mode %q: valid modes are shared, exclusive", args[2])
-	case !set && len(args) > 0 && args[0] != "netns":
-		return usage(c, "unexpected argument %q", args[0])
+	o, mode, err := systemOptions(c)
+	if err != nil {
+		return err
 	}
-	format := c.String("output")
-	if c.Bool("json") {
-		format = outJSON
-	}
-	if format != outText && format != outJSON {
-		return usage(c, "unknown output format %q: valid formats are text, json", format)
-	}
-	cl, err := dial(c)
+	cl, err := dial("")
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if set {
-		if err := cl.SetNetNSMode(args[2]); err != nil {
+	if mode != "" {
+		if err := cl.SetNetNSMode(mode); err != nil {
 			return exitWith(1, err)
 		}
 		return nil
@@ -71,9 +59,30 @@ func runSystem(c *cli.Context) error {
 	if err != nil {
 		return exitWith(1, err)
 	}
-	if format == outJSON {
-		return writeObjects(os.Stdout, outJSON, c.Bool("pretty"), []formats.Object{formats.SystemObject(&sys)}, nil, nil)
+	if o.Format == formats.FormatJSON {
+		return o.write(formats.List[rdma.System]{Object: formats.SystemObject}.Of([]rdma.System{sys}))
 	}
 	_, err = fmt.Fprint(os.Stdout, formats.SystemText(&sys))
 	return err
+}
+
+// systemOptions read `[show]` or `set netns MODE` (mode: "" to show).
+func systemOptions(c *cli.Context) (o output, mode string, err error) {
+	args := dropShow(c.Args().Slice())
+	set := len(args) > 0 && args[0] == "set"
+	switch {
+	case set && (len(args) != 3 || args[1] != "netns"):
+		return o, "", usagef("want: system set netns shared|exclusive")
+	case set && args[2] != "shared" && args[2] != "exclusive":
+		return o, "", usagef("netns mode %q: valid modes are shared, exclusive", args[2])
+	case !set && len(args) > 0 && args[0] != "netns":
+		return o, "", usagef("unexpected argument %q", args[0])
+	case set:
+		mode = args[2]
+	}
+	f, err := formats.ParseFormat(c.String("output"), c.Bool("json"), formats.FormatJSON, formats.FormatText, formats.FormatJSON)
+	if err != nil {
+		return o, "", usagef("%w", err)
+	}
+	return output{Format: f, Pretty: c.Bool("pretty")}, mode, nil
 }

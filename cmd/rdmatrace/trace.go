@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -101,156 +100,152 @@ func traceCommand() *cli.Command {
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
+// traceRun is what a trace does, as its flags say.
+type traceRun struct {
+	Filter     *filter.Events
+	Argv       []string // -- CMD
+	Out        eventOutput
+	Read       string // -r FILE: a recording instead of tracing
+	MaxInput   int64
+	Count      uint64
+	Session    tracer.SessionOptions // the tracer's
+	NoBPF      string                // why not to try BPF ("": where the kernel allows)
+	NoFallback bool                  // --bpf
+	Netlink    netlinkOptions        // without BPF
+	Snapshot   bool                  // what exists at start, as "exists" events
+	RecordRaw  string                // --record-raw's file
+	CPUProfile string
+	Verbose    bool
+}
+
 func runTrace(c *cli.Context) error {
 	if c.Bool("list") {
-		return runTraceList(c)
+		o, pattern, err := traceListOptions(c)
+		if err != nil {
+			return err
+		}
+		return listHooks(o, pattern)
 	}
-	if err := checkTraceFlags(c); err != nil {
-		return err
-	}
-	words, argv := splitCommand(c.Args().Slice())
-	f, err := parseEvents(c, words, traceFilterKeys...)
-	if err != nil {
-		return usage(c, "%w", err)
-	}
-	sink, err := newEventSink(c)
+	o, err := traceOptions(c)
 	if err != nil {
 		return err
 	}
-	defer sink.close()
-	if path := c.String("read"); path != "" {
-		return readRecording(c, path, argv, f, sink)
-	}
-	o, err := sessionOptions(c, argv)
+	return trace(o)
+}
+
+// trace is the use case: a recording read back (-r), or the tracer's
+// events, or, where BPF cannot be used, RDMA netlink's; each through the
+// filter to the sink.
+func trace(o traceRun) error {
+	sink, err := o.Out.open()
 	if err != nil {
 		return err
 	}
-	if reason := noBPFReason(c, o.Tracer.BTF); reason != "" {
-		return traceNetlink(c, f, sink, argv, reason)
+	defer sink.Close()
+	if o.Read != "" {
+		return readRecording(o.Read, o.MaxInput, o.Count, o.Filter, sink)
 	}
-	traceOptions(c, &o, f)
-	s, err := tracer.NewSession(o)
+	// One enricher for the run: the start snapshot's owners, the
+	// tracer's (or the polls') and the port lookups' are named by it.
+	x := enrich.New(enrich.Options{SMCOwners: true})
+	if reason := o.noBPF(); reason != "" {
+		return traceNetlink(o, sink, x, reason)
+	}
+	o.Session.Tracer.Enrich = traceEnrichment(x)
+	s, err := tracer.NewSession(o.Session)
 	if tracer.BPFDenied(err) {
-		return traceNetlink(c, f, sink, argv, bpfDenied)
+		return traceNetlink(o, sink, x, bpfDenied)
 	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if c.Bool("verbose") {
-		fmt.Fprintln(os.Stderr, "rdmatrace: mode: BPF")
+	if o.Verbose {
+		logf("mode: BPF")
 	}
-	if err := sink.openRecording(c); err != nil {
+	if err := o.Out.openRecording(sink); err != nil {
 		return err
 	}
-	defer startProfile(c.String("cpuprofile"))()
-	// With a program, what exists already is not its: no snapshot.
-	if !c.Bool("no-snapshot") && len(argv) == 0 {
-		snapshotTo(f, sink)
+	defer startProfile(o.CPUProfile)()
+	if o.Snapshot {
+		existingTo(x, o.Filter, sink)
 	}
-	loop, closeRaw, err := traceLoop(c.String("record-raw"), s.Clock(), sink)
+	raw, closeRaw, err := openRaw(o.RecordRaw, s.Clock())
 	if err != nil {
 		return err
 	}
 	defer closeRaw()
-	return s.Run(loop)
+	return s.Run(tracer.Loop{
+		Consumer: tracer.Consumer{Event: sink.Write, Idle: func() { _ = sink.Flush() }, Raw: raw},
+		Flush:    sink.Flush,
+	})
 }
 
-// checkTraceFlags checks the tracer's flags and --count.
-func checkTraceFlags(c *cli.Context) error {
+// noBPF says why trace goes without BPF, or "" to try it: --netlink, or
+// what the preflight finds missing that netlink can stand in for.
+func (o traceRun) noBPF() string {
+	if o.NoBPF != "" {
+		return o.NoBPF
+	}
+	return tracer.NoBPF(o.Session.Tracer.BTF)
+}
+
+// traceEnrichment is the run's enrichment of the tracer's events: the
+// owner, then a port-busy event's holders and what lives on a port whose
+// state changed, named as the event arrives, before they let go; the
+// port's objects' owners are named by the same enricher.
+func traceEnrichment(x *enrich.Enricher) enrich.Events {
+	onPort := onport.NewLookup()
+	onPort.Owners = x
+	return x.Then(enrich.PortHolders(holderLookup.Names), enrich.PortObjects(onPort.Names))
+}
+
+func traceOptions(c *cli.Context) (o traceRun, err error) {
 	if err := checkTracerFlags(c); err != nil {
-		return err
+		return o, err
 	}
-	return atLeast(c, "count", 0, "0 (no limit) or more")
-}
-
-// traceLoop hands each event to sink, and each raw record to
-// --record-raw's file (rawPath) when asked; its closer flushes that file.
-func traceLoop(rawPath string, clock tracer.Clock, sink *eventSink) (tracer.Loop, func(), error) {
-	raw, closeRaw, err := openRaw(rawPath, clock)
-	if err != nil {
-		return tracer.Loop{}, nil, err
+	if c.Int("count") < 0 {
+		return o, usagef("--count %d: expected 0 (no limit) or more", c.Int("count"))
 	}
-	return tracer.Loop{
-		Consumer: tracer.Consumer{Event: sink.write, Idle: func() { _ = sink.flush() }, Raw: raw},
-		Flush:    sink.flush,
-	}, closeRaw, nil
+	words, argv := splitCommand(c.Args().Slice())
+	if o.Filter, err = eventFilterOptions(c, words, traceFilterKeys...); err != nil {
+		return o, usagef("%w", err)
+	}
+	if o.Out, err = eventOutputOptions(c); err != nil {
+		return o, err
+	}
+	o.Argv, o.Read, o.MaxInput, o.Count = argv, c.String("read"), maxInputOptions(c), uint64(c.Int("count"))
+	if o.Read != "" {
+		if len(argv) > 0 || o.Out.Write != "" {
+			return o, usagef("-r reads a recording: no -w, no -- CMD")
+		}
+		return o, nil
+	}
+	if o.Session, err = sessionOptions(c, argv); err != nil {
+		return o, err
+	}
+	o.Session.Tracer.Stacks = c.Bool(stacksFlag.Name)
+	o.Session.Keep, o.Session.OnlyProgram, o.Session.ReadyClock = o.Filter.Match, true, true
+	o.Session.DropHint, o.Session.NeedsRoot = "raise --ring-size or filter", ""
+	if !c.Bool("no-kernel-filter") {
+		o.Session.Kernel = o.Filter
+	}
+	o.NoFallback = c.Bool("bpf")
+	if c.Bool("netlink") {
+		o.NoBPF = "--netlink asked for none (without it, trace loads BPF where it can)"
+	}
+	o.Snapshot = !c.Bool("no-snapshot") && len(argv) == 0 // what exists already is not the program's
+	o.RecordRaw, o.CPUProfile, o.Verbose = c.String("record-raw"), c.String("cpuprofile"), c.Bool("verbose")
+	o.Netlink = netlinkOptions{Poll: defaultNetlinkPoll, Follow: len(c.IntSlice("follow-pid")) > 0, NeedsRoot: needsRoot(c.Command.Name)}
+	if c.IsSet("poll") {
+		o.Netlink.Poll = c.Duration("poll")
+	}
+	return o, nil
 }
 
 // bpfDenied is why trace goes on through netlink when the kernel refused
 // its programs.
 const bpfDenied = "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process): run rdmatrace as root outside such a confinement"
-
-// traceOptions completes trace's session: the user-space and kernel
-// filters, the owners named as events arrive, and a denial of BPF left to
-// the caller (which falls back to netlink, saying why).
-func traceOptions(c *cli.Context, o *tracer.SessionOptions, f *filter.Events) {
-	o.Tracer.Stacks = c.Bool(stacksFlag.Name)
-	o.Keep, o.OnlyProgram, o.ReadyClock, o.DropHint = f.Match, true, true, "raise --ring-size or filter"
-	o.NeedsRoot = ""
-	// A port-busy event's holders and an SMC fallback's process are named
-	// as the event arrives, before the holder lets go; so are the objects
-	// on a port whose state changed.
-	onPort := onport.NewLookup()
-	x := enrich.New(enrich.Options{Holders: portHolders, SMCOwners: true, PortObjects: onPort.Names})
-	onPort.Owners = x
-	o.Tracer.Enrich = x
-	if !c.Bool("no-kernel-filter") {
-		o.Kernel = f
-	}
-}
-
-// eventSink writes events to the screen (NDJSON or human lines), to a
-// recording (-w) and to an OpenTelemetry collector (--otlp), any of which
-// may be absent.
-type eventSink struct {
-	print, record formats.Sink[*rdma.Event]
-	otlp          *otlp.Sink
-	closers       []func() error
-}
-
-func (s *eventSink) write(e *rdma.Event) error {
-	if s.otlp != nil {
-		s.otlp.Write(e)
-	}
-	if s.print != nil {
-		if err := s.print.Write(e); err != nil {
-			return err
-		}
-	}
-	if s.record != nil {
-		if err := s.record.Write(e); err != nil {
-			return fmt.Errorf("-w: %w", err)
-		}
-	}
-	return nil
-}
-
-func (s *eventSink) flush() error {
-	var errs []error
-	if s.print != nil {
-		errs = append(errs, s.print.Flush())
-	}
-	if s.record != nil {
-		if err := s.record.Flush(); err != nil {
-			errs = append(errs, fmt.Errorf("-w: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// close ends the printed events (a JSON array's "]"), closes the OTLP
-// sink, then the recording.
-func (s *eventSink) close() error {
-	var errs []error
-	if s.print != nil {
-		errs = append(errs, s.print.Close())
-	}
-	for _, c := range s.closers {
-		errs = append(errs, c())
-	}
-	return errors.Join(errs...)
-}
 
 // splitCommand parts trace's arguments at the first "--": filter words
 // before it, the program to run after it.
@@ -263,81 +258,86 @@ func splitCommand(args []string) (words, argv []string) {
 	return args, nil
 }
 
-// newEventSink makes trace's sink from -j/-o, --timestamp, -w -, --print
-// and --otlp; openRecording adds -w FILE.
-func newEventSink(c *cli.Context) (*eventSink, error) {
-	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
-	if err != nil {
-		return nil, err
+// eventOutput is where trace's events go: the screen in Format (timed by
+// Stamp), the recording of -w (rotated past FileSizeMB, FileCount kept;
+// "-": stdout), with Print both, and an OTLP collector.
+type eventOutput struct {
+	Format     formats.Format
+	Stamp      formats.Stamp
+	Write      string
+	FileSizeMB int
+	FileCount  int
+	Print      bool
+	OTLP       string
+}
+
+func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
+	if o.Format, err = streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+		return o, err
 	}
-	stamp, err := formats.ParseStamp(c.String("timestamp"))
-	if err != nil {
-		return nil, usage(c, "--timestamp: %w", err)
+	if o.Stamp, err = formats.ParseStamp(c.String("timestamp")); err != nil {
+		return o, usagef("--timestamp: %w", err)
 	}
-	sink := &eventSink{}
-	w := c.String("write")
-	switch {
-	case c.Int("file-size") < 0 || c.Int("file-count") < 1:
-		return nil, usage(c, "-C and -W take a positive number")
-	case w == "" && (c.IsSet("file-size") || c.IsSet("file-count") || c.Bool("print")):
-		return nil, usage(c, "-C, -W and --print go with -w FILE")
+	o.Write, o.FileSizeMB, o.FileCount, o.Print, o.OTLP = c.String("write"), c.Int("file-size"), c.Int("file-count"), c.Bool("print"), c.String("otlp")
+	switch w := o.Write; {
+	case o.FileSizeMB < 0 || o.FileCount < 1:
+		return o, usagef("-C and -W take a positive number")
+	case w == "" && (c.IsSet("file-size") || c.IsSet("file-count") || o.Print):
+		return o, usagef("-C, -W and --print go with -w FILE")
 	case c.IsSet("file-count") && !c.IsSet("file-size"):
-		return nil, usage(c, "-W N keeps N files of -C MB: give -C too")
-	case w == "-" && (c.Bool("print") || c.IsSet("file-size")):
-		return nil, usage(c, "-w - writes the recording to stdout: no --print or -C there")
+		return o, usagef("-W N keeps N files of -C MB: give -C too")
+	case w == "-" && (o.Print || c.IsSet("file-size")):
+		return o, usagef("-w - writes the recording to stdout: no --print or -C there")
 	}
-	if w == "" || c.Bool("print") {
-		sink.print = formats.NewEventSink(os.Stdout, format, stamp)
+	return o, nil
+}
+
+// open makes trace's sink: the screen, -w - and --otlp; openRecording
+// adds -w FILE.
+func (o eventOutput) open() (*formats.EventTee, error) {
+	sink := &formats.EventTee{}
+	if o.Write == "" || o.Print {
+		sink.Print = formats.NewEventSink(os.Stdout, o.Format, o.Stamp)
 	}
-	if w == "-" {
-		sink.record = formats.NewEventWriter(os.Stdout, true)
+	if o.Write == "-" {
+		sink.Record = formats.NewEventWriter(os.Stdout, true)
 	}
-	if ep := c.String("otlp"); ep != "" {
-		o, closeOTLP, err := openOTLP(c, ep)
+	if o.OTLP != "" {
+		s, closeOTLP, err := startOTLP(o.OTLP)
 		if err != nil {
 			return nil, err
 		}
-		sink.otlp = o
-		sink.closers = append(sink.closers, func() error { closeOTLP(); return nil })
+		sink.Also = s.Write
+		sink.Closers = append(sink.Closers, func() error { closeOTLP(); return nil })
 	}
 	return sink, nil
 }
 
 // openRecording starts -w FILE, once the tracer is attached: a run that
 // fails before leaves an earlier recording as it was.
-func (s *eventSink) openRecording(c *cli.Context) error {
-	w := c.String("write")
-	if w == "" || w == "-" {
+func (o eventOutput) openRecording(sink *formats.EventTee) error {
+	if o.Write == "" || o.Write == "-" {
 		return nil
 	}
-	rw, err := createRecording(w, c.Int("file-size"), c.Int("file-count"))
+	rw, err := rotate.Create(o.Write, int64(o.FileSizeMB)*1_000_000, o.FileCount, outputOwner())
 	if err != nil {
-		return err
+		return exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
 	}
-	s.record = formats.NewEventWriter(rw, true)
-	s.closers = append(s.closers, rw.Close)
+	sink.Record = formats.NewEventWriter(rw, true)
+	sink.Closers = append(sink.Closers, rw.Close)
 	return nil
 }
 
-// createRecording is -w FILE -C MB -W N's writer.
-func createRecording(path string, sizeMB, count int) (*rotate.Writer, error) {
-	rw, err := rotate.Create(path, int64(sizeMB)*1_000_000, count, outputOwner())
-	if err != nil {
-		return nil, exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
-	}
-	return rw, nil
-}
-
-// snapshotTo writes the resources that exist now, as f keeps them.
-func snapshotTo(f *filter.Events, sink *eventSink) {
-	if err := snapshotEvents(func(e *rdma.Event) {
+// existingTo writes the resources that exist now, as f keeps them.
+func existingTo(x *enrich.Enricher, f *filter.Events, sink *formats.EventTee) {
+	if err := existing(x, func(e *rdma.Event) {
 		if f.Match(e) {
-			_ = sink.write(e)
+			_ = sink.Write(e)
 		}
 	}); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+		logf("snapshot of existing resources: %v", err)
 	}
-	_ = sink.flush()
+	_ = sink.Flush()
 }
 
 // startProfile starts --cpuprofile's Go CPU profile, when asked; its
@@ -348,12 +348,12 @@ func startProfile(path string) func() {
 	}
 	pf, err := safefile.Create(path, outputOwner())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: --cpuprofile: %v\n", err)
+		logf("--cpuprofile: %v", err)
 		return func() {}
 	}
 	if err := pprof.StartCPUProfile(pf); err != nil {
 		pf.Close()
-		fmt.Fprintf(os.Stderr, "rdmatrace: --cpuprofile: %v\n", err)
+		logf("--cpuprofile: %v", err)
 		return func() {}
 	}
 	return func() { pprof.StopCPUProfile(); pf.Close() }
@@ -381,75 +381,63 @@ func openRaw(path string, clock tracer.Clock) (*tracer.RawWriter, func(), error)
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
 var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an OTLP log record to the collector at `URL` (OTLP/HTTP, e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_* variables apply)"}
 
-// openOTLP starts the --otlp sink; its closer sends what is queued (10 s
+// startOTLP starts the --otlp sink; its closer sends what is queued (10 s
 // at most) and says on stderr what became of every event.
-func openOTLP(c *cli.Context, endpoint string) (*otlp.Sink, func(), error) {
+func startOTLP(endpoint string) (*otlp.Sink, func(), error) {
 	o, err := otlp.New(context.Background(), endpoint, otlp.Options{})
 	if err != nil {
-		return nil, nil, usage(c, "%w", err)
+		return nil, nil, usagef("%w", err)
 	}
 	return o, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(o.Close(ctx).Summary(endpoint)))
+		logf("%s", formats.Sanitize(o.Close(ctx).Summary(endpoint)))
 	}, nil
 }
 
 // readRecording is trace -r: a recording through the same filters and
-// views as a live trace. A bad line is reported (file, line, what was
-// expected) and the rest still read; then the exit status is 1.
-func readRecording(c *cli.Context, path string, argv []string, f *filter.Events, sink *eventSink) error {
-	if len(argv) > 0 || c.String("write") != "" {
-		return usage(c, "-r reads a recording: no -w, no -- CMD")
-	}
-	in, done, err := openInput(path, os.Stdin, maxInput(c))
+// views as a live trace, up to limit events (0: all). A bad line is
+// reported (file, line, what was expected) and the rest still read; then
+// the exit status is 1.
+func readRecording(path string, maxInput int64, limit uint64, f *filter.Events, sink formats.Sink[*rdma.Event]) error {
+	in, done, err := openInput(path, os.Stdin, maxInput)
 	if err != nil {
 		return exitWith(1, err)
 	}
 	defer done()
-	r := replay.NewReader(in, sourceName(path))
-	var ev rdma.Event
-	bad := 0
-	limit, shown := uint64(c.Int("count")), uint64(0)
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *lineerr.Error
-		if errors.As(err, &le) {
-			bad += le.Lines()
-			_ = sink.flush()
-			fmt.Fprintf(os.Stderr, "rdmatrace: %v\n", le)
-			continue
-		}
-		if err != nil {
-			_ = sink.flush()
-			return exitWith(1, readError(sourceName(path), err))
-		}
-		if !f.Match(&ev) {
-			continue
-		}
-		if err := sink.write(&ev); err != nil {
-			return err
-		}
-		if shown++; shown == limit {
-			break
-		}
-	}
-	if err := sink.flush(); err != nil {
+	var werr error // the sink's: returned as it is, not as the file's
+	bad, err := replay.NewReader(in, sourceName(path)).Play(replay.PlayOptions{Keep: f.Match, Count: limit,
+		Write: func(e *rdma.Event) error { werr = sink.Write(e); return werr },
+		Flush: func() error {
+			if ferr := sink.Flush(); ferr != nil {
+				werr = ferr
+				return ferr
+			}
+			return nil
+		},
+		Bad: func(le *lineerr.Error) { logf("%v", le) }})
+	switch {
+	case err != nil && err == werr:
 		return err
-	}
-	if bad > 0 {
+	case err != nil:
+		return exitWith(1, err)
+	case bad > 0:
 		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
 	}
 	return nil
 }
 
-// snapshotEvents lists the resources that exist now as "exists" events,
-// in every network namespace (the tracer sees their events; in exclusive
-// netns mode netlink shows them only from there).
-func snapshotEvents(emit func(*rdma.Event)) error {
+// existing lists the resources that exist now as "exists" events, in
+// every network namespace (the tracer sees their events; in exclusive
+// netns mode netlink shows them only from there), owners named by the
+// run's enricher.
+func existing(x *enrich.Enricher, emit func(*rdma.Event)) error {
 	proc.WarnPIDNamespace(os.Stderr)
-	return nldev.ExistsEvents(enrich.New(enrich.Options{}), emit)
+	return nldev.ExistsEvents(x, emit)
+}
+
+// snapshotEvents is existing with an enricher of its own, for leaks and
+// the exporter until they build theirs once per run.
+func snapshotEvents(emit func(*rdma.Event)) error {
+	return existing(enrich.New(enrich.Options{}), emit)
 }

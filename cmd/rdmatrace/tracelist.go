@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,40 +14,36 @@ import (
 var listFlag = &cli.BoolFlag{Name: "list", Aliases: []string{"l"},
 	Usage: "list the hooks (those matching a glob PATTERN argument: trace -l 'rdma_cma:*') and whether this kernel has where each attaches; needs no root"}
 
-// runTraceList is `trace -l [PATTERN]`: the hooks, each of their variants,
+// traceListOptions are trace -l's: its format (the human view is a table)
+// and the glob PATTERN.
+func traceListOptions(c *cli.Context) (o output, pattern string, err error) {
+	if err := maxArgs(c.Args().Slice(), 1); err != nil {
+		return o, "", err
+	}
+	if o.Format, err = streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
+		return o, "", err
+	}
+	if o.Format == formats.FormatText {
+		o.Format = formats.FormatTable
+	}
+	return o, first(positional(c.Args().Slice())), nil
+}
+
+// listHooks is `trace -l [PATTERN]`: the hooks, each of their variants,
 // and whether the running kernel has their targets.
-func runTraceList(c *cli.Context) error {
-	if err := maxArgs(c, 1); err != nil {
-		return err
-	}
-	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
-	if err != nil {
-		return err
-	}
-	pattern := ""
-	if args := positional(c); len(args) > 0 {
-		pattern = args[0]
-	}
+func listHooks(o output, pattern string) error {
 	ls, notes, err := tracer.List(pattern)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "pattern ") {
-			return usage(c, "%w", err)
+			return usagef("%w", err)
 		}
 		return exitWith(1, err)
 	}
-	objs := make([]formats.Object, len(ls))
-	for i := range ls {
-		objs[i] = listedObject(&ls[i])
-	}
-	out := outTable
-	if format != formats.FormatText {
-		out = string(format)
-	}
-	if err := writeObjects(os.Stdout, out, false, objs, nil, func() *formats.Table { return listedTable(ls) }); err != nil {
+	if err := o.write(hookList.Of(ls)); err != nil {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintf(os.Stderr, "rdmatrace: trace -l: %s\n", formats.Sanitize(n))
+		logf("trace -l: %s", formats.Sanitize(n))
 	}
 	if len(ls) == 0 {
 		return exitWith(1, fmt.Errorf("no hook matches %q", pattern))
@@ -82,6 +77,9 @@ func listedNote(l *tracer.Listed) string {
 	}
 	return strings.Join(n, "; ")
 }
+
+// hookList lays out trace -l's rows.
+var hookList = formats.List[tracer.Listed]{Object: listedObject, Table: listedTable}
 
 func listedTable(ls []tracer.Listed) *formats.Table {
 	t := formats.NewTable("HOOK", "VARIANT", "PROBES", "HERE", "NOTE")

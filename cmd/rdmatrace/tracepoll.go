@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -8,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/source/nlpoll"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -28,63 +30,72 @@ const (
 // netlinkNotSeen is what trace without BPF cannot see.
 const netlinkNotSeen = "rdma_cm events, spans, off-CPU spells, port conflicts, SMC events, and objects created and destroyed (or changed and changed back) between two dumps are not seen"
 
+// netlinkOptions are trace's without BPF: the interval between two dumps,
+// whether --follow-pid was asked (it needs BPF), the command's words for
+// missing privileges.
+type netlinkOptions struct {
+	Poll      time.Duration
+	Follow    bool
+	NeedsRoot string
+}
+
 // traceNetlink is trace without BPF: reason says why (one line on stderr
 // with what is lost and what to do); then the first dump as "exists"
 // events, the monitor group's device events as they come, and the
 // differences between dumps every --poll as polled events, until a
-// signal, --duration or --count.
-func traceNetlink(c *cli.Context, f *filter.Events, sink *eventSink, argv []string, reason string) error {
-	if c.Bool("bpf") {
-		return exitWith(1, fmt.Errorf("%s (--bpf: no fallback to RDMA netlink)", privilegeProblem(c, reason)))
+// signal, --duration or --count (the run's lifecycle).
+func traceNetlink(o traceRun, sink *formats.EventTee, x *enrich.Enricher, reason string) error {
+	problem := func(msg string) string {
+		if msg == tracer.ErrPrivileges.Error() {
+			return o.Netlink.NeedsRoot
+		}
+		return msg
 	}
-	if len(argv) > 0 || len(c.IntSlice("follow-pid")) > 0 || c.String("record-raw") != "" {
+	switch n := o.Netlink; {
+	case o.NoFallback:
+		return exitWith(1, fmt.Errorf("%s (--bpf: no fallback to RDMA netlink)", problem(reason)))
+	case len(o.Argv) > 0 || n.Follow || o.RecordRaw != "":
 		return exitWith(1, fmt.Errorf("no BPF (%s): -- CMD, --follow-pid and --record-raw need it", reason))
-	}
-	interval := defaultNetlinkPoll
-	if c.IsSet("poll") {
-		interval = c.Duration("poll")
-	}
-	if interval < minNetlinkPoll {
-		return usage(c, "--poll without BPF: at least %v (each poll dumps every resource)", minNetlinkPoll)
+	case n.Poll < minNetlinkPoll:
+		return usagef("--poll without BPF: at least %v (each poll dumps every resource)", minNetlinkPoll)
 	}
 	proc.WarnPIDNamespace(os.Stderr)
 	nl, err := nlpoll.Dial()
 	if err != nil {
 		// Neither way works: the BPF problem first, in the command's words.
-		return exitWith(1, fmt.Errorf("%s; RDMA netlink cannot stand in: %v", privilegeProblem(c, reason), err))
+		return exitWith(1, fmt.Errorf("%s; RDMA netlink cannot stand in: %v", problem(reason), err))
 	}
 	defer nl.Close()
-	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", interval)
-	if nl.MonitorErr != nil {
-		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", interval)
+	sayNetlink(nl.MonitorErr, o.Netlink.Poll, reason, o.Verbose)
+	if err := o.Out.openRecording(sink); err != nil {
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "rdmatrace: no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s\n",
-		reason, what, netlinkNotSeen)
-	if c.Bool("verbose") {
-		fmt.Fprintf(os.Stderr, "rdmatrace: mode: netlink (monitor group: %s; a dump every %v)\n", monitorState(nl.MonitorErr), interval)
-	}
-	s, err := tracer.NewSession(tracer.SessionOptions{NoTrace: true, Duration: c.Duration("duration"), ReadyFile: c.String("ready-file")})
+	p := nl.Poller(nlpoll.Options{Interval: o.Netlink.Poll, Keep: o.Filter.Match, Count: o.Count,
+		Write: sink.Write, Flush: sink.Flush, Owner: x.Process,
+		Warn: func(err error) { logf("%s", formats.Sanitize(err.Error())) },
+	}, x)
+	p.Start(o.Snapshot)
+	run, err := lifecycle.Start(context.Background(), lifecycle.Options{Duration: o.Session.Duration, ReadyFile: o.Session.ReadyFile})
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if err := sink.openRecording(c); err != nil {
-		return err
-	}
-	en := enrich.New(enrich.Options{})
-	p := nl.Poller(nlpoll.Options{Interval: interval, Keep: f.Match, Count: uint64(c.Int("count")),
-		Write: sink.write, Flush: sink.flush, Owner: en.Process,
-		Warn: func(err error) { fmt.Fprintln(os.Stderr, "rdmatrace: "+formats.Sanitize(err.Error())) },
-	}, en)
-	p.Start(!c.Bool("no-snapshot"))
-	stop, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- p.Run(stop); s.Stop() }()
-	err = s.Run(tracer.Loop{
-		End:   func() error { close(stop); return <-done },
-		Flush: sink.flush,
-	})
-	fmt.Fprintf(os.Stderr, "rdmatrace: %d dumps every %v, %d events shown\n", p.Dumps(), interval, p.Shown())
+	err = p.Run(run.Context().Done())
+	err = errors.Join(err, run.End(), sink.Flush())
+	logf("%d dumps every %v, %d events shown", p.Dumps(), o.Netlink.Poll, p.Shown())
 	return err
+}
+
+// sayNetlink says how trace goes without BPF, and why.
+func sayNetlink(monitorErr error, every time.Duration, reason string, verbose bool) {
+	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", every)
+	if monitorErr != nil {
+		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", every)
+	}
+	logf("no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s",
+		reason, what, netlinkNotSeen)
+	if verbose {
+		logf("mode: netlink (monitor group: %s; a dump every %v)", monitorState(monitorErr), every)
+	}
 }
 
 // monitorState says whether trace reads the monitor group, or why not.
@@ -98,12 +109,3 @@ func monitorState(err error) string {
 // bpfFlag refuses the fallback: a caller that needs what only BPF sees
 // (rdmabench's spans and off-CPU spells) gets the BPF problem as an error.
 var bpfFlag = &cli.BoolFlag{Name: "bpf", Usage: "trace with BPF or fail, saying why: no fallback to RDMA netlink"}
-
-// noBPFReason says why trace goes without BPF, or "" to try it: --netlink,
-// or what the preflight finds missing that netlink can stand in for.
-func noBPFReason(c *cli.Context, given *tracer.KernelBTF) string {
-	if c.Bool("netlink") {
-		return "--netlink asked for none (without it, trace loads BPF where it can)"
-	}
-	return tracer.NoBPF(given)
-}

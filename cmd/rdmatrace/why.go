@@ -66,7 +66,7 @@ func whyCommand() *cli.Command {
 
 func runWhy(c *cli.Context) error {
 	if c.Args().Len() > 0 {
-		return usage(c, "unexpected argument %q: the owner is chosen with --pid, --container, --pod, --comm or --qpn", c.Args().First())
+		return usagef("unexpected argument %q: the owner is chosen with --pid, --container, --pod, --comm or --qpn", c.Args().First())
 	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
@@ -75,7 +75,7 @@ func runWhy(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	format, err := streamFormat(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
+	format, err := streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON)
 	if err != nil {
 		return err
 	}
@@ -94,11 +94,14 @@ func runWhy(c *cli.Context) error {
 		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
 			return usage(c, "%w", err)
 		}
-		err = whyRecording(path, logs, maxInput(c), an, sink)
+		err = whyRecording(path, logs, maxInputOptions(c), an, sink)
 	} else if len(logs) > 0 {
-		err = usage(c, "--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
+		err = usagef("--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	} else {
-		err = whyLive(c, an, write, sink.Flush)
+		var so tracer.SessionOptions
+		if so, err = whySessionOptions(c); err == nil {
+			err = whyLive(so, an, write, sink.Flush)
+		}
 	}
 	return closeWhy(sink, format, err)
 }
@@ -128,20 +131,28 @@ func closeWhy(sink formats.Sink[why.Line], format formats.Format, err error) err
 	return err
 }
 
+// whySessionOptions are why's tracer, as trace's, with owners named as
+// events arrive.
+func whySessionOptions(c *cli.Context) (tracer.SessionOptions, error) {
+	so, err := sessionOptions(c, nil)
+	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
+	return so, err
+}
+
 // whyOptions are the analysis's choices: the owner (--pid, --comm,
 // --container, --pod), --qpn and --no-answer.
 func whyOptions(c *cli.Context) (why.Options, error) {
 	if c.Duration("no-answer") < 0 {
-		return why.Options{}, usage(c, "--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
+		return why.Options{}, usagef("--no-answer %v: expected a positive duration such as 5s", c.Duration("no-answer"))
 	}
-	f, err := whyFilter(c)
+	f, err := whyFilterOptions(c)
 	if err != nil {
-		return why.Options{}, usage(c, "%w", err)
+		return why.Options{}, usagef("%w", err)
 	}
 	o := why.Options{Match: f.Match, Wait: c.Duration("no-answer")}
 	if c.IsSet("qpn") {
 		if c.Uint("qpn") > 1<<24-1 {
-			return o, usage(c, "--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
+			return o, usagef("--qpn %d: a QP number has 24 bits", c.Uint("qpn"))
 		}
 		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
 	}
@@ -150,13 +161,9 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 
 // whyLive is why without -r: the tracer's events through why.Live, the
 // steps unanswered past --no-answer listed as they become so.
-func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	so, err := sessionOptions(c, nil)
-	if err != nil {
-		return err
-	}
-	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
-	so.Tracer.Enrich = enrich.New(enrich.Options{Holders: portHolders})
+func whyLive(so tracer.SessionOptions, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
+	x := enrich.New(enrich.Options{}) // the run's: the snapshot's owners and the tracer's
+	so.Tracer.Enrich = x.Then(enrich.PortHolders(portHolders))
 	s, err := tracer.NewSession(so)
 	if err != nil {
 		return err
@@ -165,8 +172,8 @@ func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flu
 	clock := s.Clock()
 	// What exists already, for the live table: a QP made before the run
 	// is named by its owner when a failure of it names none.
-	if err := snapshotEvents(func(e *rdma.Event) { an.Feed(e) }); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmatrace: snapshot of existing resources: %v\n", err)
+	if err := existing(x, func(e *rdma.Event) { an.Feed(e) }); err != nil {
+		logf("snapshot of existing resources: %v", err)
 	}
 	live := why.NewLive(an, reorderWindow, write)
 	return s.Run(tracer.Loop{
@@ -188,9 +195,9 @@ func whyLive(c *cli.Context, an *why.Analyzer, write func([]why.Line) error, flu
 	})
 }
 
-// whyFilter is the owner selection: --pid, --comm, --container and
+// whyFilterOptions are the owner selection: --pid, --comm, --container and
 // --pod, through trace's filter.
-func whyFilter(c *cli.Context) (*filter.Events, error) {
+func whyFilterOptions(c *cli.Context) (*filter.Events, error) {
 	var words []string
 	for _, k := range []string{"pid", "comm", "container"} {
 		if v := c.String(k); v != "" {

@@ -21,12 +21,11 @@ import (
 
 // ContainerPID finds the first process (by pid) of the container whose id
 // starts with id, not counting its runtime's monitor.
-func ContainerPID(id string) (int, error) {
+func ContainerPID(id string, places *enrich.Enricher) (int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
 	}
-	places := enrich.New(enrich.Options{})
 	best := 0
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -44,8 +43,8 @@ func ContainerPID(id string) (int, error) {
 }
 
 // Gather learns what the checks need, from where t runs: netlink in its
-// network namespace, sysfs, its cgroup.
-func Gather(t Target) View {
+// network namespace, sysfs, its cgroup; x names the processes it finds.
+func Gather(t Target, x *enrich.Enricher) View {
 	v := View{Modules: map[string]bool{}, Uverbs: map[string]string{}, GIDs: map[string]string{}, DeviceProgs: -1}
 	for _, m := range []string{"ib_core", "ib_uverbs", "rdma_cm", "rdma_ucm"} {
 		_, err := os.Stat(filepath.Join("/sys/module", m))
@@ -58,13 +57,13 @@ func Gather(t Target) View {
 			if sys, err := cl.System(); err == nil {
 				v.Mode = sys.NetNSMode
 			}
-			v.QPs, v.QPErr = targetQPs(cl, t, v.Devices)
+			v.QPs, v.QPErr = targetQPs(cl, t, v.Devices, x)
 			if t.Port != 0 {
 				ids, err := cl.Resources(rdma.ResCMID, v.Devices)
 				if err != nil {
 					v.PortErrs = append(v.PortErrs, err)
 				}
-				v.PortHolders = cmHolders(ids, t.Port)
+				v.PortHolders = cmHolders(ids, t.Port, x)
 			}
 			cl.Close()
 		}
@@ -73,7 +72,7 @@ func Gather(t Target) View {
 			if err != nil {
 				v.PortErrs = append(v.PortErrs, err)
 			}
-			v.PortHolders = append(v.PortHolders, tcpHolders(socks, t.Port)...)
+			v.PortHolders = append(v.PortHolders, tcpHolders(socks, t.Port, x)...)
 		}
 		f.Close()
 	}
@@ -83,7 +82,7 @@ func Gather(t Target) View {
 		}
 	}
 	v.Addrs, _ = netns.Addrs(t.NetNS)
-	v.MRBytes = mrBytes(t.PID)
+	v.MRBytes = mrBytes(t.PID, x)
 	visible := map[string]bool{}
 	for _, d := range v.Devices {
 		visible[d.Name] = true
@@ -114,8 +113,7 @@ func Gather(t Target) View {
 
 // cmHolders are the rdma_cm IDs bound to port in the TCP port space, each
 // process once per state and device; threads are folded into processes.
-func cmHolders(ids []rdma.Resource, port uint16) []PortHolder {
-	comms := enrich.New(enrich.Options{})
+func cmHolders(ids []rdma.Resource, port uint16, comms *enrich.Enricher) []PortHolder {
 	seen := map[PortHolder]bool{}
 	var out []PortHolder
 	for _, r := range ids {
@@ -144,14 +142,13 @@ func cmHolders(ids []rdma.Resource, port uint16) []PortHolder {
 
 // tcpHolders are the TCP sockets on local port port, with the process
 // holding each (none for a kernel socket: iWARP's are).
-func tcpHolders(socks []sockdiag.Socket, port uint16) []PortHolder {
+func tcpHolders(socks []sockdiag.Socket, port uint16, comms *enrich.Enricher) []PortHolder {
 	inodes := map[uint64]bool{}
 	for _, s := range socks {
 		if s.Proto == "tcp" && s.Src.Port() == port && s.Inode != 0 {
 			inodes[s.Inode] = true
 		}
 	}
-	comms := enrich.New(enrich.Options{})
 	owners := comms.SocketOwners(inodes)
 	var out []PortHolder
 	for _, s := range socks {
@@ -183,7 +180,7 @@ func gidAddr(path string) (netip.Addr, bool) {
 
 // mrBytes is what pid's MRs hold registered, from the kernel's MR table
 // (RES_PID is the creating thread: threads are folded into the process).
-func mrBytes(pid int) uint64 {
+func mrBytes(pid int, comms *enrich.Enricher) uint64 {
 	cl, err := nldev.Dial()
 	if err != nil {
 		return 0
@@ -191,7 +188,6 @@ func mrBytes(pid int) uint64 {
 	defer cl.Close()
 	devs, _ := cl.Devices()
 	rs, _ := cl.Resources(rdma.ResMR, devs)
-	comms := enrich.New(enrich.Options{})
 	var n uint64
 	for _, r := range rs {
 		tgid := comms.TGID(r.Owner.PID)
@@ -223,12 +219,11 @@ func deviceProgs(dir string) int {
 
 // targetQPs lists the live QPs the QP settings check looks at: the
 // target's (threads folded into their process), or QPN's.
-func targetQPs(cl *nldev.Client, t Target, devs []rdma.Device) ([]rdma.Resource, error) {
+func targetQPs(cl *nldev.Client, t Target, devs []rdma.Device, comms *enrich.Enricher) ([]rdma.Resource, error) {
 	qps, err := cl.Resources(rdma.ResQP, devs)
 	if err != nil {
 		return nil, err
 	}
-	comms := enrich.New(enrich.Options{})
 	var out []rdma.Resource
 	for _, q := range qps {
 		if t.QPN != 0 && q.LQPN != t.QPN {

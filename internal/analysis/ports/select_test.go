@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -48,5 +49,31 @@ func TestSelectReadsSsFlagsForRDMA(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// ports' query without a command line: the rows of one port, and the
+// conflicts either side of which is the process asked for.
+func TestQueryKeepsRowsAndConflictsEitherSide(t *testing.T) {
+	ap := func(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+	rows := []Row{
+		{Stack: StackIWarp, Proto: "tcp", State: "LISTEN", Src: ap("10.0.0.1:7174"), PID: 10, Dev: "siw0", CM: true, PS: rdma.PSTCP},
+		{Stack: StackTCP, Proto: "tcp", State: "LISTEN", Src: ap("0.0.0.0:7174"), PID: 20},
+		{Stack: StackTCP, Proto: "tcp", State: "ESTAB", Src: ap("10.0.0.1:22"), Dst: ap("10.0.0.2:5000"), PID: 30},
+	}
+	if got := (Query{Port: 7174}).Rows(rows); len(got) != 2 {
+		t.Errorf("port 7174: %d rows, want 2", len(got))
+	}
+	if got := (Query{Select: Select{Listening: true}, Addr: netip.MustParseAddr("10.0.0.1")}).Rows(rows); len(got) != 1 || got[0].PID != 10 {
+		t.Errorf("listening on 10.0.0.1: %+v", got)
+	}
+	if got := (Query{Dev: "siw0"}).Rows(rows); len(got) != 1 {
+		t.Errorf("dev siw0: %+v", got)
+	}
+	if got := (Query{PID: 20}).Conflicts(rows); len(got) != 1 || got[0].RDMA.PID != 10 {
+		t.Errorf("pid 20's conflicts: %+v, want the one with pid 10's rdma_cm ID", got)
+	}
+	if got := (Query{PID: 30}).Conflicts(rows); len(got) != 0 {
+		t.Errorf("pid 30 is in no conflict, got %+v", got)
 	}
 }

@@ -21,15 +21,6 @@ import (
 type Options struct {
 	ProcRoot   string // "" for /proc
 	CgroupRoot string // "" for the cgroup v2 mount (none: no cgroup ids are resolved)
-	// Holders, when set, names who holds the port a port-busy event could
-	// not have, as it is now (Event fills rdma.Event.Holders with it). It
-	// is given from outside: the holders are found in sockets and
-	// rdma_cm IDs, which sources read, not this package.
-	Holders func(*rdma.Event) []string
-	// PortObjects, when set, says what lives on the port (or device) of a
-	// port's or device's async event (Event fills Failure.OnPort with it);
-	// given from outside, as Holders is.
-	PortObjects func(*rdma.Event) []string
 	// SMCOwners: Event names the process holding the socket of an SMC
 	// fallback event that came without one (its inode's holder, from
 	// /proc/PID/fd: the server side falls back in a kworker).
@@ -134,18 +125,12 @@ func (x *Enricher) Process(r *rdma.Resource) rdma.Owner {
 }
 
 // Event names an event's owner as it comes from the tracer: where it runs
-// (from its pid and the cgroup BPF saw). With Options.Holders a port-busy
-// event gets its port's holders; with Options.SMCOwners an SMC fallback
-// event without an owner gets its socket's.
+// (from its pid and the cgroup BPF saw). With Options.SMCOwners an SMC
+// fallback event without an owner gets its socket's. What others know of
+// an event (a busy port's holders) is added by Then's stages.
 func (x *Enricher) Event(e *rdma.Event) {
 	if e.Has(rdma.EvHasOwner) {
 		e.Owner.Place = x.Place(e.Owner.PID, e.OwnerCgroup)
-	}
-	if x.opts.Holders != nil && e.Kind == rdma.EvPortBusy && e.PortBusy.Holders == nil {
-		e.PortBusy.Holders = x.opts.Holders(e)
-	}
-	if x.opts.PortObjects != nil && e.IsPortEvent() && e.Fault.OnPort == nil {
-		e.Fault.OnPort = x.opts.PortObjects(e)
 	}
 	if x.opts.SMCOwners && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
 		x.SMCOwner(e)

@@ -77,8 +77,8 @@ func TestEventNamesHoldersAndSMCOwnersOnlyWhenAsked(t *testing.T) {
 	}
 
 	asked := 0
-	live := New(Options{ProcRoot: root, CgroupRoot: t.TempDir(), SMCOwners: true,
-		Holders: func(*rdma.Event) []string { asked++; return []string{"python3[300] tcp LISTEN 0.0.0.0:7400"} }})
+	live := New(Options{ProcRoot: root, CgroupRoot: t.TempDir(), SMCOwners: true}).
+		Then(PortHolders(func(*rdma.Event) []string { asked++; return []string{"python3[300] tcp LISTEN 0.0.0.0:7400"} }))
 	b, s = busy(), smc()
 	live.Event(b)
 	live.Event(s)
@@ -117,10 +117,10 @@ func TestEventNamesAPortsObjectsOnlyWhenAsked(t *testing.T) {
 	port := rdma.Event{Kind: rdma.EvAsync, Resource: rdma.Resource{DevName: "rxe0", Port: 1, Has: rdma.HasPort}, Flags: rdma.EvHasDev}
 	New(Options{}).Event(&port)
 	if port.Fault.OnPort != nil {
-		t.Errorf("an Enricher without PortObjects named %q", port.Fault.OnPort)
+		t.Errorf("an Enricher without the PortObjects stage named %q", port.Fault.OnPort)
 	}
 	asked := 0
-	x := New(Options{PortObjects: func(*rdma.Event) []string { asked++; return []string{"2 qp of rping[212]"} }})
+	x := New(Options{}).Then(PortObjects(func(*rdma.Event) []string { asked++; return []string{"2 qp of rping[212]"} }))
 	x.Event(&port)
 	qp := rdma.Event{Kind: rdma.EvAsync, Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0"}, Flags: rdma.EvHasDev | rdma.EvHasRes}
 	x.Event(&qp)

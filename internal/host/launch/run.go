@@ -188,3 +188,36 @@ func (p *Program) Cleanup() (left []int, err error) {
 	}
 	return p.Cgroup.Remove()
 }
+
+// Settled is a program started and given time to settle (doctor -- CMD
+// checks it once it has run for a while).
+type Settled struct {
+	// Program is the program, still running; nil when it ended sooner.
+	Program *Program
+	// Exit is how it ended, when it did (nil: status 0).
+	Exit error
+	done chan error
+}
+
+// StartSettled starts a program and waits up to after for it.
+func StartSettled(o Options, after time.Duration) (*Settled, error) {
+	p, err := Start(o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Settled{done: make(chan error, 1)}
+	go func() { s.done <- p.Wait() }()
+	select {
+	case s.Exit = <-s.done:
+	case <-time.After(after):
+		s.Program = p
+	}
+	return s, nil
+}
+
+// Wait waits for a program still running to exit.
+func (s *Settled) Wait() {
+	if s.Program != nil {
+		<-s.done
+	}
+}

@@ -8,6 +8,7 @@ package gid
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -310,4 +312,50 @@ func Diff(old, cur []rdma.GIDEntry) []Change {
 		}
 	}
 	return out
+}
+
+// WatchOptions say how Watch polls.
+type WatchOptions struct {
+	Filter Filter
+	Every  time.Duration // between two reads
+	// Change gets each difference from the read before, at the moment it
+	// was seen; its error ends the watch. Flush is called after each read's
+	// changes.
+	Change func(at time.Time, c Change) error
+	Flush  func() error
+	// Warn gets a read's error; the watch goes on (a device that went
+	// away, a sysfs read that failed: the next read tries again).
+	Warn func(error)
+}
+
+// Watch reads the tables every o.Every and hands over what was added,
+// removed or changed since last (polled: a change between two reads is
+// seen once, late by up to the interval), until ctx is done.
+func (s Source) Watch(ctx context.Context, last []rdma.GIDEntry, o WatchOptions) error {
+	tick := time.NewTicker(o.Every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		cur, err := s.Read(o.Filter)
+		if err != nil {
+			o.Warn(err)
+			if cur == nil {
+				continue
+			}
+		}
+		now := time.Now()
+		for _, ch := range Diff(last, cur) {
+			if err := o.Change(now, ch); err != nil {
+				return err
+			}
+		}
+		if err := o.Flush(); err != nil {
+			return err
+		}
+		last = cur
+	}
 }

@@ -1,10 +1,12 @@
 package gid
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -140,5 +142,40 @@ func TestDiffSaysWhatWasAddedRemovedAndChanged(t *testing.T) {
 	}
 	if d := Diff([]rdma.GIDEntry{a, b}, []rdma.GIDEntry{a, b}); len(d) != 0 {
 		t.Errorf("no change: %v", d)
+	}
+}
+
+// gid -w's use case without a command line: a table read before, the
+// tree's read every tick, each difference handed over once, until the
+// context ends it.
+func TestWatchHandsOverEachChangeOnce(t *testing.T) {
+	src := Source{Root: "../../../testdata/gid", NetNS: 4026531840}
+	cur, err := src.Read(Filter{Dev: "mlx5_0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := append([]rdma.GIDEntry{}, cur...)
+	last[1].GID = netip.MustParseAddr("fe80::1") // port 2's GID has changed since
+	ctx, cancel := context.WithCancel(context.Background())
+	var changes []string
+	flushes := 0
+	err = src.Watch(ctx, last, WatchOptions{Filter: Filter{Dev: "mlx5_0"}, Every: time.Millisecond,
+		Change: func(_ time.Time, c Change) error {
+			changes = append(changes, c.What+" "+c.Entry.GID.String())
+			return nil
+		},
+		Flush: func() error {
+			if flushes++; flushes == 3 {
+				cancel()
+			}
+			return nil
+		},
+		Warn: func(err error) { t.Errorf("warned: %v", err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(changes, ";"); got != "changed fe80::248a:703:49:d4f1" {
+		t.Errorf("changes %q, want port 2's GID once", changes)
 	}
 }

@@ -137,16 +137,11 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 	if sys, err := cl.System(); err != nil || sys.NetNSMode != "exclusive" {
 		return inv, nil
 	}
-	roots := o.Roots
-	if roots == (netns.Roots{}) {
-		roots = netns.DefaultRoots
-	}
-	all, _ := roots.All()
-	for _, ns := range all[min(1, len(all)):] { // all[0] is ours
-		other, err := DialIn(ns)
+	all, _ := Where{Roots: o.Roots}.roots().All()
+	eachNetNS(all[min(1, len(all)):], func(_ netns.NS, other *Client, err error) { // all[0] is ours
 		if err != nil {
 			inv.NetNSErrs = append(inv.NetNSErrs, err)
-			continue
+			return
 		}
 		other.Record = o.Record
 		devs, err := other.Devices()
@@ -156,8 +151,7 @@ func TakeInventory(o InventoryOptions) (Inventory, error) {
 		}
 		inv.Devices = append(inv.Devices, devs...)
 		other.resourcesInto(&inv, devs, o)
-		other.Close()
-	}
+	})
 	return inv, nil
 }
 

@@ -3,8 +3,11 @@ package nldev
 import (
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 
 	"github.com/mdlayher/netlink"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 )
 
 // MarshalMessages frames replies exactly as the kernel sent them (nlmsghdr
@@ -40,4 +43,20 @@ func UnmarshalMessages(b []byte) ([]netlink.Message, error) {
 		off += (l + 3) &^ 3
 	}
 	return msgs, nil
+}
+
+// RecordTo is a Client.Record that writes each raw reply to a file of dir
+// (NN-cmdC.nl, in the order asked; dir exists), owned by owner: test fixtures
+// (--nl-record). warn is told what could not be written.
+func RecordTo(dir string, owner *safefile.Owner, warn func(error)) func(cmd uint16, b []byte, err error) {
+	seq := 0
+	return func(cmd uint16, b []byte, err error) {
+		seq++
+		if err == nil {
+			err = safefile.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d-cmd%d.nl", seq, cmd)), b, owner)
+		}
+		if err != nil {
+			warn(err)
+		}
+	}
 }

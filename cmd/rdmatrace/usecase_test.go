@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
+)
+
+// trace's use case without a command line: an Options value and a sink.
+// A recording read back keeps what the filter keeps, up to the count.
+func TestTraceReadsARecordingIntoItsSink(t *testing.T) {
+	rec := filepath.Join("..", "..", "testdata", "leaklog", "6.12", "trace.ndjson")
+	f, err := filter.ParseEvents([]string{"qp", "event", "create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sink := &formats.EventTee{Print: formats.NewEventWriter(&out, true)}
+	if err := readRecording(rec, 1<<30, 2, f, sink); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d events, want the count's 2:\n%s", len(lines), out.String())
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, `"event":"create"`) || !strings.Contains(l, `"res":"qp"`) {
+			t.Errorf("the filter let through %s", l)
+		}
+	}
+}
+
+// The use case's options are checked before anything runs: -r with -w or
+// -- CMD, -W without -C, are usage errors.
+func TestTraceOptionsRefuseWhatCannotGoTogether(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"trace -r x.ndjson -w y.ndjson", "-r reads a recording"},
+		{"trace -w y.ndjson -W 3", "-W N keeps N files of -C MB"},
+		{"trace --print", "go with -w FILE"},
+	} {
+		_, stderr, code := rdmatrace(t, strings.Fields(tc.args)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "rdmatrace: trace: ") {
+			t.Errorf("%s: exit %d, %q; want a usage error of trace with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// Options read outside a *cli.Context still name their command in a usage
+// error: subcommands and the hidden help command too (help's was lost
+// once, when its usage errors stopped taking the context).
+func TestUsageErrorsNameTheirCommand(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"help trace extra", `rdmatrace: help: unexpected argument "extra"; see 'rdmatrace help --help'`},
+		{"smc linkgroup -o text", "rdmatrace: linkgroup: -o text: smc linkgroup has table, json and ndjson"},
+		{"gid -p 300", "rdmatrace: gid: --port 300: a port is 1 to 255; see 'rdmatrace gid --help'"},
+		{"parse --max-input 1x", "rdmatrace: parse: --max-input "},
+	} {
+		_, stderr, code := rdmatrace(t, strings.Fields(tc.args)...)
+		if code != 2 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%s: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
