@@ -137,13 +137,13 @@ type obj struct {
 
 // pending is an object entry made by an event that came before its
 // create (events from several CPUs can swap by a little): let go when
-// no create came for it within pendingFor.
+// no create came for it within pendingFrames refreshes.
 type pending struct {
-	key  restable.Key
-	mono uint64
+	key   restable.Key
+	frame uint64
 }
 
-const pendingFor = 2 * uint64(time.Second)
+const pendingFrames = 2
 
 // Aggregator folds events into rows. It is not safe for concurrent use:
 // one goroutine feeds it events and takes its frames (Run's).
@@ -169,7 +169,6 @@ type Aggregator struct {
 	untracked uint64 // creates that found the object table full
 	frames    uint64
 	last      time.Time // the previous frame's time
-	newest    uint64    // the newest event's monotonic time
 }
 
 // New makes an Aggregator grouping owners by by, with at most maxOwners
@@ -290,7 +289,6 @@ func (a *Aggregator) each(o, d int32, f func(*slot)) {
 
 // Add folds one event in. The event is not kept.
 func (a *Aggregator) Add(e *rdma.Event) {
-	a.newest = max(a.newest, e.Mono)
 	o, d := a.ownerOf(e), a.devOf(e)
 	if o >= 0 {
 		a.owners[o].seen = a.frames
@@ -409,7 +407,7 @@ func (a *Aggregator) destroy(e *rdma.Event, o, d int32) {
 		// is still on its way from another CPU.
 		if len(a.objs) < a.maxObjects {
 			a.objs[k] = obj{owner: -1, dev: -1, state: noState, dead: true, deadMono: e.Mono, typ: e.Type}
-			a.pend = append(a.pend, pending{k, e.Mono})
+			a.pend = append(a.pend, pending{k, a.frames})
 		}
 		a.each(o, d, func(s *slot) { s.Destroys++ })
 	}
@@ -442,7 +440,7 @@ func (a *Aggregator) modify(e *rdma.Event) {
 	case !found:
 		if len(a.objs) < a.maxObjects {
 			a.objs[k] = obj{owner: -1, dev: -1, state: uint8(e.QPState), stateMono: e.Mono, typ: rdma.ResQP}
-			a.pend = append(a.pend, pending{k, e.Mono})
+			a.pend = append(a.pend, pending{k, a.frames})
 		}
 		return
 	case e.Mono < old.stateMono:
@@ -460,7 +458,7 @@ func (a *Aggregator) modify(e *rdma.Event) {
 func (a *Aggregator) sweep() {
 	for a.pendHead < len(a.pend) {
 		p := a.pend[a.pendHead]
-		if p.mono+pendingFor > a.newest {
+		if p.frame+pendingFrames > a.frames {
 			break
 		}
 		if o, ok := a.objs[p.key]; ok && !o.live {

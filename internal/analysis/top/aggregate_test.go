@@ -119,10 +119,14 @@ func TestEventsOutOfOrder(t *testing.T) {
 	if r.LiveOf(rdma.ResQP) != 1 || r.InState(rdma.QPStateRTS) != 1 {
 		t.Errorf("QP: %+v, want one in RTS", r.Counts)
 	}
-	// A destroy whose create never comes is let go after a while.
-	feed(a, ev(rdma.EvDestroy, rdma.ResPD, 9, 300, "rping", 3000),
-		qpState(ev(rdma.EvModify, rdma.ResQP, 17, 300, "rping", 6000), rdma.QPStateRTS))
+	// A destroy whose create never comes is let go after two refreshes.
+	feed(a, ev(rdma.EvDestroy, rdma.ResPD, 9, 300, "rping", 3000))
 	a.Frame(t0.Add(2 * time.Second))
+	if len(a.objs) != 2 {
+		t.Errorf("%d objects followed, want the QP and the PD's destroy, still waiting for its create", len(a.objs))
+	}
+	a.Frame(t0.Add(3 * time.Second))
+	a.Frame(t0.Add(4 * time.Second))
 	if len(a.objs) != 1 {
 		t.Errorf("%d objects followed, want the QP alone", len(a.objs))
 	}
@@ -333,5 +337,18 @@ func BenchmarkAdd(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		a.Add(&evs[i%len(evs)])
+	}
+}
+
+func TestParseDelay(t *testing.T) {
+	for in, want := range map[string]time.Duration{"1": time.Second, "0.5": 500 * time.Millisecond, "2s": 2 * time.Second, "250ms": 250 * time.Millisecond} {
+		if got, err := ParseDelay(in); err != nil || got != want {
+			t.Errorf("ParseDelay(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0", "0.01", "-1", "x", "NaN", "1e12"} {
+		if _, err := ParseDelay(in); err == nil {
+			t.Errorf("ParseDelay(%q): no error", in)
+		}
 	}
 }

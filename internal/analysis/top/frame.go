@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -222,4 +223,24 @@ func Sort(rows []Row, key SortKey, by By) {
 		}
 		return cmp.Or(c, strings.Compare(x.Label(by), y.Label(by)), cmp.Compare(x.PID, y.PID))
 	})
+}
+
+// MinDelay is the shortest time between two frames.
+const MinDelay = 100 * time.Millisecond
+
+// ParseDelay reads -d as top does, seconds ("1", "0.5"), or a Go duration
+// ("500ms").
+func ParseDelay(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		sec, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || sec != sec || sec > 86400 {
+			return 0, fmt.Errorf("%q: expected seconds (1, 0.5) or a duration (500ms)", s)
+		}
+		d = time.Duration(sec * float64(time.Second))
+	}
+	if d < MinDelay {
+		return 0, fmt.Errorf("%q: expected at least %v", s, MinDelay)
+	}
+	return d, nil
 }
