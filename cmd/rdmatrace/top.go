@@ -39,7 +39,7 @@ func topCommand() *cli.Command {
 			&cli.StringFlag{Name: "by", Value: "process", Usage: "one row per `OWNER`: process, pod, job (Slurm) or container"},
 			&cli.StringFlag{Name: "sort", Value: "creates", Usage: "sort the owners by `KEY` first: " + strings.Join(top.SortKeys(), ", ")},
 			&cli.IntFlag{Name: "max-owners", Value: top.DefaultMaxOwners, Usage: "at most `N` owner rows; the others are counted in one row, other"},
-			netlinkFlag, ringSizeFlag, fallbackFlag, btfFlag, verboseFlag,
+			readyFileFlag("once counting has begun"), netlinkFlag, ringSizeFlag, fallbackFlag, btfFlag, verboseFlag,
 		},
 		Action: runTop,
 	}
