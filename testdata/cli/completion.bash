@@ -18,7 +18,7 @@ _rdmatrace_value() {
     smc) case $2 in --output | -o) return 0 ;; esac ;;
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
-    top) case $2 in --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size) return 0 ;; esac ;;
+    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp) return 0 ;; esac ;;
     why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
@@ -175,9 +175,9 @@ _rdmatrace() {
         esac
         ;;
     top)
-        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --netlink --ring-size --fallback --btf --verbose -v --help -h"
+        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --help -h"
         words=""
-        files="--btf"
+        files="--ready-file --btf"
         values="--iterations -n --delay -d --by --sort --max-owners --ring-size"
         ;;
     trace)

@@ -242,6 +242,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l delay 
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l by -x
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l sort -x
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l max-owners -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l netlink
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ring-size -x
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l fallback
