@@ -72,6 +72,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a res
 complete -c rdmatrace -n __fish_use_subcommand -a smc
 complete -c rdmatrace -n __fish_use_subcommand -a stat
 complete -c rdmatrace -n __fish_use_subcommand -a system
+complete -c rdmatrace -n __fish_use_subcommand -a top
 complete -c rdmatrace -n __fish_use_subcommand -a trace
 complete -c rdmatrace -n __fish_use_subcommand -a why
 complete -c rdmatrace -n '__rdmatrace_cmd completion; and not __rdmatrace_dd' -l help -s h
@@ -241,6 +242,18 @@ complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd; and __fish_seen_subcommand_from set' -a 'netns'
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd; and __fish_seen_subcommand_from set; and __rdmatrace_prev netns' -a 'shared exclusive'
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd' -s o -l output -x -a 'text json'
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l batch -s b
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l iterations -s n -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l delay -s d -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l by -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l sort -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l max-owners -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ready-file -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l netlink
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ring-size -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l fallback
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l btf -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pid -x
