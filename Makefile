@@ -33,8 +33,9 @@ E2E_RUN  ?= .
 # Our own C workloads (guest/workloads): a churn for make bench, a program
 # that leaks a QP for the leak tests, a QP pair with the transport settings
 # a test gives (qpattr), a program leaking from three call sites (leaksites),
-# one holding thousands of PDs and CQs (pdhog).
-WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites out/pdhog
+# one holding thousands of PDs and CQs (pdhog), one asking a device for what
+# it refuses (verbsfail).
+WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites out/pdhog out/verbsfail
 
 .PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost vlogs guest-prepare test capture generate bench demo clean man install image
 

@@ -55,6 +55,9 @@ enum event_kind {
 	EV_QP_ERROR = 31, /* a QP's error: struct qp_error_event */
 	/* qpattr.h: struct qp_attr_event */
 	EV_QP_ATTR = 40, /* a modify set a QP's timeouts, retries, path MTU or address */
+	/* creates.h */
+	EV_CALL_FAIL = 50,  /* a create or an rdma_cm step failed in the call: struct call_fail_event */
+	EV_GID_CHANGE = 51, /* a GID table entry was added or deleted: struct gid_event */
 };
 
 /* Flags in event_hdr.flags. */
@@ -72,6 +75,7 @@ enum event_flag {
 	F_HAS_SIZE = 1 << 12,  /* bench-trace: size is set */
 	F_PREEMPTED = 1 << 13, /* bench-trace: off-CPU while runnable (preempted), not asleep */
 	F_HAS_PEER = 1 << 20,  /* failures.h: peer is set, the remote GID and QPN the QP was connected to */
+	F_HAS_CAPS = 1 << 21,  /* creates.h: caps are set, the device's limits */
 };
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h; a #define, so not in BTF */

@@ -19,6 +19,7 @@
 #include "resources.h" /* restrack lifecycle, QP state (and qpattr.h: QP settings) */
 #include "cm.h"        /* rdma_cm IDs and the rdma_cma tracepoints */
 #include "devices.h"   /* device (un)registration, the iWARP count */
+#include "creates.h"   /* calls that created nothing; the GID table's changes */
 #include "ports.h"     /* EADDRINUSE where RDMA meets TCP */
 #include "smc.h"       /* SMC sockets that fall back to TCP */
 #include "smcr.h"      /* SMC-R links and their QPs */

@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type RdmatraceAskedFlag uint32
+
+const (
+	RdmatraceAskedFlagASKED_QP  RdmatraceAskedFlag = 1
+	RdmatraceAskedFlagASKED_CQE RdmatraceAskedFlag = 2
+	RdmatraceAskedFlagASKED_MR  RdmatraceAskedFlag = 4
+)
+
 type RdmatraceAsyncEvent struct {
 	_   structs.HostLayout
 	H   RdmatraceEventHdr
@@ -55,6 +63,136 @@ type RdmatraceBusyGroup struct {
 	Uid    uint32
 	Pad    uint32
 }
+
+type RdmatraceCallArgs struct {
+	_ structs.HostLayout
+	A uint64
+	B uint64
+	C uint64
+}
+
+type RdmatraceCallDetail struct {
+	_     structs.HostLayout
+	Asked struct {
+		_             structs.HostLayout
+		Length        uint64
+		MaxSendWr     uint32
+		MaxRecvWr     uint32
+		MaxSendSge    uint32
+		MaxRecvSge    uint32
+		MaxInlineData uint32
+		Cqe           uint32
+		Access        uint32
+		QpType        uint8
+		Has           uint8
+		Pad           uint16
+	}
+	Memlock   uint64
+	Pinned    uint64
+	Npages    uint64
+	Limit     uint32
+	RdmacgRes uint32
+}
+
+type RdmatraceCallFailEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Res struct {
+		_        structs.HostLayout
+		Id       uint32
+		Qpn      uint32
+		ResType  uint8
+		QpType   uint8
+		OldState uint8
+		NewState uint8
+		KernName [32]int8
+	}
+	Addr struct {
+		_   structs.HostLayout
+		Ps  uint32
+		Src [28]uint8
+		Dst [28]uint8
+	}
+	Asked struct {
+		_             structs.HostLayout
+		Length        uint64
+		MaxSendWr     uint32
+		MaxRecvWr     uint32
+		MaxSendSge    uint32
+		MaxRecvSge    uint32
+		MaxInlineData uint32
+		Cqe           uint32
+		Access        uint32
+		QpType        uint8
+		Has           uint8
+		Pad           uint16
+	}
+	Caps struct {
+		_          structs.HostLayout
+		MaxMrSize  uint64
+		MaxQpWr    uint32
+		MaxSendSge uint32
+		MaxRecvSge uint32
+		MaxCqe     uint32
+		MaxQp      uint32
+		MaxCq      uint32
+		MaxMr      uint32
+		MaxPd      uint32
+		MaxSrq     uint32
+		Pad        uint32
+	}
+	Memlock   uint64
+	Pinned    uint64
+	Npages    uint64
+	Op        uint32
+	Err       int32
+	Limit     uint32
+	RdmacgRes uint32
+}
+
+type RdmatraceCallKey struct {
+	_   structs.HostLayout
+	Tid uint64
+	Fn  uint32
+	Pad uint32
+}
+
+type RdmatraceCallLimit uint32
+
+const (
+	RdmatraceCallLimitLIMIT_RDMACG  RdmatraceCallLimit = 1
+	RdmatraceCallLimitLIMIT_MEMLOCK RdmatraceCallLimit = 2
+)
+
+type RdmatraceCallOp uint32
+
+const (
+	RdmatraceCallOpCALL_GET_CONTEXT        RdmatraceCallOp = 1
+	RdmatraceCallOpCALL_ALLOC_PD           RdmatraceCallOp = 2
+	RdmatraceCallOpCALL_CREATE_CQ          RdmatraceCallOp = 3
+	RdmatraceCallOpCALL_CREATE_QP          RdmatraceCallOp = 4
+	RdmatraceCallOpCALL_CREATE_SRQ         RdmatraceCallOp = 5
+	RdmatraceCallOpCALL_REG_MR             RdmatraceCallOp = 6
+	RdmatraceCallOpCALL_REG_DMABUF_MR      RdmatraceCallOp = 7
+	RdmatraceCallOpCALL_ALLOC_MW           RdmatraceCallOp = 8
+	RdmatraceCallOpCALL_CREATE_AH          RdmatraceCallOp = 9
+	RdmatraceCallOpCALL_OPEN_XRCD          RdmatraceCallOp = 10
+	RdmatraceCallOpCALL_CREATE_WQ          RdmatraceCallOp = 11
+	RdmatraceCallOpCALL_OPEN_QP            RdmatraceCallOp = 12
+	RdmatraceCallOpCALL_ALLOC_DM           RdmatraceCallOp = 13
+	RdmatraceCallOpCALL_CREATE_FLOW        RdmatraceCallOp = 14
+	RdmatraceCallOpCALL_RDMA_BIND_ADDR     RdmatraceCallOp = 32
+	RdmatraceCallOpCALL_RDMA_RESOLVE_ADDR  RdmatraceCallOp = 33
+	RdmatraceCallOpCALL_RDMA_RESOLVE_ROUTE RdmatraceCallOp = 34
+	RdmatraceCallOpCALL_RDMA_LISTEN        RdmatraceCallOp = 35
+	RdmatraceCallOpCALL_RDMA_CONNECT       RdmatraceCallOp = 36
+)
 
 type RdmatraceCmTp uint32
 
@@ -114,6 +252,7 @@ const (
 	RdmatraceEventFlagF_HAS_SIZE      RdmatraceEventFlag = 4096
 	RdmatraceEventFlagF_PREEMPTED     RdmatraceEventFlag = 8192
 	RdmatraceEventFlagF_HAS_PEER      RdmatraceEventFlag = 1048576
+	RdmatraceEventFlagF_HAS_CAPS      RdmatraceEventFlag = 2097152
 )
 
 type RdmatraceEventHdr struct {
@@ -156,7 +295,26 @@ const (
 	RdmatraceEventKindEV_ASYNC            RdmatraceEventKind = 30
 	RdmatraceEventKindEV_QP_ERROR         RdmatraceEventKind = 31
 	RdmatraceEventKindEV_QP_ATTR          RdmatraceEventKind = 40
+	RdmatraceEventKindEV_CALL_FAIL        RdmatraceEventKind = 50
+	RdmatraceEventKindEV_GID_CHANGE       RdmatraceEventKind = 51
 )
+
+type RdmatraceGidEvent struct {
+	_   structs.HostLayout
+	H   RdmatraceEventHdr
+	Dev struct {
+		_     structs.HostLayout
+		Index uint32
+		Port  uint32
+		Name  [64]int8
+	}
+	Gid     [16]uint8
+	Netdev  [16]int8
+	Index   uint32
+	GidType uint32
+	Op      uint32
+	Pad     uint32
+}
 
 type RdmatraceIwarpState struct {
 	_       structs.HostLayout
@@ -486,6 +644,8 @@ const (
 	RdmatraceMapBusyGroups                                           = "busy_groups"
 	RdmatraceMapBusyProcs                                            = "busy_procs"
 	RdmatraceMapBusySuppressed                                       = "busy_suppressed"
+	RdmatraceMapCallArgs                                             = "call_args"
+	RdmatraceMapCallDetails                                          = "call_details"
 	RdmatraceMapClosing                                              = "closing"
 	RdmatraceMapCpuSpells                                            = "cpu_spells"
 	RdmatraceMapDrops                                                = "drops"
@@ -507,6 +667,8 @@ const (
 	RdmatraceMapSideDrops                                            = "side_drops"
 	RdmatraceMapSpanStarts                                           = "span_starts"
 	RdmatraceMapWcErrors                                             = "wc_errors"
+	RdmatraceProgFentryAddModifyGid                                  = "fentry_add_modify_gid"
+	RdmatraceProgFentryDelGid                                        = "fentry_del_gid"
 	RdmatraceProgFentryDestroyQpUser                                 = "fentry_destroy_qp_user"
 	RdmatraceProgFentryDispatchEvent                                 = "fentry_dispatch_event"
 	RdmatraceProgFentryModifyQp                                      = "fentry_modify_qp"
@@ -545,6 +707,16 @@ const (
 	RdmatraceProgFentryUverbsQpEvent                                 = "fentry_uverbs_qp_event"
 	RdmatraceProgFentryUverbsSrqEvent                                = "fentry_uverbs_srq_event"
 	RdmatraceProgFentryUverbsWqEvent                                 = "fentry_uverbs_wq_event"
+	RdmatraceProgFexitCallIbCreateQpUser                             = "fexit_call_ib_create_qp_user"
+	RdmatraceProgFexitCallIbRdmacgTryCharge                          = "fexit_call_ib_rdmacg_try_charge"
+	RdmatraceProgFexitCallIbUmemGet                                  = "fexit_call_ib_umem_get"
+	RdmatraceProgFexitCallIbUverbsIoctl                              = "fexit_call_ib_uverbs_ioctl"
+	RdmatraceProgFexitCallIbUverbsWrite                              = "fexit_call_ib_uverbs_write"
+	RdmatraceProgFexitCallRdmaBindAddr                               = "fexit_call_rdma_bind_addr"
+	RdmatraceProgFexitCallRdmaConnectLocked                          = "fexit_call_rdma_connect_locked"
+	RdmatraceProgFexitCallRdmaListen                                 = "fexit_call_rdma_listen"
+	RdmatraceProgFexitCallRdmaResolveAddr                            = "fexit_call_rdma_resolve_addr"
+	RdmatraceProgFexitCallRdmaResolveRoute                           = "fexit_call_rdma_resolve_route"
 	RdmatraceProgFexitCreateKernelId                                 = "fexit_create_kernel_id"
 	RdmatraceProgFexitCreateUserId                                   = "fexit_create_user_id"
 	RdmatraceProgFexitInet6Bind                                      = "fexit_inet6_bind"
@@ -574,6 +746,18 @@ const (
 	RdmatraceProgFexitUcmaClose                                      = "fexit_ucma_close"
 	RdmatraceProgFexitUnregisterDevice                               = "fexit_unregister_device"
 	RdmatraceProgFexitUverbsClose                                    = "fexit_uverbs_close"
+	RdmatraceProgKprobeAddModifyGid                                  = "kprobe_add_modify_gid"
+	RdmatraceProgKprobeCallIbCreateQpUser                            = "kprobe_call_ib_create_qp_user"
+	RdmatraceProgKprobeCallIbRdmacgTryCharge                         = "kprobe_call_ib_rdmacg_try_charge"
+	RdmatraceProgKprobeCallIbUmemGet                                 = "kprobe_call_ib_umem_get"
+	RdmatraceProgKprobeCallIbUverbsIoctl                             = "kprobe_call_ib_uverbs_ioctl"
+	RdmatraceProgKprobeCallIbUverbsWrite                             = "kprobe_call_ib_uverbs_write"
+	RdmatraceProgKprobeCallRdmaBindAddr                              = "kprobe_call_rdma_bind_addr"
+	RdmatraceProgKprobeCallRdmaConnectLocked                         = "kprobe_call_rdma_connect_locked"
+	RdmatraceProgKprobeCallRdmaListen                                = "kprobe_call_rdma_listen"
+	RdmatraceProgKprobeCallRdmaResolveAddr                           = "kprobe_call_rdma_resolve_addr"
+	RdmatraceProgKprobeCallRdmaResolveRoute                          = "kprobe_call_rdma_resolve_route"
+	RdmatraceProgKprobeDelGid                                        = "kprobe_del_gid"
 	RdmatraceProgKprobeDestroyQpUser                                 = "kprobe_destroy_qp_user"
 	RdmatraceProgKprobeDispatchEvent                                 = "kprobe_dispatch_event"
 	RdmatraceProgKprobeInet6Bind                                     = "kprobe_inet6_bind"
@@ -617,6 +801,16 @@ const (
 	RdmatraceProgKprobeUverbsQpEvent                                 = "kprobe_uverbs_qp_event"
 	RdmatraceProgKprobeUverbsSrqEvent                                = "kprobe_uverbs_srq_event"
 	RdmatraceProgKprobeUverbsWqEvent                                 = "kprobe_uverbs_wq_event"
+	RdmatraceProgKretprobeCallIbCreateQpUser                         = "kretprobe_call_ib_create_qp_user"
+	RdmatraceProgKretprobeCallIbRdmacgTryCharge                      = "kretprobe_call_ib_rdmacg_try_charge"
+	RdmatraceProgKretprobeCallIbUmemGet                              = "kretprobe_call_ib_umem_get"
+	RdmatraceProgKretprobeCallIbUverbsIoctl                          = "kretprobe_call_ib_uverbs_ioctl"
+	RdmatraceProgKretprobeCallIbUverbsWrite                          = "kretprobe_call_ib_uverbs_write"
+	RdmatraceProgKretprobeCallRdmaBindAddr                           = "kretprobe_call_rdma_bind_addr"
+	RdmatraceProgKretprobeCallRdmaConnectLocked                      = "kretprobe_call_rdma_connect_locked"
+	RdmatraceProgKretprobeCallRdmaListen                             = "kretprobe_call_rdma_listen"
+	RdmatraceProgKretprobeCallRdmaResolveAddr                        = "kretprobe_call_rdma_resolve_addr"
+	RdmatraceProgKretprobeCallRdmaResolveRoute                       = "kretprobe_call_rdma_resolve_route"
 	RdmatraceProgKretprobeInet6Bind                                  = "kretprobe_inet6_bind"
 	RdmatraceProgKretprobeInetBind                                   = "kretprobe_inet_bind"
 	RdmatraceProgKretprobeModifyQp                                   = "kretprobe_modify_qp"
@@ -686,12 +880,17 @@ const (
 	RdmatraceProgTpBtfSchedWakeup                                    = "tp_btf_sched_wakeup"
 	RdmatraceProgTpBtfSmcSwitchToFallback                            = "tp_btf_smc_switch_to_fallback"
 	RdmatraceProgTpBtfSmcrLinkDown                                   = "tp_btf_smcr_link_down"
+	RdmatraceVarUnusedAskedFlag                                      = "unused_asked_flag"
 	RdmatraceVarUnusedAsyncEvent                                     = "unused_async_event"
+	RdmatraceVarUnusedCallFailEvent                                  = "unused_call_fail_event"
+	RdmatraceVarUnusedCallLimit                                      = "unused_call_limit"
+	RdmatraceVarUnusedCallOp                                         = "unused_call_op"
 	RdmatraceVarUnusedCmTp                                           = "unused_cm_tp"
 	RdmatraceVarUnusedDevEvent                                       = "unused_dev_event"
 	RdmatraceVarUnusedEventFlag                                      = "unused_event_flag"
 	RdmatraceVarUnusedEventHdr                                       = "unused_event_hdr"
 	RdmatraceVarUnusedEventKind                                      = "unused_event_kind"
+	RdmatraceVarUnusedGidEvent                                       = "unused_gid_event"
 	RdmatraceVarUnusedOffCpuEvent                                    = "unused_off_cpu_event"
 	RdmatraceVarUnusedPortBusyEvent                                  = "unused_port_busy_event"
 	RdmatraceVarUnusedPortOp                                         = "unused_port_op"
@@ -748,6 +947,8 @@ type RdmatraceSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceProgramSpecs struct {
+	FentryAddModifyGid                                  *ebpf.ProgramSpec `ebpf:"fentry_add_modify_gid"`
+	FentryDelGid                                        *ebpf.ProgramSpec `ebpf:"fentry_del_gid"`
 	FentryDestroyQpUser                                 *ebpf.ProgramSpec `ebpf:"fentry_destroy_qp_user"`
 	FentryDispatchEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_dispatch_event"`
 	FentryModifyQp                                      *ebpf.ProgramSpec `ebpf:"fentry_modify_qp"`
@@ -786,6 +987,16 @@ type RdmatraceProgramSpecs struct {
 	FentryUverbsQpEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_uverbs_qp_event"`
 	FentryUverbsSrqEvent                                *ebpf.ProgramSpec `ebpf:"fentry_uverbs_srq_event"`
 	FentryUverbsWqEvent                                 *ebpf.ProgramSpec `ebpf:"fentry_uverbs_wq_event"`
+	FexitCallIbCreateQpUser                             *ebpf.ProgramSpec `ebpf:"fexit_call_ib_create_qp_user"`
+	FexitCallIbRdmacgTryCharge                          *ebpf.ProgramSpec `ebpf:"fexit_call_ib_rdmacg_try_charge"`
+	FexitCallIbUmemGet                                  *ebpf.ProgramSpec `ebpf:"fexit_call_ib_umem_get"`
+	FexitCallIbUverbsIoctl                              *ebpf.ProgramSpec `ebpf:"fexit_call_ib_uverbs_ioctl"`
+	FexitCallIbUverbsWrite                              *ebpf.ProgramSpec `ebpf:"fexit_call_ib_uverbs_write"`
+	FexitCallRdmaBindAddr                               *ebpf.ProgramSpec `ebpf:"fexit_call_rdma_bind_addr"`
+	FexitCallRdmaConnectLocked                          *ebpf.ProgramSpec `ebpf:"fexit_call_rdma_connect_locked"`
+	FexitCallRdmaListen                                 *ebpf.ProgramSpec `ebpf:"fexit_call_rdma_listen"`
+	FexitCallRdmaResolveAddr                            *ebpf.ProgramSpec `ebpf:"fexit_call_rdma_resolve_addr"`
+	FexitCallRdmaResolveRoute                           *ebpf.ProgramSpec `ebpf:"fexit_call_rdma_resolve_route"`
 	FexitCreateKernelId                                 *ebpf.ProgramSpec `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.ProgramSpec `ebpf:"fexit_create_user_id"`
 	FexitInet6Bind                                      *ebpf.ProgramSpec `ebpf:"fexit_inet6_bind"`
@@ -815,6 +1026,18 @@ type RdmatraceProgramSpecs struct {
 	FexitUcmaClose                                      *ebpf.ProgramSpec `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.ProgramSpec `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.ProgramSpec `ebpf:"fexit_uverbs_close"`
+	KprobeAddModifyGid                                  *ebpf.ProgramSpec `ebpf:"kprobe_add_modify_gid"`
+	KprobeCallIbCreateQpUser                            *ebpf.ProgramSpec `ebpf:"kprobe_call_ib_create_qp_user"`
+	KprobeCallIbRdmacgTryCharge                         *ebpf.ProgramSpec `ebpf:"kprobe_call_ib_rdmacg_try_charge"`
+	KprobeCallIbUmemGet                                 *ebpf.ProgramSpec `ebpf:"kprobe_call_ib_umem_get"`
+	KprobeCallIbUverbsIoctl                             *ebpf.ProgramSpec `ebpf:"kprobe_call_ib_uverbs_ioctl"`
+	KprobeCallIbUverbsWrite                             *ebpf.ProgramSpec `ebpf:"kprobe_call_ib_uverbs_write"`
+	KprobeCallRdmaBindAddr                              *ebpf.ProgramSpec `ebpf:"kprobe_call_rdma_bind_addr"`
+	KprobeCallRdmaConnectLocked                         *ebpf.ProgramSpec `ebpf:"kprobe_call_rdma_connect_locked"`
+	KprobeCallRdmaListen                                *ebpf.ProgramSpec `ebpf:"kprobe_call_rdma_listen"`
+	KprobeCallRdmaResolveAddr                           *ebpf.ProgramSpec `ebpf:"kprobe_call_rdma_resolve_addr"`
+	KprobeCallRdmaResolveRoute                          *ebpf.ProgramSpec `ebpf:"kprobe_call_rdma_resolve_route"`
+	KprobeDelGid                                        *ebpf.ProgramSpec `ebpf:"kprobe_del_gid"`
 	KprobeDestroyQpUser                                 *ebpf.ProgramSpec `ebpf:"kprobe_destroy_qp_user"`
 	KprobeDispatchEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_dispatch_event"`
 	KprobeInet6Bind                                     *ebpf.ProgramSpec `ebpf:"kprobe_inet6_bind"`
@@ -858,6 +1081,16 @@ type RdmatraceProgramSpecs struct {
 	KprobeUverbsQpEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_qp_event"`
 	KprobeUverbsSrqEvent                                *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_srq_event"`
 	KprobeUverbsWqEvent                                 *ebpf.ProgramSpec `ebpf:"kprobe_uverbs_wq_event"`
+	KretprobeCallIbCreateQpUser                         *ebpf.ProgramSpec `ebpf:"kretprobe_call_ib_create_qp_user"`
+	KretprobeCallIbRdmacgTryCharge                      *ebpf.ProgramSpec `ebpf:"kretprobe_call_ib_rdmacg_try_charge"`
+	KretprobeCallIbUmemGet                              *ebpf.ProgramSpec `ebpf:"kretprobe_call_ib_umem_get"`
+	KretprobeCallIbUverbsIoctl                          *ebpf.ProgramSpec `ebpf:"kretprobe_call_ib_uverbs_ioctl"`
+	KretprobeCallIbUverbsWrite                          *ebpf.ProgramSpec `ebpf:"kretprobe_call_ib_uverbs_write"`
+	KretprobeCallRdmaBindAddr                           *ebpf.ProgramSpec `ebpf:"kretprobe_call_rdma_bind_addr"`
+	KretprobeCallRdmaConnectLocked                      *ebpf.ProgramSpec `ebpf:"kretprobe_call_rdma_connect_locked"`
+	KretprobeCallRdmaListen                             *ebpf.ProgramSpec `ebpf:"kretprobe_call_rdma_listen"`
+	KretprobeCallRdmaResolveAddr                        *ebpf.ProgramSpec `ebpf:"kretprobe_call_rdma_resolve_addr"`
+	KretprobeCallRdmaResolveRoute                       *ebpf.ProgramSpec `ebpf:"kretprobe_call_rdma_resolve_route"`
 	KretprobeInet6Bind                                  *ebpf.ProgramSpec `ebpf:"kretprobe_inet6_bind"`
 	KretprobeInetBind                                   *ebpf.ProgramSpec `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.ProgramSpec `ebpf:"kretprobe_modify_qp"`
@@ -939,6 +1172,8 @@ type RdmatraceMapSpecs struct {
 	BusyGroups     *ebpf.MapSpec `ebpf:"busy_groups"`
 	BusyProcs      *ebpf.MapSpec `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.MapSpec `ebpf:"busy_suppressed"`
+	CallArgs       *ebpf.MapSpec `ebpf:"call_args"`
+	CallDetails    *ebpf.MapSpec `ebpf:"call_details"`
 	Closing        *ebpf.MapSpec `ebpf:"closing"`
 	CpuSpells      *ebpf.MapSpec `ebpf:"cpu_spells"`
 	Drops          *ebpf.MapSpec `ebpf:"drops"`
@@ -966,12 +1201,17 @@ type RdmatraceMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceVariableSpecs struct {
+	UnusedAskedFlag        *ebpf.VariableSpec `ebpf:"unused_asked_flag"`
 	UnusedAsyncEvent       *ebpf.VariableSpec `ebpf:"unused_async_event"`
+	UnusedCallFailEvent    *ebpf.VariableSpec `ebpf:"unused_call_fail_event"`
+	UnusedCallLimit        *ebpf.VariableSpec `ebpf:"unused_call_limit"`
+	UnusedCallOp           *ebpf.VariableSpec `ebpf:"unused_call_op"`
 	UnusedCmTp             *ebpf.VariableSpec `ebpf:"unused_cm_tp"`
 	UnusedDevEvent         *ebpf.VariableSpec `ebpf:"unused_dev_event"`
 	UnusedEventFlag        *ebpf.VariableSpec `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.VariableSpec `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedGidEvent         *ebpf.VariableSpec `ebpf:"unused_gid_event"`
 	UnusedOffCpuEvent      *ebpf.VariableSpec `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.VariableSpec `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.VariableSpec `ebpf:"unused_port_op"`
@@ -1012,6 +1252,8 @@ type RdmatraceMaps struct {
 	BusyGroups     *ebpf.Map `ebpf:"busy_groups"`
 	BusyProcs      *ebpf.Map `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.Map `ebpf:"busy_suppressed"`
+	CallArgs       *ebpf.Map `ebpf:"call_args"`
+	CallDetails    *ebpf.Map `ebpf:"call_details"`
 	Closing        *ebpf.Map `ebpf:"closing"`
 	CpuSpells      *ebpf.Map `ebpf:"cpu_spells"`
 	Drops          *ebpf.Map `ebpf:"drops"`
@@ -1043,6 +1285,8 @@ func (m *RdmatraceMaps) Close() error {
 		m.BusyGroups,
 		m.BusyProcs,
 		m.BusySuppressed,
+		m.CallArgs,
+		m.CallDetails,
 		m.Closing,
 		m.CpuSpells,
 		m.Drops,
@@ -1071,12 +1315,17 @@ func (m *RdmatraceMaps) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceVariables struct {
+	UnusedAskedFlag        *ebpf.Variable `ebpf:"unused_asked_flag"`
 	UnusedAsyncEvent       *ebpf.Variable `ebpf:"unused_async_event"`
+	UnusedCallFailEvent    *ebpf.Variable `ebpf:"unused_call_fail_event"`
+	UnusedCallLimit        *ebpf.Variable `ebpf:"unused_call_limit"`
+	UnusedCallOp           *ebpf.Variable `ebpf:"unused_call_op"`
 	UnusedCmTp             *ebpf.Variable `ebpf:"unused_cm_tp"`
 	UnusedDevEvent         *ebpf.Variable `ebpf:"unused_dev_event"`
 	UnusedEventFlag        *ebpf.Variable `ebpf:"unused_event_flag"`
 	UnusedEventHdr         *ebpf.Variable `ebpf:"unused_event_hdr"`
 	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedGidEvent         *ebpf.Variable `ebpf:"unused_gid_event"`
 	UnusedOffCpuEvent      *ebpf.Variable `ebpf:"unused_off_cpu_event"`
 	UnusedPortBusyEvent    *ebpf.Variable `ebpf:"unused_port_busy_event"`
 	UnusedPortOp           *ebpf.Variable `ebpf:"unused_port_op"`
@@ -1095,6 +1344,8 @@ type RdmatraceVariables struct {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatracePrograms struct {
+	FentryAddModifyGid                                  *ebpf.Program `ebpf:"fentry_add_modify_gid"`
+	FentryDelGid                                        *ebpf.Program `ebpf:"fentry_del_gid"`
 	FentryDestroyQpUser                                 *ebpf.Program `ebpf:"fentry_destroy_qp_user"`
 	FentryDispatchEvent                                 *ebpf.Program `ebpf:"fentry_dispatch_event"`
 	FentryModifyQp                                      *ebpf.Program `ebpf:"fentry_modify_qp"`
@@ -1133,6 +1384,16 @@ type RdmatracePrograms struct {
 	FentryUverbsQpEvent                                 *ebpf.Program `ebpf:"fentry_uverbs_qp_event"`
 	FentryUverbsSrqEvent                                *ebpf.Program `ebpf:"fentry_uverbs_srq_event"`
 	FentryUverbsWqEvent                                 *ebpf.Program `ebpf:"fentry_uverbs_wq_event"`
+	FexitCallIbCreateQpUser                             *ebpf.Program `ebpf:"fexit_call_ib_create_qp_user"`
+	FexitCallIbRdmacgTryCharge                          *ebpf.Program `ebpf:"fexit_call_ib_rdmacg_try_charge"`
+	FexitCallIbUmemGet                                  *ebpf.Program `ebpf:"fexit_call_ib_umem_get"`
+	FexitCallIbUverbsIoctl                              *ebpf.Program `ebpf:"fexit_call_ib_uverbs_ioctl"`
+	FexitCallIbUverbsWrite                              *ebpf.Program `ebpf:"fexit_call_ib_uverbs_write"`
+	FexitCallRdmaBindAddr                               *ebpf.Program `ebpf:"fexit_call_rdma_bind_addr"`
+	FexitCallRdmaConnectLocked                          *ebpf.Program `ebpf:"fexit_call_rdma_connect_locked"`
+	FexitCallRdmaListen                                 *ebpf.Program `ebpf:"fexit_call_rdma_listen"`
+	FexitCallRdmaResolveAddr                            *ebpf.Program `ebpf:"fexit_call_rdma_resolve_addr"`
+	FexitCallRdmaResolveRoute                           *ebpf.Program `ebpf:"fexit_call_rdma_resolve_route"`
 	FexitCreateKernelId                                 *ebpf.Program `ebpf:"fexit_create_kernel_id"`
 	FexitCreateUserId                                   *ebpf.Program `ebpf:"fexit_create_user_id"`
 	FexitInet6Bind                                      *ebpf.Program `ebpf:"fexit_inet6_bind"`
@@ -1162,6 +1423,18 @@ type RdmatracePrograms struct {
 	FexitUcmaClose                                      *ebpf.Program `ebpf:"fexit_ucma_close"`
 	FexitUnregisterDevice                               *ebpf.Program `ebpf:"fexit_unregister_device"`
 	FexitUverbsClose                                    *ebpf.Program `ebpf:"fexit_uverbs_close"`
+	KprobeAddModifyGid                                  *ebpf.Program `ebpf:"kprobe_add_modify_gid"`
+	KprobeCallIbCreateQpUser                            *ebpf.Program `ebpf:"kprobe_call_ib_create_qp_user"`
+	KprobeCallIbRdmacgTryCharge                         *ebpf.Program `ebpf:"kprobe_call_ib_rdmacg_try_charge"`
+	KprobeCallIbUmemGet                                 *ebpf.Program `ebpf:"kprobe_call_ib_umem_get"`
+	KprobeCallIbUverbsIoctl                             *ebpf.Program `ebpf:"kprobe_call_ib_uverbs_ioctl"`
+	KprobeCallIbUverbsWrite                             *ebpf.Program `ebpf:"kprobe_call_ib_uverbs_write"`
+	KprobeCallRdmaBindAddr                              *ebpf.Program `ebpf:"kprobe_call_rdma_bind_addr"`
+	KprobeCallRdmaConnectLocked                         *ebpf.Program `ebpf:"kprobe_call_rdma_connect_locked"`
+	KprobeCallRdmaListen                                *ebpf.Program `ebpf:"kprobe_call_rdma_listen"`
+	KprobeCallRdmaResolveAddr                           *ebpf.Program `ebpf:"kprobe_call_rdma_resolve_addr"`
+	KprobeCallRdmaResolveRoute                          *ebpf.Program `ebpf:"kprobe_call_rdma_resolve_route"`
+	KprobeDelGid                                        *ebpf.Program `ebpf:"kprobe_del_gid"`
 	KprobeDestroyQpUser                                 *ebpf.Program `ebpf:"kprobe_destroy_qp_user"`
 	KprobeDispatchEvent                                 *ebpf.Program `ebpf:"kprobe_dispatch_event"`
 	KprobeInet6Bind                                     *ebpf.Program `ebpf:"kprobe_inet6_bind"`
@@ -1205,6 +1478,16 @@ type RdmatracePrograms struct {
 	KprobeUverbsQpEvent                                 *ebpf.Program `ebpf:"kprobe_uverbs_qp_event"`
 	KprobeUverbsSrqEvent                                *ebpf.Program `ebpf:"kprobe_uverbs_srq_event"`
 	KprobeUverbsWqEvent                                 *ebpf.Program `ebpf:"kprobe_uverbs_wq_event"`
+	KretprobeCallIbCreateQpUser                         *ebpf.Program `ebpf:"kretprobe_call_ib_create_qp_user"`
+	KretprobeCallIbRdmacgTryCharge                      *ebpf.Program `ebpf:"kretprobe_call_ib_rdmacg_try_charge"`
+	KretprobeCallIbUmemGet                              *ebpf.Program `ebpf:"kretprobe_call_ib_umem_get"`
+	KretprobeCallIbUverbsIoctl                          *ebpf.Program `ebpf:"kretprobe_call_ib_uverbs_ioctl"`
+	KretprobeCallIbUverbsWrite                          *ebpf.Program `ebpf:"kretprobe_call_ib_uverbs_write"`
+	KretprobeCallRdmaBindAddr                           *ebpf.Program `ebpf:"kretprobe_call_rdma_bind_addr"`
+	KretprobeCallRdmaConnectLocked                      *ebpf.Program `ebpf:"kretprobe_call_rdma_connect_locked"`
+	KretprobeCallRdmaListen                             *ebpf.Program `ebpf:"kretprobe_call_rdma_listen"`
+	KretprobeCallRdmaResolveAddr                        *ebpf.Program `ebpf:"kretprobe_call_rdma_resolve_addr"`
+	KretprobeCallRdmaResolveRoute                       *ebpf.Program `ebpf:"kretprobe_call_rdma_resolve_route"`
 	KretprobeInet6Bind                                  *ebpf.Program `ebpf:"kretprobe_inet6_bind"`
 	KretprobeInetBind                                   *ebpf.Program `ebpf:"kretprobe_inet_bind"`
 	KretprobeModifyQp                                   *ebpf.Program `ebpf:"kretprobe_modify_qp"`
@@ -1278,6 +1561,8 @@ type RdmatracePrograms struct {
 
 func (p *RdmatracePrograms) Close() error {
 	return _RdmatraceClose(
+		p.FentryAddModifyGid,
+		p.FentryDelGid,
 		p.FentryDestroyQpUser,
 		p.FentryDispatchEvent,
 		p.FentryModifyQp,
@@ -1316,6 +1601,16 @@ func (p *RdmatracePrograms) Close() error {
 		p.FentryUverbsQpEvent,
 		p.FentryUverbsSrqEvent,
 		p.FentryUverbsWqEvent,
+		p.FexitCallIbCreateQpUser,
+		p.FexitCallIbRdmacgTryCharge,
+		p.FexitCallIbUmemGet,
+		p.FexitCallIbUverbsIoctl,
+		p.FexitCallIbUverbsWrite,
+		p.FexitCallRdmaBindAddr,
+		p.FexitCallRdmaConnectLocked,
+		p.FexitCallRdmaListen,
+		p.FexitCallRdmaResolveAddr,
+		p.FexitCallRdmaResolveRoute,
 		p.FexitCreateKernelId,
 		p.FexitCreateUserId,
 		p.FexitInet6Bind,
@@ -1345,6 +1640,18 @@ func (p *RdmatracePrograms) Close() error {
 		p.FexitUcmaClose,
 		p.FexitUnregisterDevice,
 		p.FexitUverbsClose,
+		p.KprobeAddModifyGid,
+		p.KprobeCallIbCreateQpUser,
+		p.KprobeCallIbRdmacgTryCharge,
+		p.KprobeCallIbUmemGet,
+		p.KprobeCallIbUverbsIoctl,
+		p.KprobeCallIbUverbsWrite,
+		p.KprobeCallRdmaBindAddr,
+		p.KprobeCallRdmaConnectLocked,
+		p.KprobeCallRdmaListen,
+		p.KprobeCallRdmaResolveAddr,
+		p.KprobeCallRdmaResolveRoute,
+		p.KprobeDelGid,
 		p.KprobeDestroyQpUser,
 		p.KprobeDispatchEvent,
 		p.KprobeInet6Bind,
@@ -1388,6 +1695,16 @@ func (p *RdmatracePrograms) Close() error {
 		p.KprobeUverbsQpEvent,
 		p.KprobeUverbsSrqEvent,
 		p.KprobeUverbsWqEvent,
+		p.KretprobeCallIbCreateQpUser,
+		p.KretprobeCallIbRdmacgTryCharge,
+		p.KretprobeCallIbUmemGet,
+		p.KretprobeCallIbUverbsIoctl,
+		p.KretprobeCallIbUverbsWrite,
+		p.KretprobeCallRdmaBindAddr,
+		p.KretprobeCallRdmaConnectLocked,
+		p.KretprobeCallRdmaListen,
+		p.KretprobeCallRdmaResolveAddr,
+		p.KretprobeCallRdmaResolveRoute,
 		p.KretprobeInet6Bind,
 		p.KretprobeInetBind,
 		p.KretprobeModifyQp,

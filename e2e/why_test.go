@@ -79,7 +79,7 @@ func TestWhyNamesConnectFailuresInWords(t *testing.T) {
 
 	refused := rpingFails(t, "-a", addr)            // IB CM REJ: invalid service ID
 	unanswered := rpingFails(t, "-a", "10.99.0.77") // on the veth's subnet: ARP gets no answer
-	unrouted := rpingFails(t, "-a", "10.200.0.1")   // no route: rdma_resolve_addr fails in the call
+	unrouted := rpingFails(t, "-a", "10.200.0.1")   // no route: rdma_resolve_addr fails in the call, its own event
 	for _, c := range []struct {
 		what string
 		cl   failedClient
@@ -101,7 +101,8 @@ func TestWhyNamesConnectFailuresInWords(t *testing.T) {
 	keep(t, "why/live.ndjson", liveOut.Bytes())
 	for _, want := range []string{
 		`"what":"REJECTED"`, `"pid":` + strconv.Itoa(refused.pid), `"peer":"` + addr + ":" + whyPort + `"`,
-		`"what":"ADDR_ERROR"`, `"what":"resolve-failed"`,
+		`"what":"ADDR_ERROR"`, `"what":"cm-call-failed"`,
+		`rdma_resolve_addr to 10.200.0.1 failed (ENETUNREACH): no route to 10.200.0.1 from any RDMA device`,
 	} {
 		if !strings.Contains(liveOut.String(), want) {
 			t.Errorf("why (live) lacks %s:\n%s", want, liveOut.String())
@@ -153,7 +154,7 @@ func TestWhyNamesConnectFailuresInWords(t *testing.T) {
 	}{
 		{refused, "REJECTED", addr + ":" + whyPort},
 		{unanswered, "ADDR_ERROR", "10.99.0.77:" + whyPort},
-		{unrouted, "resolve-failed", "10.200.0.1:" + whyPort},
+		{unrouted, "cm-call-failed", "10.200.0.1:" + whyPort},
 	} {
 		out := run(t, *rdmatraceBin, "why", "-r", path, "--pid", strconv.Itoa(c.cl.pid), "-j")
 		keep(t, "why/"+c.what+".ndjson", out)

@@ -27,6 +27,8 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("func", e.Span.Func)
 	case e.Kind == rdma.EvPortBusy && e.PortBusy.Op != "":
 		o = o.str("func", e.PortBusy.Op)
+	case e.Kind == rdma.EvCallFail:
+		o = o.str("func", e.CallFail.Op)
 	}
 	if e.Has(rdma.EvHasRes) {
 		o = o.str("res", e.Type.String())
@@ -94,7 +96,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = appendSpanFields(o, e)
 	// A failed rdma_cm step in words (the other failures' kinds say
 	// what they are by their keys).
-	if f, ok := e.Failure(); ok && e.Kind == rdma.EvCMEventHandler {
+	if f, ok := e.Failure(); ok && (e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvCallFail) {
 		o = o.str("why", f.Why)
 	}
 	return o
@@ -144,6 +146,12 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	}
 	if e.Kind == rdma.EvAsync || e.Kind == rdma.EvQPError {
 		o = appendFailureFields(o, e)
+	}
+	if e.Kind == rdma.EvCallFail {
+		o = appendCallFailFields(o, e)
+	}
+	if e.Kind == rdma.EvGIDChange {
+		o = appendGIDFields(o, e)
 	}
 	if e.Kind == rdma.EvOffCPU {
 		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
@@ -231,6 +239,10 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	switch e.Kind {
 	case rdma.EvAsync, rdma.EvQPError:
 		b = appendFailure(b, col, e)
+	case rdma.EvCallFail:
+		b = append(word(b, col), Sanitize(rdma.CallFailWhy(e))...)
+	case rdma.EvGIDChange:
+		b = append(word(b, col), Sanitize(rdma.GIDChangeText(&e.GID))...)
 	case rdma.EvSMCFallback:
 		b = append(append(word(b, col), "fallback "...), rdma.SMCReason(uint32(e.Status))...)
 	case rdma.EvSMCLinkCreate, rdma.EvSMCLinkDown, rdma.EvSMCLinkDestroy:

@@ -160,6 +160,15 @@ func TestEventStampsGolden(t *testing.T) {
 	}
 }
 
+// limitOf gives the test's call-fail events each limit: the cgroup's for
+// a QP's, memlock's for an rdma_cm ID's.
+func limitOf(k rdma.EventKind, res rdma.ResType) rdma.LimitKind {
+	if res == rdma.ResQP {
+		return rdma.LimitRDMACgroup
+	}
+	return rdma.LimitMemlock
+}
+
 // Every key EventObject writes, for an event of each kind with every
 // optional part set, is in rdma.EventKeys with its value's kind: the table
 // replay.Reader reads recordings by.
@@ -178,6 +187,9 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 				QPAttr: rdma.QPAttr{Mask: rdma.QPAttrMaskAll, HasGID: true, SGID: netip.MustParseAddr("fe80::1"), HasNdev: true, Ndev: "eth0", NdevMTU: 1500, NetNS: 1,
 					HasVLAN: true, VLAN: 5, HasGRH: true, DGID: netip.MustParseAddr("fe80::2")},
 				Fault: rdma.Fault{Report: rdma.QPErrFirst, Count: 1, PeerGID: netip.MustParseAddr("::ffff:10.0.0.2"), PeerQPN: 18, OnPort: []string{"o"}},
+				CallFail: rdma.CallFail{Op: "create_qp", Errno: 22, Asked: rdma.Asked{Has: rdma.AskedQP | rdma.AskedCQE | rdma.AskedMR},
+					Caps: rdma.DevCaps{Valid: true}, Limit: rdma.CallLimit{Kind: limitOf(k, res), CgroupRes: "hca_object", Cgroup: &rdma.RDMACgroupUse{Path: "/p", Max: 8, Current: 8}}},
+				GID:   rdma.GIDChange{Added: true, GID: netip.MustParseAddr("fe80::1"), Netdev: "eth0"},
 				Stack: &rdma.CallStack{Via: "ibv_create_qp", Frames: []rdma.CallFrame{{Func: "main", File: "a.c", Line: 3, Binary: "/bin/a", Offset: 16, BuildID: "ab"}}}}
 			for _, f := range EventObject(&e) {
 				seen[f.Key] = true

@@ -221,6 +221,10 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		err = d.decodeAsync(rec, flags, ev)
 	case cQPError:
 		err = d.decodeQPError(rec, flags, ev)
+	case cCallFail:
+		err = d.decodeCallFail(rec, flags, ev)
+	case cGIDChange:
+		err = d.decodeGIDChange(rec, flags, ev)
 	case cSpan:
 		var r bpf.RdmatraceSpanEvent
 		if err = load(rec, &r, "span"); err != nil {

@@ -187,6 +187,12 @@ func FuzzDecode(f *testing.F) {
 	q.H.Kind, q.H.Flags, q.Cause, q.WcStatus, q.Count = uint32(cQPError), uint32(cfHasPeer|cfHasDev), 3, 5, 7
 	f.Add(bytesOf(&a))
 	f.Add(bytesOf(&q))
+	for _, r := range callFailRecords() {
+		f.Add(append([]byte(nil), bytesOf(&r)...))
+	}
+	for _, r := range gidRecords() {
+		f.Add(append([]byte(nil), bytesOf(&r)...))
+	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d := NewDecoder(Clock{})
 		var ev rdma.Event

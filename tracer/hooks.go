@@ -103,6 +103,34 @@ func portHook(fn, short string, older ...string) Hook {
 	return h
 }
 
+// callHook reports fn's failures (creates.h's CALL_HOOK): an fexit
+// program, or a kprobe and kretprobe; older are the same function's names
+// on kernels without fn, tried after it.
+func callHook(fn string, older ...string) Hook {
+	short := "call_" + fn
+	h := Hook{Name: fn}
+	if fn == "rdma_listen" || fn == "rdma_connect_locked" {
+		h.Name = fn + " errors" // beside the port-busy hook on the same function
+	}
+	for _, target := range append([]string{fn}, older...) {
+		name := "fexit"
+		if target != fn {
+			name = "fexit " + target
+		}
+		h.variants = append(h.variants, variant{name: name, progs: []prog{{name: "fexit_" + short, kind: tracing, target: target}}})
+	}
+	for _, target := range append([]string{fn}, older...) {
+		name := "kprobe+kretprobe"
+		if target != fn {
+			name = "kprobe+kretprobe " + target
+		}
+		h.variants = append(h.variants, variant{name: name, progs: []prog{
+			{name: "kprobe_" + short, kind: kprobe, target: target},
+			{name: "kretprobe_" + short, kind: kretprobe, target: target}}})
+	}
+	return h
+}
+
 // spanHook times calls of a kernel function (fentry to fexit); attached
 // only when following.
 func spanHook(fn string) Hook { return followedHook(closeHook(fn, "span_"+fn)) }
@@ -201,6 +229,21 @@ var Hooks = []Hook{
 	moduleHook("siw", entryHook("siw_sqe_complete", "siw_sqe_complete")),
 	moduleHook("siw", entryHook("siw_rqe_complete", "siw_rqe_complete")),
 	entryHook("ib_destroy_qp_user", "destroy_qp_user"),
+
+	// Calls that created nothing: a create's failure at uverbs' two entry
+	// points, with what the deeper hooks saw (the QP asked for, the MR's
+	// pin against RLIMIT_MEMLOCK, the rdma cgroup's refusal), and rdma_cm
+	// steps that fail inside the call. Each degrades on its own: without
+	// ib_create_qp_user (before 5.15) a QP's failure still comes, without
+	// what it asked. ib_umem_get is __ib_umem_get_va in ib_core on Debian
+	// sid's 7.2.
+	callHook("ib_uverbs_ioctl"), callHook("ib_uverbs_write"),
+	callHook("ib_create_qp_user"), callHook("ib_umem_get", "__ib_umem_get_va"), callHook("ib_rdmacg_try_charge"),
+	callHook("rdma_bind_addr"), callHook("rdma_resolve_addr"), callHook("rdma_resolve_route"),
+	callHook("rdma_listen"), callHook("rdma_connect_locked", "rdma_connect"),
+	// The GID table's changes: ib_core's cache tells its clients of them
+	// (GID_CHANGE) without ib_dispatch_event.
+	entryHook("add_modify_gid", "add_modify_gid"), entryHook("del_gid", "del_gid"),
 
 	// Spans (with --follow-pid only): how long the kernel took for each
 	// rdma_cm step and verb. Registrations and creations of every process

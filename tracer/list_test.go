@@ -136,7 +136,8 @@ func TestListGlobMatchesHooksAndProbes(t *testing.T) {
 	if _, h := count("*restrack*"); len(h) != 5 {
 		t.Errorf("*restrack*: %v", h)
 	}
-	if _, h := count("kretprobe:rdma_listen"); len(h) != 1 || !h["rdma_listen"] {
+	// rdma_listen has two hooks: EADDRINUSE (port-busy) and its other errors.
+	if _, h := count("kretprobe:rdma_listen"); len(h) != 2 || !h["rdma_listen"] || !h["rdma_listen errors"] {
 		t.Errorf("kretprobe:rdma_listen: %v", h)
 	}
 	if n, _ := count("nosuch*"); n != 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,6 +76,7 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 		}
 	}
 	delivered := uint(0)
+	lastYield := time.Now()
 	for {
 		if t.namer.ready() {
 			n, err := t.namer.deliverReady(c.Event)
@@ -85,8 +87,8 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 		if t.stopReq.Load() && t.reachedStop() {
 			return t.drainNamer(c)
 		}
-		// A consumer slower than a flood (a full ring, 12 000 records of
-		// the default 4 MiB, at the pace of a starved CPU) must not hold
+		// A consumer slower than a flood (a full ring, 58 000 records of
+		// a 16 MiB one, at the pace of a starved CPU) must not hold
 		// the stop for longer than StopDrain.
 		if delivered%64 == 0 && t.stopReq.Load() && time.Since(time.Unix(0, t.stopWhen.Load())) > StopDrain {
 			if err := t.skipToStop(); err != nil {
@@ -121,7 +123,17 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 			}
 			// A clock read every 64 events keeps ticks on time under a
 			// flood at a negligible cost per event.
-			if delivered++; delivered%64 == 0 {
+			// Yield now and then while the ring never empties: Go's
+			// scheduler otherwise preempts a goroutine that has run 10 ms
+			// with a signal, which under the emulator took a quarter of
+			// the reader's CPU (docs/benchmarks.md).
+			if delivered++; delivered%16 == 0 {
+				if now := time.Now(); now.Sub(lastYield) > yieldEvery {
+					runtime.Gosched()
+					lastYield = now
+				}
+			}
+			if delivered%64 == 0 {
 				tick()
 				// AfterFunc's goroutine may be slow to run on a busy
 				// host: take the stop here too, within 64 events of it.
@@ -148,6 +160,11 @@ func (t *Tracer) Run(ctx context.Context, c Consumer) error {
 		}
 	}
 }
+
+// yieldEvery is how long Run reads without a break before it yields:
+// well under the 10 ms after which the scheduler would preempt it (at
+// 5 ms a loaded host still saw a signal every 100 ms or so).
+const yieldEvery = time.Millisecond
 
 // activePoll is how often a reader looks while events flow, unless
 // Options.Poll says otherwise: how late an event after the first of a

@@ -2,9 +2,12 @@ package tracer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -358,3 +361,41 @@ func TestRunStopsWithinStopDrainAndCountsWhatItLeftUnread(t *testing.T) {
 		t.Errorf("Run returned %v after the stop, want about StopDrain (%v)", took, StopDrain)
 	}
 }
+
+// TestRunYieldsUnderAFlood: while the ring never empties, Run yields
+// often enough that Go's scheduler does not preempt it with a signal
+// (SIGURG, after 10 ms of running), which under the emulator cost the
+// reader a quarter of its CPU. The ring holds 400 ms of records for a
+// consumer spending 20 µs each; the runtime's preemption signals are
+// counted (signal.Notify receives them too).
+func TestRunYieldsUnderAFlood(t *testing.T) {
+	const n = 20000
+	tr := filled(t, n)
+	// A GC cycle may preempt with a signal too: none during the test.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	urg := make(chan os.Signal, 4*n)
+	signal.Notify(urg, syscall.SIGURG)
+	defer signal.Stop(urg)
+	start := time.Now()
+	got := 0
+	err := tr.Run(context.Background(), Consumer{Event: func(*rdma.Event) error {
+		busy(20 * time.Microsecond)
+		if got++; got == n {
+			return errDone
+		}
+		return nil
+	}})
+	took := time.Since(start)
+	signal.Stop(urg)
+	if !errors.Is(err, errDone) {
+		t.Fatalf("Run: %v after %d of %d events", err, got, n)
+	}
+	t.Logf("%d events in %v, %d preemption signals", n, took, len(urg))
+	// Before the fix, one every 20 ms or so; after, a few where the
+	// host's load stalls the reader's thread past 10 ms.
+	if most := int(took / (50 * time.Millisecond)); len(urg) > most {
+		t.Errorf("%d preemption signals while Run read %d events for %v, more than one every 50 ms: it does not yield", len(urg), n, took)
+	}
+}
+
+var errDone = errors.New("done")

@@ -23,7 +23,8 @@ import (
 
 // Options tune the tracer.
 type Options struct {
-	// RingBytes is the ring buffer size: a power of two, at least a page.
+	// RingBytes is the ring buffer size: a power of two, at least a page
+	// (0: DefaultRingBytes for the CPUs online).
 	RingBytes int
 	// Fallback skips the BTF variants (fentry, fexit, tp_btf) and uses
 	// kprobes and raw tracepoints, e.g. to test them.
@@ -170,11 +171,11 @@ func Open(opts Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.RingBytes != 0 {
-		if err := CheckRingSize(opts.RingBytes); err != nil {
-			return nil, fmt.Errorf("ring buffer size %d: %w", opts.RingBytes, err)
+	if n := ringBytes(opts.RingBytes); n != 0 {
+		if err := CheckRingSize(n); err != nil {
+			return nil, fmt.Errorf("ring buffer size %d: %w", n, err)
 		}
-		spec.Maps["events"].MaxEntries = uint32(opts.RingBytes)
+		spec.Maps["events"].MaxEntries = uint32(n)
 	}
 	t := &Tracer{spec: spec, maps: map[string]*ebpf.Map{}, cache: btf.NewCache()}
 	if t.progOpts, err = opts.BTF.programOptions(t.cache); err != nil {

@@ -36,7 +36,7 @@ func TestVersionFlags(t *testing.T) {
 
 // Every help has EXAMPLES and EXIT STATUS, as rdmatrace's do.
 func TestEveryHelpHasExamplesAndExitStatus(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"lat", "--help"}, {"conn", "--help"}, {"ctrl", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"lat", "--help"}, {"conn", "--help"}, {"ctrl", "--help"}, {"burst", "--help"}} {
 		out := run(t, args...)
 		for _, want := range []string{"EXAMPLES:", "EXIT STATUS:", "   2  usage error"} {
 			if !strings.Contains(out, want) {
@@ -48,7 +48,7 @@ func TestEveryHelpHasExamplesAndExitStatus(t *testing.T) {
 
 // A usage error is status 2 with the command named; any other error 1.
 func TestUsageErrorsAreTheirOwnKind(t *testing.T) {
-	for _, args := range [][]string{{"lat", "--bogus"}, {"lat", "-n", "x"}, {"ctrl", "-n", "1.5"}} {
+	for _, args := range [][]string{{"lat", "--bogus"}, {"lat", "-n", "x"}, {"ctrl", "-n", "1.5"}, {"burst", "-P", "four"}} {
 		app := newApp()
 		app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
 		err := app.Run(append([]string{"rdmabench"}, args...))
@@ -63,14 +63,16 @@ func TestUsageErrorsAreTheirOwnKind(t *testing.T) {
 // exit statuses and examples, roff only.
 func TestManPage(t *testing.T) {
 	page := run(t, "generate-man")
-	for _, want := range []string{".TH rdmabench 1", ".SH SYNOPSIS", ".SS lat", ".SS conn", ".SS ctrl",
+	for _, want := range []string{".TH rdmabench 1", ".SH SYNOPSIS", ".SS lat", ".SS conn", ".SS ctrl", ".SS burst",
 		".SH EXIT STATUS", ".SH EXAMPLES", ".SH SEE ALSO", `\-\-no\-trace`, "untraced pass"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page has no %q", want)
 		}
 	}
-	if strings.Contains(page, "generate-man") || strings.Contains(page, `generate\-man`) {
-		t.Error("the page lists the hidden generate-man")
+	for _, hidden := range []string{"generate-man", "burst-rank"} {
+		if strings.Contains(page, hidden) || strings.Contains(page, strings.ReplaceAll(hidden, "-", `\-`)) {
+			t.Errorf("the page lists the hidden %s", hidden)
+		}
 	}
 	if regexp.MustCompile(`[\x00-\x09\x0b-\x1f\x7f]`).MatchString(page) {
 		t.Error("a control character in the page")

@@ -1,6 +1,7 @@
 // Command rdmabench measures the verbs paths of an RDMA device: data-path
 // latency (lat, perftest's method), rdma_cm connection setup (conn, cmtime's
-// steps) and the control path (ctrl). Its timing loops are C (package
+// steps), the control path (ctrl) and the connection burst of a job's
+// start (burst). Its timing loops are C (package
 // verbs); with tracing (tracing.go) it also says what the kernel did while a
 // sample was slow.
 package main
@@ -60,11 +61,12 @@ const appDescription = "Each command times one path of the verbs stack as the to
 	"   rdmabench lat -d rxe0 --server               # one end on this host ...\n" +
 	"   rdmabench lat -d mlx5_0 --client 10.0.0.1    # ... and the other on that one\n" +
 	"   rdmabench conn -d rxe0 -n 20 -c 4            # rdma_cm connection setup, step by step\n" +
-	"   rdmabench ctrl -d rxe0 --sizes 4K-1G         # PD, CQ, QP, transitions, reg_mr over sizes\n\n" +
+	"   rdmabench ctrl -d rxe0 --sizes 4K-1G         # PD, CQ, QP, transitions, reg_mr over sizes\n" +
+	"   rdmabench burst -d rxe0 -P 4 -n 2500         # a job's start: 4 ranks × 2500 QPs at once, then traced\n\n" +
 	"EXIT STATUS:\n%s\n   Each command's --help has its examples."
 
 func newApp() *cli.App {
-	cmds := append([]*cli.Command{latCommand(), connCommand(), ctrlCommand()}, commands...)
+	cmds := append([]*cli.Command{latCommand(), connCommand(), ctrlCommand(), burstCommand(), burstRankCommand()}, commands...)
 	for _, c := range cmds {
 		if !c.Hidden {
 			c.Flags = append(c.Flags, tracingFlags...)
@@ -75,7 +77,7 @@ func newApp() *cli.App {
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, "rdmabench", c.App.Version) }
 	return &cli.App{
 		Name:            "rdmabench",
-		Usage:           "verbs microbenchmarks: latency, rdma_cm connection setup, control path",
+		Usage:           "verbs microbenchmarks: latency, rdma_cm connection setup, control path, a job's connection burst",
 		UsageText:       "rdmabench COMMAND [OPTIONS]",
 		Description:     fmt.Sprintf(appDescription, exitStatus("")),
 		Version:         versionString(),
@@ -84,7 +86,7 @@ func newApp() *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {}, // main prints the one line
 		OnUsageError:    usage,
 		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "rdmabench: no command %q: lat, conn or ctrl (rdmabench --help)\n", name)
+			fmt.Fprintf(c.App.ErrWriter, "rdmabench: no command %q: lat, conn, ctrl or burst (rdmabench --help)\n", name)
 			os.Exit(2)
 		},
 	}

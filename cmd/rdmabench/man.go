@@ -33,7 +33,9 @@ func init() {
 // manDescription is the page's DESCRIPTION; the App's own Description
 // (for --help) also carries examples and exit statuses, which the page
 // has as sections of their own.
-const manDescription = `rdmabench times the verbs paths of an RDMA device the way the tools it imitates do: lat is perftest's ib_write_lat, ib_send_lat and ib_read_lat (the same columns, the same definitions), conn is cmtime's rdma_cm connection setup step by step, ctrl times the control path (PD, CQ, QP and its transitions, reg_mr and dereg_mr over sizes). The timing loops are C, with no cgo call per iteration.
+const manDescription = `rdmabench times the verbs paths of an RDMA device the way the tools it imitates do: lat is perftest's ib_write_lat, ib_send_lat and ib_read_lat (the same columns, the same definitions), conn is cmtime's rdma_cm connection setup step by step, ctrl times the control path (PD, CQ, QP and its transitions, reg_mr and dereg_mr over sizes), burst is the connection burst of a job's start (ranks creating many RC QPs at once and connecting them in pairs, over verbs or rdma_cm). The timing loops are C, with no cgo call per iteration.
+
+burst runs untraced, then again with rdmatrace trace beside it as a user would run it (its own defaults), and prints both passes' QPs a second and each verb's p50 and p99 with their ratio, what the tracer cost (CPU, memory) and which of the burst's QP lifecycle events its trace lacks.
 
 lat's table is always an untraced pass. In one process rdmabench then runs the same series again with rdmatrace trace beside it (on the CPUs the two ends leave free at nice 19, else where the scheduler puts it), and prints that pass's own table with each size's traced/untraced ratio, then every slow sample with what overlapped it: the timed thread off its CPU and who ran instead, other processes' memory registrations, QP and CQ creations, rdma_cm connections. --no-trace measures alone; where the tracer cannot run (no module BTF, no CAP_BPF) rdmabench says why and measures alone; --trace makes that an error.
 
@@ -48,6 +50,7 @@ var manExamples = [][2]string{
 	{"rdmabench lat -d rxe0 --plot lat.svg --perfetto lat.json", "latency over time, its CDF, and a timeline for ui.perfetto.dev"},
 	{"rdmabench conn -d rxe0 -n 100 -c 8", "100 rdma_cm connections, 8 at a time, step by step"},
 	{"rdmabench ctrl -d rxe0 --sizes 4K-1G", "the control path, and reg_mr's time over sizes"},
+	{"rdmabench burst -d rxe0 -P 4 -n 2500 --plot burst.svg", "a job's start: 4 processes × 2500 QPs at once, untraced and traced, and what the trace lacks"},
 }
 
 var manExitStatus = [][2]string{

@@ -15,7 +15,7 @@ import (
 // trace, leaks and the exporter.
 var (
 	durationFlag = &cli.DurationFlag{Name: "duration", Usage: "stop after this long (-d is --details, as in iproute2)"}
-	ringSizeFlag = &cli.IntFlag{Name: "ring-size", Value: 4 << 20, Usage: "ring buffer size in bytes (a power of two)"}
+	ringSizeFlag = &cli.IntFlag{Name: "ring-size", Usage: "ring buffer size in bytes (a power of two)", DefaultText: "8 MiB a CPU online, from 16 to 64 MiB"}
 	fallbackFlag = &cli.BoolFlag{Name: "fallback", Usage: "use kprobes and raw tracepoints instead of fentry/fexit/tp_btf"}
 	// verboseFlag asks for each hook's attach report.
 	verboseFlag = &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "say how each hook was attached, or why it was not"}
@@ -38,7 +38,7 @@ func checkTracerFlags(c *cli.Context) error {
 	if d := c.Duration("duration"); d < 0 {
 		return usagef("--duration %v: expected a positive duration such as 30s (0: no limit)", d)
 	}
-	if err := tracer.CheckRingSize(c.Int("ring-size")); err != nil {
+	if err := tracer.CheckRingSize(c.Int("ring-size")); c.IsSet("ring-size") && err != nil {
 		return usagef("--ring-size %d: %w", c.Int("ring-size"), err)
 	}
 	if p := c.Duration("poll"); p < 0 || p > time.Minute {

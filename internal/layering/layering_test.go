@@ -22,7 +22,7 @@ const (
 	host      group = "host"      // internal/host: processes, cgroups, namespaces
 	source    group = "source"    // what produces rdma values
 	analysis  group = "analysis"  // internal/analysis: what reads them
-	sink      group = "sink"      // formats, internal/fleet: what writes them
+	sink      group = "sink"      // formats, internal/fleet, internal/view: what writes them
 	rdmabench group = "rdmabench" // internal/rdmabench: the benchmark's own
 	command   group = "command"   // cmd/: flags and wiring
 	tool      group = "tool"      // the BPF object and its generator
@@ -42,7 +42,7 @@ func groupOf(pkg string) group {
 		return source
 	case strings.HasPrefix(pkg, "internal/analysis/"):
 		return analysis
-	case pkg == "formats", strings.HasPrefix(pkg, "internal/fleet/"):
+	case pkg == "formats", strings.HasPrefix(pkg, "internal/fleet/"), strings.HasPrefix(pkg, "internal/view/"):
 		return sink
 	case strings.HasPrefix(pkg, "internal/rdmabench/"):
 		return rdmabench

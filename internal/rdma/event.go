@@ -53,6 +53,8 @@ const (
 	EvQPAttr       // a modify set a QP's timeouts, retries, path MTU or address vector: QPAttr
 	EvAsync        // an IB asynchronous event (Fault.IBEvent) of a port, a device or an object
 	EvQPError      // a QP's driver moved it to ERR, or its error completions (Fault)
+	EvCallFail     // a create or an rdma_cm step failed inside the call, creating nothing (CallFail)
+	EvGIDChange    // a GID was added to or deleted from a port's GID table (GID)
 	numEventKinds
 )
 
@@ -63,7 +65,7 @@ var eventKindNames = [numEventKinds]string{"", "create", "destroy", "destroy_beg
 	"dev_unregistered", "exists", "span", "off-cpu", "port-busy", "smc-fallback",
 	"smc-link-create", "smc-link-down", "smc-link-destroy", "cm_listen",
 	"netdev-attach", "netdev-detach", "dev-rename", "netdev-rename", "qp-attr",
-	"async", "qp-error"}
+	"async", "qp-error", "call-fail", "gid-change"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != EvNone {
@@ -174,6 +176,11 @@ type Event struct {
 	QPAttr QPAttr
 	// Fault is an async event's or a QP error's (EvAsync, EvQPError).
 	Fault Fault
+	// CallFail is what an EvCallFail says: the call, its errno, what it
+	// asked, the device's limits, the limit that refused it.
+	CallFail CallFail
+	// GID is an EvGIDChange's GID table entry.
+	GID   GIDChange
 	Stack *CallStack // a user object's create: where in its program it was made (--stacks); nil: not known
 }
 

@@ -22,3 +22,15 @@ func TestLengthAndEndAreTheKindsOwn(t *testing.T) {
 		}
 	}
 }
+
+// The rdma cgroup that refused a create, read when the event came, is
+// named with its rdma.max and rdma.current: the sentence.
+func TestCallFailWhyNamesTheCgroup(t *testing.T) {
+	e := &Event{Kind: EvCallFail, Flags: EvHasDev, Resource: Resource{DevName: "rxe0"}}
+	e.CallFail = CallFail{Op: "create_cq", Errno: 11, Limit: CallLimit{Kind: LimitRDMACgroup, CgroupRes: "hca_object",
+		Cgroup: &RDMACgroupUse{Path: "/kubepods/pod-b", Max: 100, Current: 100}}}
+	f, ok := e.Failure()
+	if want := "create_cq failed (EAGAIN): rdma cgroup /kubepods/pod-b's rdma.max hca_object=100, 100 in use on rxe0"; !ok || f.Why != want || f.What != "create-failed" {
+		t.Errorf("got %+v, want %q", f, want)
+	}
+}

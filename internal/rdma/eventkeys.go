@@ -61,6 +61,18 @@ var EventKeys = []EventKey{
 	// Async events and QP errors.
 	{"ib-event", ValString}, {"qp-error", ValString}, {"wc-status", ValString}, {"count", ValUint64},
 	{"rgid", ValString}, {"rqpn", ValUint32}, {"on-port", ValStrings},
+	// A call that created nothing (call-fail): what it asked, the
+	// device's limits, the limit that refused it.
+	{"asked-qp-type", ValString}, {"asked-send-wr", ValUint32}, {"asked-recv-wr", ValUint32},
+	{"asked-send-sge", ValUint32}, {"asked-recv-sge", ValUint32}, {"asked-inline", ValUint32},
+	{"asked-cqe", ValUint32}, {"asked-length", ValUint64}, {"asked-access", ValUint32},
+	{"max-qp-wr", ValUint32}, {"max-send-sge", ValUint32}, {"max-recv-sge", ValUint32}, {"max-cqe", ValUint32},
+	{"max-mr-size", ValUint64}, {"max-qp", ValUint32}, {"max-cq", ValUint32}, {"max-mr", ValUint32},
+	{"max-pd", ValUint32}, {"max-srq", ValUint32},
+	{"limit", ValString}, {"rdmacg-res", ValString}, {"rdmacg-path", ValString}, {"rdmacg-max", ValString},
+	{"rdmacg-current", ValUint64}, {"memlock", ValUint64}, {"pinned-pages", ValUint64}, {"needed-pages", ValUint64},
+	// A GID table change (gid-change; gid-type and gid-ndev as above).
+	{"gid-op", ValString}, {"gid", ValString}, {"gid-index", ValUint32},
 	// Where a user object was created (--stacks): the library function
 	// called, and the program's frames.
 	{"via", ValString}, {"stack", ValFrames},

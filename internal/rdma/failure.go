@@ -79,6 +79,12 @@ func (e *Event) Failure() (Failure, bool) {
 		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "SMC fell back to TCP: " + SMCReason(uint32(e.Status))}, true
 	case EvSMCLinkDown:
 		return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "SMC-R link " + LGRID(e.SMC.LGR) + "/" + strconv.Itoa(int(e.SMC.ID)) + " went down on " + devText(e)}, true
+	case EvCallFail:
+		what := "create-failed"
+		if e.CallFail.IsCMStep() {
+			what = "cm-call-failed"
+		}
+		return Failure{What: what, Severity: SevWarn, Why: CallFailWhy(e)}, true
 	case EvCMQPCreate:
 		if e.Status != 0 {
 			return Failure{What: e.Kind.String(), Severity: SevWarn, Why: "rdma_cm could not create the QP: " + CMStatusName(^CMEvent(0), e.Status)}, true

@@ -4,7 +4,7 @@
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --at | --btf | --comm | --container | --count | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --listen | --log | --max-blocked | --max-input | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --at | --btf | --by | --comm | --container | --count | --delay | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --iterations | --listen | --log | --max-blocked | --max-input | --max-owners | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --sort | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -n | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --web.probe-listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
@@ -19,6 +19,7 @@ _rdmatrace_value() {
     smc) case $2 in --output | -o) return 0 ;; esac ;;
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
+    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
     why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
@@ -55,11 +56,11 @@ _rdmatrace() {
     dev | --filter-dev | --dev) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     link) COMPREPLY=($(compgen -W "$devs" -- "$cur")); return ;;
     res | --filter-res) [[ -n $cmd && $cmd != res ]] && { COMPREPLY=($(compgen -W "pd cq qp cm_id mr ctx srq" -- "$cur")); return; } ;;
-    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error cm cm-error failure" -- "$cur")); return ;;
+    event | --filter-event) COMPREPLY=($(compgen -W "create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error call-fail gid-change cm cm-error failure" -- "$cur")); return ;;
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse peer ports ps res smc stat system trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse peer ports ps res smc stat system top trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -178,6 +179,12 @@ _rdmatrace() {
         case $typ in
         set) words="netns" ;;
         esac
+        ;;
+    top)
+        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --help -h"
+        words=""
+        files="--ready-file --btf"
+        values="--iterations -n --delay -d --by --sort --max-owners --ring-size"
         ;;
     trace)
         flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"

@@ -72,6 +72,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a res
 complete -c rdmatrace -n __fish_use_subcommand -a smc
 complete -c rdmatrace -n __fish_use_subcommand -a stat
 complete -c rdmatrace -n __fish_use_subcommand -a system
+complete -c rdmatrace -n __fish_use_subcommand -a top
 complete -c rdmatrace -n __fish_use_subcommand -a trace
 complete -c rdmatrace -n __fish_use_subcommand -a why
 complete -c rdmatrace -n '__rdmatrace_cmd completion; and not __rdmatrace_dd' -l help -s h
@@ -242,6 +243,18 @@ complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd; and __fish_seen_subcommand_from set' -a 'netns'
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd; and __fish_seen_subcommand_from set; and __rdmatrace_prev netns' -a 'shared exclusive'
 complete -c rdmatrace -n '__rdmatrace_cmd system s sy sys syst syste; and not __rdmatrace_dd' -s o -l output -x -a 'text json'
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l batch -s b
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l iterations -s n -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l delay -s d -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l by -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l sort -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l max-owners -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ready-file -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l netlink
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ring-size -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l fallback
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l btf -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l verbose -s v
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pid -x
@@ -314,4 +327,4 @@ complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -s o -l o
 complete -c rdmatrace -n 'not __rdmatrace_dd; and __rdmatrace_prev link dev' -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-dev -x -a '(__rdmatrace_devices)'
 complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-res -x -a 'pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error cm cm-error failure'
+complete -c rdmatrace -n 'not __rdmatrace_dd' -l filter-event -x -a 'create destroy destroy_begin destroy_abort modify cm_id_create cm_event_handler cm_event_done cm_req_handler cm_send_req cm_send_rep cm_send_rtu cm_send_rej cm_send_mra cm_disconnect cm_sent_dreq cm_sent_drep cm_id_attach cm_id_destroy cm_qp_create cm_qp_destroy dev_register dev_unregister dev_unregistered exists span off-cpu port-busy smc-fallback smc-link-create smc-link-down smc-link-destroy cm_listen netdev-attach netdev-detach dev-rename netdev-rename qp-attr async qp-error call-fail gid-change cm cm-error failure'

@@ -78,7 +78,23 @@ type Analyzer struct {
 	// disconnected are the QPs whose rdma_cm ID disconnected: their move
 	// to ERR is the teardown's flush, not a failure.
 	disconnected map[qpKey]bool
+	// held are QPs' moves to ERR by a modify, waiting up to holdERR for
+	// what follows: a disconnect of the QP or its explicit destroy makes
+	// the move the end of its life, no failure (librdmacm's
+	// rdma_disconnect moves a user QP to ERR before it tells the kernel
+	// to disconnect; a tidy program flushes its QP through ERR before it
+	// destroys it). Without either, the line is listed when the wait ends.
+	held map[qpKey]Line
+	// failedInCall are the rdma_cm IDs whose step failed inside the call,
+	// reported by the call's own event: not inferred again at their
+	// destroy.
+	failedInCall map[uint64]bool
 }
+
+// holdERR is how long a QP's move to ERR waits for its disconnect or
+// destroy (both come within milliseconds of the move in librdmacm and in
+// tidy programs).
+const holdERR = 2 * time.Second
 
 type qpKey struct {
 	dev  string
@@ -108,7 +124,8 @@ func New(o Options) *Analyzer {
 		o.MaxLive = 1 << 16
 	}
 	return &Analyzer{o: o, live: restable.New(o.MaxLive), pending: map[uint64]*attempt{}, qpOfID: map[uint64]uint32{},
-		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{}, disconnected: map[qpKey]bool{}}
+		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{}, disconnected: map[qpKey]bool{},
+		held: map[qpKey]Line{}, failedInCall: map[uint64]bool{}}
 }
 
 // Feed takes the next event (in time order) and returns what it says went
@@ -129,7 +146,11 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 	if ev.Kind == rdma.EvCMQPCreate && ev.Obj != 0 && ev.Given(rdma.HasLQPN) && len(a.qpOfID) < maxPending {
 		a.qpOfID[ev.Obj] = ev.LQPN
 	}
-	out := a.overdue(ev.Time)
+	out := append(a.overdue(ev.Time), a.expireHeld(ev.Time, false)...)
+	out = append(out, a.settle(&ev)...)
+	if ev.Kind == rdma.EvCallFail && ev.CallFail.IsCMStep() && ev.Obj != 0 && len(a.failedInCall) < maxPending {
+		a.failedInCall[ev.Obj] = true
+	}
 	if !a.keep(&ev) {
 		a.forget(&ev)
 		return out
@@ -144,14 +165,63 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 				l.Why += "; " + s
 			}
 		}
-		out = append(out, l)
+		if ev.Kind == rdma.EvModify && ev.QPState == rdma.QPStateErr && ev.Given(rdma.HasLQPN) && len(a.held) < maxPending {
+			a.held[qpKey{ev.DevName, ev.LQPN}] = l
+		} else {
+			out = append(out, l)
+		}
 	}
 	return append(out, a.follow(&ev)...)
 }
 
+// settle ends the wait of a QP's held move to ERR at what e says of the
+// QP: a disconnect or an explicit destroy drops it (the QP's end, no
+// failure); a destroy by the kernel's cleanup at exit or close lists it
+// (the program ended without a disconnect).
+func (a *Analyzer) settle(e *rdma.Event) []Line {
+	if len(a.held) == 0 || !e.Given(rdma.HasLQPN) {
+		return nil
+	}
+	k := qpKey{e.DevName, e.LQPN}
+	l, ok := a.held[k]
+	if !ok {
+		return nil
+	}
+	switch {
+	case disconnects(e):
+		delete(a.held, k)
+	case e.Type == rdma.ResQP && (e.Kind == rdma.EvDestroyBegin || e.Kind == rdma.EvDestroy):
+		delete(a.held, k)
+		if e.Cleanup() != "" {
+			return []Line{l}
+		}
+	}
+	return nil
+}
+
+// expireHeld lists the held moves to ERR that waited holdERR by now (all
+// of them with all, at the end).
+func (a *Analyzer) expireHeld(now time.Time, all bool) []Line {
+	var out []Line
+	for k, l := range a.held {
+		if all || now.Sub(l.Time) >= holdERR {
+			out = append(out, l)
+			delete(a.held, k)
+		}
+	}
+	sortLines(out)
+	return out
+}
+
+// disconnects says whether e is its QP's rdma_cm ID disconnecting.
+func disconnects(e *rdma.Event) bool {
+	return e.Kind == rdma.EvCMDisconnect || e.Kind == rdma.EvCMSentDreq || e.Kind == rdma.EvCMSentDrep ||
+		e.Kind == rdma.EvCMEventHandler && e.CMEvent == rdma.CMEvDisconnected
+}
+
 // End lists the steps still unanswered when the stream ends at now.
 func (a *Analyzer) End(now time.Time) []Line {
-	var out []Line
+	out := a.expireHeld(now, true)
 	for obj, p := range a.pending {
 		if !p.flagged {
 			out = append(out, a.unanswered(p, now, "when the trace ended"))
@@ -188,8 +258,7 @@ func (a *Analyzer) teardown(e *rdma.Event) bool {
 	}
 	k := qpKey{e.DevName, e.LQPN}
 	switch {
-	case e.Kind == rdma.EvCMDisconnect || e.Kind == rdma.EvCMSentDreq || e.Kind == rdma.EvCMSentDrep ||
-		e.Kind == rdma.EvCMEventHandler && e.CMEvent == rdma.CMEvDisconnected:
+	case disconnects(e):
 		if len(a.disconnected) < maxPending {
 			a.disconnected[k] = true
 		}
@@ -257,7 +326,9 @@ func (a *Analyzer) follow(e *rdma.Event) []Line {
 		delete(a.answered, e.Obj)
 		delivered := a.delivered[e.Obj]
 		delete(a.delivered, e.Obj)
-		if p == nil && !delivered && e.Kind == rdma.EvCMIDDestroy && !e.Has(rdma.EvHasDev) && peerOf(e) != "" {
+		failed := a.failedInCall[e.Obj]
+		delete(a.failedInCall, e.Obj)
+		if p == nil && !delivered && !failed && e.Kind == rdma.EvCMIDDestroy && !e.Has(rdma.EvHasDev) && peerOf(e) != "" {
 			return []Line{{Time: e.Time, Res: *e, What: FailedAtOnce, Severity: rdma.SevWarn, Peer: peerOf(e),
 				Why: "rdma_resolve_addr to " + peerOf(e) + " failed in the call (no route to it, or no RDMA device on the way): only the program saw the error"}}
 		}
@@ -361,7 +432,9 @@ func (a *Analyzer) overdue(now time.Time) []Line {
 
 // Overdue lists the steps unanswered past Wait at now, for a live view
 // that is idle: the events that would show it may never come.
-func (a *Analyzer) Overdue(now time.Time) []Line { return a.overdue(now) }
+func (a *Analyzer) Overdue(now time.Time) []Line {
+	return append(a.overdue(now), a.expireHeld(now, false)...)
+}
 
 func (a *Analyzer) unanswered(p *attempt, now time.Time, when string) Line {
 	e := p.last

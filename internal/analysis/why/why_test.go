@@ -141,6 +141,8 @@ func TestWhyNamesTheOwnerFromTheLiveTableAndSelectsByQPN(t *testing.T) {
 		qp(rdma.EvModify, 20, 17, rdma.QPStateErr, false),
 		delivered(30, rdma.CMRejected, 28, rdma.CMConnect),
 	)
+	got = append(got, a.End(t0.Add(time.Second))...) // QP 17's move to ERR waited for a disconnect or destroy
+	sortLines(got)
 	want := "20ms QP_ERR app : QP moved to ERR: its outstanding work requests are flushed with errors\n" +
 		"30ms REJECTED rping 10.0.0.7:7471: peer 10.0.0.7:7471 rejected the connection: consumer defined (its program or its rdma_cm refused it) from rxe0/1"
 	if g := whys(got); g != want {
@@ -149,7 +151,8 @@ func TestWhyNamesTheOwnerFromTheLiveTableAndSelectsByQPN(t *testing.T) {
 }
 
 // A QP moved to ERR after its ID disconnected is the teardown's flush,
-// not listed; one moved to ERR while connected is.
+// not listed; one moved to ERR while connected, with no disconnect within
+// holdERR, is.
 func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
 	qpErr := func(ms int) *rdma.Event {
 		e := &rdma.Event{Kind: rdma.EvModify, Time: t0.Add(time.Duration(ms) * time.Millisecond), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
@@ -159,12 +162,50 @@ func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
 		e.SetState(uint8(rdma.QPStateErr))
 		return e
 	}
-	disc := id(rdma.EvCMDisconnect, 100, rdma.CMConnect)
+	disc := id(rdma.EvCMDisconnect, 3000, rdma.CMConnect)
 	disc.LQPN = 17
 	disc.Resource.Has |= rdma.HasLQPN
 	a := New(Options{})
-	got := feed(a, qpErr(50), disc, qpErr(110))
+	got := feed(a, qpErr(50), disc, qpErr(3010))
+	got = append(got, a.End(t0.Add(4*time.Second))...)
 	if g, want := whys(got), "50ms QP_ERR rping : QP moved to ERR: its outstanding work requests are flushed with errors"; g != want {
+		t.Errorf("got\n%s\nwant\n%s", g, want)
+	}
+}
+
+// librdmacm's rdma_disconnect moves a user QP to ERR before it asks the
+// kernel to disconnect (the rping client at -C's end, perftest's -R
+// client): the move comes first, the disconnect a moment later, and the
+// end is no failure. A tidy program's move to ERR before its explicit
+// destroy is none either; one whose process exits with the QP in ERR and
+// no disconnect is, and so is one that nothing follows within holdERR.
+func TestWhyQuietOnADisconnectOrDestroyAfterTheMoveToERR(t *testing.T) {
+	qp := func(kind rdma.EventKind, ms int, lqpn uint32) *rdma.Event {
+		e := &rdma.Event{Kind: kind, Time: t0.Add(time.Duration(ms) * time.Millisecond), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
+		e.Type, e.DevName, e.LQPN = rdma.ResQP, "rxe0", lqpn
+		e.Owner = rdma.Owner{PID: 225, TID: 225, Comm: "rping"}
+		e.Resource.Has |= rdma.HasLQPN
+		if kind == rdma.EvModify {
+			e.SetState(uint8(rdma.QPStateErr))
+		}
+		return e
+	}
+	disc := id(rdma.EvCMDisconnect, 51, rdma.CMConnect)
+	disc.LQPN = 17
+	disc.Resource.Has |= rdma.HasLQPN
+	exitDestroy := qp(rdma.EvDestroyBegin, 80, 19)
+	exitDestroy.Flags |= rdma.EvActorExiting
+	a := New(Options{})
+	got := feed(a,
+		qp(rdma.EvModify, 50, 17), disc, // rdma_disconnect's order
+		qp(rdma.EvModify, 60, 18), qp(rdma.EvDestroyBegin, 61, 18), // a tidy destroy
+		qp(rdma.EvModify, 70, 19), exitDestroy, // in ERR at its process's exit
+		qp(rdma.EvModify, 90, 20), // nothing follows
+		qp(rdma.EvCreate, 2500, 21))
+	got = append(got, a.End(t0.Add(3*time.Second))...)
+	want := "70ms QP_ERR rping : QP moved to ERR: its outstanding work requests are flushed with errors\n" +
+		"90ms QP_ERR rping : QP moved to ERR: its outstanding work requests are flushed with errors"
+	if g := whys(got); g != want {
 		t.Errorf("got\n%s\nwant\n%s", g, want)
 	}
 }
@@ -180,7 +221,7 @@ func TestNamePeerAddsToAFailedQPsSentence(t *testing.T) {
 	e := &rdma.Event{Kind: rdma.EvModify, Time: time.Unix(10, 0), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner,
 		Resource: rdma.Resource{Type: rdma.ResQP, DevName: "rxe0", LQPN: 17, Has: rdma.HasLQPN, Owner: rdma.Owner{PID: 1, TID: 1, Comm: "x"}}}
 	e.SetState(uint8(rdma.QPStateErr))
-	ls := a.Feed(e)
+	ls := append(a.Feed(e), a.End(time.Unix(20, 0))...) // the move to ERR waits for a disconnect or destroy
 	if len(ls) != 1 || !strings.HasSuffix(ls[0].Why, "; its peer QP 34 on node-b was destroyed") || len(asked) != 1 || asked[0] != 17 {
 		t.Errorf("lines %+v, asked %v", ls, asked)
 	}

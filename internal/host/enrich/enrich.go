@@ -12,6 +12,9 @@ package enrich
 
 import (
 	"sync"
+	"time"
+
+	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
 
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -36,6 +39,9 @@ type Enricher struct {
 	mu     sync.Mutex
 	procs  proc.CommCache // comms, read once per pid
 	places *placeCache    // made at the first Place: most commands never ask
+	// rdmacgSince and rdmacgReads bound RDMACgroupLimit's reads.
+	rdmacgSince time.Time
+	rdmacgReads int
 }
 
 // New makes an Enricher. It reads nothing until asked.
@@ -135,7 +141,45 @@ func (x *Enricher) Event(e *rdma.Event) {
 	if x.opts.SMCOwners && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
 		x.SMCOwner(e)
 	}
+	if e.Kind == rdma.EvCallFail && e.CallFail.Limit.Kind == rdma.LimitRDMACgroup && e.CallFail.Limit.Cgroup == nil {
+		x.RDMACgroupLimit(e)
+	}
 }
+
+// RDMACgroupLimit names the rdma cgroup that refused a failed call, with
+// its rdma.max and rdma.current as they are now (the refused object was
+// never charged, so a cgroup at its limit reads max in use). At most
+// rdmacgReadsPerSec lookups a second: a program retrying a refused create
+// in a loop must not have the tracer read files for each.
+func (x *Enricher) RDMACgroupLimit(e *rdma.Event) {
+	if !e.Has(rdma.EvHasOwner) || e.Owner.Place == nil || !e.Has(rdma.EvHasDev) {
+		return
+	}
+	x.mu.Lock()
+	now := time.Now()
+	if now.Sub(x.rdmacgSince) >= time.Second {
+		x.rdmacgSince, x.rdmacgReads = now, 0
+	}
+	x.rdmacgReads++
+	over := x.rdmacgReads > rdmacgReadsPerSec
+	x.mu.Unlock()
+	if over {
+		return
+	}
+	root := x.opts.CgroupRoot
+	if root == "" {
+		var err error
+		if root, err = cgroup.Mount(); err != nil {
+			return
+		}
+	}
+	l := &e.CallFail.Limit
+	if got, ok := cgroup.RDMALimitReached(root, e.Owner.Place.Cgroup, e.DevName, l.CgroupRes); ok {
+		l.Cgroup = &rdma.RDMACgroupUse{Path: got.Path, Max: got.Max, Current: got.Current}
+	}
+}
+
+const rdmacgReadsPerSec = 20
 
 // SMCOwner names the process that holds the SMC socket of a fallback
 // event, by its inode: the server side falls back in a kworker, so the

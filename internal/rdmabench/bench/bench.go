@@ -51,3 +51,24 @@ type Op struct {
 	Start    int64 // CLOCK_MONOTONIC ns
 	Dur      int64 // ns
 }
+
+// BurstSteps is how many steps a QP of a connection burst may have timed
+// (five over verbs, seven over rdma_cm).
+const BurstSteps = 8
+
+// StepTime is one timed step of a burst's QP, as the C loop fills it: a
+// step that did not run has Start 0.
+type StepTime struct {
+	Start int64 // CLOCK_MONOTONIC ns
+	Dur   int64 // ns
+}
+
+// BurstQP is one QP of a connection burst (rdmabench burst): its number and
+// the time of each of its steps, in the order of the burst's step names.
+// Its layout is the C loop's (struct rb_burst_qp), which fills an array of
+// them in one call.
+type BurstQP struct {
+	QPN   uint32
+	_     uint32
+	Steps [BurstSteps]StepTime
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -37,6 +38,12 @@ type Options struct {
 	// instruction, so every thread it makes has them too.
 	CPUs []int
 	Nice int
+	// Plain runs trace as a user would during a job's start: its own
+	// --poll, and no --follow-pid (no scheduler hooks, no spans), so that
+	// what is measured is what `rdmatrace trace -j` costs and loses. Extra
+	// are more of trace's flags (e.g. --ring-size), after the others.
+	Plain bool
+	Extra []string
 }
 
 // Run is a running tracer.
@@ -49,11 +56,18 @@ type Run struct {
 	offset  int64  // its clock: wall - monotonic ns
 	read    int64  // bytes of out already turned into events
 	errRead int64  // bytes of its stderr already looked at for warnings
+	// readLines counts the lines EachLine has read (for bad lines'
+	// numbers; Each and EachUntil do not count them).
+	readLines int
 	// final are the warnings Stop read before removing the directory
 	// (the tracer's loss summary comes as it exits).
 	final   []string
 	stopped bool
 	done    chan error
+	// summary is the tracer's last counts line, read by Stop; usage what
+	// the kernel says the process used, at its exit.
+	summary Summary
+	exit    Usage
 }
 
 // Find locates rdmatrace: path if given, else next to this executable,
@@ -118,10 +132,14 @@ func Start(o Options) (*Run, error) {
 	// takes a CPU from a busy-polling end each time, a twelfth as often.
 	// --bpf: without BPF there are no spans to join, and netlink's polled
 	// objects are no trace of the benchmark; the run is then untraced.
-	args := []string{"trace", "-j", "--bpf", "--no-snapshot", "--ready-file", ready, "--poll", poll.String()}
-	for _, p := range o.Follow {
-		args = append(args, "--follow-pid", strconv.Itoa(p))
+	args := []string{"trace", "-j", "--bpf", "--no-snapshot", "--ready-file", ready}
+	if !o.Plain {
+		args = append(args, "--poll", poll.String())
+		for _, p := range o.Follow {
+			args = append(args, "--follow-pid", strconv.Itoa(p))
+		}
 	}
+	args = append(args, o.Extra...)
 	r.cmd = exec.Command(path, args...)
 	r.cmd.Stdout, r.cmd.Stderr, r.cmd.Env = out, errf, env
 	if err := startPlaced(r.cmd, o.CPUs, o.Nice); err != nil {
@@ -270,6 +288,115 @@ func (r *Run) EachUntil(until int64, fn func(*rdma.Event)) ([]error, error) {
 	}
 }
 
+// Settle waits until the tracer's output has not grown for quiet, or
+// limit has passed (an error: it is still writing), and returns when
+// (CLOCK_MONOTONIC ns, within a tenth of a second) it last grew: after a
+// burst, how far the tracer lagged behind it. It only looks at the file's
+// size: reading what was written (EachLine) takes a while of its own.
+func (r *Run) Settle(quiet, limit time.Duration) (last int64, err error) {
+	const look = 100 * time.Millisecond
+	deadline := time.Now().Add(limit)
+	size := int64(-1)
+	still := time.Duration(0)
+	for {
+		st, err := os.Stat(r.out)
+		if err != nil {
+			return last, err
+		}
+		if st.Size() != size {
+			size, last, still = st.Size(), monoNow(), 0
+		} else if still += look; still >= quiet {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("the tracer was still writing events %v after the run's end", limit)
+		}
+		time.Sleep(look)
+	}
+}
+
+// EachLine reads what the tracer wrote since the last read, complete
+// lines only, counting them all but decoding only those keep takes (the
+// JSON decoding of a line is the cost, under an emulated CPU most of all):
+// fn gets each of those events, reused for the next. Bad lines come back
+// as errors, the first maxBad of them.
+func (r *Run) EachLine(keep func(line []byte) bool, fn func(*rdma.Event)) (lines int, bad []error, err error) {
+	f, err := os.Open(r.out)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	end, err := lastLineEnd(f, r.read)
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := f.Seek(r.read, io.SeekStart); err != nil {
+		return 0, nil, err
+	}
+	rd := bufio.NewReaderSize(io.LimitReader(f, end-r.read), 1<<20)
+	more := 0
+	defer func() {
+		if more > 0 {
+			bad = append(bad, &lineerr.Error{Source: r.out, More: more})
+		}
+	}()
+	// The line numbers of bad lines count from the file's start.
+	for r.readLines++; ; r.readLines++ {
+		line, err := rd.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than any event: bad, and skipped whole.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = rd.ReadSlice('\n')
+			}
+			lines++
+			bad, more = appendBad(bad, more, &lineerr.Error{Source: r.out, Line: r.readLines, Expected: "an event of rdmatrace trace -j", Found: "a line of over 1 MiB"})
+			continue
+		}
+		if len(line) == 0 && errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return lines, bad, err
+		}
+		lines++
+		if !keep(line) {
+			continue
+		}
+		var ev rdma.Event
+		derr := replay.NewReader(bytes.NewReader(line), r.out).Next(&ev)
+		var le *lineerr.Error
+		switch {
+		case derr == nil:
+			ev.Mono = uint64(ev.Time.UnixNano() - r.offset)
+			fn(&ev)
+		case errors.As(derr, &le):
+			le.Line = r.readLines
+			bad, more = appendBad(bad, more, le)
+		case !errors.Is(derr, io.EOF):
+			return lines, bad, derr
+		}
+	}
+	r.readLines--
+	r.read = end
+	return lines, bad, nil
+}
+
+// maxBad bounds the bad lines EachLine returns, as every reader's are.
+const maxBad = 20
+
+func appendBad(bad []error, more int, e *lineerr.Error) ([]error, int) {
+	if len(bad) < maxBad {
+		return append(bad, e), more
+	}
+	return bad, more + 1
+}
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
 func (r *Run) each(fn func(*rdma.Event)) ([]error, error) {
 	f, err := os.Open(r.out)
 	if err != nil {
@@ -406,6 +533,14 @@ func (r *Run) Stop() error {
 		err = fmt.Errorf("rdmatrace: %v: %s", err, r.stderrLine())
 	}
 	r.final, r.stopped = r.Warnings(), true
+	if b, rerr := os.ReadFile(r.errPath); rerr == nil {
+		r.summary = ParseSummary(b)
+	}
+	if st := r.cmd.ProcessState; st != nil {
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			r.exit = Usage{CPU: st.UserTime() + st.SystemTime(), PeakRSS: ru.Maxrss << 10}
+		}
+	}
 	if r.tmp {
 		os.RemoveAll(r.dir)
 	}
@@ -456,4 +591,111 @@ func Sleeps(dir string) (n int64, ok bool) {
 		}
 	}
 	return n, ok
+}
+
+// Summary is what the tracer's last line of counts says ("events: N seen,
+// N shown, N dropped").
+type Summary struct {
+	Seen, Shown, Dropped uint64
+	OK                   bool // the line was found
+}
+
+var summaryLine = regexp.MustCompile(`events: ([0-9]+) seen, ([0-9]+) shown, ([0-9]+) dropped`)
+
+// ParseSummary finds the last counts line in the tracer's stderr.
+func ParseSummary(stderr []byte) Summary {
+	m := summaryLine.FindAllSubmatch(stderr, -1)
+	if len(m) == 0 {
+		return Summary{}
+	}
+	last := m[len(m)-1]
+	var s Summary
+	var err [3]error
+	s.Seen, err[0] = strconv.ParseUint(string(last[1]), 10, 64)
+	s.Shown, err[1] = strconv.ParseUint(string(last[2]), 10, 64)
+	s.Dropped, err[2] = strconv.ParseUint(string(last[3]), 10, 64)
+	s.OK = err[0] == nil && err[1] == nil && err[2] == nil
+	return s
+}
+
+// Summary is the tracer's counts as it exited (after Stop; OK false
+// before, or when it wrote none).
+func (r *Run) Summary() Summary { return r.summary }
+
+// Usage is what the tracer process used: CPU (user and system, all its
+// threads) and memory.
+type Usage struct {
+	CPU     time.Duration
+	RSS     int64 // bytes resident now (0 at exit)
+	PeakRSS int64 // bytes, the most it held resident (VmHWM, ru_maxrss)
+}
+
+// Usage reads what the tracer has used so far from /proc; after Stop, the
+// kernel's account of it at its exit (no RSS then).
+func (r *Run) Usage() (Usage, error) {
+	if r.stopped {
+		return r.exit, nil
+	}
+	if r.cmd == nil || r.cmd.Process == nil {
+		return Usage{}, errors.New("no tracer process")
+	}
+	return ProcUsage(fmt.Sprintf("/proc/%d", r.cmd.Process.Pid))
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux architecture (sysconf(_SC_CLK_TCK) without cgo).
+const clockTicks = 100
+
+// ProcUsage reads a process's CPU time from dir/stat (utime and stime,
+// fields 14 and 15, after the command in parentheses) and its memory from
+// dir/status (VmRSS, VmHWM).
+func ProcUsage(dir string) (Usage, error) {
+	var u Usage
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return u, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return u, fmt.Errorf("%s/stat: no command in parentheses", dir)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime is field 14, stime 15.
+	if len(f) < 13 {
+		return u, fmt.Errorf("%s/stat: %d fields after the command, want at least 13", dir, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return u, fmt.Errorf("%s/stat: utime %q, stime %q: not numbers", dir, f[11], f[12])
+	}
+	u.CPU = time.Duration(ut+st) * time.Second / clockTicks
+	sb, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return u, err
+	}
+	for _, l := range strings.Split(string(sb), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("%s/status: %s %q: not a number of kB", dir, k, strings.TrimSpace(v))
+		}
+		if k == "VmRSS" {
+			u.RSS = kb << 10
+		} else {
+			u.PeakRSS = kb << 10
+		}
+	}
+	return u, nil
+}
+
+// PID is the tracer's process (0: none, a recorded trace).
+func (r *Run) PID() int {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
 }

@@ -123,4 +123,33 @@ struct rb_devinfo {
 };
 void rb_devinfo(const char *dev, int port, int gid_index, struct rb_devinfo *d);
 
+// The connection burst (burst.c): one rank's device context, PD and CQ,
+// and its QPs.
+enum { RB_B_OPEN_DEVICE, RB_B_ALLOC_PD, RB_B_CREATE_CQ, RB_B_DESTROY_CQ, RB_B_DEALLOC_PD, RB_B_CLOSE_DEVICE,
+       RB_B_NSETUP };
+// The steps of one QP: over verbs (RB_BV_*), over rdma_cm (RB_BC_*, cmtime's).
+enum { RB_BV_CREATE, RB_BV_INIT, RB_BV_RTR, RB_BV_RTS, RB_BV_DESTROY, RB_BV_NSTEPS };
+enum { RB_BC_CREATE_ID, RB_BC_RESOLVE_ADDR, RB_BC_RESOLVE_ROUTE, RB_BC_CREATE_QP, RB_BC_CONNECT, RB_BC_DISCONNECT,
+       RB_BC_DESTROY, RB_BC_NSTEPS };
+#define RB_B_MAXSTEPS 8
+struct rb_burst_qp {
+	uint32_t qpn, pad;
+	struct rb_step steps[RB_B_MAXSTEPS];
+};
+// rb_burst is opaque here (burst.c): Go holds a pointer from
+// rb_burst_new and reads the error of a failed call with rb_burst_err.
+struct rb_burst;
+struct rb_burst *rb_burst_new(void);
+const char *rb_burst_err(struct rb_burst *b);
+int rb_burst_tid(struct rb_burst *b);
+void rb_burst_free(struct rb_burst *b);
+int rb_burst_open(struct rb_burst *b, const char *dev, int port, int gid_index, int nqp, int cm, struct rb_step *setup);
+enum { RB_ORDER_NCCL, RB_ORDER_PAIRS, RB_ORDER_PHASES };
+int rb_burst_connect(struct rb_burst *b, struct rb_burst_qp *out, int order);
+int rb_burst_destroy(struct rb_burst *b, struct rb_burst_qp *out);
+int rb_burst_cm_listen(struct rb_burst *b, const char *addr, int port);
+int rb_burst_cm_connect(struct rb_burst *b, struct rb_burst_qp *out, int window, int64_t timeout_ns);
+int rb_burst_cm_destroy(struct rb_burst *b, struct rb_burst_qp *out, int64_t timeout_ns);
+void rb_burst_close(struct rb_burst *b, struct rb_step *teardown);
+
 #endif

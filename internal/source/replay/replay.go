@@ -157,6 +157,38 @@ type object struct {
 	RGID     string   `json:"rgid"`
 	RQPN     uint32   `json:"rqpn"`
 	OnPort   []string `json:"on-port"`
+	// A call that created nothing (call-fail).
+	AskedQPType   string  `json:"asked-qp-type"`
+	AskedSendWR   *uint32 `json:"asked-send-wr"`
+	AskedRecvWR   uint32  `json:"asked-recv-wr"`
+	AskedSendSGE  uint32  `json:"asked-send-sge"`
+	AskedRecvSGE  uint32  `json:"asked-recv-sge"`
+	AskedInline   uint32  `json:"asked-inline"`
+	AskedCQE      *uint32 `json:"asked-cqe"`
+	AskedLength   *uint64 `json:"asked-length"`
+	AskedAccess   uint32  `json:"asked-access"`
+	MaxQPWR       *uint32 `json:"max-qp-wr"`
+	MaxSendSGE    uint32  `json:"max-send-sge"`
+	MaxRecvSGE    uint32  `json:"max-recv-sge"`
+	MaxCQE        uint32  `json:"max-cqe"`
+	MaxMRSize     uint64  `json:"max-mr-size"`
+	MaxQP         uint32  `json:"max-qp"`
+	MaxCQ         uint32  `json:"max-cq"`
+	MaxMR         uint32  `json:"max-mr"`
+	MaxPD         uint32  `json:"max-pd"`
+	MaxSRQ        uint32  `json:"max-srq"`
+	Limit         string  `json:"limit"`
+	RDMACgRes     string  `json:"rdmacg-res"`
+	RDMACgPath    *string `json:"rdmacg-path"`
+	RDMACgMax     string  `json:"rdmacg-max"`
+	RDMACgCurrent uint64  `json:"rdmacg-current"`
+	Memlock       uint64  `json:"memlock"`
+	PinnedPages   uint64  `json:"pinned-pages"`
+	NeededPages   uint64  `json:"needed-pages"`
+	// A GID table change (gid-change).
+	GIDOp    string  `json:"gid-op"`
+	GID      string  `json:"gid"`
+	GIDIndex *uint32 `json:"gid-index"`
 	// Names trace -j derives from a number (status, fallback) or from
 	// the settings (risks): read, not needed; rendering derives them again.
 	StatusName     string   `json:"status-name"`
@@ -380,6 +412,11 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 		ev.Span.Func = o.Func
 	case ev.Kind == rdma.EvPortBusy:
 		ev.PortBusy.Op = o.Func
+	case ev.Kind == rdma.EvCallFail:
+		if o.Func == "" {
+			return &fieldError{"func: the call of a call-fail", "none"}
+		}
+		ev.CallFail.Op = o.Func
 	case o.Func != "":
 		return &fieldError{"no func on a " + ev.Kind.String() + " (spans and port-busy have one)", lineerr.Quote([]byte(o.Func))}
 	}
@@ -433,6 +470,16 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 	}
 	if ev.Kind == rdma.EvAsync || ev.Kind == rdma.EvQPError {
 		if fe := failureFields(o, ev); fe != nil {
+			return fe
+		}
+	}
+	if ev.Kind == rdma.EvCallFail {
+		if fe := callFailFields(o, ev); fe != nil {
+			return fe
+		}
+	}
+	if ev.Kind == rdma.EvGIDChange {
+		if fe := gidFields(o, ev); fe != nil {
 			return fe
 		}
 	}
@@ -688,6 +735,96 @@ func failureFields(o *object, ev *rdma.Event) *fieldError {
 		f.PeerGID, f.PeerQPN = a, o.RQPN
 	}
 	f.OnPort = o.OnPort
+	return nil
+}
+
+// callFailFields reads a failed call's own keys: its errno (status), what
+// it asked, the device's limits and the limit that refused it.
+func callFailFields(o *object, ev *rdma.Event) *fieldError {
+	c := &ev.CallFail
+	if o.Status >= 0 || o.Status < -4095 {
+		return &fieldError{"status: the negative errno of a call-fail", strconv.Itoa(int(o.Status))}
+	}
+	c.Errno, ev.Status = -o.Status, 0
+	a := &c.Asked
+	if o.AskedSendWR != nil {
+		t, err := rdma.ParseQPType(o.AskedQPType)
+		if err != nil {
+			return badField("asked-qp-type", o.AskedQPType, err)
+		}
+		a.Has |= rdma.AskedQP
+		a.QPType, a.MaxSendWR, a.MaxRecvWR = t, *o.AskedSendWR, o.AskedRecvWR
+		a.MaxSendSGE, a.MaxRecvSGE, a.MaxInlineData = o.AskedSendSGE, o.AskedRecvSGE, o.AskedInline
+	}
+	if o.AskedCQE != nil {
+		a.Has |= rdma.AskedCQE
+		a.CQE = *o.AskedCQE
+	}
+	if o.AskedLength != nil {
+		a.Has |= rdma.AskedMR
+		a.Length, a.Access = *o.AskedLength, o.AskedAccess
+	}
+	if o.MaxQPWR != nil {
+		c.Caps = rdma.DevCaps{Valid: true, MaxQPWR: *o.MaxQPWR, MaxSendSGE: o.MaxSendSGE, MaxRecvSGE: o.MaxRecvSGE,
+			MaxCQE: o.MaxCQE, MaxMRSize: o.MaxMRSize, MaxQP: o.MaxQP, MaxCQ: o.MaxCQ, MaxMR: o.MaxMR, MaxPD: o.MaxPD, MaxSRQ: o.MaxSRQ}
+	}
+	if o.Limit == "" {
+		return nil
+	}
+	k, err := rdma.ParseLimitKind(o.Limit)
+	if err != nil {
+		return badField("limit", o.Limit, err)
+	}
+	l := &c.Limit
+	l.Kind = k
+	switch k {
+	case rdma.LimitRDMACgroup:
+		if o.RDMACgRes != "hca_handle" && o.RDMACgRes != "hca_object" {
+			return &fieldError{"rdmacg-res: hca_handle or hca_object", lineerr.Quote([]byte(o.RDMACgRes))}
+		}
+		l.CgroupRes = o.RDMACgRes
+		if o.RDMACgPath != nil {
+			max := int64(-1)
+			if o.RDMACgMax != "max" {
+				v, err := strconv.ParseInt(o.RDMACgMax, 10, 64)
+				if err != nil || v < 0 {
+					return &fieldError{"rdmacg-max: a count or max", lineerr.Quote([]byte(o.RDMACgMax))}
+				}
+				max = v
+			}
+			l.Cgroup = &rdma.RDMACgroupUse{Path: *o.RDMACgPath, Max: max, Current: int64(min(o.RDMACgCurrent, 1<<62))}
+		}
+	case rdma.LimitMemlock:
+		l.Memlock, l.Pinned, l.NPages = o.Memlock, o.PinnedPages, o.NeededPages
+	}
+	return nil
+}
+
+// gidFields reads a GID table change.
+func gidFields(o *object, ev *rdma.Event) *fieldError {
+	g := &ev.GID
+	switch o.GIDOp {
+	case "add":
+		g.Added = true
+	case "del":
+	default:
+		return &fieldError{"gid-op: add or del", lineerr.Quote([]byte(o.GIDOp))}
+	}
+	a, err := netip.ParseAddr(o.GID)
+	if err != nil || !a.Is6() {
+		return &fieldError{"gid: a GID as an IPv6 address", lineerr.Quote([]byte(o.GID))}
+	}
+	if o.GIDIndex == nil {
+		return &fieldError{"gid-index: the GID's index in its table", "none"}
+	}
+	t, err := rdma.ParseGIDType(o.GIDType)
+	if err != nil {
+		return badField("gid-type", o.GIDType, err)
+	}
+	g.GID, g.Index, g.Type = a, *o.GIDIndex, t
+	if o.GIDNdev != nil {
+		g.Netdev = *o.GIDNdev
+	}
 	return nil
 }
 
