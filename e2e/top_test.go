@@ -38,12 +38,19 @@ func topFrames(t *testing.T, out string) []map[string]topRow {
 		case l == "":
 			inOwners = false
 		case inOwners && len(f) >= 13:
-			qps, err1 := strconv.Atoi(f[1])
-			cr, err2 := strconv.ParseFloat(f[9], 64)
+			// The owner may hold a space ("ib_core (kernel)"): it ends
+			// where two spaces pad it.
+			owner, rest, _ := strings.Cut(l, "  ")
+			c := strings.Fields(rest)
+			if len(c) < 9 {
+				t.Fatalf("top -b: a row that does not read: %q", l)
+			}
+			qps, err1 := strconv.Atoi(c[0])
+			cr, err2 := strconv.ParseFloat(c[8], 64)
 			if err1 != nil || err2 != nil {
 				t.Fatalf("top -b: a row that does not read: %q", l)
 			}
-			frames[len(frames)-1][f[0]] = topRow{qps: qps, states: f[8], creates: cr}
+			frames[len(frames)-1][strings.TrimSpace(owner)] = topRow{qps: qps, states: c[7], creates: cr}
 		}
 	}
 	return frames
