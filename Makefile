@@ -186,6 +186,8 @@ e2e: $(E2E_BIN)
 	  guest/siw.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  guest/modbtf.sh $$k out/kmod >/dev/null || [ $$? = 3 ]; \
 	  rm -f out/e2e-$$k/digest.txt; \
+	  case " $(E2E_MOVED_TO) " in *" $$k "*) here=1;; *) here=0;; esac; \
+	  RDMATRACE_E2E_MOVED='$(E2E_MOVED)' RDMATRACE_E2E_MOVED_HERE=$$here \
 	  RDMATRACE_E2E_FULL=$$full RDMATRACE_E2E_RERUN=$(E2E_RERUN) RDMATRACE_GUEST_TCG=$${RDMATRACE_GUEST_TCG:-$$tcg} RDMATRACE_GUEST_SILENCE=300 guest/run -k $$k -t 2700 -o out/e2e-$$k -- guest/e2e-tests.sh $(E2E_BIN) -test.v -test.run '$(E2E_RUN)' -rdmatrace $(BIN); \
 	  echo "== e2e on Debian $$k done, $$(date -u +%T)"; \
 	done
@@ -228,6 +230,10 @@ E2E_RERUN ?= 0
 # kernel side is covered on every kernel by the other tests, and 6.1's
 # lane was the longest. make e2e runs it on every E2E_FULL_KERNELS.
 E2E_LANDING_FULL ?= 6.12
+# Full-tier tests the landing path runs on 6.1's lane instead of 6.12's,
+# to even the lanes out (6.12's is the longest); each passes on both.
+E2E_LANDING_MOVED ?= TestPrometheusScrapesTheExporter|TestFailedCallsNameTheirLimits
+E2E_LANDING_MOVED_TO ?= 6.1
 e2e-landing: $(E2E_BIN)
 	@set -e; lanes=""; left=" $(KERNELS) "; \
 	for lane in $(E2E_LANES); do l=""; \
@@ -238,7 +244,7 @@ e2e-landing: $(E2E_BIN)
 	for lane in $$lanes; do \
 	  ( for k in $$(echo $$lane | tr , ' '); do \
 	      start=$$(date +%s); \
-	      krc=0; $(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$$k E2E_RERUN=1 E2E_FULL_KERNELS='$(E2E_LANDING_FULL)' >out/e2e-$$k.log 2>&1 || krc=$$?; echo $$krc >out/e2e-$$k.rc; \
+	      krc=0; $(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$$k E2E_RERUN=1 E2E_FULL_KERNELS='$(E2E_LANDING_FULL)' E2E_MOVED='$(E2E_LANDING_MOVED)' E2E_MOVED_TO='$(E2E_LANDING_MOVED_TO)' >out/e2e-$$k.log 2>&1 || krc=$$?; echo $$krc >out/e2e-$$k.rc; \
 	      ( flock 9; cat out/e2e-$$k.log; \
 	        tally=$$(sed -n 's/^== e2e tally: //p' out/e2e-$$k.log | tail -n 1); \
 	        echo "== e2e on Debian $$k: $${tally:-no tally, the guest ended before its tests did}, in $$(( $$(date +%s) - start ))s, $$(date -u +%T)" ) 9>>out/e2e-print.lock; \
