@@ -143,6 +143,7 @@ func NewServer(reg *prometheus.Registry, o ServeOptions) *Server {
 		gather = func(context.Context) prometheus.Gatherer { return reg }
 	}
 	mux.Handle("/metrics", scrapeHandler(reg, gather, o))
+	mux.HandleFunc("GET /{$}", landingPage)
 	s.http = s.newHTTP(s.guard, mux)
 	pmux := http.NewServeMux()
 	s.probeRoutes(pmux)
@@ -185,6 +186,30 @@ func (s *Server) probeRoutes(mux *http.ServeMux) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 }
+
+// landingPage answers / as exporters do (exporter-toolkit's landing
+// page): what this is and where its metrics and probes are, so that a
+// browser or a curl pointed at the port learns it serves, instead of a
+// 404. It reads nothing of the kernel.
+func landingPage(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = io.WriteString(w, landingHTML)
+}
+
+const landingHTML = `<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>rdmatrace exporter</title></head>
+<body>
+<h1>rdmatrace exporter</h1>
+<p>RDMA objects by owner, failures and port counters of this node, for Prometheus.</p>
+<ul>
+<li><a href="metrics">/metrics</a>: the metrics</li>
+<li><a href="healthz">/healthz</a>: liveness (the process serves)</li>
+<li><a href="readyz">/readyz</a>: readiness (the first read of the kernel is done)</li>
+</ul>
+</body>
+</html>
+`
 
 // scrapeHandler serves /metrics: at most MaxRequests at once (503 at once
 // past it), each answered 503 after Timeout, when its context is

@@ -411,3 +411,25 @@ func TestBadWebConfigIsRefused(t *testing.T) {
 		t.Error("an absent config: no error")
 	}
 }
+
+// TestLandingPage: / answers with a page that links the metrics, as
+// exporters do, and any other path is still 404.
+func TestLandingPage(t *testing.T) {
+	_, addr := serve(t, ServeOptions{}, func(context.Context, func(*rdma.Resource)) rdma.NodeState { return snapshot() }, nil)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if c, body := get("/"); c != http.StatusOK || !strings.Contains(body, `<a href="metrics">`) {
+		t.Errorf("/: %d %.200q, want 200 with a link to the metrics", c, body)
+	}
+	if c, _ := get("/nothing"); c != http.StatusNotFound {
+		t.Errorf("/nothing: %d, want 404", c)
+	}
+}
