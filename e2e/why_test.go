@@ -191,8 +191,8 @@ func TestWhyNamesConnectFailuresInWords(t *testing.T) {
 	}
 
 	// The exporter counted them.
-	rejected := "rdma_failures_total{comm=rping,container=,device=" + device + ",event=REJECTED,port=1}"
-	addrErr := "rdma_failures_total{comm=rping,container=,device=,event=ADDR_ERROR,port=}"
+	rejected := "rdma_failures_total{comm=rping,container=,device=" + device + ",event=REJECTED,port=1,uid=0}"
+	addrErr := "rdma_failures_total{comm=rping,container=,device=,event=ADDR_ERROR,port=,uid=0}"
 	var after map[string]float64
 	counted := func() bool {
 		after = scrape(t, metrics)
