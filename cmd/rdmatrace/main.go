@@ -279,18 +279,23 @@ func main() {
 	if err == nil {
 		return
 	}
-	code := 1
-	var ee *exitError
-	var se *tracer.ExitError // a session's: the program's status, or a failure said already
-	if errors.As(err, &ee) {
-		code = ee.code
-		err = ee.err
-	} else if errors.As(err, &se) {
-		code = se.Code
-		err = se.Err
-	}
+	code, err := exitCode(err)
 	printError(os.Stderr, err)
 	os.Exit(code)
+}
+
+// exitCode is the status a command's error exits with, and what is
+// left to say of it (nil when it was said already).
+func exitCode(err error) (int, error) {
+	var ee *exitError
+	var se *tracer.ExitError // a use case's: the program's status, or a failure said already
+	switch {
+	case errors.As(err, &ee):
+		return ee.code, ee.err
+	case errors.As(err, &se):
+		return se.Code, se.Err
+	}
+	return 1, err
 }
 
 // printError writes err to w, one line per joined error, each escaped:

@@ -96,7 +96,7 @@ func runWhy(c *cli.Context) error {
 	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
 		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
-			return usage(c, "%w", err)
+			return usagef("%w", err)
 		}
 		err = whyRecording(path, logs, maxInputOptions(c), an, sink)
 	} else if len(logs) > 0 {
