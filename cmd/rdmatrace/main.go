@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
+	"github.com/rdmatrace/rdmatrace/internal/base/cliargs"
 	"github.com/rdmatrace/rdmatrace/internal/base/suggest"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
@@ -58,7 +58,7 @@ type usageError struct {
 
 // Error is raw: main prints every error through formats.ErrorLines, which escapes it.
 func (e *usageError) Error() string {
-	help, what := "rdmatrace", usageText(e.err, e.flags)
+	help, what := "rdmatrace", cliargs.UsageText(e.err, e.flags)
 	if e.cmd != "" {
 		help += " " + e.cmd
 		what = e.cmd + ": " + what
@@ -92,85 +92,6 @@ func nameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
 		}
 		return err
 	}
-}
-
-// usageText rewrites the flag package's messages in rdmatrace's words,
-// with flags spelled as they are typed.
-func usageText(err error, flags []cli.Flag) string {
-	s := err.Error()
-	if f, ok := strings.CutPrefix(s, "flag provided but not defined: -"); ok {
-		if x := unknownInBundle(f, flags); x != "" {
-			return "unknown flag -" + x + " in -" + f
-		}
-		return "unknown flag " + dashes(f)
-	}
-	if f, ok := strings.CutPrefix(s, "flag needs an argument: -"); ok {
-		return dashes(f) + " needs a value"
-	}
-	// invalid value "abc" for flag -count: parse error
-	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
-		if v, f, ok := strings.Cut(rest, " for flag -"); ok {
-			f, why, _ := strings.Cut(f, ": ")
-			if why == "parse error" {
-				why = expected(f, flags)
-			}
-			return dashes(f) + " " + v + ": " + why
-		}
-	}
-	return s
-}
-
-// unknownInBundle is the first letter of f that is no short flag, when
-// f reads as short flags bundled (-tlx: its first letter is one); "" if
-// not.
-func unknownInBundle(f string, flags []cli.Flag) string {
-	if len(f) < 2 || strings.HasPrefix(f, "-") {
-		return ""
-	}
-	short := map[string]bool{}
-	for _, fl := range flags {
-		for _, n := range fl.Names() {
-			if len(n) == 1 {
-				short[n] = true
-			}
-		}
-	}
-	if !short[f[:1]] {
-		return ""
-	}
-	for _, r := range f {
-		if !short[string(r)] {
-			return string(r)
-		}
-	}
-	return ""
-}
-
-// expected says what a flag's value should look like.
-func expected(name string, flags []cli.Flag) string {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			switch f.(type) {
-			case *cli.IntFlag, *cli.UintFlag, *cli.Int64Flag, *cli.Uint64Flag:
-				return "expected a whole number"
-			case *cli.DurationFlag:
-				return "expected a duration such as 30s or 1m30s"
-			}
-		}
-	}
-	return "parse error"
-}
-
-// dashes spells a flag name as typed: -o, --output.
-func dashes(name string) string {
-	name = strings.TrimPrefix(name, "-")
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
 }
 
 func newApp() *cli.App {
