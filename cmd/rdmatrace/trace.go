@@ -466,9 +466,3 @@ func existing(x *enrich.Enricher, emit func(*rdma.Event)) error {
 	_, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { emit(e); return true }})
 	return err
 }
-
-// snapshotEvents is existing with an enricher of its own, for leaks until
-// it builds its own once per run.
-func snapshotEvents(emit func(*rdma.Event)) error {
-	return existing(enrich.New(enrich.Options{}), emit)
-}

@@ -27,9 +27,6 @@ const (
 	minNetlinkPoll     = 100 * time.Millisecond
 )
 
-// netlinkNotSeen is what trace without BPF cannot see.
-const netlinkNotSeen = "rdma_cm events, spans, off-CPU spells, port conflicts, SMC events, and objects created and destroyed (or changed and changed back) between two dumps are not seen"
-
 // netlinkOptions are trace's without BPF: the interval between two dumps,
 // whether --follow-pid was asked (it needs BPF), the command's words for
 // missing privileges.
@@ -66,7 +63,9 @@ func traceNetlink(o traceRun, sink *formats.EventTee, x *enrich.Enricher, reason
 		return exitWith(1, fmt.Errorf("%s; RDMA netlink cannot stand in: %v", problem(reason), err))
 	}
 	defer nl.Close()
-	sayNetlink(nl.MonitorErr, o.Netlink.Poll, reason, o.Verbose)
+	for _, line := range nlpoll.Mode(nl.MonitorErr, o.Netlink.Poll, reason, o.Verbose) {
+		logf("%s", line)
+	}
 	if err := o.Out.openRecording(sink); err != nil {
 		return err
 	}
@@ -83,27 +82,6 @@ func traceNetlink(o traceRun, sink *formats.EventTee, x *enrich.Enricher, reason
 	err = errors.Join(err, run.End(), sink.Flush())
 	logf("%d dumps every %v, %d events shown", p.Dumps(), o.Netlink.Poll, p.Shown())
 	return err
-}
-
-// sayNetlink says how trace goes without BPF, and why.
-func sayNetlink(monitorErr error, every time.Duration, reason string, verbose bool) {
-	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", every)
-	if monitorErr != nil {
-		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", every)
-	}
-	logf("no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s",
-		reason, what, netlinkNotSeen)
-	if verbose {
-		logf("mode: netlink (monitor group: %s; a dump every %v)", monitorState(monitorErr), every)
-	}
-}
-
-// monitorState says whether trace reads the monitor group, or why not.
-func monitorState(err error) string {
-	if err == nil {
-		return "joined"
-	}
-	return "not used: " + err.Error()
 }
 
 // bpfFlag refuses the fallback: a caller that needs what only BPF sees

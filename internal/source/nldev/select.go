@@ -67,6 +67,9 @@ func (c *Client) PortsNamed(dev, port string) ([]rdma.Port, error) {
 }
 
 // SummariesOf are the per-device counts, of device dev only when not "".
+// A dev that is not there is a NotFoundError as DevicesNamed's, with the
+// devices there are and the resource types (res DEV and res TYPE share
+// the word: a type mistyped reads as a device).
 func (c *Client) SummariesOf(dev string) ([]rdma.Summary, error) {
 	sums, err := c.Summaries()
 	if dev == "" {
@@ -78,7 +81,22 @@ func (c *Client) SummariesOf(dev string) ([]rdma.Summary, error) {
 			keep = append(keep, s)
 		}
 	}
+	if len(keep) == 0 {
+		devs, _ := c.Devices()
+		if _, missing := SelectDevices(devs, dev); missing != nil {
+			return nil, &NotFoundError{Err: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
+		}
+	}
 	return keep, err
+}
+
+// resTypeNames lists the resource types, for messages.
+func resTypeNames() string {
+	names := make([]string, len(rdma.ResourceTypes))
+	for i, t := range rdma.ResourceTypes {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // legacyTypes maps the kernel's device protocol to the legacy TYPE column.
