@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 )
@@ -164,7 +165,7 @@ func leaksOptions(c *cli.Context) (leaksRun, error) {
 	}
 	so.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
 	o.Live = leaks.RunOptions{Session: so, Tick: tickInterval, Warn: func(msg string) { logf("%s", msg) },
-		Enrich: enrich.New(enrich.Options{}), Stages: []enrich.Stage{enrich.PortHolders(portHolders)},
+		Enrich: enrich.New(enrich.Options{}), Stages: []enrich.Stage{enrich.PortHolders(ports.NewHolderLookup().Names)},
 		Watch: leaks.Options{MaxTable: c.Int("max-table"), Interval: c.Duration("interval"), MaxBlocked: c.Duration("max-blocked"),
 			Keep: f.Match, Window: reorderWindow}}
 	return o, nil

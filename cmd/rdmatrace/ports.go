@@ -11,7 +11,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, portsCommand()) }
@@ -124,10 +123,3 @@ func portsOptions(c *cli.Context) (o output, q ports.Query, conflicts bool, err 
 
 // gatherPorts is ports.Gather; tests replace it.
 var gatherPorts = ports.Gather
-
-// holderLookup names port-busy events' holders (a dump shared for a second).
-var holderLookup = ports.NewHolderLookup()
-
-// portHolders names who holds the port that e could not have, as it is
-// now (ports.HolderLookup.Names): the hook enrich.Options.Holders takes.
-func portHolders(e *rdma.Event) []string { return holderLookup.Names(e) }

@@ -241,6 +241,10 @@ func (p *Poller) warn(err error) {
 // errCount ends a run at Count events; it is no failure.
 var errCount = errors.New("count reached")
 
+// MinInterval is the shortest interval allowed between two dumps: each
+// lists every resource of every device.
+const MinInterval = 100 * time.Millisecond
+
 // NotSeen is what a trace through netlink cannot see.
 const NotSeen = "rdma_cm events, spans, off-CPU spells, port conflicts, SMC events, and objects created and destroyed (or changed and changed back) between two dumps are not seen"
 
