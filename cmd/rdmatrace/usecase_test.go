@@ -12,6 +12,7 @@ func TestTraceOptionsRefuseWhatCannotGoTogether(t *testing.T) {
 		{"trace -r x.ndjson -w y.ndjson", "-r reads a recording"},
 		{"trace -w y.ndjson -W 3", "-W N keeps N files of -C MB"},
 		{"trace --print", "go with -w FILE"},
+		{"trace --netlink --poll 50ms", "--poll without BPF: at least 100ms"},
 	} {
 		_, stderr, code := rdmatrace(t, strings.Fields(tc.args)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "rdmatrace: trace: ") {
