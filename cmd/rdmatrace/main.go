@@ -22,76 +22,25 @@ import (
 // files of their own.
 var commands []*cli.Command
 
-// exitError carries a process exit status through cli's error return.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
 // exit is os.Exit, replaced in tests.
 var exit = os.Exit
 
-// exitWith returns an error that makes rdmatrace exit with code; err may be
-// nil when the message was already printed.
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+// exitWith returns an error that makes rdmatrace exit with code, as a use
+// case's do; err may be nil when the message was already printed.
+func exitWith(code int, err error) error { return &tracer.ExitError{Code: code, Err: err} }
 
-// usageError is a mistake in how rdmatrace was called. It travels in an
-// exitError of status 2, and reads as the one line that main prints after
-// "rdmatrace: ": the command, what is wrong, and where the help is. Every
-// command reports bad flags, arguments and values this way.
-type usageError struct {
-	cmd   string // empty for rdmatrace itself
-	err   error
-	flags []cli.Flag // the command's, to name what a bad value should be
-	// ofCommand: made by usagef, for the command that runs (which
-	// nameUsage names).
-	ofCommand bool
-}
-
-// Error is raw: main prints every error through formats.ErrorLines, which escapes it.
-func (e *usageError) Error() string {
-	help, what := "rdmatrace", cliargs.UsageText(e.err, e.flags)
-	if e.cmd != "" {
-		help += " " + e.cmd
-		what = e.cmd + ": " + what
-	}
-	return what + "; see '" + help + " --help'"
-}
-
-func (e *usageError) Unwrap() error { return e.err }
-
-// usageErr wraps err as a usage error of cmd ("" for rdmatrace itself).
+// usageErr is a usage error of cmd ("" for rdmatrace itself): exit
+// status 2 and one line, the command, what is wrong and where the help is
+// (cliargs.UsageError). Every command reports bad flags, arguments and
+// values this way.
 func usageErr(cmd string, flags []cli.Flag, err error) error {
-	return exitWith(2, &usageError{cmd: cmd, err: err, flags: flags})
+	return exitWith(2, &cliargs.UsageError{Program: "rdmatrace", Cmd: cmd, Err: err, Flags: flags})
 }
 
-// usagef makes a usage error of the command that runs: what checks the
-// options needs no *cli.Context to say which (nameUsage names it).
+// usagef makes a usage error of the command that runs (cliargs.NameUsage
+// names it).
 func usagef(format string, a ...any) error {
-	return exitWith(2, &usageError{err: fmt.Errorf(format, a...), ofCommand: true})
-}
-
-// nameUsage makes action's usage errors (usagef's) name command name.
-func nameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
-	if action == nil {
-		return nil
-	}
-	return func(c *cli.Context) error {
-		err := action(c)
-		var ue *usageError
-		if errors.As(err, &ue) && ue.ofCommand && ue.cmd == "" {
-			ue.cmd = name
-		}
-		return err
-	}
+	return exitWith(2, cliargs.Usagef("rdmatrace", format, a...))
 }
 
 func newApp() *cli.App {
@@ -101,13 +50,13 @@ func newApp() *cli.App {
 		// Without this, urfave/cli prints "Incorrect Usage" and the whole
 		// help on stdout and exits 1.
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
-		cmd.Action = nameUsage(name, cmd.Action)
+		cmd.Action = cliargs.NameUsage(name, cmd.Action)
 		for _, sub := range cmd.Subcommands {
-			sub.Action = nameUsage(sub.Name, sub.Action)
+			sub.Action = cliargs.NameUsage(sub.Name, sub.Action)
 		}
 	}
 	help := helpCommand()
-	help.Action = nameUsage(help.Name, help.Action)
+	help.Action = cliargs.NameUsage(help.Name, help.Action)
 	// -v is --verbose in trace and leaks; -V is the version, as in pwru
 	// and ptcpdump.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version and exit"}
@@ -139,7 +88,7 @@ func newApp() *cli.App {
 		OnUsageError:         func(_ *cli.Context, err error, _ bool) error { return usageErr("", nil, err) },
 		CommandNotFound: func(c *cli.Context, name string) {
 			// cli.App takes no error from here: main's rule, applied here.
-			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &usageError{err: unknownCommand(name)})
+			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &cliargs.UsageError{Program: "rdmatrace", Err: unknownCommand(name)})
 			exit(2)
 		},
 	}
@@ -208,12 +157,7 @@ func main() {
 // exitCode is the status a command's error exits with, and what is
 // left to say of it (nil when it was said already).
 func exitCode(err error) (int, error) {
-	var ee *exitError
-	var se *tracer.ExitError // a use case's: the program's status, or a failure said already
-	switch {
-	case errors.As(err, &ee):
-		return ee.code, ee.err
-	case errors.As(err, &se):
+	if se := (*tracer.ExitError)(nil); errors.As(err, &se) {
 		return se.Code, se.Err
 	}
 	return 1, err
