@@ -90,16 +90,15 @@ func runExporter(c *cli.Context) error {
 		return err
 	}
 	if o.Tracer != nil && c.IsSet("otlp") {
-		sink, closeOTLP, err := startOTLP(c.String("otlp"), c.String("node"))
+		// The node's identity records go with the events; the delivery's
+		// counts are served with the metrics.
+		n, err := startOTLP(c.String("otlp"), c.String("node"), true)
 		if err != nil {
 			return err
 		}
-		// The node's identity records go with the events; the delivery's
-		// counts are served with the metrics.
-		ids, closeIDs := startIdentity(sink)
-		defer func() { closeIDs(); closeOTLP() }() // after the tracer's last events
-		o.Collectors = append(o.Collectors, sink.Collector())
-		o.Also = func(e *rdma.Event) { sink.Write(e); ids.Event(e) }
+		defer n.Close() // after the tracer's last events
+		o.Collectors = append(o.Collectors, n.Sink.Collector())
+		o.Also = n.Write
 	}
 	return serveMetrics(o, c.String("ready-file"))
 }

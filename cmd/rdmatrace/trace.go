@@ -1,20 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/qplife"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/trace"
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, traceCommand()) }
@@ -230,18 +226,12 @@ func (o eventOutput) open() (*formats.EventTee, error) {
 		sink.Record = formats.NewEventWriter(os.Stdout, true)
 	}
 	if o.OTLP != "" {
-		s, closeOTLP, err := startOTLP(o.OTLP, o.Node)
+		n, err := startOTLP(o.OTLP, o.Node, o.Identity)
 		if err != nil {
 			return nil, err
 		}
-		sink.Also = s.Write
-		closeIDs := func() {}
-		if o.Identity {
-			var ids *qplife.Runner
-			ids, closeIDs = startIdentity(s)
-			sink.Also = func(e *rdma.Event) { s.Write(e); ids.Event(e) }
-		}
-		sink.Closers = append(sink.Closers, func() error { closeIDs(); closeOTLP(); return nil })
+		sink.Also = n.Write
+		sink.Closers = append(sink.Closers, func() error { n.Close(); return nil })
 	}
 	return sink, nil
 }
@@ -264,16 +254,16 @@ func (o eventOutput) openRecording(sink *formats.EventTee) error {
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
 var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an OTLP log record to the collector at `URL` (OTLP/HTTP, e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_* variables apply)"}
 
-// startOTLP starts the --otlp sink; its closer sends what is queued (10 s
-// at most) and says on stderr what became of every event.
-func startOTLP(endpoint, node string) (*otlp.Sink, func(), error) {
-	o, err := otlp.New(context.Background(), endpoint, otlp.Options{Node: node})
+// nodeFlag names the node in --otlp's records (trace, exporter).
+var nodeFlag = &cli.StringFlag{Name: "node", Usage: "with --otlp: the node's `NAME` in its records (host.name; default: the host name; the Kubernetes node's name in a DaemonSet), which `rdmatrace peer` finds it by"}
+
+// startOTLP starts --otlp (otlp.StartNode): the events, and with identity
+// the node's identity records; a collector's address it cannot use is a
+// usage error.
+func startOTLP(endpoint, node string, identity bool) (*otlp.Node, error) {
+	n, err := otlp.StartNode(endpoint, node, identity)
 	if err != nil {
-		return nil, nil, usagef("%w", err)
+		return nil, usagef("%w", err)
 	}
-	return o, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		logf("%s", formats.Sanitize(o.Close(ctx).Summary(endpoint)))
-	}, nil
+	return n, nil
 }
