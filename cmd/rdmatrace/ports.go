@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"net/netip"
 	"os"
 
@@ -80,18 +79,13 @@ func runPorts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if errors.Is(gerr, ports.ErrNoRDMA) {
+	noRDMA, gerr := ports.WithoutNoRDMA(gerr)
+	if noRDMA {
 		// The sockets are shown; without RDMA netlink, say so in a line
 		// (its cause is the kernel's, not worth a second one) and exit 1
 		// as the help says: the rdma_cm IDs could not be read.
 		logf("ports: %s", formats.Sanitize(ports.ErrNoRDMA.Error()))
-		var rest []error
-		for _, e := range formats.Unjoin(gerr) {
-			if !errors.Is(e, ports.ErrNoRDMA) {
-				rest = append(rest, e)
-			}
-		}
-		if gerr = errors.Join(rest...); gerr == nil {
+		if gerr == nil {
 			return exitWith(1, nil)
 		}
 	}

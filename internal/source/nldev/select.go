@@ -135,3 +135,15 @@ func (c *Client) AddLegacyColumns(devs []rdma.Device, rs []rdma.Resource) error 
 	}
 	return nil
 }
+
+// OnPorts lists, for the ports of dev (every device's when "") and port
+// (every port when ""), what of reads of them: a listing of rdma
+// statistic's, whose ports that could not be listed are in the error
+// beside what could.
+func OnPorts[T any](dev, port string, of func(*Client, []rdma.Port) ([]T, error)) func(*Client) ([]T, error) {
+	return func(c *Client) ([]T, error) {
+		ports, err := c.PortsNamed(dev, port)
+		ts, oerr := of(c, ports)
+		return ts, errors.Join(err, oerr)
+	}
+}
