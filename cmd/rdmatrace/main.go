@@ -14,7 +14,6 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/base/cliargs"
-	"github.com/rdmatrace/rdmatrace/internal/base/suggest"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -88,7 +87,7 @@ func newApp() *cli.App {
 		OnUsageError:         func(_ *cli.Context, err error, _ bool) error { return usageErr("", nil, err) },
 		CommandNotFound: func(c *cli.Context, name string) {
 			// cli.App takes no error from here: main's rule, applied here.
-			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &cliargs.UsageError{Program: "rdmatrace", Err: unknownCommand(name)})
+			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &cliargs.UsageError{Program: "rdmatrace", Err: cliargs.Unknown(name, commands)})
 			exit(2)
 		},
 	}
@@ -110,37 +109,13 @@ func helpCommand() *cli.Command {
 			if name == "" {
 				return cli.ShowAppHelp(c)
 			}
-			if findCommand(name) == nil {
-				return usageErr("", nil, unknownCommand(name))
+			if cliargs.Find(name, commands) == nil {
+				return usageErr("", nil, cliargs.Unknown(name, commands))
 			}
 			// The same text as `rdmatrace NAME --help`, by the same path.
 			return c.App.Run([]string{c.App.Name, name, "--help"})
 		},
 	}
-}
-
-// findCommand is the command called name (or an alias of it), or nil.
-func findCommand(name string) *cli.Command {
-	for _, c := range commands {
-		if c.HasName(name) {
-			return c
-		}
-	}
-	return nil
-}
-
-// unknownCommand says so, with the nearest command when one is close.
-func unknownCommand(name string) error {
-	var names []string
-	for _, c := range commands {
-		if !c.Hidden {
-			names = append(names, c.Name)
-		}
-	}
-	if s := suggest.Nearest(name, names); s != "" {
-		return fmt.Errorf("unknown command %q; did you mean %q", name, s)
-	}
-	return fmt.Errorf("unknown command %q", name)
 }
 
 func main() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/suggest"
 )
 
 // UsageError is a mistake in how a program was called. It reads as the
@@ -51,4 +53,29 @@ func NameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
 		}
 		return err
 	}
+}
+
+// Find is the command of cmds called name (or an alias of it), or nil.
+func Find(name string, cmds []*cli.Command) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// Unknown says that name is no command, with the nearest of cmds (those
+// not hidden) when one is close.
+func Unknown(name string, cmds []*cli.Command) error {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if s := suggest.Nearest(name, names); s != "" {
+		return fmt.Errorf("unknown command %q; did you mean %q", name, s)
+	}
+	return fmt.Errorf("unknown command %q", name)
 }

@@ -31,3 +31,18 @@ func TestNameUsageNamesTheCommandThatRan(t *testing.T) {
 		t.Errorf("the program's own: %q", err.Error())
 	}
 }
+
+// An unknown command is named with the nearest one a user may see: a
+// hidden command is never suggested.
+func TestUnknownSuggestsTheNearestVisibleCommand(t *testing.T) {
+	cmds := []*cli.Command{{Name: "trace"}, {Name: "tracer", Hidden: true}, {Name: "res", Aliases: []string{"resource"}}}
+	if err := Unknown("trac", cmds); err.Error() != `unknown command "trac"; did you mean "trace"` {
+		t.Errorf("got %q", err)
+	}
+	if err := Unknown("zzzzzz", cmds); err.Error() != `unknown command "zzzzzz"` {
+		t.Errorf("got %q", err)
+	}
+	if Find("resource", cmds) != cmds[2] || Find("tracer", cmds) != cmds[1] || Find("x", cmds) != nil {
+		t.Error("Find does not find a command by its name or alias")
+	}
+}
