@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -10,7 +9,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 )
 
@@ -122,10 +120,17 @@ func runLeaks(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := &reportFile{name: o.Report, stdout: c.App.Writer}
+	out := &formats.LeakReportFile{Name: o.Report, Stdout: c.App.Writer, Owner: outputOwner()}
 	defer out.Close()
+	open := func() (*formats.LeakReport, error) {
+		r, err := out.Open(o.JSON)
+		if err != nil {
+			return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
+		}
+		return r, nil
+	}
 	if o.Logs != nil {
-		r, err := out.open(o.JSON)
+		r, err := open()
 		if err != nil {
 			return err
 		}
@@ -133,7 +138,7 @@ func runLeaks(c *cli.Context) error {
 		lo.Stdin, lo.Warn = c.App.Reader, func(line string) { fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %s\n", line) }
 		return leaks.FromLogs(lo, logReport{r})
 	}
-	return leaks.Run(o.Live, func() (leaks.Report, error) { return out.open(o.JSON) })
+	return leaks.Run(o.Live, func() (leaks.Report, error) { return open() })
 }
 
 // leaksOptions checks leaks' flags and reads them into its run.
@@ -188,32 +193,6 @@ func checkLeaksFlags(c *cli.Context) error {
 		}
 	}
 	return nil
-}
-
-// reportFile is where leaks writes its report: --report, or stdout
-// (which Close leaves open), opened when the report starts.
-type reportFile struct {
-	name   string
-	stdout io.Writer
-	f      io.Closer
-}
-
-func (r *reportFile) open(json bool) (*formats.LeakReport, error) {
-	if r.name == "" || r.name == "-" {
-		return formats.NewLeakReport(r.stdout, json), nil
-	}
-	f, err := safefile.Create(r.name, outputOwner())
-	if err != nil {
-		return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
-	}
-	r.f = f
-	return formats.NewLeakReport(f, json), nil
-}
-
-func (r *reportFile) Close() {
-	if r.f != nil {
-		r.f.Close()
-	}
 }
 
 // logReport is a report as leaks.FromLogs writes to it.
