@@ -128,3 +128,47 @@ func (s *leakText) Flush() error {
 }
 
 func (s *leakText) Close() error { return s.Flush() }
+
+// LeakReport is a leaks report as its producers write it, live (the
+// watch's findings, a clean program's end) and post-mortem (with Kernel's
+// reports): each record through NewLeakSink, the first error kept for
+// Flush (a watcher's callback has none to return).
+type LeakReport struct {
+	s   Sink[LeakRecord]
+	err error
+}
+
+// NewLeakReport writes a report to w: NDJSON with json, else the human
+// report.
+func NewLeakReport(w io.Writer, json bool) *LeakReport {
+	f := FormatText
+	if json {
+		f = FormatNDJSON
+	}
+	return &LeakReport{s: NewLeakSink(w, f)}
+}
+
+func (r *LeakReport) put(rec LeakRecord) {
+	if r.err == nil {
+		r.err = r.s.Write(rec)
+	}
+}
+
+// Finding writes one finding.
+func (r *LeakReport) Finding(f *rdma.Finding) { r.put(LeakRecord{Finding: f}) }
+
+// Kernel writes a report of a kernel log.
+func (r *LeakReport) Kernel(n KernelNote) { r.put(LeakRecord{Kernel: &n}) }
+
+// NoLeaks ends the report of a program that left nothing behind.
+func (r *LeakReport) NoLeaks(now time.Time, created, destroyed int) {
+	r.put(LeakRecord{NoLeaks: &NoLeaks{Time: now, Created: created, Destroyed: destroyed}})
+}
+
+// Flush writes out what is buffered; it returns the first error.
+func (r *LeakReport) Flush() error {
+	if err := r.s.Flush(); r.err == nil {
+		r.err = err
+	}
+	return r.err
+}

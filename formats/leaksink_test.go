@@ -43,3 +43,26 @@ func TestLeakSinkKeepsTheOrderOfItsRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanProgramEndsWithNoLeaks: the last line of a clean `leaks --
+// CMD` says so with the counts, in both outputs, after what came before.
+func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
+	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		json bool
+		want string
+	}{
+		{false, "no leaks: 7 created, 7 destroyed\n"},
+		{true, `{"report":"no-leaks","time":"2026-11-27T05:00:00Z","created":7,"destroyed":7}` + "\n"},
+	} {
+		var b strings.Builder
+		s := NewLeakReport(&b, c.json)
+		s.NoLeaks(at, 7, 7)
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("json %v: %q, want %q", c.json, b.String(), c.want)
+		}
+	}
+}

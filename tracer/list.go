@@ -35,6 +35,33 @@ type Listed struct {
 	Followed bool
 }
 
+// Here is the listed variant's verdict: yes, no or ? (could not tell).
+func (l *Listed) Here() string {
+	switch {
+	case l.Present:
+		return "yes"
+	case l.Unknown:
+		return "?"
+	}
+	return "no"
+}
+
+// Note is where the variant's targets were found, or why not, and when
+// the hook is attached at all.
+func (l *Listed) Note() string {
+	var n []string
+	if l.Where != "" {
+		n = append(n, "in "+l.Where)
+	}
+	if l.Why != "" {
+		n = append(n, l.Why)
+	}
+	if l.Followed {
+		n = append(n, "with --follow-pid only")
+	}
+	return strings.Join(n, "; ")
+}
+
 // listModules are the modules whose BTF the listing looks in, besides
 // vmlinux: RDMA's core modules and SMC's. A function of a module that is
 // not loaded cannot be checked.

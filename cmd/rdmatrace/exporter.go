@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,6 +10,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/buildver"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/exporter"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -92,20 +90,32 @@ func runExporter(c *cli.Context) error {
 		return err
 	}
 	if o.Tracer != nil && c.IsSet("otlp") {
-		sink, closeOTLP, err := openOTLP(c, c.String("otlp"))
+		// The node's identity records go with the events; the delivery's
+		// counts are served with the metrics.
+		n, err := startOTLP(c.String("otlp"), c.String("node"), true)
 		if err != nil {
 			return err
 		}
-		// The node's identity records go with the events; the delivery's
-		// counts are served with the metrics.
-		ids, closeIDs := startIdentity(sink)
-		defer func() { closeIDs(); closeOTLP() }() // after the tracer's last events
-		o.Collectors = append(o.Collectors, sink.Collector())
-		o.Also = func(e *rdma.Event) { sink.Write(e); ids.Event(e) }
+		defer n.Close() // after the tracer's last events
+		o.Collectors = append(o.Collectors, n.Sink.Collector())
+		o.Also = n.Write
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := exporter.Run(ctx, o); err != nil {
+	return serveMetrics(o, c.String("ready-file"))
+}
+
+// serveMetrics is exporter.Run on the run lifecycle: its signals, and the
+// ready file once the exporter serves and has tried the tracer, which
+// says the address it serves on.
+func serveMetrics(o exporter.Options, readyFile string) error {
+	var addr string
+	run, err := lifecycle.Start(context.Background(), lifecycle.Options{ReadyFile: readyFile, ReadyLater: true,
+		Ready: func() string { return addr + "\n" }})
+	if err != nil {
+		return err
+	}
+	o.Ready = func(served string) error { addr = served; return run.MarkReady() }
+	err = exporter.Run(run.Context(), o)
+	if err = errors.Join(err, run.End()); err != nil {
 		return exitWith(1, err)
 	}
 	return nil
@@ -120,7 +130,6 @@ func exporterOptions(c *cli.Context) (exporter.Options, error) {
 		Listen:      c.String("listen"),
 		ProbeListen: c.String("web.probe-listen"),
 		Top:         c.Int("top"),
-		ReadyFile:   c.String("ready-file"),
 		Version:     versionString(),
 		Revision:    buildver.Revision(),
 		Serve: exporter.ServeOptions{
@@ -140,8 +149,8 @@ func exporterOptions(c *cli.Context) (exporter.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	// The exporter writes the ready file itself: it is ready once it
-	// serves and has tried the tracer once, whether the tracer started.
+	// The run's ready file is the exporter's: written once it serves and
+	// has tried the tracer once, whether the tracer started.
 	so.ReadyFile = ""
 	o.UIDOf = (&proc.CommCache{}).UID
 	o.Tracer = &exporter.TracerPart{
@@ -182,21 +191,21 @@ func (t exporterTracer) Health() (int, int, exporter.TracerCounts) {
 // checkExporterFlags checks the exporter's flags before anything starts.
 func checkExporterFlags(c *cli.Context) error {
 	if c.Int("top") < 0 {
-		return usage(c, "--top %d: expected 0 or more", c.Int("top"))
+		return usagef("--top %d: expected 0 or more", c.Int("top"))
 	}
 	if c.Bool("no-trace") && c.IsSet("otlp") {
-		return usage(c, "--otlp sends the tracer's events: not with --no-trace")
+		return usagef("--otlp sends the tracer's events: not with --no-trace")
 	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}
 	for _, f := range []string{"web.max-connections", "web.max-requests"} {
 		if c.Int(f) < 1 {
-			return usage(c, "--%s %d: expected 1 or more", f, c.Int(f))
+			return usagef("--%s %d: expected 1 or more", f, c.Int(f))
 		}
 	}
 	if c.Duration("web.timeout") <= 0 {
-		return usage(c, "--web.timeout %s: expected a duration above 0", c.Duration("web.timeout"))
+		return usagef("--web.timeout %s: expected a duration above 0", c.Duration("web.timeout"))
 	}
 	if p := c.String("web.config.file"); p != "" {
 		if err := exporter.CheckWebConfig(p); err != nil {

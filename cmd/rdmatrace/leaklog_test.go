@@ -125,29 +125,6 @@ func TestLeakLogEscapesFileNames(t *testing.T) {
 	}
 }
 
-// TestCleanProgramEndsWithNoLeaks: the last line of a clean `leaks --
-// CMD` says so with the counts, in both outputs, after what came before.
-func TestCleanProgramEndsWithNoLeaks(t *testing.T) {
-	at := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		json bool
-		want string
-	}{
-		{false, "no leaks: 7 created, 7 destroyed\n"},
-		{true, `{"report":"no-leaks","time":"2026-11-27T05:00:00Z","created":7,"destroyed":7}` + "\n"},
-	} {
-		var b strings.Builder
-		s := newFindingSink(&b, c.json)
-		s.NoLeaks(at, 7, 7)
-		if err := s.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if b.String() != c.want {
-			t.Errorf("json %v: %q, want %q", c.json, b.String(), c.want)
-		}
-	}
-}
-
 // why -r --log: mlx5's QP error syndromes (lines written after the
 // kernel's format string) listed among an owner's failures, by the QP
 // the recording has alive at the line's time; the ones without a QP are

@@ -2,19 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/leaks"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 func init() { commands = append(commands, leaksCommand()) }
@@ -110,157 +105,100 @@ func leaksCommand() *cli.Command {
 	}
 }
 
-// findingSink hands a leaks report's records to formats' leak sink and
-// keeps its first error: the watcher's callback has no error to return.
-type findingSink struct {
-	s   formats.Sink[formats.LeakRecord]
-	err error
-}
-
-func newFindingSink(w io.Writer, json bool) *findingSink {
-	f := formats.FormatText
-	if json {
-		f = formats.FormatNDJSON
-	}
-	return &findingSink{s: formats.NewLeakSink(w, f)}
-}
-
-func (s *findingSink) put(r formats.LeakRecord) {
-	if s.err == nil {
-		s.err = s.s.Write(r)
-	}
-}
-
-// Finding writes one finding.
-func (s *findingSink) Finding(f *rdma.Finding) { s.put(formats.LeakRecord{Finding: f}) }
-
-// kernel writes a report from a kernel log; withRecording says whether a
-// recording was given, matched how many findings it has on it, and sameAs
-// where the findings of the same unregistration were shown.
-func (s *findingSink) kernel(r *rdma.KernelReport, withRecording bool, matched int, sameAs string) {
-	s.put(formats.LeakRecord{Kernel: &formats.KernelNote{Report: r, WithRecording: withRecording, Matched: matched, SameAs: sameAs}})
-}
-
-// NoLeaks ends the report of a program that left nothing behind.
-func (s *findingSink) NoLeaks(now time.Time, created, destroyed int) {
-	s.put(formats.LeakRecord{NoLeaks: &formats.NoLeaks{Time: now, Created: created, Destroyed: destroyed}})
-}
-
-// Flush writes out what is buffered; it returns the first error.
-func (s *findingSink) Flush() error {
-	if err := s.s.Flush(); s.err == nil {
-		s.err = err
-	}
-	return s.err
+// leaksRun is what leaks does, as its flags say: a live watch, or with
+// --log the post-mortem of saved logs; the report goes to --report (or
+// stdout), as NDJSON with -j.
+type leaksRun struct {
+	Live   leaks.RunOptions
+	Logs   *leaks.LogOptions
+	Report string
+	JSON   bool
 }
 
 func runLeaks(c *cli.Context) error {
-	if err := checkLeaksFlags(c); err != nil {
-		return err
-	}
-	// No positional filter words: they would be CMD's.
-	f, err := parseEvents(c, nil, leaksFilterKeys...)
-	if err != nil {
-		return usage(c, "%w", err)
-	}
-	argv := positional(c.Args().Slice())
-	if logs := c.StringSlice("log"); len(logs) > 0 {
-		return leaksFromLogs(c, logs, argv, f)
-	}
-	if c.String("recording") != "" {
-		return usage(c, "--recording goes with --log FILE (the kernel log of the same boot)")
-	}
-	o, err := sessionOptions(c, argv)
+	o, err := leaksOptions(c)
 	if err != nil {
 		return err
 	}
-	o.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
-	o.ReadyClock, o.DropHint = true, "the report may be incomplete; raise --ring-size"
-	o.Tracer.Enrich = enrich.New(enrich.Options{}).Then(enrich.PortHolders(portHolders)) // named now, before the holder lets go
-	s, err := tracer.NewSession(o)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	out, err := reportOutput(c)
-	if err != nil {
-		return err
-	}
+	out := &formats.LeakReportFile{Name: o.Report, Stdout: c.App.Writer, Owner: outputOwner()}
 	defer out.Close()
-	live := leaks.NewLive(leaks.Options{MaxTable: c.Int("max-table"), Interval: c.Duration("interval"), MaxBlocked: c.Duration("max-blocked"),
-		Keep: f.Match, Window: reorderWindow, Program: len(argv) > 0}, newFindingSink(out, c.Bool("json")), warn)
-	if err := snapshotEvents(live.Snapshot); err != nil {
-		warn(fmt.Sprintf("snapshot of existing resources: %v", err))
+	open := func() (*formats.LeakReport, error) {
+		r, err := out.Open(o.JSON)
+		if err != nil {
+			return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
+		}
+		return r, nil
 	}
-	clock := s.Clock()
-	err = s.Run(tracer.Loop{
-		Consumer: tracer.Consumer{
-			Event: live.Push,
-			Tick: func() {
-				now := tracer.Mono()
-				live.Tick(now, clock.Wall(now))
-			},
-			Every: tickInterval,
-		},
-		Program: live.Program,
-		End:     func() error { return live.End(time.Now().UTC()) },
-	})
-	live.Notes()
-	if live.Leaks(err) {
-		return exitWith(exitLeaked, nil)
+	if o.Logs != nil {
+		r, err := open()
+		if err != nil {
+			return err
+		}
+		lo := *o.Logs
+		lo.Stdin, lo.Warn = c.App.Reader, func(line string) { fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %s\n", line) }
+		return leaks.FromLogs(lo, logReport{r})
 	}
-	return err
+	return leaks.Run(o.Live, func() (leaks.Report, error) { return open() })
 }
 
-// warn says a problem on stderr.
-func warn(msg string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", msg) }
+// leaksOptions checks leaks' flags and reads them into its run.
+func leaksOptions(c *cli.Context) (leaksRun, error) {
+	if err := checkLeaksFlags(c); err != nil {
+		return leaksRun{}, err
+	}
+	// No positional filter words: they would be CMD's.
+	f, err := eventFilterOptions(c, nil, leaksFilterKeys...)
+	if err != nil {
+		return leaksRun{}, usagef("%w", err)
+	}
+	o := leaksRun{Report: c.String("report"), JSON: c.Bool("json")}
+	argv := positional(c.Args().Slice())
+	if logs := c.StringSlice("log"); len(logs) > 0 {
+		if len(argv) > 0 {
+			return o, usagef("--log reads saved logs: it runs no program")
+		}
+		o.Logs = &leaks.LogOptions{Logs: logs, Recording: c.String("recording"), Keep: f.Match, MaxInput: maxInputOptions(c),
+			Limits: leaks.PostMortemLimits{MaxTable: c.Int("max-table"), Window: reorderWindow}}
+		return o, nil
+	}
+	if c.String("recording") != "" {
+		return o, usagef("--recording goes with --log FILE (the kernel log of the same boot)")
+	}
+	so, err := sessionOptions(c, argv)
+	if err != nil {
+		return o, err
+	}
+	so.Tracer.Stacks = c.Bool(stacksFlag.Name) || (len(argv) > 0 && !c.IsSet(stacksFlag.Name))
+	o.Live = leaks.RunOptions{Session: so, Tick: tickInterval, Warn: func(msg string) { logf("%s", msg) },
+		Enrich: enrich.New(enrich.Options{}), Stages: []enrich.Stage{enrich.PortHolders(ports.NewHolderLookup().Names)},
+		Watch: leaks.Options{MaxTable: c.Int("max-table"), Interval: c.Duration("interval"), MaxBlocked: c.Duration("max-blocked"),
+			Keep: f.Match, Window: reorderWindow}}
+	return o, nil
+}
 
 // checkLeaksFlags checks leaks' flags before anything starts.
 func checkLeaksFlags(c *cli.Context) error {
 	if c.IsSet("output") {
-		return usage(c, "--output is now --report FILE")
+		return usagef("--output is now --report FILE")
 	}
 	if err := checkTracerFlags(c); err != nil {
 		return err
 	}
-	if err := atLeast(c, "max-table", 1, "1 or more"); err != nil {
-		return err
+	if v := c.Int("max-table"); v < 1 {
+		return usagef("--max-table %d: expected 1 or more", v)
 	}
 	for _, name := range []string{"interval", "max-blocked"} {
 		if d := c.Duration(name); d <= 0 {
-			return usage(c, "--%s %v: expected a positive duration such as 5s", name, d)
+			return usagef("--%s %v: expected a positive duration such as 5s", name, d)
 		}
 	}
 	return nil
 }
 
-// leaksFromLogs is leaks --log: the post-mortem of saved kernel logs.
-func leaksFromLogs(c *cli.Context, logs, argv []string, f *filter.Events) error {
-	if len(argv) > 0 {
-		return usage(c, "--log reads saved logs: it runs no program")
-	}
-	out, err := reportOutput(c)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	return runLeakLog(logs, c.String("recording"), inputLimits{maxInputOptions(c), c.Int("max-table")}, f, newFindingSink(out, c.Bool("json")), c.App.Reader, c.App.ErrWriter)
+// logReport is a report as leaks.FromLogs writes to it.
+type logReport struct{ *formats.LeakReport }
+
+func (r logReport) Report(n leaks.ReportNote) {
+	r.Kernel(formats.KernelNote{Report: n.Report, WithRecording: n.WithRecording, Matched: n.Matched,
+		SameAs: n.SameAs, NoQP: n.NoQP, Repeats: n.Repeats})
 }
-
-// reportOutput is where leaks writes its report: --report, or stdout
-// (which Close leaves open).
-func reportOutput(c *cli.Context) (io.WriteCloser, error) {
-	name := c.String("report")
-	if name == "" || name == "-" {
-		return nopCloser{c.App.Writer}, nil
-	}
-	f, err := safefile.Create(name, outputOwner())
-	if err != nil {
-		return nil, exitWith(2, fmt.Errorf("--report: %s", formats.Sanitize(err.Error())))
-	}
-	return f, nil
-}
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }

@@ -9,12 +9,11 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/base/suggest"
+	"github.com/rdmatrace/rdmatrace/internal/base/cliargs"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -22,155 +21,25 @@ import (
 // files of their own.
 var commands []*cli.Command
 
-// exitError carries a process exit status through cli's error return.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
 // exit is os.Exit, replaced in tests.
 var exit = os.Exit
 
-// exitWith returns an error that makes rdmatrace exit with code; err may be
-// nil when the message was already printed.
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+// exitWith returns an error that makes rdmatrace exit with code, as a use
+// case's do; err may be nil when the message was already printed.
+func exitWith(code int, err error) error { return &tracer.ExitError{Code: code, Err: err} }
 
-// usageError is a mistake in how rdmatrace was called. It travels in an
-// exitError of status 2, and reads as the one line that main prints after
-// "rdmatrace: ": the command, what is wrong, and where the help is. Every
-// command reports bad flags, arguments and values this way.
-type usageError struct {
-	cmd   string // empty for rdmatrace itself
-	err   error
-	flags []cli.Flag // the command's, to name what a bad value should be
-	// ofCommand: made by usagef, for the command that runs (which
-	// nameUsage names).
-	ofCommand bool
-}
-
-// Error is raw: main prints every error through formats.ErrorLines, which escapes it.
-func (e *usageError) Error() string {
-	help, what := "rdmatrace", usageText(e.err, e.flags)
-	if e.cmd != "" {
-		help += " " + e.cmd
-		what = e.cmd + ": " + what
-	}
-	return what + "; see '" + help + " --help'"
-}
-
-func (e *usageError) Unwrap() error { return e.err }
-
-// usageErr wraps err as a usage error of cmd ("" for rdmatrace itself).
+// usageErr is a usage error of cmd ("" for rdmatrace itself): exit
+// status 2 and one line, the command, what is wrong and where the help is
+// (cliargs.UsageError). Every command reports bad flags, arguments and
+// values this way.
 func usageErr(cmd string, flags []cli.Flag, err error) error {
-	return exitWith(2, &usageError{cmd: cmd, err: err, flags: flags})
+	return exitWith(2, &cliargs.UsageError{Program: "rdmatrace", Cmd: cmd, Err: err, Flags: flags})
 }
 
-// usagef makes a usage error of the command that runs: what checks the
-// options needs no *cli.Context to say which (nameUsage names it).
+// usagef makes a usage error of the command that runs (cliargs.NameUsage
+// names it).
 func usagef(format string, a ...any) error {
-	return exitWith(2, &usageError{err: fmt.Errorf(format, a...), ofCommand: true})
-}
-
-// nameUsage makes action's usage errors (usagef's) name command name.
-func nameUsage(name string, action cli.ActionFunc) cli.ActionFunc {
-	if action == nil {
-		return nil
-	}
-	return func(c *cli.Context) error {
-		err := action(c)
-		var ue *usageError
-		if errors.As(err, &ue) && ue.ofCommand && ue.cmd == "" {
-			ue.cmd = name
-		}
-		return err
-	}
-}
-
-// usageText rewrites the flag package's messages in rdmatrace's words,
-// with flags spelled as they are typed.
-func usageText(err error, flags []cli.Flag) string {
-	s := err.Error()
-	if f, ok := strings.CutPrefix(s, "flag provided but not defined: -"); ok {
-		if x := unknownInBundle(f, flags); x != "" {
-			return "unknown flag -" + x + " in -" + f
-		}
-		return "unknown flag " + dashes(f)
-	}
-	if f, ok := strings.CutPrefix(s, "flag needs an argument: -"); ok {
-		return dashes(f) + " needs a value"
-	}
-	// invalid value "abc" for flag -count: parse error
-	if rest, ok := strings.CutPrefix(s, "invalid value "); ok {
-		if v, f, ok := strings.Cut(rest, " for flag -"); ok {
-			f, why, _ := strings.Cut(f, ": ")
-			if why == "parse error" {
-				why = expected(f, flags)
-			}
-			return dashes(f) + " " + v + ": " + why
-		}
-	}
-	return s
-}
-
-// unknownInBundle is the first letter of f that is no short flag, when
-// f reads as short flags bundled (-tlx: its first letter is one); "" if
-// not.
-func unknownInBundle(f string, flags []cli.Flag) string {
-	if len(f) < 2 || strings.HasPrefix(f, "-") {
-		return ""
-	}
-	short := map[string]bool{}
-	for _, fl := range flags {
-		for _, n := range fl.Names() {
-			if len(n) == 1 {
-				short[n] = true
-			}
-		}
-	}
-	if !short[f[:1]] {
-		return ""
-	}
-	for _, r := range f {
-		if !short[string(r)] {
-			return string(r)
-		}
-	}
-	return ""
-}
-
-// expected says what a flag's value should look like.
-func expected(name string, flags []cli.Flag) string {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			switch f.(type) {
-			case *cli.IntFlag, *cli.UintFlag, *cli.Int64Flag, *cli.Uint64Flag:
-				return "expected a whole number"
-			case *cli.DurationFlag:
-				return "expected a duration such as 30s or 1m30s"
-			}
-		}
-	}
-	return "parse error"
-}
-
-// dashes spells a flag name as typed: -o, --output.
-func dashes(name string) string {
-	name = strings.TrimPrefix(name, "-")
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
+	return exitWith(2, cliargs.Usagef("rdmatrace", format, a...))
 }
 
 func newApp() *cli.App {
@@ -180,13 +49,13 @@ func newApp() *cli.App {
 		// Without this, urfave/cli prints "Incorrect Usage" and the whole
 		// help on stdout and exits 1.
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageErr(name, flags, err) }
-		cmd.Action = nameUsage(name, cmd.Action)
+		cmd.Action = cliargs.NameUsage(name, cmd.Action)
 		for _, sub := range cmd.Subcommands {
-			sub.Action = nameUsage(sub.Name, sub.Action)
+			sub.Action = cliargs.NameUsage(sub.Name, sub.Action)
 		}
 	}
 	help := helpCommand()
-	help.Action = nameUsage(help.Name, help.Action)
+	help.Action = cliargs.NameUsage(help.Name, help.Action)
 	// -v is --verbose in trace and leaks; -V is the version, as in pwru
 	// and ptcpdump.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Aliases: []string{"V"}, Usage: "print the version and exit"}
@@ -218,7 +87,7 @@ func newApp() *cli.App {
 		OnUsageError:         func(_ *cli.Context, err error, _ bool) error { return usageErr("", nil, err) },
 		CommandNotFound: func(c *cli.Context, name string) {
 			// cli.App takes no error from here: main's rule, applied here.
-			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &usageError{err: unknownCommand(name)})
+			fmt.Fprintf(c.App.ErrWriter, "rdmatrace: %v\n", &cliargs.UsageError{Program: "rdmatrace", Err: cliargs.Unknown(name, commands)})
 			exit(2)
 		},
 	}
@@ -240,37 +109,13 @@ func helpCommand() *cli.Command {
 			if name == "" {
 				return cli.ShowAppHelp(c)
 			}
-			if findCommand(name) == nil {
-				return usageErr("", nil, unknownCommand(name))
+			if cliargs.Find(name, commands) == nil {
+				return usageErr("", nil, cliargs.Unknown(name, commands))
 			}
 			// The same text as `rdmatrace NAME --help`, by the same path.
 			return c.App.Run([]string{c.App.Name, name, "--help"})
 		},
 	}
-}
-
-// findCommand is the command called name (or an alias of it), or nil.
-func findCommand(name string) *cli.Command {
-	for _, c := range commands {
-		if c.HasName(name) {
-			return c
-		}
-	}
-	return nil
-}
-
-// unknownCommand says so, with the nearest command when one is close.
-func unknownCommand(name string) error {
-	var names []string
-	for _, c := range commands {
-		if !c.Hidden {
-			names = append(names, c.Name)
-		}
-	}
-	if s := suggest.Nearest(name, names); s != "" {
-		return fmt.Errorf("unknown command %q; did you mean %q", name, s)
-	}
-	return fmt.Errorf("unknown command %q", name)
 }
 
 func main() {
@@ -279,18 +124,18 @@ func main() {
 	if err == nil {
 		return
 	}
-	code := 1
-	var ee *exitError
-	var se *tracer.ExitError // a session's: the program's status, or a failure said already
-	if errors.As(err, &ee) {
-		code = ee.code
-		err = ee.err
-	} else if errors.As(err, &se) {
-		code = se.Code
-		err = se.Err
-	}
+	code, err := exitCode(err)
 	printError(os.Stderr, err)
 	os.Exit(code)
+}
+
+// exitCode is the status a command's error exits with, and what is
+// left to say of it (nil when it was said already).
+func exitCode(err error) (int, error) {
+	if se := (*tracer.ExitError)(nil); errors.As(err, &se) {
+		return se.Code, se.Err
+	}
+	return 1, err
 }
 
 // printError writes err to w, one line per joined error, each escaped:

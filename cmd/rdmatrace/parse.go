@@ -87,7 +87,7 @@ func runParse(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	keep, err := parseFilter(filterOptions(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
+	keep, err := filter.ParseSaved(filterOptions(c, strings.Fields(c.String("filter")), parseFilterFlagKeys...))
 	if err != nil {
 		return exitWith(2, err)
 	}
@@ -122,27 +122,6 @@ func runParse(c *cli.Context) error {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// parseFilter builds the record filter from iproute2 filter words. rdma_cm
-// IDs use the cm_id filters; QPs (from saved `rdma res show qp`) use the
-// qp filters when the expression is valid for QPs too, and are dropped
-// when it is not (a "ps TCP" filter selects no QP).
-func parseFilter(words []string) (func(*rdma.Resource) bool, error) {
-	if len(words) == 0 {
-		return func(*rdma.Resource) bool { return true }, nil
-	}
-	cm, err := filter.ParseArgs(rdma.ResCMID, words)
-	if err != nil {
-		return nil, fmt.Errorf("filter: %w", err)
-	}
-	qp, qerr := filter.ParseArgs(rdma.ResQP, words)
-	return func(r *rdma.Resource) bool {
-		if r.Type == rdma.ResQP {
-			return qerr == nil && qp.Match(r)
-		}
-		return cm.Match(r)
-	}, nil
 }
 
 // parseFilterFlagKeys are res's --filter-KEY flags that a saved dump can

@@ -25,14 +25,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, int) {
 	err := app.Run(append([]string{"rdmatrace"}, args...))
 	code := 0
 	if err != nil {
-		code = 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		if ee != nil {
-			err = ee.err // as main does
-		}
+		code, err = exitCode(err) // as main does
 		printError(&errOut, err)
 	}
 	return out.String(), errOut.String(), code

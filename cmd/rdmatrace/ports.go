@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"net/netip"
 	"os"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
 func init() { commands = append(commands, portsCommand()) }
@@ -81,18 +79,13 @@ func runPorts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if errors.Is(gerr, ports.ErrNoRDMA) {
+	noRDMA, gerr := ports.WithoutNoRDMA(gerr)
+	if noRDMA {
 		// The sockets are shown; without RDMA netlink, say so in a line
 		// (its cause is the kernel's, not worth a second one) and exit 1
 		// as the help says: the rdma_cm IDs could not be read.
 		logf("ports: %s", formats.Sanitize(ports.ErrNoRDMA.Error()))
-		var rest []error
-		for _, e := range formats.Unjoin(gerr) {
-			if !errors.Is(e, ports.ErrNoRDMA) {
-				rest = append(rest, e)
-			}
-		}
-		if gerr = errors.Join(rest...); gerr == nil {
+		if gerr == nil {
 			return exitWith(1, nil)
 		}
 	}
@@ -124,10 +117,3 @@ func portsOptions(c *cli.Context) (o output, q ports.Query, conflicts bool, err 
 
 // gatherPorts is ports.Gather; tests replace it.
 var gatherPorts = ports.Gather
-
-// holderLookup names port-busy events' holders (a dump shared for a second).
-var holderLookup = ports.NewHolderLookup()
-
-// portHolders names who holds the port that e could not have, as it is
-// now (ports.HolderLookup.Names): the hook enrich.Options.Holders takes.
-func portHolders(e *rdma.Event) []string { return holderLookup.Names(e) }

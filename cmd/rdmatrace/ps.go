@@ -8,10 +8,8 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ps"
-	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
 func init() { commands = append(commands, psCommand()) }
@@ -48,26 +46,18 @@ func runPs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	x := enrich.New(enrich.Options{})
-	for _, f := range filters {
-		f.SelectProcesses(x) // -p PID: the process, every thread of it
-	}
-	cl, err := dial("")
+	l, err := ps.List(filters)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	inv := cl.Inventory(nldev.InventoryOptions{Owners: x, Keep: func(r *rdma.Resource) bool { return filters[r.Type].Match(r) }})
 	proc.WarnPIDNamespace(os.Stderr)
-	// Older kernels dump no ctx or srq: "-" in the table, no key in JSON.
-	rows := ps.Rows(inv.Resources, x, "", inv.Unknown...)
-	if err := o.write(formats.ProcessList.Of(rows)); err != nil {
+	if err := o.write(formats.ProcessList.Of(l.Rows)); err != nil {
 		return err
 	}
-	if note := ps.UnreadableNote(ps.Unreadable(rows, "")); note != "" {
-		logf("ps: %s", note)
+	if l.Note != "" {
+		logf("ps: %s", l.Note)
 	}
-	return partial(inv.Partial())
+	return partial(l.Partial)
 }
 
 // psOptions are the output and each type's filter of the --filter-KEY

@@ -12,7 +12,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/debugfs"
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
 	"github.com/rdmatrace/rdmatrace/internal/host/netns"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
@@ -108,7 +107,9 @@ func showList[T any](o snapOptions, list func(*nldev.Client) ([]T, error), view 
 		names, ls, errs = append(names, s.NetNS), append(ls, view.Of(s.Rows)), append(errs, s.Err)
 	}
 	if o.NetNS == "" {
-		warnHidden(nldev.HiddenDevices(netns.Roots{}))
+		if note := nldev.HiddenNote(netns.Roots{}); note != "" {
+			logf("%s", note)
+		}
 		proc.WarnPIDNamespace(os.Stderr)
 		err = o.Out.write(ls[0])
 	} else {
@@ -120,28 +121,14 @@ func showList[T any](o snapOptions, list func(*nldev.Client) ([]T, error), view 
 	return partial(errors.Join(errs...))
 }
 
-// warnHidden says when the kernel hides devices from us: in exclusive
-// mode a device moved into another network namespace is not listed here,
-// and nothing else would say so.
-func warnHidden(hidden, unreadable int) {
-	switch {
-	case hidden > 0:
-		logf("the RDMA netns mode is exclusive: %d devices in other network namespaces are not listed here; --netns all lists them", hidden)
-	case unreadable > 0:
-		logf("the RDMA netns mode is exclusive: devices in the %d other network namespaces are not listed here, and looking needs CAP_SYS_ADMIN; --netns all lists them", unreadable)
-	}
-}
-
 // recordReplies writes each raw netlink reply to a file of dir, made now
 // as the invoking user's, when asked (test fixtures); nil when dir is "".
 func recordReplies(dir string) (func(cmd uint16, b []byte, err error), error) {
-	if dir == "" {
-		return nil, nil
-	}
-	if err := safefile.MkdirAll(dir, outputOwner()); err != nil {
+	rec, err := nldev.RecordDir(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) })
+	if err != nil {
 		return nil, fmt.Errorf("--nl-record: %s", formats.Sanitize(err.Error()))
 	}
-	return nldev.RecordTo(dir, outputOwner(), func(err error) { logf("recording netlink replies: %v", err) }), nil
+	return rec, nil
 }
 
 // dial opens the netlink client, recording raw replies in dir when asked.
@@ -278,7 +265,7 @@ func runRes(c *cli.Context) error {
 		return err
 	}
 	if q.Counts {
-		return showList(o, func(cl *nldev.Client) ([]rdma.Summary, error) { return summaries(cl, q.Dev) }, formats.SummaryList)
+		return showList(o, func(cl *nldev.Client) ([]rdma.Summary, error) { return cl.SummariesOf(q.Dev) }, formats.SummaryList)
 	}
 	x := enrich.New(enrich.Options{})
 	q.Filter.SelectProcesses(x) // pid PID: the process, every thread of it
@@ -290,20 +277,6 @@ func runRes(c *cli.Context) error {
 		return inv.Resources, inv.Err()
 	}
 	return showList(o, list, formats.ResourceList(q.Type, q.Details))
-}
-
-// summaries are res's per-device counts, of dev only when not "": a dev
-// that is not there is said as dev show says it, with the devices there
-// are, and the types, for a type mistyped.
-func summaries(cl *nldev.Client, dev string) ([]rdma.Summary, error) {
-	sums, err := cl.SummariesOf(dev)
-	if dev != "" && len(sums) == 0 {
-		devs, _ := cl.Devices()
-		if _, missing := nldev.SelectDevices(devs, dev); missing != nil {
-			return nil, &nldev.NotFoundError{Err: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
-		}
-	}
-	return sums, err
 }
 
 func resOptions(c *cli.Context) (snapOptions, resQuery, error) {
@@ -381,15 +354,6 @@ func isDevice(name string) bool {
 func isResType(name string) bool {
 	_, err := rdma.ParseResType(name)
 	return err == nil
-}
-
-// resTypeNames lists the resource types, for messages.
-func resTypeNames() string {
-	names := make([]string, len(rdma.ResourceTypes))
-	for i, t := range rdma.ResourceTypes {
-		names[i] = t.String()
-	}
-	return strings.Join(names, ", ")
 }
 
 func first(args []string) string {

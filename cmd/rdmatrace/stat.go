@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
 
@@ -48,23 +46,11 @@ func runStat(c *cli.Context) error {
 	}
 	switch {
 	case q.Mode:
-		return showList(o, func(cl *nldev.Client) ([]rdma.QPCounterMode, error) {
-			ports, err := cl.PortsNamed(q.Dev, q.Port)
-			ms, serr := cl.QPCounterModes(ports)
-			return ms, errors.Join(err, serr)
-		}, formats.QPCounterModeList)
+		return showList(o, nldev.OnPorts(q.Dev, q.Port, (*nldev.Client).QPCounterModes), formats.QPCounterModeList)
 	case q.QP:
-		return showList(o, func(cl *nldev.Client) ([]rdma.QPCounter, error) {
-			ports, err := cl.PortsNamed(q.Dev, q.Port)
-			qs, serr := cl.QPCounters(ports)
-			return qs, errors.Join(err, serr)
-		}, formats.QPCounterList)
+		return showList(o, nldev.OnPorts(q.Dev, q.Port, (*nldev.Client).QPCounters), formats.QPCounterList)
 	}
-	return showList(o, func(cl *nldev.Client) ([]rdma.PortStats, error) {
-		ports, err := cl.PortsNamed(q.Dev, q.Port)
-		ss, serr := cl.PortStats(ports)
-		return ss, errors.Join(err, serr)
-	}, formats.PortStatsList)
+	return showList(o, nldev.OnPorts(q.Dev, q.Port, (*nldev.Client).PortStats), formats.PortStatsList)
 }
 
 // statOptions read rdma statistic's words: [qp [mode]] [show] [link

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/internal/analysis/top"
+	"github.com/rdmatrace/rdmatrace/internal/source/nlpoll"
 	"github.com/rdmatrace/rdmatrace/internal/view/topview"
 )
 
@@ -70,7 +71,7 @@ func topOptions(c *cli.Context) (o top.Options, err error) {
 	if o.Delay, err = top.ParseDelay(c.String("delay")); err != nil {
 		return o, usagef("-d: %w", err)
 	}
-	o.Iterations, o.MaxOwners, o.MinPoll = c.Int("iterations"), c.Int("max-owners"), minNetlinkPoll
+	o.Iterations, o.MaxOwners, o.MinPoll = c.Int("iterations"), c.Int("max-owners"), nlpoll.MinInterval
 	switch {
 	case o.Iterations < 0:
 		return o, usagef("-n %d: expected 0 (no limit) or more", o.Iterations)

@@ -1,31 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime/pprof"
-	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/onport"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/qplife"
-	"github.com/rdmatrace/rdmatrace/internal/base/lineerr"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/trace"
 	"github.com/rdmatrace/rdmatrace/internal/base/rotate"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/otlp"
-	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
-	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
 func init() { commands = append(commands, traceCommand()) }
@@ -104,22 +89,11 @@ func traceCommand() *cli.Command {
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
 var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
 
-// traceRun is what a trace does, as its flags say.
+// traceRun is a trace as its flags say: the use case's options and
+// where its events go.
 type traceRun struct {
-	Filter     *filter.Events
-	Argv       []string // -- CMD
-	Out        eventOutput
-	Read       string // -r FILE: a recording instead of tracing
-	MaxInput   int64
-	Count      uint64
-	Session    tracer.SessionOptions // the tracer's
-	NoBPF      string                // why not to try BPF ("": where the kernel allows)
-	NoFallback bool                  // --bpf
-	Netlink    netlinkOptions        // without BPF
-	Snapshot   bool                  // what exists at start, as "exists" events
-	RecordRaw  string                // --record-raw's file
-	CPUProfile string
-	Verbose    bool
+	Run trace.Options
+	Out eventOutput
 }
 
 func runTrace(c *cli.Context) error {
@@ -134,99 +108,43 @@ func runTrace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return trace(o)
-}
-
-// trace is the use case: a recording read back (-r), or the tracer's
-// events, or, where BPF cannot be used, RDMA netlink's; each through the
-// filter to the sink.
-func trace(o traceRun) error {
 	sink, err := o.Out.open()
 	if err != nil {
 		return err
 	}
 	defer sink.Close()
-	if o.Read != "" {
-		return readRecording(o.Read, o.MaxInput, o.Count, o.Filter, sink)
+	o.Run.Attached = func() error { return o.Out.openRecording(sink) }
+	err = trace.Run(o.Run, sink)
+	if ue := (*trace.UsageError)(nil); errors.As(err, &ue) {
+		return usagef("%w", ue.Err)
 	}
-	// One enricher for the run: the start snapshot's owners, the
-	// tracer's (or the polls') and the port lookups' are named by it.
-	x := enrich.New(enrich.Options{SMCOwners: true})
-	if reason := o.noBPF(); reason != "" {
-		return traceNetlink(o, sink, x, reason)
-	}
-	o.Session.Tracer.Enrich = traceEnrichment(x)
-	s, err := tracer.NewSession(o.Session)
-	if tracer.BPFDenied(err) {
-		return traceNetlink(o, sink, x, bpfDenied)
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if o.Verbose {
-		logf("mode: BPF")
-	}
-	if err := o.Out.openRecording(sink); err != nil {
-		return err
-	}
-	defer startProfile(o.CPUProfile)()
-	if o.Snapshot && !existingTo(x, o.Filter, sink) {
-		return nil
-	}
-	raw, closeRaw, err := openRaw(o.RecordRaw, s.Clock())
-	if err != nil {
-		return err
-	}
-	defer closeRaw()
-	return s.Run(tracer.Loop{
-		Consumer: tracer.Consumer{Event: sink.Write, Idle: func() { _ = sink.Flush() }, Raw: raw},
-		Flush:    sink.Flush,
-	})
+	return err
 }
 
-// noBPF says why trace goes without BPF, or "" to try it: --netlink, or
-// what the preflight finds missing that netlink can stand in for.
-func (o traceRun) noBPF() string {
-	if o.NoBPF != "" {
-		return o.NoBPF
-	}
-	return tracer.NoBPF(o.Session.Tracer.BTF)
-}
-
-// traceEnrichment is the run's enrichment of the tracer's events: the
-// owner, then a port-busy event's holders and what lives on a port whose
-// state changed, named as the event arrives, before they let go; the
-// port's objects' owners are named by the same enricher.
-func traceEnrichment(x *enrich.Enricher) enrich.Events {
-	onPort := onport.NewLookup()
-	onPort.Owners = x
-	return x.Then(enrich.PortHolders(holderLookup.Names), enrich.PortObjects(onPort.Names))
-}
-
-func traceOptions(c *cli.Context) (o traceRun, err error) {
+func traceOptions(c *cli.Context) (t traceRun, err error) {
 	if err := checkTracerFlags(c); err != nil {
-		return o, err
+		return t, err
 	}
 	if c.Int("count") < 0 {
-		return o, usagef("--count %d: expected 0 (no limit) or more", c.Int("count"))
+		return t, usagef("--count %d: expected 0 (no limit) or more", c.Int("count"))
 	}
 	words, argv := splitCommand(c.Args().Slice())
+	o := &t.Run
 	if o.Filter, err = eventFilterOptions(c, words, traceFilterKeys...); err != nil {
-		return o, usagef("%w", err)
+		return t, usagef("%w", err)
 	}
-	if o.Out, err = eventOutputOptions(c); err != nil {
-		return o, err
+	if t.Out, err = eventOutputOptions(c); err != nil {
+		return t, err
 	}
 	o.Argv, o.Read, o.MaxInput, o.Count = argv, c.String("read"), maxInputOptions(c), uint64(c.Int("count"))
 	if o.Read != "" {
-		if len(argv) > 0 || o.Out.Write != "" {
-			return o, usagef("-r reads a recording: no -w, no -- CMD")
+		if len(argv) > 0 || t.Out.Write != "" {
+			return t, usagef("-r reads a recording: no -w, no -- CMD")
 		}
-		return o, nil
+		return t, nil
 	}
 	if o.Session, err = sessionOptions(c, argv); err != nil {
-		return o, err
+		return t, err
 	}
 	o.Session.Tracer.Stacks = c.Bool(stacksFlag.Name)
 	o.Session.Keep, o.Session.OnlyProgram, o.Session.ReadyClock = o.Filter.Match, true, true
@@ -239,17 +157,13 @@ func traceOptions(c *cli.Context) (o traceRun, err error) {
 		o.NoBPF = "--netlink asked for none (without it, trace loads BPF where it can)"
 	}
 	o.Snapshot = !c.Bool("no-snapshot") && len(argv) == 0 // what exists already is not the program's
-	o.RecordRaw, o.CPUProfile, o.Verbose = c.String("record-raw"), c.String("cpuprofile"), c.Bool("verbose")
-	o.Netlink = netlinkOptions{Poll: defaultNetlinkPoll, Follow: len(c.IntSlice("follow-pid")) > 0, NeedsRoot: needsRoot(c.Command.Name)}
+	o.RecordRaw, o.CPUProfile, o.Verbose, o.Owner = c.String("record-raw"), c.String("cpuprofile"), c.Bool("verbose"), outputOwner()
+	o.Netlink = trace.NetlinkOptions{Poll: defaultNetlinkPoll, Follow: len(c.IntSlice("follow-pid")) > 0, NeedsRoot: needsRoot(c.Command.Name)}
 	if c.IsSet("poll") {
 		o.Netlink.Poll = c.Duration("poll")
 	}
-	return o, nil
+	return t, nil
 }
-
-// bpfDenied is why trace goes on through netlink when the kernel refused
-// its programs.
-const bpfDenied = "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process): run rdmatrace as root outside such a confinement"
 
 // splitCommand parts trace's arguments at the first "--": filter words
 // before it, the program to run after it.
@@ -312,18 +226,12 @@ func (o eventOutput) open() (*formats.EventTee, error) {
 		sink.Record = formats.NewEventWriter(os.Stdout, true)
 	}
 	if o.OTLP != "" {
-		s, closeOTLP, err := startOTLP(o.OTLP, o.Node)
+		n, err := startOTLP(o.OTLP, o.Node, o.Identity)
 		if err != nil {
 			return nil, err
 		}
-		sink.Also = s.Write
-		closeIDs := func() {}
-		if o.Identity {
-			var ids *qplife.Runner
-			ids, closeIDs = startIdentity(s)
-			sink.Also = func(e *rdma.Event) { s.Write(e); ids.Event(e) }
-		}
-		sink.Closers = append(sink.Closers, func() error { closeIDs(); closeOTLP(); return nil })
+		sink.Also = n.Write
+		sink.Closers = append(sink.Closers, func() error { n.Close(); return nil })
 	}
 	return sink, nil
 }
@@ -343,132 +251,19 @@ func (o eventOutput) openRecording(sink *formats.EventTee) error {
 	return nil
 }
 
-// maxSnapshotShown bounds trace's start snapshot: past it, a line says
-// how many objects the kernel lists (rdmatrace res and ps list them all).
-const maxSnapshotShown = 10000
-
-// existingTo writes the resources that exist now, as f keeps them, at
-// most maxSnapshotShown. A SIGINT or SIGTERM stops it, and the run
-// (false): the run's lifecycle catches signals only once it starts.
-func existingTo(x *enrich.Enricher, f *filter.Events, sink *formats.EventTee) bool {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	proc.WarnPIDNamespace(os.Stderr)
-	sum, err := nldev.ExistsEvents(ctx, x, nldev.ExistsOptions{Max: maxSnapshotShown,
-		Keep: func(e *rdma.Event) bool { return f.Match(e) && sink.Write(e) == nil }})
-	_ = sink.Flush()
-	switch {
-	case ctx.Err() != nil:
-		logf("stopped during the snapshot of existing resources, %d shown", sum.Kept)
-		return false
-	case err != nil:
-		logf("snapshot of existing resources: %v", err)
-	}
-	if sum.Cut {
-		logf("the snapshot of existing resources shows the first %d; the kernel lists %d objects in all (rdmatrace res, rdmatrace ps)", sum.Kept, sum.Listed)
-	}
-	return true
-}
-
-// startProfile starts --cpuprofile's Go CPU profile, when asked; its
-// result stops it.
-func startProfile(path string) func() {
-	if path == "" {
-		return func() {}
-	}
-	pf, err := safefile.Create(path, outputOwner())
-	if err != nil {
-		logf("--cpuprofile: %v", err)
-		return func() {}
-	}
-	if err := pprof.StartCPUProfile(pf); err != nil {
-		pf.Close()
-		logf("--cpuprofile: %v", err)
-		return func() {}
-	}
-	return func() { pprof.StopCPUProfile(); pf.Close() }
-}
-
-// openRaw opens --record-raw's file of raw ring buffer records.
-func openRaw(path string, clock tracer.Clock) (*tracer.RawWriter, func(), error) {
-	if path == "" {
-		return nil, func() {}, nil
-	}
-	// The records hold kernel addresses: for root's eyes only, so not a
-	// file for the user who ran sudo, nor one root makes where that user
-	// asks.
-	if outputOwner() != nil {
-		return nil, nil, exitWith(1, errors.New("--record-raw: the raw records hold kernel addresses and are root's alone: run rdmatrace as root itself, not through sudo (SUDO_UID is set)"))
-	}
-	rf, err := safefile.Create(path, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	raw := tracer.NewRawWriter(rf, clock)
-	return raw, func() { raw.Flush(); rf.Close() }, nil
-}
-
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).
 var otlpFlag = &cli.StringFlag{Name: "otlp", Usage: "also send each event as an OTLP log record to the collector at `URL` (OTLP/HTTP, e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_* variables apply)"}
 
-// startOTLP starts the --otlp sink; its closer sends what is queued (10 s
-// at most) and says on stderr what became of every event.
-func startOTLP(endpoint, node string) (*otlp.Sink, func(), error) {
-	o, err := otlp.New(context.Background(), endpoint, otlp.Options{Node: node})
+// nodeFlag names the node in --otlp's records (trace, exporter).
+var nodeFlag = &cli.StringFlag{Name: "node", Usage: "with --otlp: the node's `NAME` in its records (host.name; default: the host name; the Kubernetes node's name in a DaemonSet), which `rdmatrace peer` finds it by"}
+
+// startOTLP starts --otlp (otlp.StartNode): the events, and with identity
+// the node's identity records; a collector's address it cannot use is a
+// usage error.
+func startOTLP(endpoint, node string, identity bool) (*otlp.Node, error) {
+	n, err := otlp.StartNode(endpoint, node, identity)
 	if err != nil {
-		return nil, nil, usagef("%w", err)
+		return nil, usagef("%w", err)
 	}
-	return o, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		logf("%s", formats.Sanitize(o.Close(ctx).Summary(endpoint)))
-	}, nil
-}
-
-// readRecording is trace -r: a recording through the same filters and
-// views as a live trace, up to limit events (0: all). A bad line is
-// reported (file, line, what was expected) and the rest still read; then
-// the exit status is 1.
-func readRecording(path string, maxInput int64, limit uint64, f *filter.Events, sink formats.Sink[*rdma.Event]) error {
-	in, done, err := openInput(path, os.Stdin, maxInput)
-	if err != nil {
-		return exitWith(1, err)
-	}
-	defer done()
-	var werr error // the sink's: returned as it is, not as the file's
-	bad, err := replay.NewReader(in, sourceName(path)).Play(replay.PlayOptions{Keep: f.Match, Count: limit,
-		Write: func(e *rdma.Event) error { werr = sink.Write(e); return werr },
-		Flush: func() error {
-			if ferr := sink.Flush(); ferr != nil {
-				werr = ferr
-				return ferr
-			}
-			return nil
-		},
-		Bad: func(le *lineerr.Error) { logf("%v", le) }})
-	switch {
-	case err != nil && err == werr:
-		return err
-	case err != nil:
-		return exitWith(1, err)
-	case bad > 0:
-		return exitWith(1, fmt.Errorf("%s: %d lines were not events (named or counted above)", sourceName(path), bad))
-	}
-	return nil
-}
-
-// existing lists the resources that exist now as "exists" events, in
-// every network namespace (the tracer sees their events; in exclusive
-// netns mode netlink shows them only from there), owners named by the
-// run's enricher.
-func existing(x *enrich.Enricher, emit func(*rdma.Event)) error {
-	proc.WarnPIDNamespace(os.Stderr)
-	_, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { emit(e); return true }})
-	return err
-}
-
-// snapshotEvents is existing with an enricher of its own, for leaks until
-// it builds its own once per run.
-func snapshotEvents(emit func(*rdma.Event)) error {
-	return existing(enrich.New(enrich.Options{}), emit)
+	return n, nil
 }

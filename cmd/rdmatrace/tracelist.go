@@ -51,33 +51,6 @@ func listHooks(o output, pattern string) error {
 	return nil
 }
 
-// here is a listed variant's verdict: yes, no or ? (could not tell).
-func here(l *tracer.Listed) string {
-	switch {
-	case l.Present:
-		return "yes"
-	case l.Unknown:
-		return "?"
-	}
-	return "no"
-}
-
-// listedNote is where a variant's targets were found, or why not, and
-// when the hook is attached at all.
-func listedNote(l *tracer.Listed) string {
-	var n []string
-	if l.Where != "" {
-		n = append(n, "in "+l.Where)
-	}
-	if l.Why != "" {
-		n = append(n, l.Why)
-	}
-	if l.Followed {
-		n = append(n, "with --follow-pid only")
-	}
-	return strings.Join(n, "; ")
-}
-
 // hookList lays out trace -l's rows.
 var hookList = formats.List[tracer.Listed]{Object: listedObject, Table: listedTable}
 
@@ -85,7 +58,7 @@ func listedTable(ls []tracer.Listed) *formats.Table {
 	t := formats.NewTable("HOOK", "VARIANT", "PROBES", "HERE", "NOTE")
 	for i := range ls {
 		l := &ls[i]
-		t.Append(l.Hook, l.Variant, strings.Join(l.Probes, " "), here(l), listedNote(l))
+		t.Append(l.Hook, l.Variant, strings.Join(l.Probes, " "), l.Here(), l.Note())
 	}
 	return t
 }
@@ -95,7 +68,7 @@ func listedObject(l *tracer.Listed) formats.Object {
 		{Key: "hook", Kind: formats.Str, Str: l.Hook},
 		{Key: "variant", Kind: formats.Str, Str: l.Variant},
 		{Key: "probes", Kind: formats.StrList, List: l.Probes},
-		{Key: "present", Kind: formats.Str, Str: here(l)},
+		{Key: "present", Kind: formats.Str, Str: l.Here()},
 	}
 	if l.Where != "" {
 		o = append(o, formats.Field{Key: "where", Kind: formats.Str, Str: l.Where})

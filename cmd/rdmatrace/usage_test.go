@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rdmatrace/rdmatrace/internal/base/cliargs"
 )
 
 // Every command answers a usage mistake the same way: exit status 2, one
@@ -94,7 +96,7 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 					if full := rdmaAbbrev(a, commands); full != "" {
 						a = full
 					}
-					if findCommand(a) != nil && a != "help" {
+					if cliargs.Find(a, commands) != nil && a != "help" {
 						cmd = a
 					}
 					break

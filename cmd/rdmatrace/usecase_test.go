@@ -1,38 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 )
-
-// trace's use case without a command line: an Options value and a sink.
-// A recording read back keeps what the filter keeps, up to the count.
-func TestTraceReadsARecordingIntoItsSink(t *testing.T) {
-	rec := filepath.Join("..", "..", "testdata", "leaklog", "6.12", "trace.ndjson")
-	f, err := filter.ParseEvents([]string{"qp", "event", "create"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sink := &formats.EventTee{Print: formats.NewEventWriter(&out, true)}
-	if err := readRecording(rec, 1<<30, 2, f, sink); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d events, want the count's 2:\n%s", len(lines), out.String())
-	}
-	for _, l := range lines {
-		if !strings.Contains(l, `"event":"create"`) || !strings.Contains(l, `"res":"qp"`) {
-			t.Errorf("the filter let through %s", l)
-		}
-	}
-}
 
 // The use case's options are checked before anything runs: -r with -w or
 // -- CMD, -W without -C, are usage errors.
@@ -41,6 +12,7 @@ func TestTraceOptionsRefuseWhatCannotGoTogether(t *testing.T) {
 		{"trace -r x.ndjson -w y.ndjson", "-r reads a recording"},
 		{"trace -w y.ndjson -W 3", "-W N keeps N files of -C MB"},
 		{"trace --print", "go with -w FILE"},
+		{"trace --netlink --poll 50ms", "--poll without BPF: at least 100ms"},
 	} {
 		_, stderr, code := rdmatrace(t, strings.Fields(tc.args)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "rdmatrace: trace: ") {

@@ -3,17 +3,15 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
+	"github.com/rdmatrace/rdmatrace/internal/analysis/why/live"
 	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/peer"
-	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -85,40 +83,25 @@ func runWhy(c *cli.Context) error {
 	}
 	sink := formats.NewWhySink(os.Stdout, format)
 	an := why.New(o)
-	write := func(ls []why.Line) error {
-		for _, l := range ls {
-			if err := sink.Write(l); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	logs := c.StringSlice("log")
 	if path := c.String("read"); path != "" {
 		if err := lineio.StdinOnce(append([]string{path}, logs...), "give it to -r or to one --log"); err != nil {
-			return usage(c, "%w", err)
+			return usagef("%w", err)
 		}
-		err = whyRecording(path, logs, maxInputOptions(c), an, sink)
+		err = why.ReadRecording(an, why.RecordingOptions{Recording: path, Logs: logs, Stdin: os.Stdin, MaxInput: maxInputOptions(c),
+			Warn: func(line string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", line) }}, sink)
+		if err != nil {
+			err = exitWith(1, err) // what it says went wrong is exit status 1
+		}
 	} else if len(logs) > 0 {
 		err = usagef("--log needs a recording (-r FILE): a kernel log's QP errors are joined with the QPs it recorded")
 	} else {
 		var so tracer.SessionOptions
-		if so, err = whySessionOptions(c); err == nil {
-			err = whyLive(so, an, write, sink.Flush)
+		if so, err = sessionOptions(c, nil); err == nil {
+			err = live.Run(an, live.Options{Session: so, Window: reorderWindow, Tick: tickInterval}, sink)
 		}
 	}
 	return closeWhy(sink, format, err)
-}
-
-// whyRecording is why -r [--log] (why.ReadRecording): what it says went
-// wrong is exit status 1.
-func whyRecording(path string, logs []string, maxInput int64, an *why.Analyzer, sink formats.Sink[why.Line]) error {
-	err := why.ReadRecording(an, why.RecordingOptions{Recording: path, Logs: logs, Stdin: os.Stdin, MaxInput: maxInput,
-		Warn: func(line string) { fmt.Fprintf(os.Stderr, "rdmatrace: %s\n", line) }}, sink)
-	if err != nil {
-		return exitWith(1, err)
-	}
-	return nil
 }
 
 // closeWhy ends why's output. A run that failed ends the human view with
@@ -133,14 +116,6 @@ func closeWhy(sink formats.Sink[why.Line], format formats.Format, err error) err
 		err = cerr
 	}
 	return err
-}
-
-// whySessionOptions are why's tracer, as trace's, with owners named as
-// events arrive.
-func whySessionOptions(c *cli.Context) (tracer.SessionOptions, error) {
-	so, err := sessionOptions(c, nil)
-	so.OnlyProgram, so.ReadyClock, so.DropHint = true, true, "raise --ring-size"
-	return so, err
 }
 
 // whyOptions are the analysis's choices: the owner (--pid, --comm,
@@ -168,42 +143,6 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 		o.QPN, o.HasQPN = uint32(c.Uint("qpn")), true
 	}
 	return o, nil
-}
-
-// whyLive is why without -r: the tracer's events through why.Live, the
-// steps unanswered past --no-answer listed as they become so.
-func whyLive(so tracer.SessionOptions, an *why.Analyzer, write func([]why.Line) error, flush func() error) error {
-	x := enrich.New(enrich.Options{}) // the run's: the snapshot's owners and the tracer's
-	so.Tracer.Enrich = x.Then(enrich.PortHolders(portHolders))
-	s, err := tracer.NewSession(so)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	clock := s.Clock()
-	// What exists already, for the live table: a QP made before the run
-	// is named by its owner when a failure of it names none.
-	if err := existing(x, func(e *rdma.Event) { an.Feed(e) }); err != nil {
-		logf("snapshot of existing resources: %v", err)
-	}
-	live := why.NewLive(an, reorderWindow, write)
-	return s.Run(tracer.Loop{
-		Consumer: tracer.Consumer{
-			Event: live.Push,
-			Tick: func() {
-				now := tracer.Mono()
-				_ = live.Tick(now, clock.Wall(now)) // its error ends the run at the next event
-				_ = flush()
-			},
-			Every: tickInterval,
-		},
-		End: func() error {
-			if err := live.End(time.Now().UTC()); err != nil {
-				return err
-			}
-			return flush()
-		},
-	})
 }
 
 // whyFilterOptions are the owner selection: --pid, --comm, --container and

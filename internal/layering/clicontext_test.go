@@ -15,19 +15,6 @@ import (
 
 const cliPath = "github.com/urfave/cli/v2"
 
-// pendingContext are the helpers below a command's entry that still take
-// *cli.Context, as "file.go:func", in the commands others are moving to
-// Options of their own (leaks' live and post-mortem
-// runs) and the shims they call (pending.go).
-// Remove each as it goes: the test fails on an entry that no longer
-// takes one.
-var pendingContext = map[string][]string{
-	"cmd/rdmatrace": {
-		"leaks.go:leaksFromLogs", "leaks.go:reportOutput",
-		"pending.go:usage", "pending.go:atLeast", "pending.go:parseEvents", "pending.go:openOTLP",
-	},
-}
-
 // A command's entry (runX, a cli.Command's Action) has its flags read by
 // xOptions (or checkXFlags) and hands plain values down, as ptcpdump's
 // capture(ctx, stop, opts) and bpf2go's gen.Compile take none: no helper
@@ -43,16 +30,8 @@ func TestCLIContextStopsAtTheCommandsEdge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pending := pendingContext[pkg]
 		for _, h := range got {
-			if !slices.Contains(pending, h) {
-				t.Errorf("%s: %s takes *cli.Context below a command's entry: give it the values it needs (read in xOptions)", pkg, h)
-			}
-		}
-		for _, p := range pending {
-			if !slices.Contains(got, p) {
-				t.Errorf("%s: %s is pending but takes no *cli.Context below an entry now: remove it from pendingContext", pkg, p)
-			}
+			t.Errorf("%s: %s takes *cli.Context below a command's entry: give it the values it needs (read in xOptions)", pkg, h)
 		}
 	}
 }

@@ -394,3 +394,24 @@ func (t *term) match(r *rdma.Resource) bool {
 		return false
 	}
 }
+
+// ParseSaved builds the filter of a saved dump's records from iproute2
+// filter words. rdma_cm IDs use the cm_id filters; QPs (from saved `rdma
+// res show qp`) use the qp filters when the expression is valid for QPs
+// too, and are dropped when it is not (a "ps TCP" filter selects no QP).
+func ParseSaved(words []string) (func(*rdma.Resource) bool, error) {
+	if len(words) == 0 {
+		return func(*rdma.Resource) bool { return true }, nil
+	}
+	cm, err := ParseArgs(rdma.ResCMID, words)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	qp, qerr := ParseArgs(rdma.ResQP, words)
+	return func(r *rdma.Resource) bool {
+		if r.Type == rdma.ResQP {
+			return qerr == nil && qp.Match(r)
+		}
+		return cm.Match(r)
+	}, nil
+}

@@ -216,3 +216,30 @@ func TestPIDSelectsTheProcessOfEveryThread(t *testing.T) {
 		}
 	}
 }
+
+// A saved dump's filter: cm_ids by cm_id's keys, QPs by qp's where the
+// words are valid for QPs, none where they are not (ps is no qp key).
+func TestParseSavedFiltersEachTypeByItsOwnKeys(t *testing.T) {
+	cm := &rdma.Resource{Type: rdma.ResCMID, Has: rdma.HasPID, Owner: rdma.Owner{PID: 5}}
+	qp := &rdma.Resource{Type: rdma.ResQP, Has: rdma.HasPID, Owner: rdma.Owner{PID: 5}}
+	other := &rdma.Resource{Type: rdma.ResCMID, Has: rdma.HasPID, Owner: rdma.Owner{PID: 6}}
+	keep, err := ParseSaved([]string{"pid", "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keep(cm) || !keep(qp) || keep(other) {
+		t.Errorf("pid 5: cm_id %v, qp %v, pid 6 %v; want true, true, false", keep(cm), keep(qp), keep(other))
+	}
+	if keep, err = ParseSaved([]string{"ps", "TCP"}); err != nil {
+		t.Fatal(err)
+	}
+	if keep(qp) {
+		t.Error("ps TCP kept a QP: a QP has no port space")
+	}
+	if _, err := ParseSaved([]string{"nosuchkey", "1"}); err == nil || !strings.HasPrefix(err.Error(), "filter: ") {
+		t.Errorf("unknown key: %v, want a filter error", err)
+	}
+	if keep, _ := ParseSaved(nil); !keep(other) {
+		t.Error("no words dropped a record")
+	}
+}

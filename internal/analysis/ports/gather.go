@@ -55,3 +55,31 @@ func Gather() (Input, error) {
 func IWarpDevice(d rdma.Device) bool {
 	return d.NodeType.String() == "rnic" || d.Protocol == "iw"
 }
+
+// WithoutNoRDMA takes ErrNoRDMA out of Gather's error: whether it was
+// there, and the rest (nil when it was all).
+func WithoutNoRDMA(err error) (noRDMA bool, rest error) {
+	if !errors.Is(err, ErrNoRDMA) {
+		return false, err
+	}
+	var others []error
+	for _, e := range unjoin(err) {
+		if !errors.Is(e, ErrNoRDMA) {
+			others = append(others, e)
+		}
+	}
+	return true, errors.Join(others...)
+}
+
+// unjoin flattens errors.Join's tree into its leaves.
+func unjoin(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, unjoin(e)...)
+	}
+	return out
+}

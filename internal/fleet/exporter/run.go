@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
-	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/base/termsafe"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -30,9 +29,10 @@ type Options struct {
 	Top int
 	// Serve bounds the HTTP server (Log, Ready and Gather are set by Run).
 	Serve ServeOptions
-	// ReadyFile is written once the exporter serves and has tried the
-	// tracer once: its first line is the address served on.
-	ReadyFile string
+	// Ready is told, once the exporter serves and has tried the tracer
+	// once, the address it serves on (HOST:PORT, unix:PATH): the run's
+	// ready file (lifecycle's Run.MarkReady). Its error ends the run.
+	Ready func(addr string) error
 	// Version and Revision label rdmatrace_build_info.
 	Version, Revision string
 	// Source reads the kernel's state at each scrape.
@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ready := &readiness{path: o.ReadyFile, addr: served(ln), cancel: cancel}
+	ready := &readiness{tell: o.Ready, addr: served(ln), cancel: cancel}
 	so := o.Serve
 	so.Log, so.Ready, so.Gather = logs, ready.check, x.Gatherer(reg)
 	srv := NewServer(reg, so)
@@ -206,12 +206,12 @@ func startTracer(ctx context.Context, p *TracerPart, x *Exporter, tm *TracerMetr
 	}, t.Stop, nil
 }
 
-// readiness is /readyz's answer and the ready file: ready once the
-// tracer was tried (or is not to be); the file's first line is the
+// readiness is /readyz's answer and the ready file's moment: ready once
+// the tracer was tried (or is not to be); the file's first line is the
 // address served on, which scripts read whole.
 type readiness struct {
 	ready  atomic.Bool
-	path   string
+	tell   func(addr string) error
 	addr   string
 	cancel func() // ends the run when the file cannot be written
 	err    error
@@ -226,11 +226,11 @@ func (r *readiness) check() error {
 
 func (r *readiness) mark() {
 	r.ready.Store(true)
-	if r.path == "" {
+	if r.tell == nil {
 		return
 	}
-	if err := safefile.WriteFile(r.path, []byte(r.addr+"\n"), safefile.Invoker(os.Getenv)); err != nil {
-		r.err = fmt.Errorf("--ready-file: %s", termsafe.Sanitize(err.Error()))
+	if err := r.tell(r.addr); err != nil {
+		r.err = err
 		r.cancel()
 	}
 }

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -85,7 +86,7 @@ func TestRunEndsPromptlyAtAnyPointOfItsStart(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- Run(ctx, Options{Listen: "unix:" + filepath.Join(dir, "m.sock"), Source: emptySource, Tracer: part,
-					ReadyFile: filepath.Join(dir, "ready"), Stderr: stderr})
+					Ready: readyFile(filepath.Join(dir, "ready")), Stderr: stderr})
 			}()
 			for !reached.Load() {
 				time.Sleep(5 * time.Millisecond)
@@ -166,7 +167,7 @@ func TestSnapshotEventsReachAlsoAndCollectorsAreServed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Listen: "unix:" + sock, Source: emptySource, Tracer: part, ReadyFile: filepath.Join(dir, "ready"),
+		done <- Run(ctx, Options{Listen: "unix:" + sock, Source: emptySource, Tracer: part, Ready: readyFile(filepath.Join(dir, "ready")),
 			Also: func(e *rdma.Event) {
 				if e.Kind == rdma.EvExists && e.ID == 17 {
 					also.Add(1)
@@ -187,5 +188,30 @@ func TestSnapshotEventsReachAlsoAndCollectorsAreServed(t *testing.T) {
 	code, body, err := getOn("unix", sock, "/metrics")
 	if err != nil || code != 200 || !strings.Contains(body, "rdmatrace_test_extra_total 0") {
 		t.Errorf("/metrics: %d %v, want the caller's collector served:\n%.500s", code, err, body)
+	}
+}
+
+// readyFile is a ready file as the run lifecycle writes it: the address
+// served on, in one step.
+func readyFile(path string) func(addr string) error {
+	return func(addr string) error { return os.WriteFile(path, []byte(addr+"\n"), 0o600) }
+}
+
+// A ready file that cannot be written ends the run with why: a script
+// waiting for it would wait for ever.
+func TestARefusedReadyFileEndsTheRun(t *testing.T) {
+	refused := errors.New("--ready-file: refused")
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Listen: "unix:" + filepath.Join(t.TempDir(), "m.sock"), Source: emptySource,
+			Ready: func(string) error { return refused }, Stderr: io.Discard})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, refused) {
+			t.Errorf("Run = %v, want the ready file's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run went on without its ready file")
 	}
 }

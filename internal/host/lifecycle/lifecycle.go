@@ -1,6 +1,6 @@
 // Package lifecycle is the one run of a long-running command (trace with
-// or without BPF, why live, gid -w; leaks and the exporter once they come
-// to it): the stop signals, --duration, the ready file, the program of
+// or without BPF, leaks and why live through the tracer's session, gid -w,
+// the exporter): the stop signals, --duration, the ready file, the program of
 // -- CMD, and its exit status. What the command does meanwhile is its own:
 // it reads Context and stops when it is done, as ptcpdump's
 // capture(ctx, stop, opts) does.

@@ -127,6 +127,19 @@ func netNSMode() string {
 	return sys.NetNSMode
 }
 
+// HiddenNote says when the kernel hides devices from us, "" when it does
+// not: in exclusive mode a device moved into another network namespace is
+// not listed here, and nothing else would say so.
+func HiddenNote(roots netns.Roots) string {
+	switch hidden, unreadable := HiddenDevices(roots); {
+	case hidden > 0:
+		return fmt.Sprintf("the RDMA netns mode is exclusive: %d devices in other network namespaces are not listed here; --netns all lists them", hidden)
+	case unreadable > 0:
+		return fmt.Sprintf("the RDMA netns mode is exclusive: devices in the %d other network namespaces are not listed here, and looking needs CAP_SYS_ADMIN; --netns all lists them", unreadable)
+	}
+	return ""
+}
+
 // HiddenDevices counts, in the exclusive netns mode, the devices of the
 // other network namespaces, which our own socket does not list (nothing
 // else would say so), and the namespaces that could not be entered to

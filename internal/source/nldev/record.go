@@ -45,6 +45,17 @@ func UnmarshalMessages(b []byte) ([]netlink.Message, error) {
 	return msgs, nil
 }
 
+// RecordDir is RecordTo into dir, made now as owner's; nil when dir is "".
+func RecordDir(dir string, owner *safefile.Owner, warn func(error)) (func(cmd uint16, b []byte, err error), error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := safefile.MkdirAll(dir, owner); err != nil {
+		return nil, err
+	}
+	return RecordTo(dir, owner, warn), nil
+}
+
 // RecordTo is a Client.Record that writes each raw reply to a file of dir
 // (NN-cmdC.nl, in the order asked; dir exists), owned by owner: test fixtures
 // (--nl-record). warn is told what could not be written.

@@ -67,6 +67,9 @@ func (c *Client) PortsNamed(dev, port string) ([]rdma.Port, error) {
 }
 
 // SummariesOf are the per-device counts, of device dev only when not "".
+// A dev that is not there is a NotFoundError as DevicesNamed's, with the
+// devices there are and the resource types (res DEV and res TYPE share
+// the word: a type mistyped reads as a device).
 func (c *Client) SummariesOf(dev string) ([]rdma.Summary, error) {
 	sums, err := c.Summaries()
 	if dev == "" {
@@ -78,7 +81,22 @@ func (c *Client) SummariesOf(dev string) ([]rdma.Summary, error) {
 			keep = append(keep, s)
 		}
 	}
+	if len(keep) == 0 {
+		devs, _ := c.Devices()
+		if _, missing := SelectDevices(devs, dev); missing != nil {
+			return nil, &NotFoundError{Err: fmt.Errorf("%w (nor is it a resource type: %s)", missing, resTypeNames())}
+		}
+	}
 	return keep, err
+}
+
+// resTypeNames lists the resource types, for messages.
+func resTypeNames() string {
+	names := make([]string, len(rdma.ResourceTypes))
+	for i, t := range rdma.ResourceTypes {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // legacyTypes maps the kernel's device protocol to the legacy TYPE column.
@@ -116,4 +134,16 @@ func (c *Client) AddLegacyColumns(devs []rdma.Device, rs []rdma.Resource) error 
 		}
 	}
 	return nil
+}
+
+// OnPorts lists, for the ports of dev (every device's when "") and port
+// (every port when ""), what of reads of them: a listing of rdma
+// statistic's, whose ports that could not be listed are in the error
+// beside what could.
+func OnPorts[T any](dev, port string, of func(*Client, []rdma.Port) ([]T, error)) func(*Client) ([]T, error) {
+	return func(c *Client) ([]T, error) {
+		ports, err := c.PortsNamed(dev, port)
+		ts, oerr := of(c, ports)
+		return ts, errors.Join(err, oerr)
+	}
 }

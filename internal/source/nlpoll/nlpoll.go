@@ -8,6 +8,7 @@ package nlpoll
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -239,3 +240,27 @@ func (p *Poller) warn(err error) {
 
 // errCount ends a run at Count events; it is no failure.
 var errCount = errors.New("count reached")
+
+// MinInterval is the shortest interval allowed between two dumps: each
+// lists every resource of every device.
+const MinInterval = 100 * time.Millisecond
+
+// NotSeen is what a trace through netlink cannot see.
+const NotSeen = "rdma_cm events, spans, off-CPU spells, port conflicts, SMC events, and objects created and destroyed (or changed and changed back) between two dumps are not seen"
+
+// Mode says how a trace goes through netlink, a dump every apart, and why
+// (reason: why not BPF); with verbose, its mode line too.
+func Mode(monitorErr error, every time.Duration, reason string, verbose bool) []string {
+	what := fmt.Sprintf("device events from the kernel's monitor group as they come, resources compared every %v", every)
+	monitor := "joined"
+	if monitorErr != nil {
+		what = fmt.Sprintf("devices and resources compared every %v (the kernel's monitor group of device events came with Linux 6.12)", every)
+		monitor = "not used: " + monitorErr.Error()
+	}
+	lines := []string{fmt.Sprintf("no BPF: %s. Tracing through RDMA netlink instead: %s, events marked polled and timed by the dump that found them; %s",
+		reason, what, NotSeen)}
+	if verbose {
+		lines = append(lines, fmt.Sprintf("mode: netlink (monitor group: %s; a dump every %v)", monitor, every))
+	}
+	return lines
+}
