@@ -393,7 +393,7 @@ func CheckCgroups(s *State, o Options) []Finding {
 	if len(fs) == 0 {
 		d := "no rdma cgroup limit set"
 		if n := countLimited(s.Cgroups, o.Dev); n > 0 {
-			d = fmt.Sprintf("%d rdma cgroup limits, each with %.0f%% free or more", n, o.Headroom*100)
+			d = fmt.Sprintf("%d rdma cgroup limit%s, each with %.0f%% free or more", n, plural(n), o.Headroom*100)
 		}
 		fs = append(fs, Finding{Check: "limits", Status: OK, Detail: d})
 	}
@@ -431,4 +431,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
