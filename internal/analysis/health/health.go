@@ -8,7 +8,9 @@
 package health
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"strings"
@@ -157,6 +159,21 @@ const (
 	DefaultFailedCreates = 10
 	DefaultHeadroom      = 0.1
 )
+
+// Validate says which option is out of its range.
+func (o Options) Validate() error {
+	switch {
+	case o.Since < 0 || o.Since > time.Hour:
+		return fmt.Errorf("--since %v: expected a duration from 0 to 1h such as 10s", o.Since)
+	case !(o.Gbps >= 0) || math.IsInf(o.Gbps, 0):
+		return fmt.Errorf("--speed %g: expected a speed in Gb/s such as 100", o.Gbps)
+	case o.QPErrors < 1 || o.FailedCreates < 1:
+		return errors.New("--qp-errors and --failed-creates: expected a count of 1 or more")
+	case !(o.Headroom >= 0 && o.Headroom < 1):
+		return fmt.Errorf("--headroom %g: expected a share from 0 to below 1, such as 0.1", o.Headroom)
+	}
+	return nil
+}
 
 // Check runs every check over s.
 func Check(s *State, o Options) []Finding {
