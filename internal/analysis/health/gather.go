@@ -30,15 +30,25 @@ const (
 )
 
 // Host is where the node's state is read: Root the file system root
-// ("/" on a host, a directory of the same layout in tests); Addrs the
-// addresses of a netdev of our network namespace.
+// ("/" on a host, a directory of the same layout in tests); Cgroup where
+// the cgroup v2 hierarchy is mounted (its path under Root; "" for
+// sys/fs/cgroup, "-" when there is none); Addrs the addresses of a netdev
+// of our network namespace.
 type Host struct {
-	Root  string
-	Addrs func(netdev string) ([]netip.Addr, error)
+	Root   string
+	Cgroup string
+	Addrs  func(netdev string) ([]netip.Addr, error)
 }
 
-// LocalHost reads this machine.
-func LocalHost() Host { return Host{Root: "/", Addrs: InterfaceAddrs} }
+// LocalHost reads this machine, its cgroup v2 hierarchy where mountinfo
+// says (/sys/fs/cgroup/unified in the hybrid layout).
+func LocalHost() Host {
+	h := Host{Root: "/", Cgroup: "-", Addrs: InterfaceAddrs}
+	if m, err := cgroup.Mount(); err == nil {
+		h.Cgroup = m
+	}
+	return h
+}
 
 // InterfaceAddrs lists a netdev's addresses (our network namespace).
 func InterfaceAddrs(netdev string) ([]netip.Addr, error) {
@@ -167,10 +177,18 @@ func afterColon(s string) string {
 // unified hierarchy that has an rdma.max (the controller enabled for it),
 // with its rdma.current; skip says why there is nothing to read here.
 func (h Host) ReadCgroups() (limits []CgroupLimit, skip string, err error) {
-	root := filepath.Join(h.Root, "sys/fs/cgroup")
+	const none = "no cgroup v2 hierarchy mounted"
+	mount := h.Cgroup
+	switch mount {
+	case "-":
+		return nil, none, nil
+	case "":
+		mount = "/sys/fs/cgroup"
+	}
+	root := filepath.Join(h.Root, mount)
 	ctl, err := readSysfs(filepath.Join(root, "cgroup.controllers"))
 	if err != nil {
-		return nil, "no cgroup v2 hierarchy at /sys/fs/cgroup", nil
+		return nil, none + " (" + mount + " has no cgroup.controllers)", nil
 	}
 	if !slices.Contains(strings.Fields(ctl), "rdma") {
 		return nil, "cgroup v2 has no rdma controller (CONFIG_CGROUP_RDMA): nothing limits RDMA objects", nil

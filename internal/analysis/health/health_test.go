@@ -95,7 +95,7 @@ func TestEachProblemIsALine(t *testing.T) {
 // the tracer is judged by what it has.
 func TestWhatCannotBeCheckedIsSaid(t *testing.T) {
 	s, o := healthy(), defaults()
-	s.Cgroups, s.CgroupsSkip = nil, "no cgroup v2 hierarchy at /sys/fs/cgroup"
+	s.Cgroups, s.CgroupsSkip = nil, "no cgroup v2 hierarchy mounted"
 	fs := Check(s, o)
 	if v := Verdict(fs); v != OK {
 		t.Errorf("no cgroup v2: verdict %v: %s", v, problems(fs))
@@ -258,8 +258,11 @@ func TestGather(t *testing.T) {
 // one without the rdma controller.
 func TestReadCgroupsSaysWhyNot(t *testing.T) {
 	root := t.TempDir()
-	if _, skip, err := (Host{Root: root}).ReadCgroups(); err != nil || skip != "no cgroup v2 hierarchy at /sys/fs/cgroup" {
+	if _, skip, err := (Host{Root: root, Cgroup: "-"}).ReadCgroups(); err != nil || skip != "no cgroup v2 hierarchy mounted" {
 		t.Errorf("no cgroup v2: %q, %v", skip, err)
+	}
+	if _, skip, err := (Host{Root: root}).ReadCgroups(); err != nil || skip != "no cgroup v2 hierarchy mounted (/sys/fs/cgroup has no cgroup.controllers)" {
+		t.Errorf("no cgroup v2 at /sys/fs/cgroup: %q, %v", skip, err)
 	}
 	dir := filepath.Join(root, "sys/fs/cgroup")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -52,7 +52,7 @@ func TestGoldens(t *testing.T) {
 		// what could be told, and it says what could not.
 		"healthy-partly": func() health.Report {
 			s := node()
-			s.Cgroups, s.CgroupsSkip = nil, "no cgroup v2 hierarchy at /sys/fs/cgroup"
+			s.Cgroups, s.CgroupsSkip = nil, "no cgroup v2 hierarchy mounted"
 			s.GIDsErr = errors.New("open /sys/class/infiniband/rxe0/ports/1/gids: permission denied")
 			return report(s, health.Options{})
 		},
@@ -70,7 +70,7 @@ func TestGoldens(t *testing.T) {
 			return report(s, health.Options{Since: 5 * time.Second, Gbps: 100})
 		},
 		"unknown": func() health.Report {
-			s := &health.State{PortsErr: errors.New("open /sys/class/infiniband: permission denied"), CgroupsSkip: "no cgroup v2 hierarchy at /sys/fs/cgroup"}
+			s := &health.State{PortsErr: errors.New("open /sys/class/infiniband: permission denied"), CgroupsSkip: "no cgroup v2 hierarchy mounted"}
 			return report(s, health.Options{})
 		},
 	}
