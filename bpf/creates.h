@@ -145,6 +145,13 @@ struct ib_gid_table {
 	struct ib_gid_table_entry **data_vec;
 } __attribute__((preserve_access_index));
 
+/* 7.2 made data_vec a flexible array at the table's end (one allocation
+ * instead of two): a field of another kind, which the pointer's flavour
+ * does not match. */
+struct ib_gid_table___flex {
+	struct ib_gid_table_entry *data_vec[0];
+} __attribute__((preserve_access_index));
+
 /* What a deeper hook saw, per thread until the entry point returns. */
 struct call_detail {
 	struct ev_asked asked;
@@ -612,7 +619,11 @@ static __always_inline int on_del_gid(struct ib_gid_table *table, int ix)
 {
 	if (!table || ix < 0 || ix > 0xffff || !bpf_core_type_exists(struct ib_gid_table))
 		return 0;
-	struct ib_gid_table_entry **vec = BPF_CORE_READ(table, data_vec);
+	struct ib_gid_table_entry **vec;
+	if (bpf_core_field_exists(struct ib_gid_table___flex, data_vec))
+		vec = (void *)table + bpf_core_field_offset(struct ib_gid_table___flex, data_vec);
+	else
+		vec = BPF_CORE_READ(table, data_vec);
 	struct ib_gid_table_entry *entry = 0;
 	if (!vec || bpf_probe_read_kernel(&entry, sizeof(entry), vec + ix) || !entry)
 		return 0;

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(mapper(spec))
 	}
 	flag.Parse()
+	leaveToOtherLanes()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: these tests run as root inside the guest: make e2e")
 		os.Exit(2)
@@ -48,6 +49,27 @@ func TestMain(m *testing.M) {
 		[]func(*testing.T){TestNoDevicesIsAnEmptyResultAndSuccess, TestExporterServesBeforeTheRDMAStackAndFollowsIt},
 		[]func(*testing.T){TestLeaksNamesWhatAKernelModuleLeft})
 	os.Exit(code)
+}
+
+// leaveToOtherLanes skips the tests the landing path runs on another
+// kernel's lane (make's E2E_LANDING_SPREAD, RDMATRACE_E2E_ELSEWHERE: a
+// pattern of test names), and says which: each of them runs on one kernel
+// there, on every kernel under make e2e.
+func leaveToOtherLanes() {
+	elsewhere := os.Getenv("RDMATRACE_E2E_ELSEWHERE")
+	if elsewhere == "" {
+		return
+	}
+	skip := flag.Lookup("test.skip")
+	pattern := "^(?:" + elsewhere + ")$"
+	if cur := skip.Value.String(); cur != "" {
+		pattern = cur + "|" + pattern
+	}
+	if err := skip.Value.Set(pattern); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: RDMATRACE_E2E_ELSEWHERE %q: %v\n", elsewhere, err)
+		os.Exit(2)
+	}
+	fmt.Printf("== e2e: run on other kernels' lanes of the landing path, not here: %s\n", strings.ReplaceAll(elsewhere, "|", " "))
 }
 
 var deviceOnce sync.Once
@@ -82,12 +104,10 @@ func needModuleBTF(t *testing.T) {
 // the exporter's counts) is tested on every kernel by other tests.
 func needFullTier(t *testing.T) {
 	t.Helper()
-	// The landing path moves a few full-tier tests to another kernel's
-	// lane (make's E2E_LANDING_MOVED): they run there and only there.
-	if moved := os.Getenv("RDMATRACE_E2E_MOVED"); moved != "" && regexp.MustCompile("^(?:"+moved+")$").MatchString(t.Name()) {
-		if os.Getenv("RDMATRACE_E2E_MOVED_HERE") != "1" {
-			t.Skipf("the landing path runs %s on another kernel's lane (E2E_LANDING_MOVED_TO)", t.Name())
-		}
+	// The landing path runs some full-tier tests on a kernel of the
+	// compatibility tier (make's E2E_LANDING_SPREAD): there and only there
+	// (leaveToOtherLanes skips them on the others).
+	if here := os.Getenv("RDMATRACE_E2E_HERE"); here != "" && regexp.MustCompile("^(?:"+here+")$").MatchString(t.Name()) {
 		return
 	}
 	if os.Getenv("RDMATRACE_E2E_FULL") == "0" {

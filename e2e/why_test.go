@@ -5,9 +5,11 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -189,12 +191,25 @@ func TestWhyNamesConnectFailuresInWords(t *testing.T) {
 	}
 
 	// The exporter counted them.
-	rejected := "rdma_failures_total{comm=rping,container=,device=" + device + ",event=REJECTED,port=1}"
-	addrErr := "rdma_failures_total{comm=rping,container=,device=,event=ADDR_ERROR,port=}"
+	rejected := "rdma_failures_total{comm=rping,container=,device=" + device + ",event=REJECTED,port=1,uid=0}"
+	addrErr := "rdma_failures_total{comm=rping,container=,device=,event=ADDR_ERROR,port=,uid=0}"
 	var after map[string]float64
-	waitFor(t, 20*time.Second, "the exporter to count the failures", func() bool {
+	counted := func() bool {
 		after = scrape(t, metrics)
 		return after[rejected] >= before[rejected]+1 && after[addrErr] >= before[addrErr]+1
-	})
+	}
+	for deadline := time.Now().Add(20 * time.Second); !counted(); time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var seen []string
+			for k, v := range after {
+				if strings.HasPrefix(k, "rdma_failures_total") || strings.HasPrefix(k, "rdma_tracer") {
+					seen = append(seen, fmt.Sprintf("%s %v", k, v))
+				}
+			}
+			sort.Strings(seen)
+			t.Fatalf("waited 20s for the exporter to count %s and %s; it has:\n%s\nexporter: %s",
+				rejected, addrErr, strings.Join(seen, "\n"), expErr.String())
+		}
+	}
 	t.Logf("%s %v, %s %v; exporter: %s", rejected, after[rejected], addrErr, after[addrErr], strings.TrimSpace(expErr.String()))
 }
