@@ -251,7 +251,8 @@ E2E_LANDING_SPREAD ?= \
 	TestTraceSendsEventsToAnOTLPReceiver=sid TestLeaksRunsTheProgramAsTheSudoUser=6.1 \
 	TestLeaksOfAChildThatExitsAtOnce=sid TestLeaksIgnoresAReusedPID=6.1 TestLeaksOfAProgram=sid \
 	TestTraceOfAProgramRecordsAndReadsBack=6.1 TestLeaksNamesThePortItsProgramCouldNotHave=sid \
-	TestPrometheusScrapesTheExporter=6.1 TestFailedCallsNameTheirLimits=6.1
+	TestPrometheusScrapesTheExporter=6.1 TestFailedCallsNameTheirLimits=6.1 \
+	TestHealthSaysWhenTheNodeIsUnfit=6.1
 e2e-landing: $(E2E_BIN)
 	@set -e; lanes=""; left=" $(KERNELS) "; \
 	for lane in $(E2E_LANES); do l=""; \
