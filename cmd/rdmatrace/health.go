@@ -43,6 +43,7 @@ func healthCommand() *cli.Command {
 			&cli.IntFlag{Name: "failed-creates", Value: health.DefaultFailedCreates, Usage: "this many failed creates on a device within --since is a storm"},
 			&cli.Float64Flag{Name: "headroom", Value: health.DefaultHeadroom, Usage: "the share of an rdma cgroup limit that must stay free (0.1: 10%)"},
 			&cli.BoolFlag{Name: "no-bpf", Usage: "watch --since by polling sysfs and RDMA netlink, without the tracer"},
+			readyFileFlag("once --since's watch has begun (the tracer's hooks attached, or the first poll read)"),
 			&cli.BoolFlag{Name: "json", Aliases: []string{"j"}, Usage: "JSON array: the verdict (check node), then a finding an object: check, status, detail"},
 		},
 		Action: runHealth,
@@ -52,7 +53,7 @@ func healthCommand() *cli.Command {
 func runHealth(c *cli.Context) error {
 	o := health.RunOptions{Options: health.Options{Since: c.Duration("since"), Gbps: c.Float64("speed"), Dev: c.String("dev"),
 		QPErrors: c.Int("qp-errors"), FailedCreates: c.Int("failed-creates"), Headroom: c.Float64("headroom")},
-		Session: tracer.SessionOptions{NeedsRoot: needsRoot("health")}}
+		Session: tracer.SessionOptions{NeedsRoot: needsRoot("health")}, ReadyFile: c.String("ready-file")}
 	if err := o.Validate(); err != nil {
 		return usagef("%w", err)
 	}
@@ -66,6 +67,9 @@ func runHealth(c *cli.Context) error {
 	}
 	if err := write(os.Stdout, &r); err != nil {
 		return err
+	}
+	if r.Err != nil {
+		return exitWith(2, r.Err) // who waited for the file never saw the window begin
 	}
 	if code := health.ExitCode(r.Verdict); code != 0 {
 		return exitWith(code, nil)

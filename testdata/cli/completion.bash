@@ -9,7 +9,7 @@ _rdmatrace_value() {
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --web.probe-listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
-    health) case $2 in --since | --speed | --dev | -d | --qp-errors | --failed-creates | --headroom) return 0 ;; esac ;;
+    health) case $2 in --ready-file | --since | --speed | --dev | -d | --qp-errors | --failed-creates | --headroom) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
@@ -93,8 +93,9 @@ _rdmatrace() {
         formats="table json ndjson"
         ;;
     health)
-        flags="--since --speed --dev -d --qp-errors --failed-creates --headroom --no-bpf --json -j --help -h"
+        flags="--since --speed --dev -d --qp-errors --failed-creates --headroom --no-bpf --ready-file --json -j --help -h"
         words=""
+        files="--ready-file"
         values="--since --speed --dev -d --qp-errors --failed-creates --headroom"
         ;;
     leaks)

@@ -125,6 +125,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l qp-
 complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l failed-creates -x
 complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l headroom -x
 complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l no-bpf
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l ready-file -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pid -x

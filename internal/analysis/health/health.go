@@ -112,6 +112,7 @@ type Window struct {
 	// device (netlink source); QPsErr why they could not be listed.
 	QPsInErr map[string]int
 	QPsErr   error
+	readyErr error
 }
 
 // State is what the checks read.

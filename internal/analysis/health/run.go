@@ -2,9 +2,12 @@ package health
 
 import (
 	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 	"github.com/rdmatrace/rdmatrace/tracer"
@@ -17,6 +20,9 @@ type Report struct {
 	// Source says where the window's events came from ("trace",
 	// "netlink", "" without a window).
 	Source string
+	// Err is why the ready file could not be written: the caller that
+	// waits for it was told nothing.
+	Err error
 }
 
 // RunOptions are Options and how the window is watched.
@@ -26,6 +32,9 @@ type RunOptions struct {
 	Session tracer.SessionOptions
 	// Host is where the state is read (LocalHost when zero).
 	Host Host
+	// ReadyFile is created once the window is watched: the tracer's
+	// hooks attached, or the ports' first poll read.
+	ReadyFile string
 }
 
 // pollEvery is how often the ports' states are read in a window without
@@ -51,7 +60,7 @@ func Run(o RunOptions) Report {
 	fs := Check(s, o.Options)
 	r := Report{Verdict: Verdict(fs), Findings: fs}
 	if w != nil {
-		r.Source = w.Source
+		r.Source, r.Err = w.Source, w.readyErr
 	}
 	return r
 }
@@ -76,7 +85,7 @@ func (o RunOptions) window() *Window {
 func (o RunOptions) trace() (*Window, error) {
 	so := o.Session
 	var stderr bytes.Buffer
-	so.Stderr, so.Duration = &stderr, o.Since
+	so.Stderr, so.Duration, so.ReadyFile = &stderr, o.Since, o.ReadyFile
 	w := &Window{Source: "trace", Length: o.Since}
 	s, err := tracer.NewSession(so)
 	if err != nil {
@@ -123,6 +132,9 @@ func (o RunOptions) poll(reason string) *Window {
 		}
 	}
 	note()
+	if o.ReadyFile != "" {
+		w.readyErr = lifecycle.WriteReadyFile(o.ReadyFile, strconv.Itoa(os.Getpid())+"\n")
+	}
 	end := time.Now().Add(o.Since)
 	for time.Now().Before(end) {
 		time.Sleep(min(pollEvery, time.Until(end)))
