@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -21,7 +22,8 @@ import (
 //   - an rdma cgroup with no room left on rxe0: exit 1, the cgroup named;
 //   - veth0 down: exit 1, the port named on the first line, and the same
 //     from a window polled without BPF (-j says where its events came
-//     from);
+//     from); a window of the tracer's open when it went down names the
+//     PORT_ERR;
 //   - healthy again once veth0 is back up.
 func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 	needFullTier(t)
@@ -79,6 +81,19 @@ func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A window of the tracer's, open across the fall.
+	ready := filepath.Join(t.TempDir(), "ready")
+	var traced bytes.Buffer
+	window := exec.Command(*rdmatraceBin, "health", "-d", device, "--since", "5s", "-j", "--ready-file", ready)
+	window.Stdout, window.Stderr = &traced, &traced
+	if err := window.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = window.Process.Kill(); _ = window.Wait() })
+	start := time.Now()
+	waitFor(t, time.Minute, "health's window to begin", func() bool { _, err := os.Stat(ready); return err == nil })
+	t.Logf("health's tracer attached in %v", time.Since(start).Round(time.Millisecond))
+
 	run(t, "ip", "link", "set", "veth0", "down")
 	t.Cleanup(func() {
 		_, _, _ = runStatus("ip", "link", "set", "veth0", "up")
@@ -92,6 +107,12 @@ func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 	out, code = health("--since", "1s", "--no-bpf", "-j")
 	if v := verdict(out); code != 1 || v["events-from"] != "netlink" || !strings.Contains(out, `"detail":"`+device+`/1 is DOWN`) {
 		t.Errorf("veth0 down, polled: exit %d, verdict %v; want 1, from netlink, the port named", code, v)
+	}
+	err = window.Wait()
+	t.Logf("rdmatrace health --since 5s -j, across the fall: %v\n%s", err, traced.Bytes())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(traced.String(), `"detail":"`+device+`/1: the port went down (PORT_ERR) in the last 5s"`) {
+		t.Errorf("a window of the tracer's across the fall: %v; want exit 1 and the PORT_ERR named", err)
 	}
 
 	run(t, "ip", "link", "set", "veth0", "up")
