@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/analysis/failures"
 	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -110,13 +111,7 @@ func wanted(e *rdma.Event) bool {
 	if _, ok := e.Failure(); ok {
 		return true
 	}
-	switch e.Kind {
-	case rdma.EvCMDisconnect, rdma.EvCMSentDreq, rdma.EvCMSentDrep, rdma.EvCMEventHandler:
-		return true
-	case rdma.EvDestroy, rdma.EvDestroyBegin:
-		return e.Type == rdma.ResQP
-	}
-	return false
+	return failures.Disconnects(e) || e.Type == rdma.ResQP && (e.Kind == rdma.EvDestroy || e.Kind == rdma.EvDestroyBegin)
 }
 
 func (o RunOptions) poll(reason string) *Window {
