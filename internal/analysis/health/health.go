@@ -320,12 +320,10 @@ func traceFindings(w *Window, o Options) []Finding {
 func pollFindings(w *Window, o Options) []Finding {
 	var fs []Finding
 	for _, p := range sortedKeys(w.PortStates) {
-		st := w.PortStates[p]
-		for _, s := range st {
-			if s != "ACTIVE" {
-				fs = append(fs, Finding{Check: "events", Status: Problem, Detail: fmt.Sprintf("%s: the port went through %s in the last %v", p, strings.Join(st, " → "), w.Length)})
-				break
-			}
+		// A port in one state all along is the ports' check's to judge
+		// (its state at the end); a change of state is a flap.
+		if st := w.PortStates[p]; len(st) > 1 {
+			fs = append(fs, Finding{Check: "events", Status: Problem, Detail: fmt.Sprintf("%s: the port went through %s in the last %v", p, strings.Join(st, " → "), w.Length)})
 		}
 	}
 	if w.QPsErr != nil {

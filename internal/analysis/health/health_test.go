@@ -185,6 +185,11 @@ func TestAPolledWindow(t *testing.T) {
 	if len(fs) != 1 || fs[0].Status != OK || !strings.Contains(fs[0].Detail, "fatal events and failed creates are not seen, no BPF: test") {
 		t.Errorf("quiet window: %+v", fs)
 	}
+	// Down all along: the ports' check says so, not the window's.
+	s.Window.PortStates["rxe0/1"] = []string{"DOWN"}
+	if got := problems(CheckEvents(s, o)); got != "" {
+		t.Errorf("down all along: %s", got)
+	}
 	s.Window.PortStates["rxe0/1"] = []string{"ACTIVE", "DOWN", "ACTIVE"}
 	s.Window.QPsInErr["rxe0"] = 12
 	want := "problem events: rxe0/1: the port went through ACTIVE → DOWN → ACTIVE in the last 5s\n" +
