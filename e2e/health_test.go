@@ -18,7 +18,7 @@ import (
 
 // rdmatrace health on rxe0, as node-problem-detector or a Slurm prolog
 // runs it:
-//   - healthy (exit 0) with a window of the tracer's events;
+//   - healthy (exit 0);
 //   - an rdma cgroup with no room left on rxe0: exit 1, the cgroup named;
 //   - veth0 down: exit 1, the port named on the first line, and the same
 //     from a window polled without BPF (-j says where its events came
@@ -52,9 +52,11 @@ func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 		return objs[0]
 	}
 
-	out, code := health("--since", "2s", "-j")
-	if v := verdict(out); code != 0 || v["status"] != "healthy" || v["events-from"] != "trace" {
-		t.Errorf("a healthy rxe0 with a 2 s window: exit %d, verdict %v; want 0, healthy, from the trace", code, v)
+	// The tracer is loaded once, for the window across the fall: under
+	// TCG a load takes 10 to 30 s.
+	out, code := health("-j")
+	if v := verdict(out); code != 0 || v["status"] != "healthy" {
+		t.Errorf("a healthy rxe0: exit %d, verdict %v; want 0, healthy", code, v)
 	}
 
 	// No room left: rdma.max hca_object=0 on rxe0.
