@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,26 @@ func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 	if err := os.Mkdir(cg, 0o755); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(cg) })
+	// Limits back to max before the cgroup goes: that frees its resource
+	// pool on rxe0. A pool left to the removal outlives the cgroup, and
+	// rxe0's next unregister hits "list_del corruption" in
+	// free_cg_rpool_locked (6.1, 6.12), as the failed-create test found.
+	removed := false
+	remove := func() error {
+		if removed {
+			return nil
+		}
+		if err := os.WriteFile(filepath.Join(cg, "rdma.max"), []byte(device+" hca_handle=max hca_object=max"), 0o644); err != nil {
+			return fmt.Errorf("rdma.max back to max: %w", err)
+		}
+		removed = true
+		return os.Remove(cg)
+	}
+	t.Cleanup(func() {
+		if err := remove(); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := os.WriteFile(filepath.Join(cg, "rdma.max"), []byte(device+" hca_object=0"), 0o644); err != nil {
 		t.Fatalf("rdma.max: %v", err)
 	}
@@ -79,7 +99,7 @@ func TestHealthSaysWhenTheNodeIsUnfit(t *testing.T) {
 	if want := "limits: rdma cgroup /rdmatrace-health: hca_object 0 of 0 in use on " + device + "\n"; code != 1 || out != want {
 		t.Errorf("a cgroup with no room: exit %d, %q; want 1 and %q", code, out, want)
 	}
-	if err := os.Remove(cg); err != nil {
+	if err := remove(); err != nil {
 		t.Fatal(err)
 	}
 
