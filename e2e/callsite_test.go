@@ -104,8 +104,8 @@ func TestLeaksNameTheCallSiteOfEachLeak(t *testing.T) {
 		for _, f := range fs {
 			site := f.Stack[0]
 			if site.Func != w.fn || filepath.Base(site.File) != "leaksites.c" || site.Line != lines[w.fn] || f.Via != w.via || site.BuildID == "" {
-				t.Errorf("%s: created at %s (%s:%d) via %s, build-id %q; want %s (leaksites.c:%d) via %s, a build-id",
-					res, site.Func, site.File, site.Line, f.Via, site.BuildID, w.fn, lines[w.fn], w.via)
+				t.Errorf("%s: created at %s (%s:%d) via %s, build-id %q; want %s (leaksites.c:%d) via %s, a build-id; leaks said:\n%s",
+					res, site.Func, site.File, site.Line, f.Via, site.BuildID, w.fn, lines[w.fn], w.via, log)
 			}
 			if w.fn != "main" && (len(f.Stack) < 2 || f.Stack[1].Func != "main") {
 				t.Errorf("%s: frames %+v, want main above %s", res, f.Stack, w.fn)

@@ -95,7 +95,21 @@ func TestFailedCallsNameTheirLimits(t *testing.T) {
 	if err := os.Mkdir(cg, 0o755); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(cg) })
+	t.Cleanup(func() {
+		// Limits back to max first: that frees the cgroup's resource pool
+		// on rxe0 (rdmacg_resource_set_max, nothing charged). A pool left
+		// to the cgroup's removal outlives it, and the device's next
+		// unregister unlinks it from the freed cgroup: "list_del
+		// corruption" in free_cg_rpool_locked, a kernel BUG that killed
+		// `rdma link delete` (6.1; 6.12 too) and left ib_core unable to
+		// register rxe0 again (-ENFILE).
+		if err := os.WriteFile(filepath.Join(cg, "rdma.max"), []byte(device+" hca_handle=max hca_object=max"), 0o644); err != nil {
+			t.Errorf("rdma.max back to max: %v", err)
+		}
+		if err := os.Remove(cg); err != nil {
+			t.Errorf("removing the rdma cgroup: %v", err)
+		}
+	})
 	if err := os.WriteFile(filepath.Join(cg, "rdma.max"), []byte(device+" hca_object=8"), 0o644); err != nil {
 		t.Fatalf("rdma.max: %v", err)
 	}
