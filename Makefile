@@ -248,6 +248,7 @@ E2E_LANDING_SPREAD ?= \
 	TestOwnersArePlacedInTheirContainer=6.1 TestDoctorNamesEachCauseMadeOnPurpose=6.1 \
 	TestIproute2Habits=6.1 TestOutliersNameTheNoise=6.1 TestBenchLatTablesAndFiles=6.1 \
 	TestBenchBadInput=6.1 TestFailedCallsNameTheirLimits=6.1 \
+	TestHealthSaysWhenTheNodeIsUnfit=6.12 \
 	TestLeaksOfAProgram=sid TestBindFloodDoesNotStarveLifecycleEvents=sid \
 	TestTwoWorkloadsInTwoContainers=sid TestNVMeOverRDMAUnderLeaks=sid \
 	TestLeaksNamesThePortItsProgramCouldNotHave=sid TestLeaksOfAChildThatExitsAtOnce=sid \

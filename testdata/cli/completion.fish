@@ -62,6 +62,7 @@ complete -c rdmatrace -n __fish_use_subcommand -a dev
 complete -c rdmatrace -n __fish_use_subcommand -a doctor
 complete -c rdmatrace -n __fish_use_subcommand -a exporter
 complete -c rdmatrace -n __fish_use_subcommand -a gid
+complete -c rdmatrace -n __fish_use_subcommand -a health
 complete -c rdmatrace -n __fish_use_subcommand -a leaks
 complete -c rdmatrace -n __fish_use_subcommand -a link
 complete -c rdmatrace -n __fish_use_subcommand -a parse
@@ -117,6 +118,15 @@ complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l output
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l watch -s w
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -l interval -x
 complete -c rdmatrace -n '__rdmatrace_cmd gid; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson'
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l since -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l speed -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l dev -s d -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l qp-errors -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l failed-creates -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l headroom -x
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l no-bpf
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l ready-file -r -F
+complete -c rdmatrace -n '__rdmatrace_cmd health; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-comm -x

@@ -6,11 +6,12 @@ autoload -U +X bashcompinit && bashcompinit
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --at | --btf | --by | --comm | --container | --count | --delay | --dev | --duration | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --interval | --iterations | --listen | --log | --max-blocked | --max-input | --max-owners | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --sort | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -n | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --at | --btf | --by | --comm | --container | --count | --delay | --dev | --duration | --failed-creates | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --headroom | --interval | --iterations | --listen | --log | --max-blocked | --max-input | --max-owners | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-errors | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --since | --sort | --speed | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -n | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --web.probe-listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
+    health) case $2 in --ready-file | --since | --speed | --dev | -d | --qp-errors | --failed-creates | --headroom) return 0 ;; esac ;;
     leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
@@ -62,7 +63,7 @@ _rdmatrace() {
     esac
     local flags= words= formats= files= values=
     case $cmd in
-    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid leaks link parse peer ports ps res smc stat system top trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
+    "") COMPREPLY=($(compgen -W "completion dev doctor exporter gid health leaks link parse peer ports ps res smc stat system top trace why help -j -p -d -V --version --help" -- "$cur")); return ;;
     completion)
         flags="--help -h"
         words="bash zsh fish"
@@ -92,6 +93,12 @@ _rdmatrace() {
         words=""
         values="--dev -d --port -p --output -o --interval"
         formats="table json ndjson"
+        ;;
+    health)
+        flags="--since --speed --dev -d --qp-errors --failed-creates --headroom --no-bpf --ready-file --json -j --help -h"
+        words=""
+        files="--ready-file"
+        values="--since --speed --dev -d --qp-errors --failed-creates --headroom"
         ;;
     leaks)
         flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --stacks --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/analysis/failures"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -152,7 +153,10 @@ type Aggregator struct {
 	maxOwners  int
 	maxObjects int
 
-	owners   []slot // owners[0] is "other"
+	owners []slot // owners[0] is "other"
+	// quiet holds a QP's move to ERR until its disconnect or destroy says
+	// it was the connection's end, not a failure.
+	quiet    *failures.Quiet[heldFailure]
 	ownerIdx map[ownerKey]int32
 	freeOwn  []int32
 	folded   map[ownerKey]struct{} // owners put in "other", at most foldedMax
@@ -183,7 +187,7 @@ func New(by By, maxOwners, maxObjects int) *Aggregator {
 	}
 	a := &Aggregator{by: by, maxOwners: maxOwners, maxObjects: maxObjects,
 		ownerIdx: make(map[ownerKey]int32, maxOwners), folded: map[ownerKey]struct{}{},
-		devIdx: map[uint32]int32{}, objs: make(map[restable.Key]obj, 1024)}
+		devIdx: map[uint32]int32{}, objs: make(map[restable.Key]obj, 1024), quiet: failures.NewQuiet[heldFailure]()}
 	a.owners = make([]slot, 1, maxOwners+1)
 	a.owners[0] = slot{name: "other", used: true}
 	return a
@@ -308,13 +312,30 @@ func (a *Aggregator) Add(e *rdma.Event) {
 			a.each(o, d, func(s *slot) { s.Connects++ })
 		}
 	}
-	if f, ok := e.Failure(); ok {
-		at := e.Time
-		a.each(o, d, func(s *slot) {
-			s.Failures++
-			s.failWhy, s.failAt = f.Why, at
-		})
+	for _, h := range a.quiet.Observe(e) {
+		a.countHeld(h)
 	}
+	if f, ok := e.Failure(); ok && a.quiet.Failure(e, heldFailure{e: *e, why: f.Why}) {
+		a.countFailure(o, d, f.Why, e.Time)
+	}
+}
+
+// heldFailure is a failure quiet holds: the event, whose owner and device
+// are looked up again when it counts (their rows may have gone since).
+type heldFailure struct {
+	e   rdma.Event
+	why string
+}
+
+func (a *Aggregator) countHeld(h heldFailure) {
+	a.countFailure(a.ownerOf(&h.e), a.devOf(&h.e), h.why, h.e.Time)
+}
+
+func (a *Aggregator) countFailure(o, d int32, why string, at time.Time) {
+	a.each(o, d, func(s *slot) {
+		s.Failures++
+		s.failWhy, s.failAt = why, at
+	})
 }
 
 // create starts following an object: a create, an ID's creation, or an

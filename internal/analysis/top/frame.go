@@ -104,6 +104,9 @@ func (r *Row) Label(by By) string {
 // Frame takes a frame at now: rates since the previous one, rows of
 // owners that hold something or did something lately.
 func (a *Aggregator) Frame(now time.Time) *Frame {
+	for _, h := range a.quiet.Expire(now) { // moves to ERR nothing settled
+		a.countHeld(h)
+	}
 	a.sweep()
 	iv := now.Sub(a.last)
 	if iv <= 0 {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rdmatrace/rdmatrace/internal/analysis/failures"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -75,26 +76,14 @@ type Analyzer struct {
 	// addresses: by owner and source address, unique while one lives.
 	byAddr map[addrKey]uint64
 	next   uint64
-	// disconnected are the QPs whose rdma_cm ID disconnected: their move
-	// to ERR is the teardown's flush, not a failure.
-	disconnected map[qpKey]bool
-	// held are QPs' moves to ERR by a modify, waiting up to holdERR for
-	// what follows: a disconnect of the QP or its explicit destroy makes
-	// the move the end of its life, no failure (librdmacm's
-	// rdma_disconnect moves a user QP to ERR before it tells the kernel
-	// to disconnect; a tidy program flushes its QP through ERR before it
-	// destroys it). Without either, the line is listed when the wait ends.
-	held map[qpKey]Line
+	// quiet holds QPs' moves to ERR until what follows says whether they
+	// are a failure or the connection's normal end.
+	quiet *failures.Quiet[Line]
 	// failedInCall are the rdma_cm IDs whose step failed inside the call,
 	// reported by the call's own event: not inferred again at their
 	// destroy.
 	failedInCall map[uint64]bool
 }
-
-// holdERR is how long a QP's move to ERR waits for its disconnect or
-// destroy (both come within milliseconds of the move in librdmacm and in
-// tidy programs).
-const holdERR = 2 * time.Second
 
 type qpKey struct {
 	dev  string
@@ -124,8 +113,8 @@ func New(o Options) *Analyzer {
 		o.MaxLive = 1 << 16
 	}
 	return &Analyzer{o: o, live: restable.New(o.MaxLive), pending: map[uint64]*attempt{}, qpOfID: map[uint64]uint32{},
-		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{}, disconnected: map[qpKey]bool{},
-		held: map[qpKey]Line{}, failedInCall: map[uint64]bool{}}
+		answered: map[uint64]bool{}, delivered: map[uint64]bool{}, byAddr: map[addrKey]uint64{},
+		quiet: failures.NewQuiet[Line](), failedInCall: map[uint64]bool{}}
 }
 
 // Feed takes the next event (in time order) and returns what it says went
@@ -146,17 +135,17 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 	if ev.Kind == rdma.EvCMQPCreate && ev.Obj != 0 && ev.Given(rdma.HasLQPN) && len(a.qpOfID) < maxPending {
 		a.qpOfID[ev.Obj] = ev.LQPN
 	}
-	out := append(a.overdue(ev.Time), a.expireHeld(ev.Time, false)...)
-	out = append(out, a.settle(&ev)...)
+	out := a.overdue(ev.Time)
+	if ls := a.quiet.Observe(&ev); len(ls) != 0 {
+		out = append(out, ls...)
+		sortLines(out)
+	}
 	if ev.Kind == rdma.EvCallFail && ev.CallFail.IsCMStep() && ev.Obj != 0 && len(a.failedInCall) < maxPending {
 		a.failedInCall[ev.Obj] = true
 	}
 	if !a.keep(&ev) {
 		a.forget(&ev)
 		return out
-	}
-	if a.teardown(&ev) {
-		return append(out, a.follow(&ev)...)
 	}
 	if f, ok := ev.Failure(); ok {
 		l := Line{Time: ev.Time, Res: ev, What: f.What, Severity: f.Severity, Why: f.Why, Peer: peerOf(&ev)}
@@ -165,63 +154,16 @@ func (a *Analyzer) Feed(e *rdma.Event) []Line {
 				l.Why += "; " + s
 			}
 		}
-		if ev.Kind == rdma.EvModify && ev.QPState == rdma.QPStateErr && ev.Given(rdma.HasLQPN) && len(a.held) < maxPending {
-			a.held[qpKey{ev.DevName, ev.LQPN}] = l
-		} else {
+		if a.quiet.Failure(&ev, l) {
 			out = append(out, l)
 		}
 	}
 	return append(out, a.follow(&ev)...)
 }
 
-// settle ends the wait of a QP's held move to ERR at what e says of the
-// QP: a disconnect or an explicit destroy drops it (the QP's end, no
-// failure); a destroy by the kernel's cleanup at exit or close lists it
-// (the program ended without a disconnect).
-func (a *Analyzer) settle(e *rdma.Event) []Line {
-	if len(a.held) == 0 || !e.Given(rdma.HasLQPN) {
-		return nil
-	}
-	k := qpKey{e.DevName, e.LQPN}
-	l, ok := a.held[k]
-	if !ok {
-		return nil
-	}
-	switch {
-	case disconnects(e):
-		delete(a.held, k)
-	case e.Type == rdma.ResQP && (e.Kind == rdma.EvDestroyBegin || e.Kind == rdma.EvDestroy):
-		delete(a.held, k)
-		if e.Cleanup() != "" {
-			return []Line{l}
-		}
-	}
-	return nil
-}
-
-// expireHeld lists the held moves to ERR that waited holdERR by now (all
-// of them with all, at the end).
-func (a *Analyzer) expireHeld(now time.Time, all bool) []Line {
-	var out []Line
-	for k, l := range a.held {
-		if all || now.Sub(l.Time) >= holdERR {
-			out = append(out, l)
-			delete(a.held, k)
-		}
-	}
-	sortLines(out)
-	return out
-}
-
-// disconnects says whether e is its QP's rdma_cm ID disconnecting.
-func disconnects(e *rdma.Event) bool {
-	return e.Kind == rdma.EvCMDisconnect || e.Kind == rdma.EvCMSentDreq || e.Kind == rdma.EvCMSentDrep ||
-		e.Kind == rdma.EvCMEventHandler && e.CMEvent == rdma.CMEvDisconnected
-}
-
 // End lists the steps still unanswered when the stream ends at now.
 func (a *Analyzer) End(now time.Time) []Line {
-	out := a.expireHeld(now, true)
+	out := a.quiet.End()
 	for obj, p := range a.pending {
 		if !p.flagged {
 			out = append(out, a.unanswered(p, now, "when the trace ended"))
@@ -247,27 +189,6 @@ func (a *Analyzer) keep(e *rdma.Event) bool {
 		return false
 	}
 	return true
-}
-
-// teardown notes the QPs whose rdma_cm ID disconnects, and says whether
-// e is such a QP's move to ERR (rdma_disconnect flushes the QP through
-// ERR: librdmacm's ucma_modify_qp_err, the kernel's cma_modify_qp_err).
-func (a *Analyzer) teardown(e *rdma.Event) bool {
-	if !e.Given(rdma.HasLQPN) {
-		return false
-	}
-	k := qpKey{e.DevName, e.LQPN}
-	switch {
-	case disconnects(e):
-		if len(a.disconnected) < maxPending {
-			a.disconnected[k] = true
-		}
-	case e.Type == rdma.ResQP && e.Kind == rdma.EvDestroy:
-		delete(a.disconnected, k)
-	case e.Kind == rdma.EvModify && e.Type == rdma.ResQP && e.QPState == rdma.QPStateErr:
-		return a.disconnected[k]
-	}
-	return false
 }
 
 // idOf names an rdma_cm ID of a recording (no kernel address): by its
@@ -433,7 +354,7 @@ func (a *Analyzer) overdue(now time.Time) []Line {
 // Overdue lists the steps unanswered past Wait at now, for a live view
 // that is idle: the events that would show it may never come.
 func (a *Analyzer) Overdue(now time.Time) []Line {
-	return append(a.overdue(now), a.expireHeld(now, false)...)
+	return append(a.overdue(now), a.quiet.Expire(now)...)
 }
 
 func (a *Analyzer) unanswered(p *attempt, now time.Time, when string) Line {

@@ -152,7 +152,7 @@ func TestWhyNamesTheOwnerFromTheLiveTableAndSelectsByQPN(t *testing.T) {
 
 // A QP moved to ERR after its ID disconnected is the teardown's flush,
 // not listed; one moved to ERR while connected, with no disconnect within
-// holdERR, is.
+// failures.Hold, is.
 func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
 	qpErr := func(ms int) *rdma.Event {
 		e := &rdma.Event{Kind: rdma.EvModify, Time: t0.Add(time.Duration(ms) * time.Millisecond), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}
@@ -178,7 +178,7 @@ func TestWhyLeavesOutTheTeardownsMoveToERR(t *testing.T) {
 // client): the move comes first, the disconnect a moment later, and the
 // end is no failure. A tidy program's move to ERR before its explicit
 // destroy is none either; one whose process exits with the QP in ERR and
-// no disconnect is, and so is one that nothing follows within holdERR.
+// no disconnect is, and so is one that nothing follows within failures.Hold.
 func TestWhyQuietOnADisconnectOrDestroyAfterTheMoveToERR(t *testing.T) {
 	qp := func(kind rdma.EventKind, ms int, lqpn uint32) *rdma.Event {
 		e := &rdma.Event{Kind: kind, Time: t0.Add(time.Duration(ms) * time.Millisecond), Flags: rdma.EvHasRes | rdma.EvHasDev | rdma.EvHasOwner}

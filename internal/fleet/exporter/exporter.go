@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rdmatrace/rdmatrace/internal/analysis/failures"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/restable"
 	"github.com/rdmatrace/rdmatrace/internal/base/ratelog"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
@@ -54,6 +55,9 @@ type Exporter struct {
 	// counted as comm "other"); uidOf finds an owner's uid for it, uids
 	// caches what it found.
 	ranks *failRank
+	// quiet holds a QP's move to ERR until its disconnect or destroy
+	// says it was the connection's end, not a failure.
+	quiet *failures.Quiet[heldFailure]
 	uidOf func(pid uint32) (uint32, bool)
 	uids  map[pidComm]string
 	// unregs are the device unregistrations under way: when each began,
@@ -117,7 +121,7 @@ func New(source Source, topN int) *Exporter {
 		[]string{"device", "owner", "container"}, nil)
 	x.atExit = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_resources_freed_at_exit_total",
 		Help: "RDMA objects the kernel freed when their owner exited or closed the device file, not the owner itself: left behind."}, []string{"device", "type"})
-	x.ranks, x.uids = newFailRank(topN), map[pidComm]string{}
+	x.ranks, x.uids, x.quiet = newFailRank(topN), map[pidComm]string{}, failures.NewQuiet[heldFailure]()
 	x.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_failures_total",
 		Help: "Failures the tracer saw (rdma_cm errors, QPs moved to ERR or SQE, ports taken, refused destroys, SMC fallbacks and link failures), by device, port, failure and owner: the owners with most failures lately (halved every 10 minutes; a user takes at most half of them) by name and uid, the rest as comm=\"other\"."},
 		[]string{"device", "port", "event", "comm", "container", "uid"})
@@ -173,7 +177,7 @@ func (x *Exporter) SetHealth(h *Health) { x.health = h }
 // Register adds the exporter's metrics but the scrape's read of the
 // kernel to reg; Gatherer adds that read, bound to each scrape's context.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, x.failures}
+	cs := []prometheus.Collector{x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, failuresCollector{x}}
 	if x.health != nil {
 		cs = append(cs, x.health)
 	}
@@ -407,6 +411,9 @@ func (x *Exporter) Event(e *rdma.Event) {
 	defer x.mu.Unlock()
 	_, en := x.live.Apply(e)
 	if e.Kind != rdma.EvExists {
+		for _, h := range x.quiet.Observe(e) {
+			x.count(h)
+		}
 		x.countFailure(e, en)
 	}
 	switch e.Kind {
@@ -470,9 +477,17 @@ func (x *Exporter) Event(e *rdma.Event) {
 	}
 }
 
+// heldFailure is a failure as rdma_failures_total counts it, kept while
+// quiet decides whether it is one.
+type heldFailure struct {
+	dev, port, what string
+	owner           rdma.Owner
+}
+
 // countFailure counts an event that reports a failure
 // (rdma.Event.Failure), under its owner, or the owner the live table
-// knows for an event that names none. Called with x.mu held.
+// knows for an event that names none; a QP's move to ERR only once quiet
+// says it was no disconnect's. Called with x.mu held.
 func (x *Exporter) countFailure(e *rdma.Event, en *restable.Entry) {
 	f, ok := e.Failure()
 	if !ok {
@@ -482,6 +497,38 @@ func (x *Exporter) countFailure(e *rdma.Event, en *restable.Entry) {
 	if !e.Has(rdma.EvHasOwner) && o.KernName == "" && en != nil {
 		o = &en.Res.Owner
 	}
+	h := heldFailure{dev: e.DevName, what: f.What, owner: *o}
+	if e.Given(rdma.HasPort) && e.Port != 0 {
+		h.port = strconv.FormatUint(uint64(e.Port), 10)
+	}
+	if x.quiet.Failure(e, h) {
+		x.count(h)
+	}
+}
+
+// countExpired counts the moves to ERR nothing settled within
+// failures.Hold, for a scrape after the events stopped.
+func (x *Exporter) countExpired() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, h := range x.quiet.Expire(x.now()) {
+		x.count(h)
+	}
+}
+
+// failuresCollector is rdma_failures_total as a scrape reads it: the
+// moves to ERR that waited failures.Hold are counted first.
+type failuresCollector struct{ x *Exporter }
+
+func (c failuresCollector) Describe(ch chan<- *prometheus.Desc) { c.x.failures.Describe(ch) }
+func (c failuresCollector) Collect(ch chan<- prometheus.Metric) {
+	c.x.countExpired()
+	c.x.failures.Collect(ch)
+}
+
+// count adds one failure to rdma_failures_total. Called with x.mu held.
+func (x *Exporter) count(f heldFailure) {
+	o := &f.owner
 	h := failOwner{holder: otherHolder}
 	if o.PID != 0 || o.KernName != "" || o.Comm != "" {
 		h = failOwner{holder: holderOf(o), uid: x.uid(o)}
@@ -495,11 +542,7 @@ func (x *Exporter) countFailure(e *rdma.Event, en *restable.Entry) {
 			h = failOwner{holder: otherHolder}
 		}
 	}
-	port := ""
-	if e.Given(rdma.HasPort) && e.Port != 0 {
-		port = strconv.FormatUint(uint64(e.Port), 10)
-	}
-	x.failures.WithLabelValues(e.DevName, port, f.What, h.name, h.container, h.uid).Inc()
+	x.failures.WithLabelValues(f.dev, f.port, f.what, h.name, h.container, h.uid).Inc()
 }
 
 type pidComm struct {

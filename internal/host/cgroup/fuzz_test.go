@@ -60,3 +60,28 @@ func FuzzMountIn(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRDMAStat: whatever an rdma.max or rdma.current holds, the
+// parse ends, each value is a count or -1 (max), and a file that parses
+// names no more devices than it has lines.
+func FuzzParseRDMAStat(f *testing.F) {
+	f.Add([]byte("rxe0 hca_handle=1 hca_object=max\nsiw0 hca_handle=max hca_object=8\n"))
+	f.Add([]byte("mlx5_0 hca_handle=-1\n"))
+	f.Add([]byte("x =\n\n y\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := ParseRDMAStat(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if len(st) > bytes.Count(b, []byte("\n"))+1 {
+			t.Errorf("%d devices from %d lines", len(st), bytes.Count(b, []byte("\n"))+1)
+		}
+		for dev, res := range st {
+			for r, v := range res {
+				if v < -1 {
+					t.Errorf("%s %s=%d", dev, r, v)
+				}
+			}
+		}
+	})
+}
