@@ -1,16 +1,13 @@
 package failures
 
 import (
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay/replaytest"
 )
 
 var t0 = time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
@@ -103,30 +100,6 @@ func TestQuietIsBounded(t *testing.T) {
 	}
 }
 
-// recording reads a recording under testdata.
-func recording(t *testing.T, name string) []rdma.Event {
-	t.Helper()
-	path := filepath.Join("..", "..", "..", "testdata", name)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := replay.NewReader(f, path)
-	var evs []rdma.Event
-	for {
-		var e rdma.Event
-		err := r.Next(&e)
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-}
-
 // Recordings of an rping pair: the rping -C pairs traced on 6.1 and 6.12
 // end normally (the client's move to ERR, then its disconnect; the
 // server's DISCONNECTED, then its move) with no failure; a killed server
@@ -135,7 +108,7 @@ func recording(t *testing.T, name string) []rdma.Event {
 func TestQuietOverRpingRecordings(t *testing.T) {
 	for name, want := range map[string]int{"tracer/6.1/trace.ndjson": 0, "tracer/6.12/trace.ndjson": 0, "why/rping-killed-peer.ndjson": 1} {
 		q := NewQuiet[uint32]()
-		evs := recording(t, name)
+		evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", name))
 		var ps []*rdma.Event
 		for i := range evs {
 			ps = append(ps, &evs[i])

@@ -1,39 +1,13 @@
 package top
 
 import (
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay/replaytest"
 )
-
-func replayed(t *testing.T, name string) []rdma.Event {
-	t.Helper()
-	path := filepath.Join("..", "..", "..", "testdata", name)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := replay.NewReader(f, path)
-	var evs []rdma.Event
-	for {
-		var e rdma.Event
-		err := r.Next(&e)
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-}
 
 // An rping -C pair that ends normally (traced on 6.1 and 6.12) shows no
 // failure in top; a killed server still shows the client's first error
@@ -41,7 +15,7 @@ func replayed(t *testing.T, name string) []rdma.Event {
 // move held for its disconnect would have counted by then.
 func TestTopCountsNoFailureAtANormalEnd(t *testing.T) {
 	for name, want := range map[string]uint64{"tracer/6.1/trace.ndjson": 0, "tracer/6.12/trace.ndjson": 0, "why/rping-killed-peer.ndjson": 1} {
-		evs := replayed(t, name)
+		evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", name))
 		a := New(ByProcess, 0, 0)
 		a.Start(evs[0].Time)
 		feed(a, evs...)

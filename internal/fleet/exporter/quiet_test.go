@@ -2,9 +2,6 @@ package exporter
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,31 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay/replaytest"
 )
-
-func replayed(t *testing.T, name string) []rdma.Event {
-	t.Helper()
-	path := filepath.Join("..", "..", "..", "testdata", name)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := replay.NewReader(f, path)
-	var evs []rdma.Event
-	for {
-		var e rdma.Event
-		err := r.Next(&e)
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-}
 
 // An rping -C pair that ends normally (traced on 6.1 and 6.12) counts no
 // failure: the client's move to ERR comes just before its disconnect, the
@@ -53,7 +27,7 @@ func TestNormalEndsAreNoFailures(t *testing.T) {
 		if err := x.Register(reg); err != nil {
 			t.Fatal(err)
 		}
-		evs := replayed(t, name)
+		evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", name))
 		for i := range evs {
 			x.Event(&evs[i])
 		}

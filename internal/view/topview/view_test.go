@@ -2,9 +2,6 @@ package topview
 
 import (
 	"bytes"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,31 +12,8 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/top"
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
-	"github.com/rdmatrace/rdmatrace/internal/source/replay"
+	"github.com/rdmatrace/rdmatrace/internal/source/replay/replaytest"
 )
-
-// recording reads a trace -j recording from a real kernel.
-func recording(t *testing.T, path string) []rdma.Event {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := replay.NewReader(f, path)
-	var evs []rdma.Event
-	for {
-		var e rdma.Event
-		err := r.Next(&e)
-		if errors.Is(err, io.EOF) {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-}
 
 // frames folds the events into an aggregator and takes a frame at each
 // of at, each with the events before it.
@@ -66,7 +40,7 @@ var rpingStart = time.Date(2026, 11, 22, 14, 43, 9, 490_000_000, time.UTC)
 // An rping pair on 6.12 (testdata/tracer/6.12), seen by top -b at two
 // refreshes: connected (both QPs in RTS), then ended and rxe1 removed.
 func TestBatchGoldenRping(t *testing.T) {
-	evs := recording(t, filepath.Join("..", "..", "..", "testdata", "tracer", "6.12", "trace.ndjson"))
+	evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", "tracer", "6.12", "trace.ndjson"))
 	var b bytes.Buffer
 	v := NewBatch(&b, top.SortCreates)
 	for _, f := range frames(evs, top.ByProcess, rpingStart, rpingStart.Add(time.Second), rpingStart.Add(3*time.Second)) {
@@ -86,7 +60,7 @@ func TestBatchGoldenRping(t *testing.T) {
 // Failures: rping against a peer that refuses or is not there, with the
 // last failure in words, sorted by failures.
 func TestBatchGoldenFailures(t *testing.T) {
-	evs := recording(t, filepath.Join("..", "..", "..", "testdata", "why", "rping-failures.ndjson"))
+	evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", "why", "rping-failures.ndjson"))
 	start := evs[0].Time.Truncate(time.Second)
 	var b bytes.Buffer
 	v := NewBatch(&b, top.SortFailures)
@@ -155,7 +129,7 @@ func ownerColumn(lines []string) []string {
 // The full screen: a frame drawn with the keys shown; s and the column
 // letters sort the owners; q quits (the run's stop is called).
 func TestScreenKeys(t *testing.T) {
-	evs := recording(t, filepath.Join("..", "..", "..", "testdata", "tracer", "6.12", "trace.ndjson"))
+	evs := replaytest.Events(t, filepath.Join("..", "..", "..", "testdata", "tracer", "6.12", "trace.ndjson"))
 	f := frames(evs, top.ByProcess, rpingStart, rpingStart.Add(time.Second))[0]
 	sim := tcell.NewSimulationScreen("UTF-8")
 	stopped := make(chan struct{})
