@@ -60,7 +60,9 @@ func TestRunWatchWarnsAndGoesOnUntilASignal(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
 	v := &fakeView{stopAt: 2}
 	done := make(chan error, 1)
-	go func() { done <- (Source{Root: "../../../testdata/gid-bad"}).Run(RunOptions{Watch: true, Every: time.Millisecond}, v) }()
+	go func() {
+		done <- (Source{Root: "../../../testdata/gid-bad"}).Run(RunOptions{Watch: true, Every: time.Millisecond}, v)
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
