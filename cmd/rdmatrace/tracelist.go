@@ -5,6 +5,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/trace"
+	"github.com/rdmatrace/rdmatrace/internal/view/hookview"
 )
 
 // listFlag is trace's -l, as bpftrace -l lists its probes.
@@ -28,5 +29,5 @@ func traceListOptions(c *cli.Context) (o output, pattern string, err error) {
 
 // listHooks is `trace -l [PATTERN]` (trace.ListHooks).
 func listHooks(o output, pattern string) error {
-	return trace.ListHooks(pattern, func(ls []trace.Hook) error { return o.write(formats.HookList.Of(ls)) })
+	return trace.ListHooks(pattern, func(ls []trace.Hook) error { return o.write(hookview.List.Of(ls)) })
 }

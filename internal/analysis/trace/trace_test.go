@@ -1,4 +1,4 @@
-package trace_test
+package trace
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
-	"github.com/rdmatrace/rdmatrace/internal/analysis/trace"
 	"github.com/rdmatrace/rdmatrace/tracer"
 )
 
@@ -24,7 +23,7 @@ func TestTraceReadsARecordingIntoItsSink(t *testing.T) {
 	}
 	var out bytes.Buffer
 	sink := &formats.EventTee{Print: formats.NewEventWriter(&out, true)}
-	if err := trace.Read(rec, 1<<30, 2, f, sink); err != nil {
+	if err := Read(rec, 1<<30, 2, f, sink); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -46,25 +45,25 @@ func TestWithoutBPFRefusesWhatNeedsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := trace.Options{Filter: f, NoBPF: "--netlink asked for none", Netlink: trace.NetlinkOptions{Poll: time.Second}}
+	base := Options{Filter: f, NoBPF: "--netlink asked for none", Netlink: NetlinkOptions{Poll: time.Second}}
 	var sink bytes.Buffer
 	out := &formats.EventTee{Print: formats.NewEventWriter(&sink, true)}
 
 	o := base
 	o.NoFallback = true
 	var exit *tracer.ExitError
-	if err := trace.Run(o, out); !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "--bpf: no fallback") {
+	if err := Run(o, out); !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "--bpf: no fallback") {
 		t.Errorf("--bpf without BPF: %v, want exit status 1 naming --bpf", err)
 	}
 	o = base
 	o.Argv = []string{"true"}
-	if err := trace.Run(o, out); !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "-- CMD, --follow-pid and --record-raw need it") {
+	if err := Run(o, out); !errors.As(err, &exit) || exit.Code != 1 || !strings.Contains(err.Error(), "-- CMD, --follow-pid and --record-raw need it") {
 		t.Errorf("-- CMD without BPF: %v, want exit status 1 saying it needs BPF", err)
 	}
 	o = base
 	o.Netlink.Poll = 50 * time.Millisecond
-	var usage *trace.UsageError
-	if err := trace.Run(o, out); !errors.As(err, &usage) || !strings.Contains(err.Error(), "at least 100ms") {
+	var usage *UsageError
+	if err := Run(o, out); !errors.As(err, &usage) || !strings.Contains(err.Error(), "at least 100ms") {
 		t.Errorf("--poll 50ms without BPF: %v, want a usage error", err)
 	}
 	if sink.Len() != 0 {

@@ -1,16 +1,17 @@
-package formats
+package hookview
 
 import (
 	"bytes"
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/trace"
 	"github.com/rdmatrace/rdmatrace/internal/base/golden"
 )
 
 // trace -l's table and NDJSON, from every kind of verdict.
-func TestHookListGolden(t *testing.T) {
+func TestListGolden(t *testing.T) {
 	ls := []trace.Hook{
 		{Hook: "rdma_restrack_add", Variant: "fexit", Probes: []string{"fexit:rdma_restrack_add"}, Present: true, Where: "ib_core"},
 		{Hook: "rdma_restrack_add", Variant: "kprobe+kretprobe", Probes: []string{"kprobe:rdma_restrack_add", "kretprobe:rdma_restrack_add"}, Why: "this kernel has no kprobes"},
@@ -20,17 +21,17 @@ func TestHookListGolden(t *testing.T) {
 		{Hook: "evil\x1b[31m", Variant: "fexit", Probes: []string{"fexit:x"}, Why: "not in this kernel's BTF"},
 	}
 	var out bytes.Buffer
-	if err := HookTable(ls).Render(&out); err != nil {
+	if err := Table(ls).Render(&out); err != nil {
 		t.Fatal(err)
 	}
-	nd := NewNDJSONWriter(&out)
+	nd := formats.NewNDJSONWriter(&out)
 	for i := range ls {
-		if err := nd.Write(HookObject(&ls[i])); err != nil {
+		if err := nd.Write(Object(&ls[i])); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := nd.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("..", "testdata", "cli", "trace-list.txt"), out.Bytes())
+	golden.Check(t, filepath.Join("..", "..", "..", "testdata", "cli", "trace-list.txt"), out.Bytes())
 }
