@@ -286,6 +286,22 @@ PORT_HOOK(__inet_bind, inet_bind, PORT_INET_BIND, sk, uaddr, addr_len,
 PORT_HOOK(__inet6_bind, inet6_bind, PORT_INET6_BIND, sk, uaddr, addr_len,
 	  struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags)
 
+/* PORT_HOOK's fallback halves as raw_tp programs that BPF_PROG_TEST_RUN
+ * can run (tracer/sidemap_test.go): each run is a call of its own function
+ * fn on this thread; the take answers whether the save was found. */
+SEC("raw_tp")
+int BPF_PROG(selftest_stash_save, __u64 fn)
+{
+	return stash_save(STASH_PORTS + (__u32)fn, fn, fn, 0);
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_stash_take, __u64 fn)
+{
+	struct stash_args s;
+	return stash_take(STASH_PORTS + (__u32)fn, &s);
+}
+
 /* The port-busy limits and the ring's share as raw_tp programs that
  * BPF_PROG_TEST_RUN can run on a kernel without RDMA (tracer/busy_test.go):
  * the rate limit's verdict, for the calling process now or for any owner at

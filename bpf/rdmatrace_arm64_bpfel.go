@@ -837,6 +837,8 @@ const (
 	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
+	RdmatraceProgSelftestStashSave                                   = "selftest_stash_save"
+	RdmatraceProgSelftestStashTake                                   = "selftest_stash_take"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
 	RdmatraceProgTpBtfCmEventDone                                    = "tp_btf_cm_event_done"
@@ -1117,6 +1119,8 @@ type RdmatraceProgramSpecs struct {
 	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
+	SelftestStashSave                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_save"`
+	SelftestStashTake                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_take"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone                                    *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_done"`
@@ -1511,6 +1515,8 @@ type RdmatracePrograms struct {
 	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
+	SelftestStashSave                                   *ebpf.Program `ebpf:"selftest_stash_save"`
+	SelftestStashTake                                   *ebpf.Program `ebpf:"selftest_stash_take"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone                                    *ebpf.Program `ebpf:"tp_btf_cm_event_done"`
@@ -1728,6 +1734,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
 		p.SelftestSaveEntry,
+		p.SelftestStashSave,
+		p.SelftestStashTake,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
 		p.TpBtfCmEventDone,
