@@ -96,12 +96,12 @@ func Render(w io.Writer, evs []rdma.Event, o Options) error {
 			o.Server = s
 		}
 	}
-	rows, names := collect(evs, o)
+	rows, names, short := collect(evs, o)
 	if len(rows) == 0 {
 		return fmt.Errorf("no rdma_cm event or QP move of processes %d and %d in the recording", o.Client, o.Server)
 	}
 	if o.Title == "" {
-		o.Title = fmt.Sprintf("%s connects to %s, %s UTC", names[client], names[server], rows[0].at.UTC().Format("2006-01-02 15:04:05.000"))
+		o.Title = fmt.Sprintf("%s connects to %s, %s UTC", short[client], short[server], rows[0].at.UTC().Format("2006-01-02 15:04:05.000"))
 	}
 	var b bytes.Buffer
 	draw(&b, rows, names, o.Title)
@@ -112,11 +112,10 @@ func Render(w io.Writer, evs []rdma.Event, o Options) error {
 // collect turns the two processes' events into rows in time order, with
 // each message's arrow matched to the event it caused, and the columns'
 // names.
-func collect(evs []rdma.Event, o Options) ([]row, [2]string) {
-	var names [2]string
+func collect(evs []rdma.Event, o Options) (rows []row, names, short [2]string) {
 	names[client] = fmt.Sprintf("pid %d (client)", o.Client)
 	names[server] = fmt.Sprintf("pid %d (server)", o.Server)
-	var rows []row
+	short = [2]string{fmt.Sprintf("pid %d", o.Client), fmt.Sprintf("pid %d", o.Server)}
 	var addr [2]string
 	for i := range evs {
 		e := &evs[i]
@@ -130,7 +129,8 @@ func collect(evs []rdma.Event, o Options) ([]row, [2]string) {
 			continue
 		}
 		if e.Owner.Comm != "" {
-			names[s] = fmt.Sprintf("%s[%d] (%s)", e.Owner.Comm, e.Owner.PID, [2]string{"client", "server"}[s])
+			short[s] = fmt.Sprintf("%s[%d]", e.Owner.Comm, e.Owner.PID)
+			names[s] = fmt.Sprintf("%s (%s)", short[s], [2]string{"client", "server"}[s])
 		}
 		if e.Type == rdma.ResCMID && e.Given(rdma.HasSrcAddr) && addr[s] == "" && e.Src.Port() != 0 && (s == client || e.Kind == rdma.EvCMReqHandler) {
 			addr[s] = e.Src.String()
@@ -179,7 +179,7 @@ func collect(evs []rdma.Event, o Options) ([]row, [2]string) {
 			out[i].to = moved[out[i].to]
 		}
 	}
-	return out, names
+	return out, names, short
 }
 
 // rowOf is the row an event is drawn as; false for what the diagram leaves
@@ -233,7 +233,9 @@ func rowOf(e *rdma.Event) (row, bool) {
 			if e.Has(rdma.EvHasPrevState) {
 				r.label = qp + " " + rdma.QPState(e.PrevState).String() + " → " + e.QPState.String()
 			}
-			r.fail = e.QPState == rdma.QPStateErr || e.QPState == rdma.QPStateSQE
+			// A move to ERR is drawn plain: at a disconnect it is the
+			// connection's normal end; the failures are the QP errors
+			// and the rdma_cm events that say one.
 		}
 	case rdma.EvQPError:
 		r.label, r.fail = qp+" error", true
@@ -307,12 +309,15 @@ func draw(b *bytes.Buffer, rows []row, names [2]string, title string) {
 		}
 		ox := colX[1-r.side]
 		oy := y
-		dash := ` stroke-dasharray="5,4"`
+		// A message that causes nothing the other side reports (MRA) is
+		// dashed, level, its name near its sender: clear of a crossing
+		// message's name, which sits halfway.
+		dash, lx := ` stroke-dasharray="5,4"`, x+(ox-x)/4
 		if r.to >= 0 {
-			oy, dash = y0+r.to*rowH+rowH/2, ""
+			oy, dash, lx = y0+r.to*rowH+rowH/2, "", (x+ox)/2
 		}
 		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#1f4e79" stroke-width="1.5" marker-end="url(#arrow)"%s/>`+"\n", x, y, ox, oy, dash)
-		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold" fill="#1f4e79">%s</text>`+"\n", (x+ox)/2, (y+oy)/2-5, esc(r.msg))
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-weight="bold" fill="#1f4e79">%s</text>`+"\n", lx, (y+oy)/2-5, esc(r.msg))
 	}
 	b.WriteString("</svg>\n")
 }

@@ -32,7 +32,7 @@ func TestGoldenRping(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join(testdata, "seqview", "rping-6.12.svg"), b.Bytes())
 
-	rows, names := collect(evs, Options{Client: c, Server: s})
+	rows, names, _ := collect(evs, Options{Client: c, Server: s})
 	if names[client] != "rping[216] (client) 10.99.0.1:47007" || names[server] != "rping[213] (server) 10.99.0.1:7174" {
 		t.Errorf("columns %q", names)
 	}
@@ -61,7 +61,7 @@ func TestGoldenRping(t *testing.T) {
 			t.Errorf("%s ends at %q, want %q", m, ends[m], w)
 		}
 	}
-	// The QP moves of both sides, the normal end's ERR drawn as a failure.
+	// The QP moves of both sides.
 	var moves []string
 	for _, r := range rows {
 		if strings.HasPrefix(r.label, "QP ") {
@@ -88,7 +88,7 @@ func TestPauseRow(t *testing.T) {
 		ev(3*time.Second, 2, rdma.EvCMSendRep, 0),
 		ev(3*time.Second+time.Millisecond, 1, rdma.EvCMEventHandler, 5), // CONNECT_RESPONSE
 	}
-	rows, _ := collect(evs, Options{Client: 1, Server: 2})
+	rows, _, _ := collect(evs, Options{Client: 1, Server: 2})
 	if len(rows) != 5 || rows[2].gap < 2*time.Second || rows[3].msg != "REP" || rows[3].to != 4 {
 		t.Fatalf("rows %+v", rows)
 	}
