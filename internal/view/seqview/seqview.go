@@ -35,8 +35,8 @@ const (
 	rowH      = 22
 	top       = 92
 	timeX     = 14
-	clientX   = 400
-	serverX   = 640
+	clientX   = 420
+	serverX   = 650
 	labelGap  = 12
 	gapRowMin = 100 * time.Millisecond // a longer pause between two rows gets a row of its own
 )
@@ -192,12 +192,8 @@ func rowOf(e *rdma.Event) (row, bool) {
 		r.label = e.CMEvent.String()
 		if e.Status != 0 {
 			r.label += fmt.Sprintf(" (status %d)", e.Status)
-			r.fail = true
 		}
-		switch e.CMEvent {
-		case 1, 3, 6, 7, 8: // ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, REJECTED
-			r.fail = true
-		}
+		_, r.fail = e.Failure() // what why and top call a failure
 	case rdma.EvCMReqHandler:
 		r.label = "request reaches listener"
 	case rdma.EvCMSendReq:
@@ -238,7 +234,17 @@ func rowOf(e *rdma.Event) (row, bool) {
 			// and the rdma_cm events that say one.
 		}
 	case rdma.EvQPError:
-		r.label, r.fail = qp+" error", true
+		// A normal end flushes what was posted: those completions are
+		// drawn plain, as why leaves them out.
+		_, r.fail = e.Failure()
+		switch e.Fault.Report {
+		case rdma.QPErrDriver:
+			r.label = qp + " ERR (by the driver)"
+		case rdma.QPErrFirst:
+			r.label = qp + " " + e.Fault.WCStatus.String() + " (first error)"
+		default:
+			r.label = fmt.Sprintf("%s %s ×%d at destroy", qp, e.Fault.WCStatus.String(), e.Fault.Count)
+		}
 	default:
 		return r, false
 	}

@@ -125,3 +125,22 @@ func TestNoConnection(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A flushed completion at a normal end is drawn plain; a retry exceeded
+// (the peer stopped answering) is a failure, as why says.
+func TestQPErrorColours(t *testing.T) {
+	qe := func(st rdma.WCStatus) rdma.Event {
+		e := rdma.Event{Kind: rdma.EvQPError, Flags: rdma.EvHasRes | rdma.EvHasOwner}
+		e.Type, e.LQPN, e.Owner = rdma.ResQP, 17, rdma.Owner{PID: 1}
+		e.Fault = rdma.Fault{Report: rdma.QPErrFirst, WCStatus: st, Count: 1}
+		return e
+	}
+	flush, _ := rowOf(&[]rdma.Event{qe(rdma.WCFlushErr)}[0])
+	retry, _ := rowOf(&[]rdma.Event{qe(12)}[0])
+	if flush.fail || flush.label != "QP 17 WR_FLUSH_ERR (first error)" {
+		t.Errorf("flush: %+v", flush)
+	}
+	if !retry.fail || retry.label != "QP 17 RETRY_EXC_ERR (first error)" {
+		t.Errorf("retry exceeded: %+v", retry)
+	}
+}
