@@ -3,7 +3,9 @@
 // and one for the server, each side's rdma_cm events and QP state moves on
 // its column in time order with the time since the first, and the CM's
 // messages (REQ, REP, RTU, DREQ, DREP, REJ, MRA) as arrows from the side
-// that sent them to the event they caused on the other.
+// that sent them to the event they caused on the other. Every connection
+// between the two processes is drawn in the same two columns: give it a
+// recording of one (trace -r with --filter-pid picks the pair).
 package seqview
 
 import (
