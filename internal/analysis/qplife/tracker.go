@@ -147,7 +147,10 @@ func (t *Tracker) Event(e *rdma.Event) {
 				l.connected = e.QPState != rdma.QPStateErr && e.QPState != rdma.QPStateSQE
 			}
 			t.emit(l, rdma.QPExists, e.Time)
-			l.reported = l.connected // its remote QPN, when connected, came with it
+			// Its remote QPN, when connected, came with it; else
+			// netlink's next dump gives it.
+			l.reported = l.connected && l.id.HasRemoteQPN
+			l.remoteBy = e.Time.Add(t.o.RemoteWait)
 			return
 		}
 		t.emit(l, rdma.QPCreated, e.Time)
@@ -232,7 +235,9 @@ func (t *Tracker) fill(l *life, e *rdma.Event) {
 			q.Owner.Place = place
 		}
 	}
-	if e.Given(rdma.HasRQPN) {
+	// Netlink gives an RC QP's rqpn in any state: 0 until its RTR sets
+	// it. No connected QP's peer is QP 0 (the SMI's).
+	if e.Given(rdma.HasRQPN) && e.RQPN != 0 {
 		q.RemoteQPN, q.HasRemoteQPN = e.RQPN, true
 	}
 	switch e.Kind {
@@ -248,7 +253,7 @@ func (t *Tracker) fill(l *life, e *rdma.Event) {
 			if !q.RemoteGID.IsValid() {
 				q.RemoteGID = e.Fault.PeerGID
 			}
-			if !q.HasRemoteQPN {
+			if !q.HasRemoteQPN && e.Fault.PeerQPN != 0 {
 				q.RemoteQPN, q.HasRemoteQPN = e.Fault.PeerQPN, true
 			}
 		}
@@ -379,13 +384,16 @@ func (t *Tracker) NeedRemote() map[string][]uint32 {
 	return m
 }
 
-// RemoteQPN gives a followed QP its remote QPN (netlink's rqpn), read at
-// at: a connected QP waiting for it is reported.
+// RemoteQPN gives a connected QP waiting for it its remote QPN (netlink's
+// rqpn), read at at, and reports it. The dump that reads it lists every
+// QP of the device: one not connected yet (netlink's rqpn is 0 until the
+// RTR sets it) takes nothing from it, nor does one that a dump read too
+// early gives 0.
 func (t *Tracker) RemoteQPN(dev string, qpn, rqpn uint32, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l := t.qps[key{dev, qpn}]
-	if l == nil || l.id.HasRemoteQPN {
+	if l == nil || l.id.HasRemoteQPN || !l.connected || l.reported || rqpn == 0 {
 		return
 	}
 	l.id.RemoteQPN, l.id.HasRemoteQPN = rqpn, true
