@@ -194,7 +194,7 @@ _rdmatrace() {
         values="--iterations -n --delay -d --by --sort --max-owners --ring-size"
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --snapshot --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"
         words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
         files="--ready-file --btf --read -r --write -w"
         values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp --node"

@@ -290,6 +290,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l netlink
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l bpf
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l verbose -s v
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l timestamp -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l read -s r -r -F
