@@ -182,7 +182,7 @@ func TestEventObjectWritesOnlyTheTablesKeys(t *testing.T) {
 	for k := rdma.EvCreate; k.String() != fmt.Sprintf("event-%d", uint8(k)); k++ {
 		for _, res := range []rdma.ResType{rdma.ResQP, rdma.ResCMID} {
 			e := rdma.Event{Kind: k, Time: time.Unix(1, 0), Flags: ^rdma.EventFlag(0) &^ rdma.EvActorExiting, Resource: rdma.Resource{Has: ^rdma.Field(0), Type: res, DevName: "rxe0", Port: 1, LQPN: 17, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("10.0.0.2:2"), Owner: rdma.Owner{PID: 2, TID: 3, Comm: "c", KernName: "m",
-				Place: &rdma.Placement{Cgroup: "/a", Runtime: "r", ContainerID: "i", PodUID: "u", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Size: 1, Span: rdma.Span{Func: "f", Dur: 1}, OffCPU: rdma.OffCPU{Dur: 1, Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Op: "f", Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
+				Place: &rdma.Placement{Cgroup: "/a", Runtime: "slurm", ContainerID: "42.0", PodUID: "u", PodNamespace: "ns", PodName: "p", NSPid: 1, NetNS: 1}}}, ID: 7, Status: -98, Actor: rdma.Owner{PID: 4, TID: 4, Comm: "a"}, OwnerCgroup: 9, Size: 1, Span: rdma.Span{Func: "f", Dur: 1}, OffCPU: rdma.OffCPU{Dur: 1, Wait: 1, Next: rdma.Owner{PID: 5, TID: 5, Comm: "n"}}, PortBusy: rdma.PortBusy{Op: "f", Holders: []string{"h"}, Suppressed: 1}, Inode: 1,
 				SMC: rdma.SMCLink{LGR: 1, Role: "client", ID: 1, State: "active", HasLGR: true},
 				QPAttr: rdma.QPAttr{Mask: rdma.QPAttrMaskAll, HasGID: true, SGID: netip.MustParseAddr("fe80::1"), HasNdev: true, Ndev: "eth0", NdevMTU: 1500, NetNS: 1,
 					HasVLAN: true, VLAN: 5, HasGRH: true, DGID: netip.MustParseAddr("fe80::2")},

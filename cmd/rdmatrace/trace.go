@@ -92,7 +92,7 @@ func traceCommand() *cli.Command {
 }
 
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
-var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
+var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod", "job"}
 
 // traceRun is a trace as its flags say: the use case's options and
 // where its events go.

@@ -110,3 +110,45 @@ func TestTraceReadShowsTheSnapshotAsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// --job selects a Slurm job's steps (its id, or JOB.STEP), --pod a pod by
+// NAMESPACE/NAME as well as by UID; -j names the job and the pod.
+func TestTraceReadSelectsJobsAndPods(t *testing.T) {
+	ev := func(pid int, place string) string {
+		return `{"time":"2026-11-23T18:00:00.1Z","event":"create","res":"pd","ifname":"rxe0","id":` + strconv.Itoa(pid) + `,"pid":` + strconv.Itoa(pid) + `,"comm":"ib_write_bw",` + place + `}`
+	}
+	lines := []string{
+		ev(1, `"cgroup":"/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0","runtime":"slurm","container-id":"4242.0","job":"4242"`),
+		ev(2, `"cgroup":"/slurm/uid_1000/job_17/step_batch/task_0","runtime":"slurm","container-id":"17.batch","job":"17"`),
+		ev(3, `"cgroup":"/kubepods.slice/kubepods-pod0d1e2f3a_4b5c_6d7e_8f90_a1b2c3d4e5f6.slice","pod-uid":"0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6","pod-namespace":"train","pod-name":"llm-0"`),
+	}
+	path := filepath.Join(t.TempDir(), "rec.ndjson")
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want []int // the lines kept
+	}{
+		{[]string{"--job", "4242"}, []int{0}},
+		{[]string{"--job", "17.batch,4242"}, []int{0, 1}},
+		{[]string{"--job", "4242.1"}, nil},
+		{[]string{"job", "17"}, []int{1}},
+		{[]string{"--pod", "train/llm-0"}, []int{2}},
+		{[]string{"--pod", "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"}, []int{2}},
+		{[]string{"--pod", "train/llm-1"}, nil},
+	} {
+		stdout, stderr, code := rdmatrace(t, append([]string{"trace", "-r", path, "-j"}, c.args...)...)
+		var want []string
+		for _, i := range c.want {
+			want = append(want, lines[i]+"\n")
+		}
+		if code != 0 || stdout != strings.Join(want, "") {
+			t.Errorf("%v: exit %d %s\n%s\nwant\n%s", c.args, code, stderr, stdout, strings.Join(want, ""))
+		}
+	}
+	stdout, _, _ := rdmatrace(t, "trace", "-r", path, "--timestamp", "none")
+	for _, w := range []string{"container=slurm:4242.0", "container=slurm:17.batch", "container=pod:train/llm-0"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("no %q in\n%s", w, stdout)
+		}
+	}
+}
