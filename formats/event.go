@@ -612,9 +612,10 @@ func appendTask(b []byte, comm string, tid uint32) []byte {
 // tracer.BenchmarkDecodeFilterEncode measures.
 //
 // The human view is quieter than -j: the resources that exist at start
-// are one line of counts unless View.Snapshot says otherwise, and an
-// rdma_cm event is one line, its cm_event_done's result in
-// cm_event_handler's (see cmHeld).
+// are one line of counts unless View.Snapshot says otherwise, an rdma_cm
+// event is one line, its cm_event_done's result in cm_event_handler's,
+// and a destroy is one line, its destroy_begin left out (one that the
+// driver aborts stays; see cmHeld).
 type EventWriter struct {
 	w    *bufio.Writer
 	json bool
@@ -657,9 +658,9 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 	}
 	ew.sumExisting()
 	switch {
-	case e.Kind == rdma.EvCMEventHandler:
+	case e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvDestroyBegin:
 		ew.held.hold(e, time.Now())
-	case e.Kind == rdma.EvCMEventDone && ew.held.done(e):
+	case (e.Kind == rdma.EvCMEventDone || e.Kind == rdma.EvDestroy) && ew.held.done(e):
 	case ew.held.waiting():
 		ew.held.queue(append([]byte(nil), ew.line(e, nil)...))
 	default:
@@ -714,12 +715,14 @@ func (ew *EventWriter) release(now time.Time, force bool) error {
 	var err error
 	for _, h := range ew.held.ready(now, force) {
 		line := h.line
-		if line == nil {
-			var result *int32
-			if h.merged {
-				result = &h.result
-			}
-			line = ew.line(&h.ev, result)
+		switch {
+		case line != nil:
+		case h.merged && h.ev.Kind == rdma.EvDestroyBegin:
+			line = ew.line(&h.end, nil) // the destroy, where it began
+		case h.merged:
+			line = ew.line(&h.ev, &h.end.Status)
+		default:
+			line = ew.line(&h.ev, nil)
 		}
 		err = ew.writeLine(line)
 	}
@@ -746,30 +749,32 @@ func (ew *EventWriter) Close() error {
 }
 
 // cmHoldFor is how long the human view holds a cm_event_handler for its
-// cm_event_done: the program's handler runs between them (ucma's queues
-// the event for user space, microseconds); past it the handler's line is
-// shown alone, and the done gets its own.
+// cm_event_done (or a destroy_begin for its destroy): the program's
+// handler runs between them (ucma's queues the event for user space,
+// microseconds); past it the held line is shown alone, and the one that
+// ends it gets its own.
 const cmHoldFor = 200 * time.Millisecond
 
 // cmMaxHeld bounds the lines held behind a waiting handler.
 const cmMaxHeld = 4096
 
 // cmHeld is the human view's queue behind cm_event_handler events that
-// wait for their cm_event_done: lines that came after a waiting handler
+// wait for their cm_event_done, and destroy_begin events for their
+// destroy: lines that came after a waiting handler
 // wait behind it, so that the view keeps the events' order.
 type cmHeld struct {
 	q    []heldLine
 	head int // q[head:] is held
 }
 
-// heldLine is a rendered line, or a handler (line nil) and, once merged,
-// its done's result.
+// heldLine is a rendered line, or a held event (line nil) and, once
+// merged, the one that ends it: a handler's done, a destroy_begin's
+// destroy.
 type heldLine struct {
-	line   []byte
-	ev     rdma.Event
-	merged bool
-	result int32
-	at     time.Time
+	line    []byte
+	ev, end rdma.Event
+	merged  bool
+	at      time.Time
 }
 
 func (c *cmHeld) waiting() bool { return c.head < len(c.q) }
@@ -780,22 +785,28 @@ func (c *cmHeld) hold(e *rdma.Event, now time.Time) {
 
 func (c *cmHeld) queue(line []byte) { c.q = append(c.q, heldLine{line: line}) }
 
-// done merges a cm_event_done into its handler's line, if one is held:
-// the same ID's same event, handed to its owner by the same task.
+// done merges a cm_event_done into its handler's line, or a destroy into
+// its destroy_begin's, if one is held: the same ID's same event, handed
+// to its owner by the same task; the same object.
 func (c *cmHeld) done(e *rdma.Event) bool {
 	for i := len(c.q) - 1; i >= c.head; i-- {
 		h := &c.q[i]
-		if h.line == nil && !h.merged && sameCMEvent(&h.ev, e) {
-			h.merged, h.result = true, e.Status
+		if h.line == nil && !h.merged && ends(&h.ev, e) {
+			h.merged, h.end = true, *e
 			return true
 		}
 	}
 	return false
 }
 
-func sameCMEvent(h, d *rdma.Event) bool {
-	return h.CMEvent == d.CMEvent && h.ID == d.ID && h.Actor.TID == d.Actor.TID && h.Owner.TID == d.Owner.TID &&
-		h.DevName == d.DevName && h.Src == d.Src && h.Dst == d.Dst
+// ends says whether d ends h: h's handler's done, or h's destroy.
+func ends(h, d *rdma.Event) bool {
+	if h.Kind == rdma.EvDestroyBegin {
+		return d.Kind == rdma.EvDestroy && h.Type == d.Type && h.ID == d.ID && h.LQPN == d.LQPN &&
+			h.DevName == d.DevName && h.Owner.TID == d.Owner.TID && h.Owner.KernName == d.Owner.KernName
+	}
+	return d.Kind == rdma.EvCMEventDone && h.CMEvent == d.CMEvent && h.ID == d.ID && h.Actor.TID == d.Actor.TID &&
+		h.Owner.TID == d.Owner.TID && h.DevName == d.DevName && h.Src == d.Src && h.Dst == d.Dst
 }
 
 // ready takes the held lines that may be written, in order.

@@ -370,3 +370,35 @@ func TestADoneMergesIntoItsOwnHandler(t *testing.T) {
 		t.Errorf("got\n%s", out.String())
 	}
 }
+
+// A destroy is one line: its destroy_begin is left out once the destroy
+// comes; a destroy the driver aborted keeps its begin.
+func TestADestroyIsOneLine(t *testing.T) {
+	create := quietEvents()[4]
+	begin, end := create, create
+	begin.Kind, end.Kind = rdma.EvDestroyBegin, rdma.EvDestroy
+	other := begin
+	other.LQPN = 18
+	abort := other
+	abort.Kind = rdma.EvDestroyAbort
+	var out bytes.Buffer
+	w := NewEventWriter(&out, false)
+	w.View.Stamp = StampNone
+	for _, e := range []*rdma.Event{&begin, &other, &abort, &end} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush() // the aborted one's begin waits at most cmHoldFor
+	w.held.q[w.held.head].at = time.Now().Add(-cmHoldFor)
+	w.Close()
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
+	want := []string{"destroy qp rxe0/1 rping[216] lqpn=17 type=RC", "destroy_begin qp rxe0/1 rping[216] lqpn=18 type=RC",
+		"destroy_abort qp rxe0/1 rping[216] lqpn=18 type=RC"}
+	for i := range got {
+		got[i] = strings.Join(strings.Fields(got[i]), " ")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
