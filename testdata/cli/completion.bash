@@ -20,7 +20,7 @@ _rdmatrace_value() {
     smc) case $2 in --output | -o) return 0 ;; esac ;;
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
-    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size) return 0 ;; esac ;;
+    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size | --filter-pod | --pod | --filter-job | --job | --pid) return 0 ;; esac ;;
     trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pod | --filter-job | --job | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
     why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --job | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
@@ -188,10 +188,10 @@ _rdmatrace() {
         esac
         ;;
     top)
-        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --help -h"
+        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --filter-pod --pod --filter-job --job --pid --help -h"
         words=""
         files="--ready-file --btf"
-        values="--iterations -n --delay -d --by --sort --max-owners --ring-size"
+        values="--iterations -n --delay -d --by --sort --max-owners --ring-size --filter-pod --pod --filter-job --job --pid"
         ;;
     trace)
         flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --snapshot --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"

@@ -268,6 +268,9 @@ complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ring-s
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l fallback
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l verbose -s v
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l filter-job -l job -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pid -x
