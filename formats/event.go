@@ -811,6 +811,13 @@ func ends(h, d *rdma.Event) bool {
 
 // ready takes the held lines that may be written, in order.
 func (c *cmHeld) ready(now time.Time, force bool) []heldLine {
+	if c.head > 0 && c.head >= len(c.q)/2 {
+		// What was written last time goes: a queue that never empties
+		// (a handler always waiting) stays as long as what it holds.
+		n := copy(c.q, c.q[c.head:])
+		clear(c.q[n:])
+		c.q, c.head = c.q[:n], 0
+	}
 	from := c.head
 	for c.head < len(c.q) {
 		h := &c.q[c.head]

@@ -402,3 +402,32 @@ func TestADestroyIsOneLine(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A stream in which a handler always waits keeps no more than it holds.
+func TestTheHeldQueueDoesNotGrowWhileAHandlerAlwaysWaits(t *testing.T) {
+	evs := quietEvents()
+	handler, done, create := evs[2], evs[3], evs[4]
+	w := NewEventWriter(discard{}, false)
+	for i := 0; i < 10000; i++ {
+		// The next ID's handler comes before this one's done.
+		h := handler
+		h.ID = uint32(i + 1)
+		d := done
+		d.ID = h.ID
+		for _, e := range []*rdma.Event{&h, &create} {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i > 0 {
+			prev := done
+			prev.ID = uint32(i)
+			if err := w.Write(&prev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := cap(w.held.q); n > 64 {
+		t.Errorf("the queue holds room for %d lines after 10000 events, with 2 held", n)
+	}
+}
