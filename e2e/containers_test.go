@@ -176,7 +176,8 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 
 // slurmJobSelectsItsStep starts a QP holder in a Slurm job step's cgroup,
 // as slurmstepd's cgroup v2 plugin lays them out: ps and res name its job,
-// and --job selects it by the job's id or the step's, and nothing else.
+// and --job selects it by the job's id or the step's, and nothing else, in
+// ps, res and top.
 func slurmJobSelectsItsStep(t *testing.T) {
 	start := time.Now()
 	mount, err := cgroup.Mount()
@@ -235,7 +236,18 @@ func slurmJobSelectsItsStep(t *testing.T) {
 	if table := string(run(t, *rdmatraceBin, "ps", "--job", "4242")); !strings.Contains(table, "slurm:4242.0") {
 		t.Errorf("ps --job 4242's table does not name the step slurm:4242.0:\n%s", table)
 	}
-	t.Logf("a Slurm job's step: ps --job and res --job in %v", time.Since(start).Round(time.Millisecond))
+	// top counts the job's objects alone (netlink's dump: no tracer to attach).
+	topOut := string(run(t, *rdmatraceBin, "top", "--netlink", "-b", "-n", "1", "-d", "1", "--job", "4242"))
+	if frames := topFrames(t, topOut); len(frames) != 1 || len(frames[0]) != 1 {
+		t.Errorf("top --job 4242: %d frames, want one with one owner, leakqp[%d]:\n%s", len(frames), pid, topOut)
+	} else {
+		for owner, row := range frames[0] {
+			if !strings.Contains(owner, fmt.Sprintf("[%d]", pid)) || row.qps != 1 {
+				t.Errorf("top --job 4242: owner %q with %d QPs, want leakqp[%d] with 1:\n%s", owner, row.qps, pid, topOut)
+			}
+		}
+	}
+	t.Logf("a Slurm job's step: ps, res and top --job in %v", time.Since(start).Round(time.Millisecond))
 }
 
 // TestSystemMatchesIproute2: `system -j` against `rdma -j system show`.
