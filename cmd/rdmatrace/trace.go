@@ -24,9 +24,10 @@ func traceCommand() *cli.Command {
 			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
 			"exist when tracing starts are counted in one line (--snapshot lists them as \"exists\"\n" +
 			"events; -j, -w and --otlp always have them). An rdma_cm event is one line, with what\n" +
-			"the program's handler returned (-j: cm_event_handler and cm_event_done). Objects are\n" +
-			"their process's; -d or -v adds the thread. Events the kernel could not queue are\n" +
-			"counted and reported, live and at the end.\n\n" +
+			"the program's handler returned, and so is a destroy (-j: cm_event_handler and\n" +
+			"cm_event_done, destroy_begin and destroy). Objects are their process's; -d or -v\n" +
+			"adds the thread. Events the kernel could not queue are counted and reported, live\n" +
+			"and at the end.\n\n" +
 			"Where BPF cannot be used (no privileges for it, no BTF, a kernel that refuses it) or\n" +
 			"with --netlink, trace says so and goes on through RDMA netlink: device events from the\n" +
 			"kernel's monitor group (Linux 6.12+) and resources compared every --poll (1s unless\n" +
@@ -78,7 +79,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
 			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Value: rotate.DefaultCount, Usage: "with -C: keep `N` files, the oldest dropped"},
-			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
+			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod, job and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
 			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			otlpFlag,
