@@ -343,28 +343,24 @@ func (t *Tracker) device(e *rdma.Event) {
 }
 
 // Exit takes a process's exit status: the QPs freed at its exit are
-// reported with it; one read before its QPs' destroys is kept for them.
+// reported with it. It is kept for ExitWait for the destroys still to
+// come: the tracer's and the process events' paths interleave, and an
+// owner's status can come between the destroys of its QPs.
 func (t *Tracker) Exit(x rdma.ExitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	found := false
 	kept := t.ended[:0]
 	for _, l := range t.ended {
 		if l.id.Owner.PID == x.PID {
 			setExit(&l.id, x)
 			t.emit(l, rdma.QPEnded, l.id.Ended)
-			found = true
 			continue
 		}
 		kept = append(kept, l)
 	}
 	clear(t.ended[len(kept):])
 	t.ended = kept
-	if !found {
-		if _, ok := t.exits[x.PID]; !ok {
-			t.exits[x.PID] = x
-		}
-	}
+	t.exits[x.PID] = x
 }
 
 // NeedRemote lists the connected QPs still waiting for their remote QPN,

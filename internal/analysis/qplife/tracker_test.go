@@ -325,3 +325,30 @@ func TestASnapshotBeforeTheRTRGivesNoRemoteQPN(t *testing.T) {
 		"exists qp 30 rxe0/1 INIT ib_write_bw[999] created +0s (seen) at +0s",
 		"connected qp 30 rxe0/1 RTR ib_write_bw[999] created +0s (seen) rqpn 31 at +400ms")
 }
+
+// An owner with two QPs killed: its exit status, read (by its own path)
+// between the tracer's two destroys, is the second QP's as well as the
+// first's.
+func TestAnOwnersExitBetweenTheDestroysOfItsQPs(t *testing.T) {
+	r := &recorder{}
+	tr := newTracker(r)
+	tr.Event(ev(rdma.EvCreate, 0, 17))
+	tr.Event(ev(rdma.EvCreate, 1, 19))
+	destroy := func(ms int, qpn uint32) {
+		d := ev(rdma.EvDestroy, ms, qpn)
+		d.Flags |= rdma.EvActorExiting | rdma.EvFileClose
+		tr.Event(d)
+	}
+	destroy(4000, 17)
+	tr.Exit(rdma.ExitStatus{PID: 999, Time: at(4001), Code: 9})
+	destroy(4002, 19)
+	tr.Tick(at(9000))
+	check(t, r.lines,
+		"created qp 17 rxe0/1 RESET ib_write_bw[999] created +0s at +0s",
+		"created qp 19 rxe0/1 RESET ib_write_bw[999] created +1ms at +1ms",
+		"ended qp 17 rxe0/1 RESET ib_write_bw[999] created +0s fate signal +4s SIGKILL at +4s",
+		"ended qp 19 rxe0/1 RESET ib_write_bw[999] created +1ms fate signal +4.002s SIGKILL at +4.002s")
+	if st := tr.Stats(); st.NoStatus != 0 {
+		t.Errorf("%d QPs without their owner's status, want none", st.NoStatus)
+	}
+}
