@@ -8,13 +8,13 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 )
 
-// EventOutput is where trace's events go: the screen in Format (timed by
-// Stamp), the recording of -w (Write: a file rotated past FileSizeMB
+// EventOutput is where trace's events go: the screen in Format (shown as
+// View says), the recording of -w (Write: a file rotated past FileSizeMB
 // megabytes, FileCount kept, made as Owner's; "-": stdout), with Print
 // both.
 type EventOutput struct {
 	Format     Format
-	Stamp      Stamp
+	View       EventView
 	Write      string
 	FileSizeMB int
 	FileCount  int
@@ -28,7 +28,7 @@ type EventOutput struct {
 func (o EventOutput) Open(stdout io.Writer) *EventTee {
 	sink := &EventTee{}
 	if o.Write == "" || o.Print {
-		sink.Print = NewEventSink(stdout, o.Format, o.Stamp)
+		sink.Print = NewEventSink(stdout, o.Format, o.View)
 	}
 	if o.Write == "-" {
 		sink.Record = NewEventWriter(stdout, true)
