@@ -160,7 +160,7 @@ struct {
 	__type(value, struct reader_state);
 } reader SEC(".maps");
 
-/* Side maps (closing, entry_args, modify_args) carry a value from a
+/* Side maps (closing, entry_args, modify_args, stash) carry a value from a
  * function's entry to its return. A missed return (kretprobe maxactive
  * exhausted, a thread killed in between) leaves its entry behind for good:
  * in a plain HASH those would fill the map and every later update would
@@ -437,6 +437,53 @@ static __always_inline void *take_entry(void *map, __u64 key)
 	if (!v)
 		side_drop();
 	return v;
+}
+
+/* The stash: a call's arguments (up to three) carried from a kprobe at its
+ * entry to the kretprobe at its return, where fexit is not to be had. Keyed
+ * by thread and function: a call may run inside another on the same thread
+ * (siw's bind inside rdma_listen). A save that fails and a return that finds
+ * nothing (evicted, a missed kprobe) are counted in side_drops by
+ * save_entry and take_entry. */
+enum stash_fn {
+	STASH_CALLS = 0,     /* CALL_HOOK's ids (creates.h): 1, 2, ... */
+	STASH_PORTS = 0x100, /* PORT_HOOK's: STASH_PORTS + enum port_op (ports.h) */
+};
+
+struct stash_args {
+	__u64 a, b, c;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 20480);
+	__type(key, __u64); /* function << 32 | thread id */
+	__type(value, struct stash_args);
+} stash SEC(".maps");
+
+static __always_inline __u64 stash_key(__u32 fn)
+{
+	return (__u64)fn << 32 | (__u32)bpf_get_current_pid_tgid();
+}
+
+static __always_inline int stash_save(__u32 fn, __u64 a, __u64 b, __u64 c)
+{
+	struct stash_args v = {.a = a, .b = b, .c = c};
+	save_entry(&stash, stash_key(fn), &v);
+	return 0;
+}
+
+/* stash_take copies fn's saved arguments to out and forgets them; 0 when
+ * there were none. */
+static __always_inline int stash_take(__u32 fn, struct stash_args *out)
+{
+	__u64 key = stash_key(fn);
+	struct stash_args *v = take_entry(&stash, key);
+	if (!v)
+		return 0;
+	*out = *v;
+	bpf_map_delete_elem(&stash, &key);
+	return 1;
 }
 
 static __always_inline int close_exit(void)

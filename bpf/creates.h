@@ -480,48 +480,11 @@ static __always_inline int emit_cm_fail(__u32 op, struct rdma_cm_id *id, struct 
 /* ---- The hooks: fexit, or a kprobe and kretprobe carrying the
  * arguments (up to three) from the entry to the return ---- */
 
-struct call_key {
-	__u64 tid;
-	__u32 fn;
-	__u32 pad;
-};
-
-struct call_args {
-	__u64 a, b, c;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 10240);
-	__type(key, struct call_key);
-	__type(value, struct call_args);
-} call_args SEC(".maps");
-
-static __always_inline int call_save(__u32 fn, __u64 a, __u64 b, __u64 c)
-{
-	struct call_key k = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
-	struct call_args v = {.a = a, .b = b, .c = c};
-	if (bpf_map_update_elem(&call_args, &k, &v, BPF_ANY))
-		side_drop();
-	return 0;
-}
-
-static __always_inline int call_take(__u32 fn, struct call_args *out)
-{
-	struct call_key k = {.tid = bpf_get_current_pid_tgid(), .fn = fn};
-	struct call_args *v = bpf_map_lookup_elem(&call_args, &k);
-	if (!v)
-		return 0;
-	*out = *v;
-	bpf_map_delete_elem(&call_args, &k);
-	return 1;
-}
-
 /* CALL_HOOK(fn, id, ret type, A, B, C, body, (params), (kprobe params)):
  * fexit_call_<fn> runs body with a, b, c (the expressions A, B, C of fn's
  * parameters, all of which fexit must name to find the return value) and
- * ret; kprobe_call_<fn> saves A, B, C (from the first parameters, up to those
- * it needs) and kretprobe_call_<fn> runs body with them and ret. */
+ * ret; kprobe_call_<fn> stashes A, B, C (from the first parameters, up to
+ * those it needs) and kretprobe_call_<fn> runs body with them and ret. */
 #define UNPAREN(...) __VA_ARGS__
 #define CALL_HOOK(fn, id, rtype, A, B, C, body, params, kparams)               \
 	static __always_inline int body_##fn(__u64 a, __u64 b, __u64 c, long ret) body \
@@ -533,13 +496,13 @@ static __always_inline int call_take(__u32 fn, struct call_args *out)
 	SEC("kprobe/" #fn)                                                    \
 	int BPF_KPROBE(kprobe_call_##fn, UNPAREN kparams)                          \
 	{                                                                     \
-		return call_save(id, (__u64)(A), (__u64)(B), (__u64)(C));    \
+		return stash_save(STASH_CALLS + id, (__u64)(A), (__u64)(B), (__u64)(C)); \
 	}                                                                     \
 	SEC("kretprobe/" #fn)                                                 \
 	int BPF_KRETPROBE(kretprobe_call_##fn, rtype ret)                          \
 	{                                                                     \
-		struct call_args s;                                           \
-		if (!call_take(id, &s))                                       \
+		struct stash_args s;                                          \
+		if (!stash_take(STASH_CALLS + id, &s))                        \
 			return 0;                                             \
 		return body_##fn(s.a, s.b, s.c, (long)ret);                   \
 	}

@@ -242,46 +242,6 @@ static __always_inline int emit_bind_busy(__u32 op, struct sock *sk, struct sock
 	return 0;
 }
 
-/* The kprobe fallbacks keep the arguments for the return, by thread and
- * function: siw's bind runs inside rdma_listen on the same thread. */
-struct port_key {
-	__u64 tid;
-	__u32 op;
-	__u32 pad;
-};
-
-struct port_args {
-	__u64 a, b;
-	__u32 len;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 10240);
-	__type(key, struct port_key);
-	__type(value, struct port_args);
-} port_args SEC(".maps");
-
-static __always_inline int port_save(__u32 op, __u64 a, __u64 b, __u32 len)
-{
-	struct port_key k = {.tid = bpf_get_current_pid_tgid(), .op = op};
-	struct port_args v = {.a = a, .b = b, .len = len};
-	bpf_map_update_elem(&port_args, &k, &v, BPF_ANY);
-	return 0;
-}
-
-static __always_inline int port_take(__u32 op, struct port_args *out)
-{
-	struct port_key k = {.tid = bpf_get_current_pid_tgid(), .op = op};
-	struct port_args *v = bpf_map_lookup_elem(&port_args, &k);
-	if (!v)
-		return 0;
-	*out = *v;
-	bpf_map_delete_elem(&port_args, &k);
-	return 1;
-}
-
 /* What a port hook reports, from fn's arguments: an rdma_cm ID's (a) or a
  * socket's (a), its address (b) and the address's length (len). op is a
  * constant in each program: the compiler keeps one branch. */
@@ -306,15 +266,15 @@ static __always_inline int emit_port(__u32 op, __u64 a, __u64 b, __u32 len, long
 	SEC("kprobe/" #fn)                                                     \
 	int BPF_KPROBE(kprobe_##name, __VA_ARGS__)                             \
 	{                                                                      \
-		return port_save(op, (__u64)(a_), (__u64)(b_), (len_));       \
+		return stash_save(STASH_PORTS + op, (__u64)(a_), (__u64)(b_), (len_)); \
 	}                                                                      \
 	SEC("kretprobe/" #fn)                                                  \
 	int BPF_KRETPROBE(kretprobe_##name, int ret)                           \
 	{                                                                      \
-		struct port_args s;                                            \
-		if (!port_take(op, &s))                                        \
+		struct stash_args s;                                           \
+		if (!stash_take(STASH_PORTS + op, &s))                         \
 			return 0;                                              \
-		return emit_port(op, s.a, s.b, s.len, ret);                    \
+		return emit_port(op, s.a, s.b, (__u32)s.c, ret);               \
 	}
 
 PORT_HOOK(rdma_listen, rdma_listen, PORT_RDMA_LISTEN, id, 0, 0, struct rdma_cm_id *id, int backlog)
@@ -325,6 +285,22 @@ PORT_HOOK(__inet_bind, inet_bind, PORT_INET_BIND, sk, uaddr, addr_len,
 	  struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags)
 PORT_HOOK(__inet6_bind, inet6_bind, PORT_INET6_BIND, sk, uaddr, addr_len,
 	  struct sock *sk, struct sockaddr *uaddr, int addr_len, __u32 flags)
+
+/* PORT_HOOK's fallback halves as raw_tp programs that BPF_PROG_TEST_RUN
+ * can run (tracer/sidemap_test.go): each run is a call of its own function
+ * fn on this thread; the take answers whether the save was found. */
+SEC("raw_tp")
+int BPF_PROG(selftest_stash_save, __u64 fn)
+{
+	return stash_save(STASH_PORTS + (__u32)fn, fn, fn, 0);
+}
+
+SEC("raw_tp")
+int BPF_PROG(selftest_stash_take, __u64 fn)
+{
+	struct stash_args s;
+	return stash_take(STASH_PORTS + (__u32)fn, &s);
+}
 
 /* The port-busy limits and the ring's share as raw_tp programs that
  * BPF_PROG_TEST_RUN can run on a kernel without RDMA (tracer/busy_test.go):

@@ -64,13 +64,6 @@ type RdmatraceBusyGroup struct {
 	Pad    uint32
 }
 
-type RdmatraceCallArgs struct {
-	_ structs.HostLayout
-	A uint64
-	B uint64
-	C uint64
-}
-
 type RdmatraceCallDetail struct {
 	_     structs.HostLayout
 	Asked struct {
@@ -154,13 +147,6 @@ type RdmatraceCallFailEvent struct {
 	Err       int32
 	Limit     uint32
 	RdmacgRes uint32
-}
-
-type RdmatraceCallKey struct {
-	_   structs.HostLayout
-	Tid uint64
-	Fn  uint32
-	Pad uint32
 }
 
 type RdmatraceCallLimit uint32
@@ -349,14 +335,6 @@ type RdmatraceOffcpu struct {
 	NextComm  [16]int8
 }
 
-type RdmatracePortArgs struct {
-	_   structs.HostLayout
-	A   uint64
-	B   uint64
-	Len uint32
-	Pad uint32
-}
-
 type RdmatracePortBusyEvent struct {
 	_   structs.HostLayout
 	H   RdmatraceEventHdr
@@ -386,13 +364,6 @@ type RdmatracePortBusyEvent struct {
 	Suppressed uint32
 	Status     int32
 	_          [4]byte
-}
-
-type RdmatracePortKey struct {
-	_   structs.HostLayout
-	Tid uint64
-	Op  uint32
-	Pad uint32
 }
 
 type RdmatracePortOp uint32
@@ -622,6 +593,13 @@ type RdmatraceSpanStart struct {
 	Dev  uint64
 }
 
+type RdmatraceStashArgs struct {
+	_ structs.HostLayout
+	A uint64
+	B uint64
+	C uint64
+}
+
 type RdmatraceWcCounts struct {
 	_ structs.HostLayout
 	N [32]uint64
@@ -644,7 +622,6 @@ const (
 	RdmatraceMapBusyGroups                                           = "busy_groups"
 	RdmatraceMapBusyProcs                                            = "busy_procs"
 	RdmatraceMapBusySuppressed                                       = "busy_suppressed"
-	RdmatraceMapCallArgs                                             = "call_args"
 	RdmatraceMapCallDetails                                          = "call_details"
 	RdmatraceMapClosing                                              = "closing"
 	RdmatraceMapCpuSpells                                            = "cpu_spells"
@@ -660,12 +637,12 @@ const (
 	RdmatraceMapIwarpDevs                                            = "iwarp_devs"
 	RdmatraceMapModifyArgs                                           = "modify_args"
 	RdmatraceMapOffcpuStarts                                         = "offcpu_starts"
-	RdmatraceMapPortArgs                                             = "port_args"
 	RdmatraceMapQpStates                                             = "qp_states"
 	RdmatraceMapReader                                               = "reader"
 	RdmatraceMapShed                                                 = "shed"
 	RdmatraceMapSideDrops                                            = "side_drops"
 	RdmatraceMapSpanStarts                                           = "span_starts"
+	RdmatraceMapStash                                                = "stash"
 	RdmatraceMapWcErrors                                             = "wc_errors"
 	RdmatraceProgFentryAddModifyGid                                  = "fentry_add_modify_gid"
 	RdmatraceProgFentryDelGid                                        = "fentry_del_gid"
@@ -860,6 +837,8 @@ const (
 	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
+	RdmatraceProgSelftestStashSave                                   = "selftest_stash_save"
+	RdmatraceProgSelftestStashTake                                   = "selftest_stash_take"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
 	RdmatraceProgTpBtfCmEventDone                                    = "tp_btf_cm_event_done"
@@ -1140,6 +1119,8 @@ type RdmatraceProgramSpecs struct {
 	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
+	SelftestStashSave                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_save"`
+	SelftestStashTake                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_take"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone                                    *ebpf.ProgramSpec `ebpf:"tp_btf_cm_event_done"`
@@ -1172,7 +1153,6 @@ type RdmatraceMapSpecs struct {
 	BusyGroups     *ebpf.MapSpec `ebpf:"busy_groups"`
 	BusyProcs      *ebpf.MapSpec `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.MapSpec `ebpf:"busy_suppressed"`
-	CallArgs       *ebpf.MapSpec `ebpf:"call_args"`
 	CallDetails    *ebpf.MapSpec `ebpf:"call_details"`
 	Closing        *ebpf.MapSpec `ebpf:"closing"`
 	CpuSpells      *ebpf.MapSpec `ebpf:"cpu_spells"`
@@ -1188,12 +1168,12 @@ type RdmatraceMapSpecs struct {
 	IwarpDevs      *ebpf.MapSpec `ebpf:"iwarp_devs"`
 	ModifyArgs     *ebpf.MapSpec `ebpf:"modify_args"`
 	OffcpuStarts   *ebpf.MapSpec `ebpf:"offcpu_starts"`
-	PortArgs       *ebpf.MapSpec `ebpf:"port_args"`
 	QpStates       *ebpf.MapSpec `ebpf:"qp_states"`
 	Reader         *ebpf.MapSpec `ebpf:"reader"`
 	Shed           *ebpf.MapSpec `ebpf:"shed"`
 	SideDrops      *ebpf.MapSpec `ebpf:"side_drops"`
 	SpanStarts     *ebpf.MapSpec `ebpf:"span_starts"`
+	Stash          *ebpf.MapSpec `ebpf:"stash"`
 	WcErrors       *ebpf.MapSpec `ebpf:"wc_errors"`
 }
 
@@ -1252,7 +1232,6 @@ type RdmatraceMaps struct {
 	BusyGroups     *ebpf.Map `ebpf:"busy_groups"`
 	BusyProcs      *ebpf.Map `ebpf:"busy_procs"`
 	BusySuppressed *ebpf.Map `ebpf:"busy_suppressed"`
-	CallArgs       *ebpf.Map `ebpf:"call_args"`
 	CallDetails    *ebpf.Map `ebpf:"call_details"`
 	Closing        *ebpf.Map `ebpf:"closing"`
 	CpuSpells      *ebpf.Map `ebpf:"cpu_spells"`
@@ -1268,12 +1247,12 @@ type RdmatraceMaps struct {
 	IwarpDevs      *ebpf.Map `ebpf:"iwarp_devs"`
 	ModifyArgs     *ebpf.Map `ebpf:"modify_args"`
 	OffcpuStarts   *ebpf.Map `ebpf:"offcpu_starts"`
-	PortArgs       *ebpf.Map `ebpf:"port_args"`
 	QpStates       *ebpf.Map `ebpf:"qp_states"`
 	Reader         *ebpf.Map `ebpf:"reader"`
 	Shed           *ebpf.Map `ebpf:"shed"`
 	SideDrops      *ebpf.Map `ebpf:"side_drops"`
 	SpanStarts     *ebpf.Map `ebpf:"span_starts"`
+	Stash          *ebpf.Map `ebpf:"stash"`
 	WcErrors       *ebpf.Map `ebpf:"wc_errors"`
 }
 
@@ -1285,7 +1264,6 @@ func (m *RdmatraceMaps) Close() error {
 		m.BusyGroups,
 		m.BusyProcs,
 		m.BusySuppressed,
-		m.CallArgs,
 		m.CallDetails,
 		m.Closing,
 		m.CpuSpells,
@@ -1301,12 +1279,12 @@ func (m *RdmatraceMaps) Close() error {
 		m.IwarpDevs,
 		m.ModifyArgs,
 		m.OffcpuStarts,
-		m.PortArgs,
 		m.QpStates,
 		m.Reader,
 		m.Shed,
 		m.SideDrops,
 		m.SpanStarts,
+		m.Stash,
 		m.WcErrors,
 	)
 }
@@ -1537,6 +1515,8 @@ type RdmatracePrograms struct {
 	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
+	SelftestStashSave                                   *ebpf.Program `ebpf:"selftest_stash_save"`
+	SelftestStashTake                                   *ebpf.Program `ebpf:"selftest_stash_take"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
 	TpBtfCmEventDone                                    *ebpf.Program `ebpf:"tp_btf_cm_event_done"`
@@ -1754,6 +1734,8 @@ func (p *RdmatracePrograms) Close() error {
 		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
 		p.SelftestSaveEntry,
+		p.SelftestStashSave,
+		p.SelftestStashTake,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
 		p.TpBtfCmEventDone,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/rdmatrace/rdmatrace/internal/analysis/doctor"
 )
 
 // A Check is one line of a checklist (doctor's findings): its name, its
@@ -46,4 +48,20 @@ func WriteChecks(w io.Writer, comm string, pid int, note string, cs []Check) err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteDoctor writes doctor's report in f: text (WriteChecks) or a list
+// of checks; the fix of a check that passed is left out.
+func WriteDoctor(w io.Writer, f Format, r *doctor.Report) error {
+	checks := make([]Check, len(r.Findings))
+	for i, c := range r.Findings {
+		checks[i] = Check{Name: c.Check, Status: c.Status.String(), Detail: c.Detail}
+		if c.Status != doctor.Pass {
+			checks[i].Fix = c.Fix
+		}
+	}
+	if f == FormatText {
+		return WriteChecks(w, r.Target.Comm, r.Target.PID, r.Note, checks)
+	}
+	return CheckList.Of(checks).Write(w, f, false)
 }

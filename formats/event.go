@@ -127,8 +127,8 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 	}
 	if e.Kind == rdma.EvSMCFallback {
 		o = o.num("fallback", uint64(uint32(e.Status))).str("fallback-reason", rdma.SMCReason(uint32(e.Status)))
-		if e.Inode != 0 {
-			o = o.num("inode", e.Inode)
+		if e.SMCFallback.Inode != 0 {
+			o = o.num("inode", e.SMCFallback.Inode)
 		}
 	}
 	// An SMC-R link's event, or an [smc] QP that leaks named by its link.

@@ -1,6 +1,8 @@
 package formats
 
 import (
+	"bufio"
+	"io"
 	"strconv"
 	"time"
 
@@ -105,3 +107,29 @@ func GIDChangeLine(at time.Time, what string, g *rdma.GIDEntry) string {
 	}
 	return string(append(b, " (polled)"...))
 }
+
+// GIDView is gid's output: the table (GIDList), then with -w each change
+// (GIDChange), held until Flush.
+type GIDView struct {
+	out    io.Writer
+	buf    *bufio.Writer
+	format Format
+}
+
+// NewGIDView writes gid's output to w in f.
+func NewGIDView(w io.Writer, f Format) *GIDView {
+	return &GIDView{out: w, buf: bufio.NewWriter(w), format: f}
+}
+
+func (v *GIDView) Table(gs []rdma.GIDEntry) error {
+	if err := v.buf.Flush(); err != nil {
+		return err
+	}
+	return GIDList.Of(gs).Write(v.out, v.format, false)
+}
+
+func (v *GIDView) Change(at time.Time, what string, g *rdma.GIDEntry) error {
+	return GIDChange(v.buf, v.format, at, what, g)
+}
+
+func (v *GIDView) Flush() error { return v.buf.Flush() }

@@ -224,3 +224,16 @@ func GIDChange(w io.Writer, f Format, at time.Time, what string, g *rdma.GIDEntr
 	}
 	return err
 }
+
+// WriteIn writes rows listed by network namespace (names[i] is rows[i]'s):
+// with sections, as WriteSections does; else the one listing of ours.
+func (l List[R]) WriteIn(w io.Writer, f Format, pretty, sections bool, names []string, rows [][]R) error {
+	if !sections {
+		return l.Of(rows[0]).Write(w, f, pretty)
+	}
+	ls := make([]Listing, len(rows))
+	for i := range rows {
+		ls[i] = l.Of(rows[i])
+	}
+	return WriteSections(w, f, pretty, names, ls)
+}

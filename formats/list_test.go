@@ -125,3 +125,33 @@ func TestParsedTableSinkWritesBlocks(t *testing.T) {
 		t.Errorf("%d blank lines between blocks, want 1", n)
 	}
 }
+
+// The listing commands' writer: with sections, WriteSections' layout;
+// without, our namespace's listing as it is.
+func TestWriteInSectionsOrOurs(t *testing.T) {
+	names := []string{"self", "blue"}
+	rows := [][]rdma.Device{{{Index: 1, Name: "rxe0", NodeType: rdma.NodeType(1)}}, {{Index: 2, Name: "rxe1", NodeType: rdma.NodeType(1)}}}
+	for _, format := range []Format{FormatTable, FormatJSON} {
+		var in, want bytes.Buffer
+		if err := DeviceList(false).WriteIn(&in, format, false, true, names, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSections(&want, format, false, names, []Listing{DeviceList(false).Of(rows[0]), DeviceList(false).Of(rows[1])}); err != nil {
+			t.Fatal(err)
+		}
+		if in.String() != want.String() {
+			t.Errorf("%s with sections:\n%s\nwant\n%s", format, in.String(), want.String())
+		}
+		in.Reset()
+		want.Reset()
+		if err := DeviceList(false).WriteIn(&in, format, false, false, []string{""}, rows[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := DeviceList(false).Of(rows[0]).Write(&want, format, false); err != nil {
+			t.Fatal(err)
+		}
+		if in.String() != want.String() || strings.Contains(in.String(), "netns") {
+			t.Errorf("%s, ours alone:\n%s\nwant\n%s", format, in.String(), want.String())
+		}
+	}
+}

@@ -209,7 +209,7 @@ func (d *Decoder) Decode(rec []byte, ev *rdma.Event) error {
 		var r bpf.RdmatraceSmcFallbackEvent
 		if err = load(rec, &r, "smc fallback"); err == nil {
 			ev.Kind = rdma.EvSMCFallback
-			ev.Inode = r.Inode
+			ev.SMCFallback.Inode = r.Inode
 			ev.Status = r.Reason
 			d.addr(ev, flags, r.Addr.Ps, r.Addr.Src[:], r.Addr.Dst[:])
 		}

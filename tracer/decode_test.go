@@ -354,7 +354,7 @@ func TestDecodePortBusyAndSMCFallback(t *testing.T) {
 	binary.LittleEndian.PutUint32(rec[v1Kind:], uint32(cSMCFallback))
 	binary.LittleEndian.PutUint32(rec[v1Status:], 0x03030000)
 	binary.LittleEndian.PutUint32(rec[v1ID:], 12936)
-	if err := decodeV1(d, rec, &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 12936 {
+	if err := decodeV1(d, rec, &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.SMCFallback.Inode != 12936 {
 		t.Fatalf("smc-fallback: %v, %+v", err, ev)
 	}
 	j = string(formats.AppendJSON(nil, formats.EventObject(&ev)))
@@ -436,7 +436,7 @@ func TestDecodeSMCRecordsOfTheirOwn(t *testing.T) {
 	}
 	var f bpf.RdmatraceSmcFallbackEvent
 	f.H.Kind, f.Inode, f.Reason = uint32(cSMCFallback), 1<<33|5, 0x03030000
-	if err := d.Decode(bytesOf(&f), &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.Inode != 1<<33|5 || ev.Status != 0x03030000 {
+	if err := d.Decode(bytesOf(&f), &ev); err != nil || ev.Kind != rdma.EvSMCFallback || ev.SMCFallback.Inode != 1<<33|5 || ev.Status != 0x03030000 {
 		t.Errorf("smc fallback record: %v, %+v", err, ev)
 	}
 }

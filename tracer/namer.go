@@ -75,7 +75,7 @@ func wants(ev *rdma.Event) bool {
 	case rdma.EvPortBusy:
 		return ev.PortBusy.Holders == nil
 	case rdma.EvSMCFallback:
-		return ev.Inode != 0 && !ev.Has(rdma.EvHasOwner)
+		return ev.SMCFallback.Inode != 0 && !ev.Has(rdma.EvHasOwner)
 	}
 	return false
 }
@@ -115,10 +115,10 @@ func nameQuickly(name func(*rdma.Event), ev *rdma.Event) {
 		name(ev)
 		ev.PortBusy.Holders = nil
 	case rdma.EvSMCFallback:
-		ino := ev.Inode
-		ev.Inode = 0
+		ino := ev.SMCFallback.Inode
+		ev.SMCFallback.Inode = 0
 		name(ev)
-		ev.Inode = ino
+		ev.SMCFallback.Inode = ino
 	default:
 		name(ev)
 	}

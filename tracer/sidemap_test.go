@@ -99,3 +99,66 @@ func TestFullSideMapCounts(t *testing.T) {
 		t.Errorf("entry_args still holds %d after every return", k)
 	}
 }
+
+// TestFullStashCounts runs the kprobe fallbacks' stash (PORT_HOOK's
+// halves, as the raw_tp programs selftest_stash_save/selftest_stash_take)
+// past its size: twice as many calls enter as the stash holds, then all
+// return. Each return finds its arguments or is counted in side_drops,
+// exactly once (failed before: the ports' stash lost an evicted entry, and
+// a failed save, without a count).
+func TestFullStashCounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root (CI runs as root)")
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := bpf.LoadRdmatrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs struct {
+		Save      *ebpf.Program `ebpf:"selftest_stash_save"`
+		Take      *ebpf.Program `ebpf:"selftest_stash_take"`
+		Stash     *ebpf.Map     `ebpf:"stash"`
+		SideDrops *ebpf.Map     `ebpf:"side_drops"`
+	}
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatalf("the stash's selftest programs do not load: %v", err)
+	}
+	defer objs.Save.Close()
+	defer objs.Take.Close()
+	defer objs.Stash.Close()
+	defer objs.SideDrops.Close()
+
+	calls := 2 * uint64(objs.Stash.MaxEntries())
+	run := func(p *ebpf.Program, fn uint64) uint32 {
+		ret, err := p.Run(&ebpf.RunOptions{Context: []uint64{fn}})
+		if err != nil {
+			t.Fatalf("BPF_PROG_TEST_RUN: %v", err)
+		}
+		return ret
+	}
+	for fn := uint64(1); fn <= calls; fn++ {
+		run(objs.Save, fn)
+	}
+	found := uint64(0)
+	for fn := uint64(1); fn <= calls; fn++ {
+		found += uint64(run(objs.Take, fn))
+	}
+	var perCPU []uint64
+	if err := objs.SideDrops.Lookup(uint32(0), &perCPU); err != nil {
+		t.Fatal(err)
+	}
+	drops := uint64(0)
+	for _, n := range perCPU {
+		drops += n
+	}
+	t.Logf("stash of %d: %d calls, %d returns found their arguments, %d counted as side drops", objs.Stash.MaxEntries(), calls, found, drops)
+	if found == 0 {
+		t.Error("no return found its arguments: the stash keeps nothing")
+	}
+	if found+drops != calls {
+		t.Errorf("%d calls, %d found and %d counted: each must be one or the other, once", calls, found, drops)
+	}
+}

@@ -62,18 +62,7 @@ func runDoctor(c *cli.Context) error {
 		r.Wait()
 		return exitWith(1, err)
 	}
-	checks := make([]formats.Check, len(r.Findings))
-	for i, f := range r.Findings {
-		checks[i] = formats.Check{Name: f.Check, Status: f.Status.String(), Detail: f.Detail}
-		if f.Status != doctor.Pass {
-			checks[i].Fix = f.Fix
-		}
-	}
-	if format == formats.FormatText {
-		err = formats.WriteChecks(os.Stdout, r.Target.Comm, r.Target.PID, r.Note, checks)
-	} else {
-		err = (output{Format: format}).write(formats.CheckList.Of(checks))
-	}
+	err = formats.WriteDoctor(os.Stdout, format, &r)
 	r.Wait() // a program that runs on, after its report
 	if err != nil {
 		return err

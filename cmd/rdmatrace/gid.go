@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
-	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
-	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/gid"
 )
 
@@ -49,13 +43,10 @@ func gidCommand() *cli.Command {
 	}
 }
 
-// gidRun is what gid does: read the tables Filter keeps, write them, and
-// with Watch their changes every Every, until a signal.
+// gidRun is what gid does (gid.Source.Run), in the format Out.
 type gidRun struct {
-	Out    formats.Format
-	Filter gid.Filter
-	Watch  bool
-	Every  time.Duration
+	Out formats.Format
+	Run gid.RunOptions
 }
 
 func runGID(c *cli.Context) error {
@@ -64,20 +55,7 @@ func runGID(c *cli.Context) error {
 		return err
 	}
 	src := gid.Source{Root: "/", NetNS: gid.OurNetNS()}
-	gs, err := src.Read(o.Filter)
-	if werr := (output{Format: o.Out}).write(formats.GIDList.Of(gs)); werr != nil {
-		return werr
-	}
-	if err != nil {
-		if !o.Watch || gs == nil {
-			return exitWith(1, fmt.Errorf("gid: %s", formats.Sanitize(err.Error())))
-		}
-		logf("gid: %s", formats.Sanitize(err.Error()))
-	}
-	if !o.Watch {
-		return nil
-	}
-	return watchGIDs(src, gs, o)
+	return src.Run(o.Run, formats.NewGIDView(os.Stdout, o.Out))
 }
 
 func gidOptions(c *cli.Context) (gidRun, error) {
@@ -92,27 +70,12 @@ func gidOptions(c *cli.Context) (gidRun, error) {
 	if c.IsSet("port") && (port == 0 || port > 255) {
 		return gidRun{}, usagef("--port %d: a port is 1 to 255", port)
 	}
-	o := gidRun{Out: f, Filter: gid.Filter{Dev: c.String("dev"), Port: uint32(port)}, Watch: c.Bool("watch"), Every: c.Duration("interval")}
-	if o.Watch && o.Out == formats.FormatJSON {
+	o := gidRun{Out: f, Run: gid.RunOptions{Filter: gid.Filter{Dev: c.String("dev"), Port: uint32(port)}, Watch: c.Bool("watch"), Every: c.Duration("interval")}}
+	if o.Run.Watch && o.Out == formats.FormatJSON {
 		o.Out = formats.FormatNDJSON // a stream: one object a line
 	}
-	if o.Watch && o.Every < 10*time.Millisecond {
-		return gidRun{}, usagef("--interval %v: at least 10ms", o.Every)
+	if o.Run.Watch && o.Run.Every < 10*time.Millisecond {
+		return gidRun{}, usagef("--interval %v: at least 10ms", o.Run.Every)
 	}
 	return o, nil
-}
-
-// watchGIDs prints each difference from the last read, until a signal
-// (the run's lifecycle).
-func watchGIDs(src gid.Source, last []rdma.GIDEntry, o gidRun) error {
-	run, err := lifecycle.Start(context.Background(), lifecycle.Options{})
-	if err != nil {
-		return err
-	}
-	out := bufio.NewWriter(os.Stdout)
-	err = src.Watch(run.Context(), last, gid.WatchOptions{Filter: o.Filter, Every: o.Every, Flush: out.Flush,
-		Change: func(at time.Time, ch gid.Change) error { return formats.GIDChange(out, o.Out, at, ch.What, &ch.Entry) },
-		Warn:   func(err error) { logf("gid: %s", formats.Sanitize(err.Error())) },
-	})
-	return errors.Join(err, out.Flush(), run.End())
 }

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"os"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/fleet/peer"
-	"github.com/rdmatrace/rdmatrace/internal/fleet/store"
 )
 
 func init() { commands = append(commands, peerCommand()) }
@@ -52,10 +50,8 @@ func runPeer(c *cli.Context) error {
 
 // peerRun is what peer asks, where, and how it answers.
 type peerRun struct {
-	Query   peer.Query
-	Store   string
-	Timeout time.Duration
-	Format  formats.Format
+	Ask    peer.AskOptions
+	Format formats.Format
 }
 
 // peerOptions reads ADDR|GID QPN, --at, --store, --timeout and -j.
@@ -71,42 +67,33 @@ func peerOptions(c *cli.Context) (o peerRun, err error) {
 	if err != nil {
 		return o, usagef("%w", err)
 	}
-	o.Query = peer.Query{Addr: addr, QPN: qpn}
+	o.Ask.Query = peer.Query{Addr: addr, QPN: qpn}
 	if at := c.String("at"); at != "" {
-		if o.Query.At, err = peer.ParseTime(at, time.Now()); err != nil {
+		if o.Ask.Query.At, err = peer.ParseTime(at, time.Now()); err != nil {
 			return o, usagef("%w", err)
 		}
 	}
-	if o.Store = c.String("store"); o.Store == "" {
+	if o.Ask.Store = c.String("store"); o.Ask.Store == "" {
 		return o, usagef("--store URL: the log store's base URL is needed (http://HOST:9428), or RDMATRACE_STORE")
 	}
-	o.Timeout, o.Format = c.Duration("timeout"), formats.FormatText
+	o.Ask.Timeout, o.Format = c.Duration("timeout"), formats.FormatText
 	if c.Bool("json") {
 		o.Format = formats.FormatJSON
 	}
 	return o, nil
 }
 
-// askPeer is the use case: the store's answer, written; exit status 1
-// when it has no such QP.
+// askPeer is peer.Ask, its answer written; exit status 1 when the store
+// has no such QP.
 func askPeer(o peerRun) error {
-	s, err := store.Open(o.Store, store.Options{Timeout: o.Timeout})
+	found, err := peer.Ask(o.Ask, func(a peer.Answer) error { return formats.WritePeer(os.Stdout, a, o.Format, time.Now()) })
+	if ue := (*peer.StoreURLError)(nil); errors.As(err, &ue) {
+		return usagef("%w", ue.Err)
+	}
 	if err != nil {
-		return usagef("%w", err)
+		return exitWith(1, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Second)
-	defer cancel()
-	a, err := peer.Find(ctx, s, o.Query)
-	if err != nil && a.QP == nil && a.Missing == "" {
-		return exitWith(1, fmt.Errorf("%s", formats.Sanitize(err.Error())))
-	}
-	if err != nil { // some records could not be read: said, and the answer stands on the rest
-		fmt.Fprintln(os.Stderr, "rdmatrace: peer: "+formats.Sanitize(err.Error()))
-	}
-	if err := formats.WritePeer(os.Stdout, a, o.Format, time.Now()); err != nil {
-		return err
-	}
-	if a.QP == nil {
+	if !found {
 		return exitWith(1, nil)
 	}
 	return nil

@@ -2,14 +2,12 @@ package main
 
 import (
 	"net/netip"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 )
 
 func init() { commands = append(commands, portsCommand()) }
@@ -68,28 +66,16 @@ func runPorts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	in, gerr := gatherPorts()
-	rows := ports.Join(in, enrich.New(enrich.Options{}))
-	proc.WarnPIDNamespace(os.Stderr)
-	if conflicts {
-		err = o.write(formats.ConflictList.Of(q.Conflicts(rows)))
-	} else {
-		err = o.write(formats.HolderList.Of(q.Rows(rows)))
-	}
-	if err != nil {
-		return err
-	}
-	noRDMA, gerr := ports.WithoutNoRDMA(gerr)
-	if noRDMA {
-		// The sockets are shown; without RDMA netlink, say so in a line
-		// (its cause is the kernel's, not worth a second one) and exit 1
-		// as the help says: the rdma_cm IDs could not be read.
-		logf("ports: %s", formats.Sanitize(ports.ErrNoRDMA.Error()))
-		if gerr == nil {
-			return exitWith(1, nil)
+	noRDMA, problems, err := ports.Show(gatherPorts, enrich.New(enrich.Options{}), func(rows []ports.Row) error {
+		if conflicts {
+			return o.write(formats.ConflictList.Of(q.Conflicts(rows)))
 		}
+		return o.write(formats.HolderList.Of(q.Rows(rows)))
+	})
+	if err != nil || noRDMA && problems == nil {
+		return exitWith(1, err) // noRDMA: the rdma_cm IDs could not be read
 	}
-	return partial(gerr)
+	return partial(problems)
 }
 
 // portsOptions are ss's choices of rows, --port, --addr, --pid, --dev and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"github.com/rdmatrace/rdmatrace/formats"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
-	"github.com/rdmatrace/rdmatrace/internal/host/netns"
-	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
 )
@@ -86,39 +83,21 @@ func snapshotOptions(c *cli.Context, extra ...formats.Format) (snapOptions, erro
 	return snapOptions{Out: out, NetNS: c.String("netns"), NLRecord: c.String("nl-record")}, err
 }
 
-// showList is the use case of dev, link, res and stat: list in our
-// namespace, or in each --netns names, and write what was found (a JSON
-// array whose objects say their namespace, or a section per namespace in
-// the human views); decode problems after it, exit status 1.
+// showList is dev's, link's, res's and stat's (nldev.Show): what was
+// listed, then its decode problems, exit status 1.
 func showList[T any](o snapOptions, list func(*nldev.Client) ([]T, error), view formats.List[T]) error {
 	record, err := recordReplies(o.NLRecord)
 	if err != nil {
 		return err
 	}
 	where := nldev.Where{NetNS: o.NetNS, Record: record, Note: func(s string) { logf("%s", s) }}
-	secs, err := nldev.List(where, list)
+	problems, err := nldev.Show(where, list, func(names []string, rows [][]T) error {
+		return view.WriteIn(os.Stdout, o.Out.Format, o.Out.Pretty, o.NetNS != "", names, rows)
+	})
 	if err != nil {
 		return exitWith(1, err)
 	}
-	var names []string
-	var ls []formats.Listing
-	var errs []error
-	for _, s := range secs {
-		names, ls, errs = append(names, s.NetNS), append(ls, view.Of(s.Rows)), append(errs, s.Err)
-	}
-	if o.NetNS == "" {
-		if note := nldev.HiddenNote(netns.Roots{}); note != "" {
-			logf("%s", note)
-		}
-		proc.WarnPIDNamespace(os.Stderr)
-		err = o.Out.write(ls[0])
-	} else {
-		err = formats.WriteSections(os.Stdout, o.Out.Format, o.Out.Pretty, names, ls)
-	}
-	if err != nil {
-		return err
-	}
-	return partial(errors.Join(errs...))
+	return partial(problems)
 }
 
 // recordReplies writes each raw netlink reply to a file of dir, made now

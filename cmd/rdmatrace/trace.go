@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -108,7 +107,7 @@ func runTrace(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return listHooks(o, pattern)
+		return traceError(listHooks(o, pattern))
 	}
 	o, err := traceOptions(c)
 	if err != nil {
@@ -119,8 +118,12 @@ func runTrace(c *cli.Context) error {
 		return err
 	}
 	defer sink.Close()
-	o.Run.Attached = func() error { return o.Out.openRecording(sink) }
-	err = trace.Run(o.Run, sink)
+	o.Run.Attached = func() error { return o.Out.OpenRecording(sink) }
+	return traceError(trace.Run(o.Run, sink))
+}
+
+// traceError says a trace.UsageError as trace's usage error.
+func traceError(err error) error {
 	if ue := (*trace.UsageError)(nil); errors.As(err, &ue) {
 		return usagef("%w", ue.Err)
 	}
@@ -182,21 +185,15 @@ func splitCommand(args []string) (words, argv []string) {
 	return args, nil
 }
 
-// eventOutput is where trace's events go: the screen in Format (shown as
-// View says), the recording of -w (rotated past FileSizeMB, FileCount kept;
-// "-": stdout), with Print both, and an OTLP collector, with the node's
-// identity records as Node when Identity (live runs: a recording's QPs are
-// not this node's).
+// eventOutput is where trace's events go: the screen and -w's recording
+// (formats.EventOutput), and an OTLP collector, with the node's identity
+// records as Node when Identity (live runs: a recording's QPs are not
+// this node's).
 type eventOutput struct {
-	Format     formats.Format
-	View       formats.EventView
-	Write      string
-	FileSizeMB int
-	FileCount  int
-	Print      bool
-	OTLP       string
-	Node       string
-	Identity   bool
+	formats.EventOutput
+	OTLP     string
+	Node     string
+	Identity bool
 }
 
 func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
@@ -215,7 +212,7 @@ func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
 		o.View.Snapshot = formats.SnapshotHide
 	}
 	o.Write, o.FileSizeMB, o.FileCount, o.Print, o.OTLP = c.String("write"), c.Int("file-size"), c.Int("file-count"), c.Bool("print"), c.String("otlp")
-	o.Node, o.Identity = c.String("node"), c.String("read") == ""
+	o.Node, o.Identity, o.Owner = c.String("node"), c.String("read") == "", outputOwner()
 	switch w := o.Write; {
 	case o.FileSizeMB < 0 || o.FileCount < 1:
 		return o, usagef("-C and -W take a positive number")
@@ -229,16 +226,10 @@ func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
 	return o, nil
 }
 
-// open makes trace's sink: the screen, -w - and --otlp; openRecording
-// adds -w FILE.
+// open makes trace's sink: the screen, -w - and --otlp (-w FILE comes
+// once the tracer is attached: EventOutput.OpenRecording).
 func (o eventOutput) open() (*formats.EventTee, error) {
-	sink := &formats.EventTee{}
-	if o.Write == "" || o.Print {
-		sink.Print = formats.NewEventSink(os.Stdout, o.Format, o.View)
-	}
-	if o.Write == "-" {
-		sink.Record = formats.NewEventWriter(os.Stdout, true)
-	}
+	sink := o.EventOutput.Open(os.Stdout)
 	if o.OTLP != "" {
 		n, err := startOTLP(o.OTLP, o.Node, o.Identity)
 		if err != nil {
@@ -248,21 +239,6 @@ func (o eventOutput) open() (*formats.EventTee, error) {
 		sink.Closers = append(sink.Closers, func() error { n.Close(); return nil })
 	}
 	return sink, nil
-}
-
-// openRecording starts -w FILE, once the tracer is attached: a run that
-// fails before leaves an earlier recording as it was.
-func (o eventOutput) openRecording(sink *formats.EventTee) error {
-	if o.Write == "" || o.Write == "-" {
-		return nil
-	}
-	rw, err := rotate.Create(o.Write, int64(o.FileSizeMB)*1_000_000, o.FileCount, outputOwner())
-	if err != nil {
-		return exitWith(1, fmt.Errorf("-w: %s", formats.Sanitize(err.Error())))
-	}
-	sink.Record = formats.NewEventWriter(rw, true)
-	sink.Closers = append(sink.Closers, rw.Close)
-	return nil
 }
 
 // otlpFlag sends events to an OpenTelemetry collector (trace, exporter).

@@ -165,11 +165,10 @@ type Event struct {
 
 	// The parts are named fields, none embedded: a part's field is read
 	// as e.Part.Field, never as if every event had it (e.Dur).
-	Span     Span     // EvSpan
-	PortBusy PortBusy // EvPortBusy
-	OffCPU   OffCPU   // EvOffCPU
-	// Inode is an SMC socket's (EvSMCFallback): how its process is found.
-	Inode uint64
+	Span        Span        // EvSpan
+	PortBusy    PortBusy    // EvPortBusy
+	OffCPU      OffCPU      // EvOffCPU
+	SMCFallback SMCFallback // EvSMCFallback
 	// SMC is the link of an EvSMCLink* event.
 	SMC SMCLink
 	// QPAttr is what an EvQPAttr event set: a QP's transport settings.
@@ -211,6 +210,12 @@ type OffCPU struct {
 	// idle task): the longest runner of a spell preempted and resumed on
 	// one CPU that no sibling's spell was counting on, else the first.
 	Next Owner
+}
+
+// SMCFallback is the socket of an EvSMCFallback (the event's Status is
+// the reason, SMC_CLC_DECL_*): its inode, how its process is found.
+type SMCFallback struct {
+	Inode uint64
 }
 
 // SMCLink is an SMC-R link as its events carry it: which link of which

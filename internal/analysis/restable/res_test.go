@@ -44,7 +44,7 @@ func nonZero(t *testing.T, v reflect.Value) {
 
 // The parts of an event that no resource event carries, and the table
 // does not keep.
-var parts = []string{"Span", "PortBusy", "OffCPU", "Inode", "SMC", "QPAttr", "Fault", "CallFail", "GID"}
+var parts = []string{"Span", "PortBusy", "OffCPU", "SMCFallback", "SMC", "QPAttr", "Fault", "CallFail", "GID"}
 
 // Every field of an event the table keeps comes back from Res: each of
 // rdma.Resource's and rdma.Event's, set alone, survives resOf and Event.

@@ -157,7 +157,7 @@ func (x *Enricher) Event(e *rdma.Event) {
 	if e.Has(rdma.EvHasOwner) {
 		e.Owner.Place = x.Place(e.Owner.PID, e.OwnerCgroup)
 	}
-	if x.opts.SMCOwners && e.Kind == rdma.EvSMCFallback && e.Inode != 0 && !e.Has(rdma.EvHasOwner) {
+	if x.opts.SMCOwners && e.Kind == rdma.EvSMCFallback && e.SMCFallback.Inode != 0 && !e.Has(rdma.EvHasOwner) {
 		x.SMCOwner(e)
 	}
 	if e.Kind == rdma.EvCallFail && e.CallFail.Limit.Kind == rdma.LimitRDMACgroup && e.CallFail.Limit.Cgroup == nil {
@@ -207,7 +207,7 @@ const rdmacgReadsPerSec = 20
 // looked up now too.
 func (x *Enricher) SMCOwner(e *rdma.Event) {
 	r := x.reader()
-	if pid, ok := r.SocketOwners(map[uint64]bool{e.Inode: true})[e.Inode]; ok {
+	if pid, ok := r.SocketOwners(map[uint64]bool{e.SMCFallback.Inode: true})[e.SMCFallback.Inode]; ok {
 		e.Owner.PID, e.Owner.TID, e.Owner.Comm = pid, pid, r.Comm(pid)
 		e.Flags |= rdma.EvHasOwner
 	}

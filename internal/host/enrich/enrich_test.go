@@ -66,7 +66,9 @@ func TestEventNamesHoldersAndSMCOwnersOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := func() *rdma.Event { return &rdma.Event{Kind: rdma.EvPortBusy} }
-	smc := func() *rdma.Event { return &rdma.Event{Kind: rdma.EvSMCFallback, Inode: 777} }
+	smc := func() *rdma.Event {
+		return &rdma.Event{Kind: rdma.EvSMCFallback, SMCFallback: rdma.SMCFallback{Inode: 777}}
+	}
 
 	plain := New(Options{ProcRoot: root, CgroupRoot: t.TempDir()})
 	b, s := busy(), smc()

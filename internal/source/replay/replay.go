@@ -458,7 +458,7 @@ func spanFields(o *object, ev *rdma.Event) *fieldError {
 	if ev.Kind == rdma.EvSpan && o.PID != nil {
 		ev.Flags &^= rdma.EvUser // the caller of a function, not a user object's owner
 	}
-	ev.PortBusy.Holders, ev.PortBusy.Suppressed, ev.Inode = o.Holders, o.Suppressed, o.Inode
+	ev.PortBusy.Holders, ev.PortBusy.Suppressed, ev.SMCFallback.Inode = o.Holders, o.Suppressed, o.Inode
 	if o.Stack != nil {
 		ev.Stack = &rdma.CallStack{Via: o.Via, Frames: o.Stack}
 	}
