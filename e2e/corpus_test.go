@@ -95,7 +95,8 @@ func TestFaultCorpus(t *testing.T) {
 	faultsBin := filepath.Join(*workloads, "faults")
 	cg := rdmaCgroup(t, mount, "rdmatrace-corpus")
 
-	// The exporter, the trace and why live attach side by side.
+	// The exporter and the trace attach side by side, then why live
+	// (three tracers loading at once took more than a minute on 6.1).
 	ready := filepath.Join(t.TempDir(), "exporter-ready")
 	exp := exec.Command(*rdmatraceBin, "exporter", "--listen", "127.0.0.1:0", "--ready-file", ready)
 	var expErr strings.Builder
@@ -105,6 +106,7 @@ func TestFaultCorpus(t *testing.T) {
 	}
 	defer func() { _ = exp.Process.Signal(syscall.SIGINT); _ = exp.Wait() }()
 	start := time.Now()
+	tr := startTrace(t, "--no-snapshot")
 	whyReady := filepath.Join(t.TempDir(), "why-ready")
 	live := exec.Command(*rdmatraceBin, "why", "-j", "--ready-file", whyReady)
 	var liveOut, liveErr bytes.Buffer
@@ -113,7 +115,6 @@ func TestFaultCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = live.Process.Kill() }()
-	tr := startTrace(t, "--no-snapshot")
 	waitFor(t, 90*time.Second, "rdmatrace why to attach", func() bool {
 		_, err := os.Stat(whyReady)
 		return err == nil || live.ProcessState != nil
@@ -575,58 +576,77 @@ func checkRefusals(t *testing.T, evs []traced, refusals map[int]refusal) {
 	}
 }
 
-// cleanWorkloads runs programs that end normally, each pair to its end:
-// rdma_cm's (rping, ib_write_bw -R, rdma_server and rdma_client, ucmatose),
-// plain verbs' (perftest, the libibverbs pingpongs over RC, UD and an SRQ)
-// and tidy programs of ours (churn, qpattr).
+// cleanWorkloads runs programs that end normally, side by side:
+// rdma_cm's (rping, ib_write_bw -R, rdma_server and rdma_client,
+// ucmatose), plain verbs' (ib_send_lat, the libibverbs pingpongs over RC,
+// UD and an SRQ) and tidy programs of ours (churn, qpattr). Each server is
+// listening before any client starts.
 func cleanWorkloads(t *testing.T) []clean {
 	t.Helper()
 	gid := strconv.Itoa(ipv4GIDIndex(t))
-	var cleans []clean
-	pair := func(name string, port string, server, client []string) {
-		t.Helper()
-		s := exec.Command(server[0], server[1:]...)
-		var said bytes.Buffer
-		s.Stdout, s.Stderr = &said, &said
-		if err := s.Start(); err != nil {
+	type proc struct {
+		name string
+		cmd  *exec.Cmd
+		said *bytes.Buffer
+		done chan error
+	}
+	start := func(name string, argv []string) *proc {
+		p := &proc{name: name, cmd: exec.Command(argv[0], argv[1:]...), said: &bytes.Buffer{}, done: make(chan error, 1)}
+		p.cmd.Stdout, p.cmd.Stderr = p.said, p.said
+		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- s.Wait() }()
-		waitListening(t, port)
-		c := exec.Command(client[0], client[1:]...)
-		c.Stdout, c.Stderr = &said, &said
-		cerr := c.Run()
-		var serr error
+		t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+		go func() { p.done <- p.cmd.Wait() }()
+		return p
+	}
+	pairs := []struct {
+		name, port     string
+		server, client []string
+	}{
+		{"rping, the client ends it", "7961", []string{"rping", "-s", "-a", addr, "-p", "7961", "-C", "3"}, []string{"rping", "-c", "-a", addr, "-p", "7961", "-C", "3"}},
+		{"ib_write_bw -R", "18600", []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100"}, []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100", addr}},
+		{"ib_send_lat", "18601", []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100"}, []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100", addr}},
+		{"ibv_rc_pingpong", "18603", []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50"}, []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50", "localhost"}},
+		{"ibv_ud_pingpong", "18604", []string{"ibv_ud_pingpong", "-d", device, "-g", gid, "-p", "18604", "-n", "50"}, []string{"ibv_ud_pingpong", "-d", device, "-g", gid, "-p", "18604", "-n", "50", "localhost"}},
+		{"ibv_srq_pingpong", "18605", []string{"ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18605", "-n", "50"}, []string{"ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18605", "-n", "50", "localhost"}},
+		{"rdma_server and rdma_client", "7962", []string{"rdma_server", "-p", "7962"}, []string{"rdma_client", "-s", addr, "-p", "7962"}},
+		{"ucmatose", "7963", []string{"ucmatose", "-b", addr, "-p", "7963", "-c", "2"}, []string{"ucmatose", "-s", addr, "-p", "7963", "-c", "2"}},
+	}
+	var servers, clients []*proc
+	var ports []string
+	for _, p := range pairs {
+		servers = append(servers, start(p.name+"'s server", p.server))
+		ports = append(ports, p.port)
+	}
+	waitListening(t, ports...)
+	for _, p := range pairs {
+		clients = append(clients, start(p.name+"'s client", p.client))
+	}
+	alone := []*proc{
+		start("churn", []string{filepath.Join(*workloads, "churn"), device, "5"}),
+		start("qpattr", []string{filepath.Join(*workloads, "qpattr"), "-d", device}),
+	}
+	deadline := time.After(90 * time.Second)
+	for _, p := range slices.Concat(clients, servers, alone) {
 		select {
-		case serr = <-done:
-		case <-time.After(30 * time.Second):
-			_ = s.Process.Kill()
-			serr = <-done
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("%s: %v\n%s", p.name, err, p.said.String())
+			}
+		case <-deadline:
+			_ = p.cmd.Process.Kill()
+			t.Errorf("%s did not end within 90 s\n%s", p.name, p.said.String())
+			deadline = time.After(0)
 		}
-		if cerr != nil || serr != nil {
-			t.Errorf("%s: client %v, server %v:\n%s", name, cerr, serr, said.String())
-		}
-		cleans = append(cleans, clean{name: name, pids: []int{s.Process.Pid, c.Process.Pid}})
 	}
-	one := func(name string, argv ...string) {
-		t.Helper()
-		c := exec.Command(argv[0], argv[1:]...)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Errorf("%s: %v\n%s", name, err, out)
-		}
-		cleans = append(cleans, clean{name: name, pids: []int{c.Process.Pid}})
+	var cleans []clean
+	for i, p := range pairs {
+		cleans = append(cleans, clean{name: p.name, pids: []int{servers[i].cmd.Process.Pid, clients[i].cmd.Process.Pid}})
 	}
-	pair("rping, the client ends it", "7961", []string{"rping", "-s", "-a", addr, "-p", "7961", "-C", "3"}, []string{"rping", "-c", "-a", addr, "-p", "7961", "-C", "3"})
-	pair("ib_write_bw -R", "18600", []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100"}, []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100", addr})
-	pair("ib_send_lat", "18601", []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100"}, []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100", addr})
-	pair("ibv_rc_pingpong", "18603", []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50"}, []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50", "localhost"})
-	pair("ibv_ud_pingpong", "18604", []string{"ibv_ud_pingpong", "-d", device, "-g", gid, "-p", "18604", "-n", "50"}, []string{"ibv_ud_pingpong", "-d", device, "-g", gid, "-p", "18604", "-n", "50", "localhost"})
-	pair("ibv_srq_pingpong", "18605", []string{"ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18605", "-n", "50"}, []string{"ibv_srq_pingpong", "-d", device, "-g", gid, "-p", "18605", "-n", "50", "localhost"})
-	pair("rdma_server and rdma_client", "7962", []string{"rdma_server", "-p", "7962"}, []string{"rdma_client", "-s", addr, "-p", "7962"})
-	pair("ucmatose", "7963", []string{"ucmatose", "-b", addr, "-p", "7963", "-c", "2"}, []string{"ucmatose", "-s", addr, "-p", "7963", "-c", "2"})
-	one("churn", filepath.Join(*workloads, "churn"), device, "5")
-	one("qpattr", filepath.Join(*workloads, "qpattr"), "-d", device)
+	for _, p := range alone {
+		cleans = append(cleans, clean{name: p.name, pids: []int{p.cmd.Process.Pid}})
+	}
 	return cleans
 }
 
