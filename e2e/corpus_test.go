@@ -604,7 +604,7 @@ func cleanWorkloads(t *testing.T) []clean {
 		name, port     string
 		server, client []string
 	}{
-		{"rping, the client ends it", "7961", []string{"rping", "-s", "-a", addr, "-p", "7961", "-C", "3"}, []string{"rping", "-c", "-a", addr, "-p", "7961", "-C", "3"}},
+		{"rping (the client ends it)", "7961", []string{"rping", "-s", "-a", addr, "-p", "7961", "-C", "3"}, []string{"rping", "-c", "-a", addr, "-p", "7961", "-C", "3"}},
 		{"ib_write_bw -R", "18600", []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100"}, []string{"ib_write_bw", "-d", device, "-R", "-p", "18600", "-n", "100", addr}},
 		{"ib_send_lat", "18601", []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100"}, []string{"ib_send_lat", "-d", device, "-p", "18601", "-n", "100", addr}},
 		{"ibv_rc_pingpong", "18603", []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50"}, []string{"ibv_rc_pingpong", "-d", device, "-g", gid, "-p", "18603", "-n", "50", "localhost"}},
