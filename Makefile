@@ -247,7 +247,7 @@ E2E_LANDING_SPREAD ?= \
 	TestFaultCorpus=6.1 TestExporterServesBeforeTheRDMAStackAndFollowsIt=6.1 \
 	TestOwnersArePlacedInTheirContainer=6.1 TestDoctorNamesEachCauseMadeOnPurpose=6.1 \
 	TestIproute2Habits=6.1 TestOutliersNameTheNoise=6.1 TestBenchLatTablesAndFiles=6.1 \
-	TestBenchBadInput=6.1 \
+	TestBenchBadInput=5.10 \
 	TestHealthSaysWhenTheNodeIsUnfit=6.12 \
 	TestLeaksOfAProgram=sid TestBindFloodDoesNotStarveLifecycleEvents=sid \
 	TestTwoWorkloadsInTwoContainers=sid TestNVMeOverRDMAUnderLeaks=sid \
