@@ -37,7 +37,7 @@ E2E_RUN  ?= .
 # it refuses (verbsfail), one making a transport fault on purpose (faults).
 WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites out/pdhog out/verbsfail out/faults
 
-.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost corpus-table vlogs guest-prepare test capture generate bench demo clean man install image
+.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost corpus-table vlogs guest-prepare test capture generate bench demo docs-capture docs-peer docs-pictures clean man install image
 
 all: build
 
@@ -408,6 +408,23 @@ CORPUS_KERNEL ?= 6.12
 corpus-table: $(E2E_BIN)
 	$(MAKE) --no-print-directory -o $(E2E_BIN) e2e KERNELS=$(CORPUS_KERNEL) E2E_FULL_KERNELS=$(CORPUS_KERNEL) E2E_RUN='^TestFaultCorpus$$'
 	guest/corpus-table.sh out/e2e-$(CORPUS_KERNEL)
+
+# The outputs docs/quickstart.md and docs/cookbook.md show, and the
+# recordings their pictures are drawn from, made in a 6.12 guest by the
+# faults they are about (guest/docs-capture.sh): out/docs-capture/.
+docs-capture: rdmatrace $(WORKLOADS)
+	guest/run -k 6.12 -t 1200 -o out/docs-capture -- guest/docs-capture.sh $(BIN) out
+
+# The output of `rdmatrace peer` docs/cookbook.md shows: two guests on
+# one link (guest/pair), a log store in a (guest/docs-peer.sh).
+docs-peer: rdmatrace vlogs
+	vl=$$(guest/vlogs.sh); guest/pair -k 6.12 -t 900 -o out/docs-peer -a "guest/docs-peer.sh $(BIN) $$vl" -b "guest/docs-peer.sh $(BIN) $$vl"
+
+# The docs' pictures (docs/top.png, docs/rping-sequence.svg), drawn from
+# the recordings of a docs-capture run kept in testdata/docs; a unit test
+# (cmd/docpictures) checks that docs/ holds what this draws.
+docs-pictures:
+	$(GO) run ./cmd/docpictures docs testdata/docs docs
 
 clean:
 	rm -rf bin out dist
