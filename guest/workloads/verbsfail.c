@@ -27,6 +27,8 @@ static struct ibv_context *open_dev(const char *name)
 			struct ibv_context *ctx = ibv_open_device(list[i]);
 			if (!ctx) {
 				printf("refused open_device errno=%d asked=1 limit=0\n", errno);
+				fflush(stdout);
+				sleep(2); /* as a program that failed does: alive while its failure is read */
 				exit(0);
 			}
 			return ctx;
