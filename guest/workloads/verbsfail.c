@@ -3,6 +3,7 @@
 //
 //	verbsfail DEV cq           ibv_create_cq with max_cqe+1 entries
 //	verbsfail DEV qp           ibv_create_qp with max_qp_wr+1 send WRs
+//	verbsfail DEV sge          ibv_create_qp with max_sge+1 send SGEs
 //	verbsfail DEV mr BYTES     ibv_reg_mr of BYTES (under a small ulimit -l)
 //	verbsfail DEV objects N    PDs, CQs and MRs in turn, up to N, until one
 //	                           is refused (under an rdma cgroup's hca_object),
@@ -26,6 +27,8 @@ static struct ibv_context *open_dev(const char *name)
 			struct ibv_context *ctx = ibv_open_device(list[i]);
 			if (!ctx) {
 				printf("refused open_device errno=%d asked=1 limit=0\n", errno);
+				fflush(stdout);
+				sleep(2); /* as a program that failed does: alive while its failure is read */
 				exit(0);
 			}
 			return ctx;
@@ -38,7 +41,7 @@ static struct ibv_context *open_dev(const char *name)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: verbsfail DEV cq|qp|mr BYTES|objects N\n");
+		fprintf(stderr, "usage: verbsfail DEV cq|qp|sge|mr BYTES|objects N\n");
 		return 2;
 	}
 	struct ibv_context *ctx = open_dev(argv[1]);
@@ -78,6 +81,23 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("refused create_qp errno=%d asked=%d limit=%d\n", errno, attr.max_qp_wr + 1, attr.max_qp_wr);
+		return 0;
+	}
+	if (strcmp(what, "sge") == 0) {
+		struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		if (!cq) {
+			perror("ibv_create_cq");
+			return 2;
+		}
+		struct ibv_qp_init_attr qa = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					      .cap = {.max_send_wr = 16, .max_recv_wr = 16,
+						      .max_send_sge = attr.max_sge + 1, .max_recv_sge = 1}};
+		struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+		if (qp) {
+			printf("granted create_qp\n");
+			return 1;
+		}
+		printf("refused create_qp errno=%d asked=%d limit=%d\n", errno, attr.max_sge + 1, attr.max_sge);
 		return 0;
 	}
 	if (strcmp(what, "mr") == 0 && argc > 3) {
