@@ -353,15 +353,17 @@ bench: test-tools build $(WORKLOADS) $(E2E_BIN)
 
 # Release artifacts under DIST (deploy/packaging/release.sh): static
 # rdmatrace for each of RELEASE_ARCHES, its .deb and .rpm, a CycloneDX SBOM,
-# the OCI image of both architectures, SHA256SUMS. A vX.Y.Z tag on the
-# commit must agree with VERSION.
+# rdmabench and its rdmatrace-bench .deb and .rpm for the host's
+# architecture (cgo: rdma-core's headers), the OCI image of both
+# architectures, SHA256SUMS. A vX.Y.Z tag on the commit must agree with
+# VERSION.
 DIST ?= dist
 RELEASE_ARCHES ?= amd64 arm64
-release: man
+release: man man-rdmabench
 	@echo "== release $(VERSION), $$(date -u +%T)"
 	@if [ -n "$(GIT_TAG)" ] && [ "$(GIT_TAG)" != "v$(RELEASE)" ]; then \
 	  echo "release: the commit's tag $(GIT_TAG) and VERSION ($(RELEASE)) disagree: change one" >&2; exit 1; fi
-	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' \
+	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' BENCH_MAN='$(BENCH_MAN)' \
 	  deploy/packaging/release.sh
 
 # Builds the release twice, the second time with an empty build cache,
