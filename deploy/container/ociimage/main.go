@@ -134,9 +134,9 @@ func image(arch, version string, when time.Time, binary []byte, docs map[string]
 	}
 	cf.Created = v1.Time{Time: when}
 	cf.Config = v1.Config{
-		Entrypoint:   entrypoint,
-		Cmd:          cmd,
-		User:         "0",
+		Entrypoint: entrypoint,
+		Cmd:        cmd,
+		User:       "0",
 		Labels: map[string]string{
 			"org.opencontainers.image.title":       "rdmatrace",
 			"org.opencontainers.image.version":     version,
