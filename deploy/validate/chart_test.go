@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	appsv1 "k8s.io/api/apps/v1"
 )
 
@@ -142,5 +143,22 @@ func TestChartMistakesAreCaught(t *testing.T) {
 	diffs := Differences(objs, plain(t), map[string]bool{"*v1.Namespace": true})
 	if len(diffs) != 1 || !strings.Contains(diffs[0], "DaemonSet rdmatrace/rdmatrace") || !strings.Contains(diffs[0], "100MiB") {
 		t.Errorf("a chart DaemonSet with another GOMEMLIMIT: %v, want one difference naming it", diffs)
+	}
+}
+
+// The chart is versioned with the release, and its default image is the
+// release's (make release's VERSION).
+func TestTheChartIsVERSION(t *testing.T) {
+	b, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(b))
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Metadata.Version != v || ch.Metadata.AppVersion != v {
+		t.Errorf("Chart.yaml: version %s, appVersion %s; want VERSION's %s for both", ch.Metadata.Version, ch.Metadata.AppVersion, v)
 	}
 }
