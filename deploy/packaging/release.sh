@@ -55,8 +55,7 @@ changelog() { # PACKAGER
 		    urgency: medium
 		    distributions: [stable]
 		  changes:
-		    - commit: "$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-		      note: |-
+		    - note: |-
 		        rdmatrace $VERSION.
 		        The changes are in the project's history: https://github.com/rdmatrace/rdmatrace/commits
 	EOF
