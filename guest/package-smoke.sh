@@ -25,7 +25,7 @@ dist=$1 version=$2
 t0=$SECONDS
 fail() {
 	echo "package-smoke: $*" >&2
-	[ -z "${systemd_pid:-}" ] || sd journalctl -u rdmatrace-exporter --no-pager -n 20 >&2 || :
+	[ -z "${systemd_pid:-}" ] || sd systemctl status --no-pager rdmatrace-exporter.service >&2 || :
 	exit 1
 }
 one() { # GLOB WHAT: the one file GLOB names
@@ -99,10 +99,11 @@ upgrade_leaves_stopped() {
 	echo "  still stopped"
 }
 # rdmabench from the package, with a PATH without sbin, drives the
-# package's rdmatrace (--trace: an error if it cannot).
+# package's rdmatrace (--trace: an error if it cannot). In the guest's
+# pid namespace, as the tracer's pids are.
 bench_traces() {
 	echo "\$ PATH=/usr/bin:/bin rdmabench ctrl -d rxe0 -n 1 --sizes 4K --trace"
-	out=$(sd env PATH=/usr/bin:/bin rdmabench ctrl -d rxe0 -n 1 --sizes 4K --trace 2>&1) || { echo "$out" >&2; fail "rdmabench ctrl --trace failed"; }
+	out=$(env PATH=/usr/bin:/bin rdmabench ctrl -d rxe0 -n 1 --sizes 4K --trace 2>&1) || { echo "$out" >&2; fail "rdmabench ctrl --trace failed"; }
 	echo "$out" | sed -n '/^tracing:/p;/^reg-mr/p' | head -n 3
 	grep -q '^tracing: rdmatrace trace' <<<"$out" || { echo "$out" >&2; fail "rdmabench did not trace with the installed rdmatrace"; }
 }
