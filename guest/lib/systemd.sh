@@ -43,7 +43,9 @@ systemd_start() {
 	esac
 }
 
-sd() { nsenter -t "$systemd_pid" -m -p -- "$@"; }
+# In the directory of the caller (entering a mount namespace moves to its
+# root).
+sd() { nsenter -t "$systemd_pid" -m -p --wd="$PWD" -- "$@"; }
 
 systemd_stop() {
 	[ -n "${systemd_pid:-}" ] || return 0
