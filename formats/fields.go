@@ -113,7 +113,8 @@ func (o Object) strIf(ok bool, k, v string) Object {
 }
 
 // place adds where the owner runs: the keys `cgroup`, `runtime`,
-// `container-id`, `pod-uid`, `pidns-pid` (its pid in its own pid
+// `container-id`, `job` (a Slurm job's id), `pod-uid`, `pod-namespace` and
+// `pod-name` (where the node names the pod), `pidns-pid` (its pid in its own pid
 // namespace, when that is not ours) and `netns` (the namespace's inode),
 // each when known.
 func (o Object) place(p *rdma.Placement) Object { return AppendPlace(o, p) }
@@ -126,7 +127,12 @@ func AppendPlace(o Object, p *rdma.Placement) Object {
 	o = o.strIf(p.Cgroup != "", "cgroup", p.Cgroup)
 	o = o.strIf(p.Runtime != "", "runtime", p.Runtime)
 	o = o.strIf(p.ContainerID != "", "container-id", p.ContainerID)
+	if job := p.Job(); job != "" {
+		o = o.str("job", job)
+	}
 	o = o.strIf(p.PodUID != "", "pod-uid", p.PodUID)
+	o = o.strIf(p.PodName != "", "pod-namespace", p.PodNamespace)
+	o = o.strIf(p.PodName != "", "pod-name", p.PodName)
 	o = o.numIf(p.NSPid != 0, "pidns-pid", uint64(p.NSPid))
 	return o.numIf(p.NetNS != 0, "netns", p.NetNS)
 }
