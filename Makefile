@@ -401,15 +401,17 @@ bench: test-tools build $(WORKLOADS) $(E2E_BIN)
 
 # Release artifacts under DIST (deploy/packaging/release.sh): static
 # rdmatrace for each of RELEASE_ARCHES, its .deb and .rpm, a CycloneDX SBOM,
-# the OCI image of both architectures, SHA256SUMS. A vX.Y.Z tag on the
-# commit must agree with VERSION.
+# rdmabench and its rdmatrace-bench .deb and .rpm for the host's
+# architecture (cgo: rdma-core's headers), the OCI image of both
+# architectures, SHA256SUMS. A vX.Y.Z tag on the commit must agree with
+# VERSION.
 DIST ?= dist
 RELEASE_ARCHES ?= amd64 arm64
-release: man
+release: man man-rdmabench
 	@echo "== release $(VERSION), $$(date -u +%T)"
 	@if [ -n "$(GIT_TAG)" ] && [ "$(GIT_TAG)" != "v$(RELEASE)" ]; then \
 	  echo "release: the commit's tag $(GIT_TAG) and VERSION ($(RELEASE)) disagree: change one" >&2; exit 1; fi
-	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' \
+	GO='$(GO)' VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' DIST='$(DIST)' ARCHES='$(RELEASE_ARCHES)' MAN='$(MAN)' BENCH_MAN='$(BENCH_MAN)' \
 	  deploy/packaging/release.sh
 
 # Builds the release twice, the second time with an empty build cache,
@@ -432,15 +434,18 @@ image: arm64 rdmatrace
 	tar -C out/image --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner \
 	  --format=ustar -cf $(DIST)/rdmatrace-$(VERSION)-oci.tar .
 
-# The packages as a user installs them: the .deb with dpkg in a Debian
-# 6.1 guest (its root is a writable overlay of the host's), then
-# --version, res and a short trace from the installed binary; the .rpm
-# inspected and installed into a scratch root with Debian's rpm.
+# The packages as a user installs them: the .rpm files read and
+# rdmatrace's installed into a scratch root with Debian's rpm, then in a
+# Debian 6.1 guest (its root a writable overlay of the host's), with
+# systemd managing the exporter, both packages of each format installed,
+# run (res, a short trace, rdmabench tracing with the installed
+# rdmatrace), upgraded (a running exporter restarted, a stopped one left
+# stopped) and removed (a running exporter stopped and disabled).
 package-smoke: release test-tools
-	@echo "== package smoke (the .rpm, then the .deb in a 6.1 guest), $$(date -u +%T)"
+	@echo "== package smoke (the .rpm files, then both formats in a 6.1 guest), $$(date -u +%T)"
 	@start=$$(date +%s); \
 	guest/package-smoke-rpm.sh $(DIST) '$(VERSION)' && \
-	guest/run -k 6.1 -t 600 -o out/package-smoke -- guest/package-smoke-deb.sh $(DIST) '$(VERSION)' && \
+	guest/run -k 6.1 -t 900 -o out/package-smoke -- guest/package-smoke.sh $(DIST) '$(VERSION)' && \
 	echo "== package smoke done in $$(( $$(date +%s) - start ))s, $$(date -u +%T)"
 
 demo: rdmatrace

@@ -18,7 +18,8 @@ test)
 	packages+=(perftest bpftool
 		prometheus # the exporter's guest test scrapes with a real server; promtool checks the alerts
 		fish zsh   # the completion scripts' tests run them
-		rpm        # the package smoke inspects the .rpm
+		rpm        # the package smoke inspects and installs the .rpm
+		systemd curl # the package smoke's service manager (a container's PID 1 in the guest) and its scrape
 		dwarves    # pahole: the RDMA modules' BTF for 5.10's trace test (guest/modbtf.sh)
 		nvme-cli nfs-kernel-server nfs-common # the kernel consumers in guest/consumers (guest/consumers/packages)
 		gcc libc6-dev libibverbs-dev librdmacm-dev) # our own workloads (guest/workloads) and rdmabench's loops (internal/rdmabench/verbs) are C

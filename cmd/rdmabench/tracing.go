@@ -26,7 +26,7 @@ import (
 
 // tracingFlags are added to every command (main.go).
 var tracingFlags = []cli.Flag{
-	&cli.StringFlag{Name: "rdmatrace", Usage: "the rdmatrace binary that traces (default: next to rdmabench, then on PATH)"},
+	&cli.StringFlag{Name: "rdmatrace", Usage: "the rdmatrace binary that traces (default: next to rdmabench, then in the sbin beside its bin, then on PATH)"},
 	&cli.StringFlag{Name: "perfetto", Usage: "write the run as Chrome trace JSON to `FILE` (open it in ui.perfetto.dev); untraced: the samples (lat) or the program's steps (conn)"},
 	&cli.StringFlag{Name: "plot", Usage: "draw latency over time and the CDF to `FILE`.svg or .png (lat), with the outliers' causes when traced"},
 	&cli.Float64Flag{Name: "outlier-factor", Value: 3, Usage: "a sample is an outlier above max(p99, this × median)"},

@@ -16,9 +16,14 @@ if [ -d /run/systemd/system ]; then
 		systemctl stop "$unit" >/dev/null 2>&1 || :
 	fi
 fi
+# systemctl removes every link the unit's [Install] makes, whoever made
+# it (an admin's systemctl enable too, which deb-systemd-helper, knowing
+# only the links it made, would leave dangling); deb-systemd-helper then
+# forgets its own record.
+if command -v systemctl >/dev/null 2>&1; then
+	systemctl --no-reload disable "$unit" >/dev/null 2>&1 || :
+fi
 if command -v deb-systemd-helper >/dev/null 2>&1; then
 	deb-systemd-helper disable "$unit" >/dev/null 2>&1 || :
-elif command -v systemctl >/dev/null 2>&1; then
-	systemctl --no-reload disable "$unit" >/dev/null 2>&1 || :
 fi
 exit 0

@@ -6,10 +6,15 @@
 // say (a selector that matches its pods, containers with an image, probes
 // on a declared or listened port).
 //
-// Usage: validate FILE.yaml...
+// Usage: validate [-chart DIR]... FILE.yaml...
 //
-// It is a module of its own so that the product's go.mod does not carry
-// the Kubernetes API.
+// A Helm chart (-chart) is linted as `helm lint --strict` does and its
+// manifests rendered as `helm template` does, by Helm's own Go packages,
+// then checked the same way; its tests check that the chart renders the
+// objects of deploy/kubernetes, field for field.
+//
+// It is a module of its own so that the product's go.mod carries neither
+// the Kubernetes API nor Helm.
 package main
 
 import (
@@ -215,12 +220,50 @@ func podRules(name string, p *corev1.PodSpec, claims []string) []string {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: validate FILE.yaml...")
+	args := os.Args[1:]
+	var charts []string
+	for len(args) >= 2 && args[0] == "-chart" {
+		charts, args = append(charts, args[1]), args[2:]
+	}
+	if len(args) == 0 && len(charts) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: validate [-chart DIR]... FILE.yaml...")
 		os.Exit(2)
 	}
 	bad := 0
-	for _, f := range os.Args[1:] {
+	report := func(problems []Problem) {
+		for _, p := range problems {
+			fmt.Fprintln(os.Stderr, "validate:", p)
+		}
+		bad += len(problems)
+	}
+	// A chart: helm lint --strict's checks, then its manifests rendered
+	// with its defaults and with every optional part on (the
+	// ServiceMonitor), each checked as a file is.
+	for _, dir := range charts {
+		for _, set := range []string{"", "serviceMonitor.enabled=true"} {
+			// Helm merges the chart's values into these: one map a call.
+			vals := func() map[string]any {
+				if set == "" {
+					return nil
+				}
+				return map[string]any{"serviceMonitor": map[string]any{"enabled": true}}
+			}
+			report(Lint(dir, vals()))
+			objs, problems, err := Render(dir, "rdmatrace", "rdmatrace", vals())
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "validate:", err)
+				bad++
+				continue
+			}
+			report(problems)
+			what := "its defaults"
+			if set != "" {
+				what = set
+			}
+			fmt.Printf("%s with %s: %d objects\n", dir, what, len(objs))
+		}
+	}
+	for _, f := range args {
 		fh, err := os.Open(f)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "validate:", err)
@@ -238,10 +281,7 @@ func main() {
 			continue
 		}
 		objs, problems := Check(f, b)
-		for _, p := range problems {
-			fmt.Fprintln(os.Stderr, "validate:", p)
-		}
-		bad += len(problems)
+		report(problems)
 		fmt.Printf("%s: %d objects\n", f, len(objs))
 	}
 	if bad > 0 {

@@ -27,11 +27,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// The exporter on every address of the pod or host, as the DaemonSet runs
-// it (deploy/kubernetes), which may give other arguments.
+// The exporter on loopback only, as the packages' service runs it: the
+// metrics name every RDMA owner on the node, so serving the network is a
+// choice made with --listen (and TLS: --web.config.file). The DaemonSet
+// (deploy/kubernetes, deploy/helm) gives its own arguments, kube-rbac-proxy
+// in front.
 var (
 	entrypoint = []string{"/usr/sbin/rdmatrace"}
-	cmd        = []string{"exporter", "--listen", ":9879"}
+	cmd        = []string{"exporter", "--listen", "127.0.0.1:9879"}
 )
 
 func main() {
@@ -131,10 +134,9 @@ func image(arch, version string, when time.Time, binary []byte, docs map[string]
 	}
 	cf.Created = v1.Time{Time: when}
 	cf.Config = v1.Config{
-		Entrypoint:   entrypoint,
-		Cmd:          cmd,
-		User:         "0",
-		ExposedPorts: map[string]struct{}{"9879/tcp": {}},
+		Entrypoint: entrypoint,
+		Cmd:        cmd,
+		User:       "0",
 		Labels: map[string]string{
 			"org.opencontainers.image.title":       "rdmatrace",
 			"org.opencontainers.image.version":     version,

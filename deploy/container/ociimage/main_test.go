@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,8 +80,11 @@ func TestImageIsAnIndexOfOneImagePerArchitectureRunningTheExporter(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := append(cf.Config.Entrypoint, cf.Config.Cmd...); len(got) != 4 || got[0] != "/usr/sbin/rdmatrace" || got[1] != "exporter" {
-			t.Errorf("%s runs %q, want /usr/sbin/rdmatrace exporter ...", arch, got)
+		if got := append(cf.Config.Entrypoint, cf.Config.Cmd...); strings.Join(got, " ") != "/usr/sbin/rdmatrace exporter --listen 127.0.0.1:9879" {
+			t.Errorf("%s runs %q, want the exporter on loopback only", arch, got)
+		}
+		if len(cf.Config.ExposedPorts) != 0 {
+			t.Errorf("%s exposes %v: a loopback listener is no port to publish", arch, cf.Config.ExposedPorts)
 		}
 		if !cf.Created.Time.Equal(when) {
 			t.Errorf("%s created %v, want %v", arch, cf.Created.Time, when)

@@ -328,9 +328,22 @@ func TestKubernetesManifestsDoNotServeTheNetworkInTheClear(t *testing.T) {
 	if !ports[fmt.Sprint(svcPort)] {
 		t.Errorf("the Service targets port %v, which no container declares (%v)", svcPort, ports)
 	}
+	// The operator's current fields: a token and a CA from Secrets
+	// (authorization, tlsConfig), not the deprecated bearerTokenFile, and
+	// a certificate verified, not insecureSkipVerify.
 	ep := get(kinds["ServiceMonitor"], "spec", "endpoints", 0)
-	if get(ep, "scheme") != "https" || get(ep, "port") != svcPort || get(ep, "bearerTokenFile") == nil {
-		t.Errorf("the ServiceMonitor scrapes %v: want https with a bearer token on port %v", ep, svcPort)
+	if get(ep, "scheme") != "https" || get(ep, "port") != svcPort ||
+		get(ep, "authorization", "credentials", "name") != get(kinds["Secret"], "metadata", "name") ||
+		get(kinds["Secret"], "type") != "kubernetes.io/service-account-token" {
+		t.Errorf("the ServiceMonitor scrapes %v: want https on port %v with the token of the service account's Secret %v", ep, svcPort, get(kinds["Secret"], "metadata", "name"))
+	}
+	if get(ep, "bearerTokenFile") != nil || get(ep, "tlsConfig", "insecureSkipVerify") != nil {
+		t.Errorf("the ServiceMonitor uses the deprecated bearerTokenFile or skips verifying the proxy: %v", ep)
+	}
+	if get(ep, "tlsConfig", "ca", "secret", "key") != "ca.crt" || get(ep, "tlsConfig", "serverName") == nil ||
+		!proxyArg["--tls-cert-file"] || !proxyArg["--tls-private-key-file"] {
+		t.Errorf("the ServiceMonitor verifies the proxy with %v, the proxy serves with %v: want a CA and a server name, and the proxy's own certificate",
+			get(ep, "tlsConfig"), proxyArg)
 	}
 	if get(ds, "spec", "template", "metadata", "annotations", "prometheus.io/scheme") != "https" {
 		t.Error("the prometheus.io annotations do not say https")

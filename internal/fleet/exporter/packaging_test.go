@@ -86,8 +86,10 @@ func TestPackageScriptsStopAtRemovalAndRestartAtUpgrade(t *testing.T) {
 		{"deb install", "postinstall.sh", true, deb, []string{"configure", ""}, []string{"systemctl daemon-reload"}},
 		{"deb upgrade", "postinstall.sh", true, deb, []string{"configure", "0.9.0"}, []string{"systemctl daemon-reload", "deb-systemd-invoke try-restart " + unit}},
 		{"deb upgrade, old prerm", "preremove.sh", true, deb, []string{"upgrade", "1.0.0"}, []string{""}},
-		{"deb remove", "preremove.sh", true, deb, []string{"remove"}, []string{"deb-systemd-invoke stop " + unit, "deb-systemd-helper disable " + unit}},
-		{"deb remove, no systemd", "preremove.sh", false, deb, []string{"remove"}, []string{"deb-systemd-helper disable " + unit}},
+		// systemctl disable removes an admin's systemctl enable links,
+		// which deb-systemd-helper does not know of; it then forgets its own.
+		{"deb remove", "preremove.sh", true, deb, []string{"remove"}, []string{"deb-systemd-invoke stop " + unit, "systemctl --no-reload disable " + unit, "deb-systemd-helper disable " + unit}},
+		{"deb remove, no systemd", "preremove.sh", false, deb, []string{"remove"}, []string{"systemctl --no-reload disable " + unit, "deb-systemd-helper disable " + unit}},
 		{"deb remove, postrm", "postremove.sh", true, deb, []string{"remove"}, []string{"systemctl daemon-reload"}},
 		{"deb purge, no systemd", "postremove.sh", false, deb, []string{"purge"}, []string{"deb-systemd-helper purge " + unit}},
 		{"rpm install", "postinstall.sh", true, rpm, []string{"1"}, []string{"systemctl daemon-reload"}},

@@ -71,7 +71,9 @@ type Run struct {
 }
 
 // Find locates rdmatrace: path if given, else next to this executable,
-// else on PATH.
+// else in the sbin beside its bin (the packages' and make install's layout:
+// rdmabench in /usr/bin, rdmatrace in /usr/sbin, which a user's PATH
+// often lacks), else on PATH.
 func Find(path string) (string, error) {
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
@@ -80,16 +82,28 @@ func Find(path string) (string, error) {
 		return path, nil
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "rdmatrace")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
+		for _, p := range besides(exe) {
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
 		}
 	}
 	p, err := exec.LookPath("rdmatrace")
 	if err != nil {
-		return "", errors.New("rdmatrace not found next to this program nor on PATH: give --rdmatrace PATH, or --no-trace")
+		return "", errors.New("rdmatrace not found next to this program, in its sbin, nor on PATH: give --rdmatrace PATH, or --no-trace")
 	}
 	return p, nil
+}
+
+// besides lists where rdmatrace is looked for near the program exe, in
+// order: its own directory, then PREFIX/sbin when exe is in PREFIX/bin.
+func besides(exe string) []string {
+	dir := filepath.Dir(exe)
+	out := []string{filepath.Join(dir, "rdmatrace")}
+	if filepath.Base(dir) == "bin" {
+		out = append(out, filepath.Join(filepath.Dir(dir), "sbin", "rdmatrace"))
+	}
+	return out
 }
 
 // Start starts the tracer and returns once every hook it can attach is

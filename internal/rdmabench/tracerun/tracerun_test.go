@@ -215,3 +215,22 @@ func TestSleepsSumsTheThreadsVoluntarySwitches(t *testing.T) {
 		t.Error("a recorded trace told a count")
 	}
 }
+
+// The packages install rdmabench in /usr/bin and rdmatrace in /usr/sbin:
+// rdmabench must find it there, not only next to itself or on PATH (a
+// user's PATH often has no sbin).
+func TestBesidesLooksInTheSbinBesideBin(t *testing.T) {
+	for _, c := range []struct {
+		exe  string
+		want []string
+	}{
+		{"/usr/bin/rdmabench", []string{"/usr/bin/rdmatrace", "/usr/sbin/rdmatrace"}},
+		{"/usr/local/bin/rdmabench", []string{"/usr/local/bin/rdmatrace", "/usr/local/sbin/rdmatrace"}},
+		{"/src/rdmatrace/bin/rdmabench", []string{"/src/rdmatrace/bin/rdmatrace", "/src/rdmatrace/sbin/rdmatrace"}},
+		{"/opt/rdmabench", []string{"/opt/rdmatrace"}},
+	} {
+		if got := besides(c.exe); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("besides(%s) = %v, want %v", c.exe, got, c.want)
+		}
+	}
+}
