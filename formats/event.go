@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,9 +17,20 @@ import (
 // replay.Reader reads recordings back by.
 func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0, 20), e) }
 
-// AppendEventObject is EventObject into a reused slice, for the hot path.
-func AppendEventObject(o Object, e *rdma.Event) Object {
-	o = append(o, timeField("time", e.Time))
+// AppendEventObject is EventObject into a reused slice.
+func AppendEventObject(o Object, e *rdma.Event) Object { return appendEvent(o, e) }
+
+// AppendEventJSON appends the event's JSON object, as
+// AppendJSON(b, EventObject(e)) writes it, without laying out its fields
+// first: trace -j's hot path.
+func AppendEventJSON(b []byte, e *rdma.Event) []byte {
+	return append(appendEvent(jsonLine(append(b, '{')), e), '}')
+}
+
+// appendEvent lays out an event's fields, for an Object or straight into
+// a JSON line: one layout for both.
+func appendEvent[O fieldAppender[O]](o O, e *rdma.Event) O {
+	o = o.field(timeField("time", e.Time))
 	o = o.str("event", e.Kind.String())
 	switch {
 	case e.Kind == rdma.EvSpan && e.Span.Func != "":
@@ -55,7 +65,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("cm-event", e.CMEvent.String())
 	}
 	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		if n := statusName(e); n != "" {
 			o = o.str("status-name", n)
 		}
@@ -96,8 +106,10 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = appendSpanFields(o, e)
 	// A failed rdma_cm step in words (the other failures' kinds say
 	// what they are by their keys).
-	if f, ok := e.Failure(); ok && (e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvCallFail) {
-		o = o.str("why", f.Why)
+	if e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvCallFail {
+		if f, ok := e.Failure(); ok {
+			o = o.str("why", f.Why)
+		}
 	}
 	return o
 }
@@ -105,18 +117,18 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 // appendSpanFields adds what spans and off-CPU spells carry, and an MR's
 // size: dur-us, size, and for a spell wait-us (wakeup to running again),
 // preempted, and who ran instead.
-func appendSpanFields(o Object, e *rdma.Event) Object {
+func appendSpanFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	if e.Has(rdma.EvHasDur) {
-		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
+		o = o.field(Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
 	}
 	if e.Has(rdma.EvHasSize) {
 		o = o.num("size", e.Size)
 	}
 	if e.Kind == rdma.EvSpan && e.Status != 0 {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 	}
 	if e.Kind == rdma.EvPortBusy {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		o = o.str("status-name", "EADDRINUSE")
 		if e.PortBusy.Holders != nil {
 			o = o.list("holders", e.PortBusy.Holders)
@@ -141,7 +153,7 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 			o = o.str("link-state", e.SMC.State)
 		}
 		if e.Kind.IsSMCLink() && e.Status != 0 {
-			o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+			o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		}
 	}
 	if e.Kind == rdma.EvAsync || e.Kind == rdma.EvQPError {
@@ -154,15 +166,15 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = appendGIDFields(o, e)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
-		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
+		o = o.field(Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
+		o = o.field(Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
 		o = o.num("next-pid", uint64(e.OffCPU.Next.TID)).str("next-comm", e.OffCPU.Next.Comm)
 	}
 	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
 		o = o.str("netdev", e.Netdev)
 	}
 	if e.Has(rdma.EvPolled) {
-		o = append(o, Field{Key: "polled", Kind: Bool, Num: 1})
+		o = o.field(Field{Key: "polled", Kind: Bool, Num: 1})
 	}
 	if e.Kind == rdma.EvQPAttr {
 		o = appendQPAttrFields(o, e)
@@ -173,7 +185,7 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 // appendFailureFields adds what an async event or a QP error says: the IB
 // event, which QP error it is, the completions' status and count, the QP's
 // peer, and a port event's objects.
-func appendFailureFields(o Object, e *rdma.Event) Object {
+func appendFailureFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	f := &e.Fault
 	if e.Kind == rdma.EvAsync {
 		o = o.str("ib-event", f.IBEvent.String())
@@ -528,49 +540,64 @@ func appendTask(b []byte, comm string, tid uint32) []byte {
 }
 
 // EventWriter writes events as `rdmatrace trace` prints them: NDJSON lines
-// (-j) or the human view. It reuses its buffers, so that nothing is
-// allocated per event but an address's text: this is the path
-// tracer.BenchmarkDecodeFilterEncode measures.
+// (-j) or the human view. Lines are written into one buffer, written out
+// when it holds eventFlushAt bytes or at Flush (trace flushes whenever
+// the ring has been emptied): nothing is allocated per event but an
+// address's text, nothing is copied twice, and a burst costs a write(2)
+// per 64 KiB. This is the path tracer.BenchmarkBurstDecodeEnrichEncode
+// measures.
 type EventWriter struct {
-	w    *bufio.Writer
+	w    io.Writer
 	json bool
-	obj  Object
 	buf  []byte
 	// Stamp is how the human view times events; JSON always has "time".
 	Stamp Stamp
 	first time.Time // the first event's time, for StampRelative
 }
 
+// eventFlushAt is how much an EventWriter holds before it writes: a write
+// per 4 KiB (bufio's default) was a quarter of the reader's CPU under a
+// burst, in system calls (docs/benchmarks.md).
+const eventFlushAt = 64 << 10
+
 // NewEventWriter writes to w, NDJSON when json is set; call Flush at the end.
 func NewEventWriter(w io.Writer, json bool) *EventWriter {
-	return &EventWriter{w: bufio.NewWriter(w), json: json, obj: make(Object, 0, 24), buf: make([]byte, 0, 512)}
+	return &EventWriter{w: w, json: json, buf: make([]byte, 0, eventFlushAt+4096)}
 }
 
 // Write writes one event and its newline.
 func (ew *EventWriter) Write(e *rdma.Event) error {
 	if ew.json {
-		ew.obj = AppendEventObject(ew.obj[:0], e)
-		ew.buf = AppendJSON(ew.buf[:0], ew.obj)
+		ew.buf = AppendEventJSON(ew.buf, e)
 	} else {
 		if ew.first.IsZero() {
 			ew.first = e.Time
-			ew.w.WriteString(EventHeader(ew.Stamp) + "\n")
+			ew.buf = append(ew.buf, EventHeader(ew.Stamp)+"\n"...)
 		}
-		ew.buf = appendEventLine(ew.buf[:0], e, ew.Stamp, ew.first)
+		ew.buf = appendEventLine(ew.buf, e, ew.Stamp, ew.first)
 	}
 	ew.buf = append(ew.buf, '\n')
-	_, err := ew.w.Write(ew.buf)
-	return err
+	if len(ew.buf) >= eventFlushAt {
+		return ew.Flush()
+	}
+	return nil
 }
 
 // Flush writes out buffered events.
-func (ew *EventWriter) Flush() error { return ew.w.Flush() }
+func (ew *EventWriter) Flush() error {
+	if len(ew.buf) == 0 {
+		return nil
+	}
+	_, err := ew.w.Write(ew.buf)
+	ew.buf = ew.buf[:0]
+	return err
+}
 
 // appendStack adds where a user object was created (--stacks): "via", the
 // library function its program called, and "stack", the frames from the
 // call site outwards, each {"func","file","line","binary","offset","build-id"}
 // with what is known.
-func appendStack(o Object, s *rdma.CallStack) Object {
+func appendStack[O fieldAppender[O]](o O, s *rdma.CallStack) O {
 	if s.Via != "" {
 		o = o.str("via", s.Via)
 	}
@@ -599,5 +626,5 @@ func appendStack(o Object, s *rdma.CallStack) Object {
 		words[i] = Sanitize(f.String())
 	}
 	b = append(b, ']')
-	return append(o, Field{Key: "stack", Kind: Frames, Str: string(b), List: words})
+	return o.field(Field{Key: "stack", Kind: Frames, Str: string(b), List: words})
 }
