@@ -638,6 +638,7 @@ type RdmatraceWcKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapAuxShed                                              = "aux_shed"
 	RdmatraceMapBusiest                                              = "busiest"
 	RdmatraceMapBusyAll                                              = "busy_all"
 	RdmatraceMapBusyDrops                                            = "busy_drops"
@@ -859,6 +860,7 @@ const (
 	RdmatraceProgSelftestReserve                                     = "selftest_reserve"
 	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
+	RdmatraceProgSelftestReserveQpAttr                               = "selftest_reserve_qp_attr"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestTakeEntry                                   = "selftest_take_entry"
 	RdmatraceProgTpBtfCmDisconnect                                   = "tp_btf_cm_disconnect"
@@ -1139,6 +1141,7 @@ type RdmatraceProgramSpecs struct {
 	SelftestReserve                                     *ebpf.ProgramSpec `ebpf:"selftest_reserve"`
 	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
+	SelftestReserveQpAttr                               *ebpf.ProgramSpec `ebpf:"selftest_reserve_qp_attr"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.ProgramSpec `ebpf:"tp_btf_cm_disconnect"`
@@ -1166,6 +1169,7 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
+	AuxShed        *ebpf.MapSpec `ebpf:"aux_shed"`
 	Busiest        *ebpf.MapSpec `ebpf:"busiest"`
 	BusyAll        *ebpf.MapSpec `ebpf:"busy_all"`
 	BusyDrops      *ebpf.MapSpec `ebpf:"busy_drops"`
@@ -1246,6 +1250,7 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
+	AuxShed        *ebpf.Map `ebpf:"aux_shed"`
 	Busiest        *ebpf.Map `ebpf:"busiest"`
 	BusyAll        *ebpf.Map `ebpf:"busy_all"`
 	BusyDrops      *ebpf.Map `ebpf:"busy_drops"`
@@ -1279,6 +1284,7 @@ type RdmatraceMaps struct {
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.AuxShed,
 		m.Busiest,
 		m.BusyAll,
 		m.BusyDrops,
@@ -1536,6 +1542,7 @@ type RdmatracePrograms struct {
 	SelftestReserve                                     *ebpf.Program `ebpf:"selftest_reserve"`
 	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
+	SelftestReserveQpAttr                               *ebpf.Program `ebpf:"selftest_reserve_qp_attr"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestTakeEntry                                   *ebpf.Program `ebpf:"selftest_take_entry"`
 	TpBtfCmDisconnect                                   *ebpf.Program `ebpf:"tp_btf_cm_disconnect"`
@@ -1753,6 +1760,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.SelftestReserve,
 		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
+		p.SelftestReserveQpAttr,
 		p.SelftestSaveEntry,
 		p.SelftestTakeEntry,
 		p.TpBtfCmDisconnect,
