@@ -550,6 +550,7 @@ type EventWriter struct {
 	w    io.Writer
 	json bool
 	buf  []byte
+	err  error // the first write's error, returned from then on (as bufio)
 	// Stamp is how the human view times events; JSON always has "time".
 	Stamp Stamp
 	first time.Time // the first event's time, for StampRelative
@@ -567,6 +568,9 @@ func NewEventWriter(w io.Writer, json bool) *EventWriter {
 
 // Write writes one event and its newline.
 func (ew *EventWriter) Write(e *rdma.Event) error {
+	if ew.err != nil {
+		return ew.err
+	}
 	if ew.json {
 		ew.buf = AppendEventJSON(ew.buf, e)
 	} else {
@@ -585,12 +589,12 @@ func (ew *EventWriter) Write(e *rdma.Event) error {
 
 // Flush writes out buffered events.
 func (ew *EventWriter) Flush() error {
-	if len(ew.buf) == 0 {
-		return nil
+	if ew.err != nil || len(ew.buf) == 0 {
+		return ew.err
 	}
-	_, err := ew.w.Write(ew.buf)
+	_, ew.err = ew.w.Write(ew.buf)
 	ew.buf = ew.buf[:0]
-	return err
+	return ew.err
 }
 
 // appendStack adds where a user object was created (--stacks): "via", the

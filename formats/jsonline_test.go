@@ -55,3 +55,32 @@ func TestEventJSONIsTheObjectsJSON(t *testing.T) {
 	}
 	t.Logf("%d events of %d kinds", n, len(kinds))
 }
+
+type failingWriter struct{ writes int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	f.writes++
+	return 0, errors.New("no space left on device")
+}
+
+// TestEventWriterKeepsItsWriteError: once a write failed (a full disk, a
+// closed pipe), every later Write and Flush says so, as bufio's did: a
+// flush whose error its caller dropped (trace's flush when the ring is
+// empty) does not let the next events be taken as written.
+func TestEventWriterKeepsItsWriteError(t *testing.T) {
+	f := &failingWriter{}
+	w := NewEventWriter(f, true)
+	e := rdma.Event{Kind: rdma.EvCreate}
+	if err := w.Write(&e); err != nil {
+		t.Fatalf("a buffered write: %v", err)
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("the flush of a failing writer said nothing")
+	}
+	if err := w.Write(&e); err == nil {
+		t.Error("a write after the failed flush said nothing")
+	}
+	if err := w.Flush(); err == nil || f.writes != 1 {
+		t.Errorf("flush again: %v after %d writes, want the first error and 1 write", err, f.writes)
+	}
+}
