@@ -37,7 +37,7 @@ E2E_RUN  ?= .
 # it refuses (verbsfail).
 WORKLOADS := out/churn out/leakqp out/noise out/qpattr out/leaksites out/pdhog out/verbsfail
 
-.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost vlogs guest-prepare test capture generate bench demo clean man install image
+.PHONY: all build rdmatrace rdmabench man-rdmabench install-rdmabench release release-check package-smoke test-tools arm64 check unit fuzz fuzz-smoke e2e e2e-landing e2e-twohost vlogs guest-prepare test capture generate bench demo docs-capture docs-peer docs-pictures clean man install image
 
 all: build
 
@@ -397,6 +397,23 @@ package-smoke: release test-tools
 
 demo: rdmatrace
 	guest/run -k 6.1 -t 600 -o out/demo -- guest/demo.sh $(BIN)
+
+# The outputs docs/quickstart.md and docs/cookbook.md show, and the
+# recordings their pictures are drawn from, made in a 6.12 guest by the
+# faults they are about (guest/docs-capture.sh): out/docs-capture/.
+docs-capture: rdmatrace $(WORKLOADS)
+	guest/run -k 6.12 -t 1200 -o out/docs-capture -- guest/docs-capture.sh $(BIN) out
+
+# The output of `rdmatrace peer` docs/cookbook.md shows: two guests on
+# one link (guest/pair), a log store in a (guest/docs-peer.sh).
+docs-peer: rdmatrace vlogs
+	vl=$$(guest/vlogs.sh); guest/pair -k 6.12 -t 900 -o out/docs-peer -a "guest/docs-peer.sh $(BIN) $$vl" -b "guest/docs-peer.sh $(BIN) $$vl"
+
+# The docs' pictures (docs/top.png, docs/rping-sequence.svg), drawn from
+# the recordings of a docs-capture run kept in testdata/docs; a unit test
+# (cmd/docpictures) checks that docs/ holds what this draws.
+docs-pictures:
+	$(GO) run ./cmd/docpictures docs testdata/docs docs
 
 clean:
 	rm -rf bin out dist
