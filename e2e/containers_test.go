@@ -132,6 +132,7 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	if !strings.Contains(table, "docker:"+dockerID[:12]) {
 		t.Errorf("res qp's table does not name the container docker:%s:\n%s", dockerID[:12], table)
 	}
+	slurmJobSelectsItsStep(t)
 
 	// From a pid namespace of its own, rdmatrace sees the holder's objects
 	// without an owner (6.1 and 6.12): the kernel hides who holds them.
@@ -171,6 +172,82 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	if !created {
 		t.Errorf("trace saw no create of qp %s", lqpn)
 	}
+}
+
+// slurmJobSelectsItsStep starts a QP holder in a Slurm job step's cgroup,
+// as slurmstepd's cgroup v2 plugin lays them out: ps and res name its job,
+// and --job selects it by the job's id or the step's, and nothing else, in
+// ps, res and top.
+func slurmJobSelectsItsStep(t *testing.T) {
+	start := time.Now()
+	mount, err := cgroup.Mount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := "/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0"
+	if err := os.MkdirAll(filepath.Join(mount, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for d := rel; d != "/system.slice"; d = filepath.Dir(d) {
+			_ = os.Remove(filepath.Join(mount, d))
+		}
+	}()
+	dir, err := os.Open(filepath.Join(mount, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
+	holder.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	lqpn, ok := strings.CutPrefix(strings.TrimSpace(line), "lqpn ")
+	if err != nil || !ok {
+		t.Fatalf("leakqp hold in job 4242 printed %q (%v), want its lqpn", line, err)
+	}
+	pid := holder.Process.Pid
+	var procs []resRow
+	if err := json.Unmarshal(run(t, *rdmatraceBin, "ps", "-j", "--job", "4242"), &procs); err != nil {
+		t.Fatal(err)
+	}
+	if len(procs) != 1 || procs[0].owner() != pid || procs[0].Job != "4242" || procs[0].ContainerID != "4242.0" || procs[0].Cgroup != rel {
+		t.Errorf("ps --job 4242: %+v, want only pid %d, job 4242, step 4242.0 in %s", procs, pid, rel)
+	}
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"--job", "4242.0"}, 1}, {[]string{"job", "4242"}, 1}, {[]string{"--job", "4243,4242.1"}, 0}} {
+		var rows []resRow
+		if err := json.Unmarshal(run(t, *rdmatraceBin, append([]string{"res", "qp", "-j"}, c.args...)...), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != c.want || c.want == 1 && (rows[0].LQPN == nil || fmt.Sprint(*rows[0].LQPN) != lqpn || rows[0].Job != "4242") {
+			t.Errorf("res qp %v: %+v, want %d rows (lqpn %s)", c.args, rows, c.want, lqpn)
+		}
+	}
+	if table := string(run(t, *rdmatraceBin, "ps", "--job", "4242")); !strings.Contains(table, "slurm:4242.0") {
+		t.Errorf("ps --job 4242's table does not name the step slurm:4242.0:\n%s", table)
+	}
+	// top counts the job's objects alone (netlink's dump: no tracer to attach).
+	topOut := string(run(t, *rdmatraceBin, "top", "--netlink", "-b", "-n", "1", "-d", "1", "--job", "4242"))
+	if frames := topFrames(t, topOut); len(frames) != 1 || len(frames[0]) != 1 {
+		t.Errorf("top --job 4242: %d frames, want one with one owner, leakqp[%d]:\n%s", len(frames), pid, topOut)
+	} else {
+		for owner, row := range frames[0] {
+			if !strings.Contains(owner, fmt.Sprintf("[%d]", pid)) || row.qps != 1 {
+				t.Errorf("top --job 4242: owner %q with %d QPs, want leakqp[%d] with 1:\n%s", owner, row.qps, pid, topOut)
+			}
+		}
+	}
+	t.Logf("a Slurm job's step: ps, res and top --job in %v", time.Since(start).Round(time.Millisecond))
 }
 
 // TestSystemMatchesIproute2: `system -j` against `rdma -j system show`.

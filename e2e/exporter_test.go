@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,7 +54,9 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 // TestExporterCountsWhatNetlinkAndTheTracerSee: while a QP holder runs,
 // the exporter's live counts per type equal `rdma -j res show`'s summary,
 // the holder is an owner, and its QP's creation and, once it is killed,
-// its destruction are counted.
+// its destruction are counted; soft-RoCE's counters fill the named port
+// families it has counters for, and a create the device refuses is
+// counted in rdma_create_failures_total.
 func TestExporterCountsWhatNetlinkAndTheTracerSee(t *testing.T) {
 	needDevice(t)
 	needModuleBTF(t)
@@ -107,6 +110,28 @@ func TestExporterCountsWhatNetlinkAndTheTracerSee(t *testing.T) {
 	if m["rdma_port_active{device="+device+",port=1}"] != 1 || m["rdmatrace_hooks{state=attached}"] < 1 {
 		t.Errorf("port active %v, hooks attached %v", m["rdma_port_active{device="+device+",port=1}"], m["rdmatrace_hooks{state=attached}"])
 	}
+	// The named port families soft-RoCE's counters give (it counts
+	// packets and NAKs, no bytes, no congestion), and sysfs read.
+	var named []string
+	for k := range m {
+		if strings.HasPrefix(k, "rdma_port_") && strings.Contains(k, "{device="+device+",port=1}") && !strings.HasPrefix(k, "rdma_port_active") {
+			named = append(named, strings.TrimSuffix(k, "{device="+device+",port=1}"))
+		}
+	}
+	slices.Sort(named)
+	t.Logf("named port families on %s: %v", device, named)
+	wantNamed := []string{"rdma_port_out_of_sequence_total", "rdma_port_receive_packets_total", "rdma_port_rnr_naks_received_total",
+		"rdma_port_sequence_error_naks_received_total", "rdma_port_transmit_packets_total"}
+	if !slices.Equal(named, wantNamed) || m["rdmatrace_scrape_collector_success{collector=sysfs_port_counters}"] != 1 {
+		t.Errorf("named port families %v, want %v; sysfs read %v", named, wantNamed, m["rdmatrace_scrape_collector_success{collector=sysfs_port_counters}"])
+	}
+	// A create the device refuses (a CQ over rxe's max_cqe) is counted
+	// with its type and reason.
+	const refused = "rdma_create_failures_total{device=" + device + ",reason=device_cap,type=cq}"
+	before := m[refused]
+	cq := refuse(t, []string{filepath.Join(*workloads, "verbsfail")}, device, "cq")
+	waitFor(t, 20*time.Second, "the refused create_cq to be counted", func() bool { return scrape(t, addr)[refused] == before+1 })
+	t.Logf("verbsfail[%d]: %s refused (errno %d), counted as %s", cq.pid, cq.op, cq.errno, refused)
 	destroyedBefore := m["rdma_resource_destroys_total{device="+device+",type=qp}"]
 	_ = holder.Process.Kill()
 	_ = holder.Wait()

@@ -17,6 +17,7 @@ type place struct {
 	Cgroup      string `json:"cgroup"`
 	Runtime     string `json:"runtime"`
 	ContainerID string `json:"container-id"`
+	Job         string `json:"job"`
 	PodUID      string `json:"pod-uid"`
 	PidnsPID    uint32 `json:"pidns-pid"`
 	NetNS       uint64 `json:"netns"`
@@ -27,7 +28,7 @@ func placeOf(p *rdma.Placement) place {
 	if p == nil {
 		return place{}
 	}
-	return place{Cgroup: p.Cgroup, Runtime: p.Runtime, ContainerID: p.ContainerID, PodUID: p.PodUID, PidnsPID: p.NSPid, NetNS: p.NetNS}
+	return place{Cgroup: p.Cgroup, Runtime: p.Runtime, ContainerID: p.ContainerID, Job: p.Job(), PodUID: p.PodUID, PidnsPID: p.NSPid, NetNS: p.NetNS}
 }
 
 // keys gives the place's keys as the JSON spells them and their values as
@@ -39,7 +40,7 @@ func (p place) keys() map[string]string {
 		}
 		return fmt.Sprint(n)
 	}
-	return map[string]string{"cgroup": p.Cgroup, "runtime": p.Runtime, "container-id": p.ContainerID, "pod-uid": p.PodUID,
+	return map[string]string{"cgroup": p.Cgroup, "runtime": p.Runtime, "container-id": p.ContainerID, "job": p.Job, "pod-uid": p.PodUID,
 		"pidns-pid": num(uint64(p.PidnsPID)), "netns": num(p.NetNS)}
 }
 

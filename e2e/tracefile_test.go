@@ -74,7 +74,7 @@ func TestTraceOfAProgramRecordsAndReadsBack(t *testing.T) {
 		t.Errorf("trace -r -j does not give the recorded lines back:\n%s", back)
 	}
 	human := run(t, *rdmatraceBin, "trace", "-r", rec, "qp", "--timestamp", "relative")
-	if !strings.Contains(string(human), "lqpn "+lqpn[0]) {
+	if !strings.Contains(string(human), "lqpn="+lqpn[0]) {
 		t.Errorf("trace -r qp: no lqpn %s:\n%s", lqpn[0], human)
 	}
 	t.Logf("trace -- leakqp: %d events recorded; %s", len(recorded), strings.TrimSpace(string(stderr)))

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -266,7 +267,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 			b = append(word(b, col), e.SMC.State...)
 		}
 		if e.Status != 0 {
-			b = strconv.AppendInt(append(word(b, col), "status "...), int64(e.Status), 10)
+			b = strconv.AppendInt(label(b, col, "status"), int64(e.Status), 10)
 		}
 	case rdma.EvPortBusy:
 		b = append(append(word(b, col), Sanitize(e.PortBusy.Op)...), " EADDRINUSE"...)
@@ -289,7 +290,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 	case rdma.EvSpan:
 		b = appendDur(append(append(word(b, col), Sanitize(e.Span.Func)...), ' '), e.Span.Dur)
 		if e.Status != 0 {
-			b = strconv.AppendInt(append(b, " status "...), int64(e.Status), 10)
+			b = strconv.AppendInt(append(b, " status="...), int64(e.Status), 10)
 		}
 	case rdma.EvOffCPU:
 		how := "asleep"
@@ -308,7 +309,7 @@ func appendSpan(b []byte, col int, e *rdma.Event) []byte {
 		b = appendQPAttr(b, col, e)
 	}
 	if e.Has(rdma.EvHasSize) {
-		b = strconv.AppendUint(append(word(b, col), "size "...), e.Size, 10)
+		b = strconv.AppendUint(label(b, col, "size"), e.Size, 10)
 	}
 	return b
 }
@@ -323,22 +324,45 @@ func appendDur(b []byte, ns uint64) []byte {
 
 // EventLine is the human view of an event: one line in fixed-width
 // columns (EventHeader names them), the owner before the detail so that
-// a long detail moves nothing after it.
+// a long detail moves nothing after it, the detail's parts labelled.
 //
-//	14:03:07.123456 create            qp      rxe0/1     rping[812]               lqpn 17 RC RESET
+//	14:03:07.123456 create            qp      rxe0/1     rping[812]               lqpn=17 type=RC state=RESET
 func EventLine(e *rdma.Event) string { return string(AppendEventLine(make([]byte, 0, 128), e)) }
 
 // EventText is the human line without its time and its columns' padding,
 // for sinks that carry the time apart (an OTLP log record).
 func EventText(e *rdma.Event) string {
-	return strings.Join(strings.Fields(string(appendEventLine(make([]byte, 0, 128), e, StampNone, time.Time{}))), " ")
+	return strings.Join(strings.Fields(string(appendEventLine(make([]byte, 0, 128), e, EventView{Stamp: StampNone}, time.Time{}))), " ")
 }
 
 // AppendEventLine is EventLine appended to b, for the hot path: it
 // allocates nothing but an address's text.
 func AppendEventLine(b []byte, e *rdma.Event) []byte {
-	return appendEventLine(b, e, StampAbsolute, time.Time{})
+	return appendEventLine(b, e, EventView{}, time.Time{})
 }
+
+// EventView is how the human view shows events: their time (Stamp), what
+// exists at start (Snapshot), and the threads (Threads: -d, -v).
+type EventView struct {
+	Stamp    Stamp
+	Snapshot SnapshotView
+	// Threads shows the thread that created an object (tid=) and a thread
+	// of the owner's own process that acted (by=): without it an object
+	// is its process's, as ps and ss -p show, whichever thread made it.
+	Threads bool
+}
+
+// SnapshotView is what the human view does with the resources that exist
+// at start ("exists" events): one line of counts (the default, as quiet as
+// rdma monitor), each one (--snapshot), or nothing (--no-snapshot). -j
+// and recordings have each one: replaying a recording needs them.
+type SnapshotView uint8
+
+const (
+	SnapshotSummary SnapshotView = iota
+	SnapshotList
+	SnapshotHide
+)
 
 // Stamp is how the human view times an event (--timestamp).
 type Stamp uint8
@@ -367,7 +391,7 @@ const (
 	colEvent = 17 // the longest kind, dev_unregistered, and a space
 	colRes   = 7
 	colDev   = 10
-	colOwner = 24 // comm (15 bytes) and [tid] up to 7 digits
+	colOwner = 24 // comm (15 bytes) and [pid] up to 7 digits
 )
 
 // stampWidth is how wide the time column is.
@@ -391,9 +415,30 @@ func EventHeader(stamp Stamp) string {
 	return string(append(b, "DETAIL"...))
 }
 
-func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []byte {
+// process is a task's process (thread group), its thread when that is
+// unknown.
+func process(t *rdma.Owner) uint32 {
+	if t.PID != 0 {
+		return t.PID
+	}
+	return t.TID
+}
+
+// label starts a labelled part of the detail: " key=".
+func label(b []byte, col int, key string) []byte {
+	return append(append(word(b, col), key...), '=')
+}
+
+// appendEventLine writes e's line; result, when not nil, is the status
+// its handler returned (cm_event_done's, merged into cm_event_handler's
+// line).
+func appendEventLine(b []byte, e *rdma.Event, v EventView, first time.Time) []byte {
+	return appendEventLineResult(b, e, v, first, nil)
+}
+
+func appendEventLineResult(b []byte, e *rdma.Event, v EventView, first time.Time, result *int32) []byte {
 	start := len(b)
-	switch stamp {
+	switch v.Stamp {
 	case StampAbsolute:
 		b = append(e.Time.Local().AppendFormat(b, "15:04:05.000000"), ' ')
 	case StampDate:
@@ -401,11 +446,11 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	case StampRelative:
 		// Right-aligned, as wide as the time of day up to 99999 s.
 		var tmp [32]byte
-		v := strconv.AppendFloat(tmp[:0], e.Time.Sub(first).Seconds(), 'f', 6, 64)
-		for i := len(v); i < 15; i++ {
+		val := strconv.AppendFloat(tmp[:0], e.Time.Sub(first).Seconds(), 'f', 6, 64)
+		for i := len(val); i < 15; i++ {
 			b = append(b, ' ')
 		}
-		b = append(append(b, v...), ' ')
+		b = append(append(b, val...), ' ')
 	}
 	col := len(b)
 	b = padTo(append(b, e.Kind.String()...), col, colEvent)
@@ -425,66 +470,101 @@ func appendEventLine(b []byte, e *rdma.Event, stamp Stamp, first time.Time) []by
 	}
 	b = padTo(b, col, colDev)
 	col = len(b)
+	owned := e.Has(rdma.EvHasOwner) && e.Owner.KernName == ""
 	switch {
 	case e.Owner.KernName != "":
 		b = append(append(append(b, '['), Sanitize(e.Owner.KernName)...), ']')
-	case e.Has(rdma.EvHasOwner):
-		b = appendTask(b, e.Owner.Comm, e.Owner.TID)
+	case owned:
+		// The process, as ps and ss -p name an owner: its threads' objects
+		// are its own (the thread with Threads, in the detail).
+		b = appendTask(b, e.Owner.Comm, process(&e.Owner))
 	default:
 		b = append(b, '-')
 	}
 	b = padTo(b, col, colOwner)
 	col = len(b)
+	if owned && v.Threads && e.Owner.TID != 0 && e.Owner.TID != process(&e.Owner) {
+		b = strconv.AppendUint(label(b, col, "tid"), uint64(e.Owner.TID), 10)
+	}
 	if e.Has(rdma.EvHasRes) && e.ID != 0 && e.Type != rdma.ResQP { // a QP's id is its lqpn
-		b = strconv.AppendUint(append(word(b, col), "id "...), uint64(e.ID), 10)
+		b = strconv.AppendUint(label(b, col, "id"), uint64(e.ID), 10)
 	}
 	if e.Given(rdma.HasLQPN) {
-		b = strconv.AppendUint(append(word(b, col), "lqpn "...), uint64(e.LQPN), 10)
-		b = append(word(b, col), e.QPType.String()...)
+		b = strconv.AppendUint(label(b, col, "lqpn"), uint64(e.LQPN), 10)
+		b = append(label(b, col, "type"), e.QPType.String()...)
 	}
 	if e.Given(rdma.HasState) {
-		b = word(b, col)
 		if e.Has(rdma.EvHasPrevState) {
-			b = append(append(b, e.StateName(true)...), "->"...)
+			b = append(append(append(label(b, col, "from"), e.StateName(true)...), " to="...), e.StateName(false)...)
+		} else {
+			b = append(label(b, col, "state"), e.StateName(false)...)
 		}
-		b = append(b, e.StateName(false)...)
 	}
 	if e.Has(rdma.EvHasCM) {
-		b = append(word(b, col), e.CMEvent.String()...)
+		b = append(label(b, col, "event"), e.CMEvent.String()...)
 	}
-	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
+	if e.Kind == rdma.EvCMEventDone {
+		// cm_event_done's status is what the program's handler returned.
+		result = &e.Status
+	} else if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
 		if n := statusName(e); n != "" {
 			b = append(word(b, col), statusText(e.Status, n)...)
 		}
+	}
+	if result != nil {
+		b = strconv.AppendInt(label(b, col, "result"), int64(*result), 10)
 	}
 	if f, ok := e.Failure(); ok && e.Kind == rdma.EvCMEventHandler {
 		// A failed rdma_cm step in words, where its event is delivered.
 		b = append(append(append(b, ": "...), Sanitize(f.Why)...), ';')
 	}
 	if e.Given(rdma.HasSrcAddr) && e.Src.IsValid() {
-		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(word(b, col)), ':'), uint64(e.Src.Port()), 10)
+		b = strconv.AppendUint(append(e.Src.Addr().AppendTo(label(b, col, "src")), ':'), uint64(e.Src.Port()), 10)
 		if e.Dst.IsValid() && !e.Dst.Addr().IsUnspecified() {
-			b = strconv.AppendUint(append(e.Dst.Addr().AppendTo(append(b, '>')), ':'), uint64(e.Dst.Port()), 10)
+			b = strconv.AppendUint(append(e.Dst.Addr().AppendTo(append(b, " dst="...)), ':'), uint64(e.Dst.Port()), 10)
 		}
 	}
 	b = appendSpan(b, col, e)
-	if c := ContainerName(e.Owner.Place); c != "" && e.Has(rdma.EvHasOwner) && e.Owner.KernName == "" {
-		b = append(append(word(b, col), "in container "...), c...)
+	if c := ContainerName(e.Owner.Place); c != "" && owned {
+		b = append(label(b, col, "container"), c...)
 	}
-	if e.Actor.PID != 0 && e.Kind != rdma.EvOffCPU && (!e.Has(rdma.EvHasOwner) || e.Actor.TID != e.Owner.TID) {
-		b = appendTask(append(word(b, col), "by "...), e.Actor.Comm, e.Actor.TID)
+	if by := actorShown(e, v.Threads); by != 0 && e.Kind != rdma.EvOffCPU {
+		b = appendTask(label(b, col, "by"), e.Actor.Comm, by)
 	}
 	if c := e.Cleanup(); c != "" {
-		b = append(append(append(word(b, col), '('), c...), " cleanup)"...)
+		b = append(label(b, col, "cleanup"), c...)
 	}
 	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
-		b = append(append(word(b, col), "netdev "...), Sanitize(e.Netdev)...)
+		b = append(label(b, col, "netdev"), Sanitize(e.Netdev)...)
 	}
 	if e.Has(rdma.EvPolled) {
 		// Found by comparing two dumps, not seen happening.
 		b = append(word(b, col), "(polled)"...)
 	}
 	return trimSpaces(b, start)
+}
+
+// actorShown is the id by= names the acting task by, or 0 to leave it
+// out: a task of another process than the owner's, by its process (a
+// kworker's is itself); with threads, any other thread, by its own id.
+func actorShown(e *rdma.Event, threads bool) uint32 {
+	a := &e.Actor
+	if a.PID == 0 && a.TID == 0 {
+		return 0
+	}
+	if !e.Has(rdma.EvHasOwner) {
+		if threads {
+			return a.TID
+		}
+		return process(a)
+	}
+	switch {
+	case threads && a.TID != e.Owner.TID:
+		return a.TID
+	case process(a) != process(&e.Owner):
+		return process(a)
+	}
+	return 0
 }
 
 // trimSpaces drops the padding a line with an empty detail would end in.
@@ -504,17 +584,17 @@ func statusName(e *rdma.Event) string {
 	return rdma.CMStatusName(ev, e.Status)
 }
 
-// statusText is the human view of a status and its name: "status
-// ECONNREFUSED", "status 28 (consumer defined)", "status 5".
+// statusText is the human view of a status and its name: "status=ECONNREFUSED",
+// "status=28 (consumer defined)", "status=5".
 func statusText(status int32, name string) string {
 	num := strconv.Itoa(int(status))
 	switch {
 	case name == num:
-		return "status " + num
+		return "status=" + num
 	case status < 0:
-		return "status " + name
+		return "status=" + name
 	}
-	return "status " + num + " (" + name + ")"
+	return "status=" + num + " (" + name + ")"
 }
 
 // padTo pads the column that starts at col to w bytes, and ends it.
@@ -540,61 +620,235 @@ func appendTask(b []byte, comm string, tid uint32) []byte {
 }
 
 // EventWriter writes events as `rdmatrace trace` prints them: NDJSON lines
-// (-j) or the human view. Lines are written into one buffer, written out
-// when it holds eventFlushAt bytes or at Flush (trace flushes whenever
-// the ring has been emptied): nothing is allocated per event but an
-// address's text, nothing is copied twice, and a burst costs a write(2)
-// per 64 KiB. This is the path tracer.BenchmarkBurstDecodeEnrichEncode
-// measures.
+// (-j) or the human view. It reuses its buffers, so that nothing is
+// allocated per event but an address's text: this is the path
+// tracer.BenchmarkDecodeFilterEncode measures.
+//
+// The human view is quieter than -j: the resources that exist at start
+// are one line of counts unless View.Snapshot says otherwise, an rdma_cm
+// event is one line, its cm_event_done's result in cm_event_handler's,
+// and a destroy is one line, its destroy_begin left out (one that the
+// driver aborts stays; see cmHeld).
 type EventWriter struct {
-	w    io.Writer
+	w    *bufio.Writer
 	json bool
 	buf  []byte
-	err  error // the first write's error, returned from then on (as bufio)
-	// Stamp is how the human view times events; JSON always has "time".
-	Stamp Stamp
-	first time.Time // the first event's time, for StampRelative
+	// View is how the human view shows events; JSON has every event and
+	// field.
+	View   EventView
+	first  time.Time // the first event's time, for StampRelative
+	header bool      // the header line is written
+	// existing counts the "exists" events not yet summed up, by type.
+	existing  [256]uint64 // by rdma.ResType
+	existingN uint64
+	held      cmHeld
 }
 
-// eventFlushAt is how much an EventWriter holds before it writes: a write
-// per 4 KiB (bufio's default) was a quarter of the reader's CPU under a
-// burst, in system calls (docs/benchmarks.md).
-const eventFlushAt = 64 << 10
-
-// NewEventWriter writes to w, NDJSON when json is set; call Flush at the end.
+// NewEventWriter writes to w, NDJSON when json is set; call Close (or
+// Flush, then Close) at the end.
 func NewEventWriter(w io.Writer, json bool) *EventWriter {
-	return &EventWriter{w: w, json: json, buf: make([]byte, 0, eventFlushAt+4096)}
+	return &EventWriter{w: bufio.NewWriterSize(w, eventBufSize), json: json, buf: make([]byte, 0, 512)}
 }
+
+// eventBufSize is how much an EventWriter holds before it writes: a
+// write(2) per 4 KiB (bufio's default) was a quarter of the reader's CPU
+// under a burst, in system calls (docs/benchmarks.md).
+const eventBufSize = 64 << 10
 
 // Write writes one event and its newline.
 func (ew *EventWriter) Write(e *rdma.Event) error {
-	if ew.err != nil {
-		return ew.err
-	}
 	if ew.json {
-		ew.buf = AppendEventJSON(ew.buf, e)
-	} else {
-		if ew.first.IsZero() {
-			ew.first = e.Time
-			ew.buf = append(ew.buf, EventHeader(ew.Stamp)+"\n"...)
+		ew.buf = append(AppendEventJSON(ew.buf[:0], e), '\n')
+		_, err := ew.w.Write(ew.buf)
+		return err
+	}
+	if ew.first.IsZero() {
+		ew.first = e.Time
+	}
+	if e.Kind == rdma.EvExists && ew.View.Snapshot != SnapshotList {
+		if ew.View.Snapshot == SnapshotSummary {
+			ew.existing[e.Type]++
+			ew.existingN++
 		}
-		ew.buf = appendEventLine(ew.buf, e, ew.Stamp, ew.first)
+		return nil
 	}
-	ew.buf = append(ew.buf, '\n')
-	if len(ew.buf) >= eventFlushAt {
-		return ew.Flush()
+	ew.sumExisting()
+	switch {
+	case e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvDestroyBegin:
+		ew.held.hold(e, time.Now())
+	case (e.Kind == rdma.EvCMEventDone || e.Kind == rdma.EvDestroy) && ew.held.done(e):
+	case ew.held.waiting():
+		ew.held.queue(append([]byte(nil), ew.line(e, nil)...))
+	default:
+		return ew.writeLine(ew.line(e, nil))
 	}
-	return nil
+	return ew.release(time.Now(), false)
 }
 
-// Flush writes out buffered events.
-func (ew *EventWriter) Flush() error {
-	if ew.err != nil || len(ew.buf) == 0 {
-		return ew.err
+// line renders e's human line (in ew.buf, valid until the next), its
+// handler's result when not nil.
+func (ew *EventWriter) line(e *rdma.Event, result *int32) []byte {
+	ew.buf = appendEventLineResult(ew.buf[:0], e, ew.View, ew.first, result)
+	return ew.buf
+}
+
+// writeLine writes a line and its newline, the header before the first.
+func (ew *EventWriter) writeLine(line []byte) error {
+	if !ew.header {
+		ew.header = true
+		ew.w.WriteString(EventHeader(ew.View.Stamp) + "\n")
 	}
-	_, ew.err = ew.w.Write(ew.buf)
-	ew.buf = ew.buf[:0]
-	return ew.err
+	ew.w.Write(line)
+	return ew.w.WriteByte('\n') // bufio's errors stick: the first is this one
+}
+
+// sumExisting writes the line that counts the "exists" events held back:
+// "51 resources existed when tracing started: 10 pd, 12 cq, ...".
+func (ew *EventWriter) sumExisting() {
+	if ew.existingN == 0 {
+		return
+	}
+	b := strconv.AppendUint(ew.buf[:0], ew.existingN, 10)
+	b = append(b, " resources existed when tracing started:"...)
+	sep := " "
+	for t, c := range ew.existing {
+		if c > 0 {
+			b = append(strconv.AppendUint(append(b, sep...), c, 10), ' ')
+			b = append(b, rdma.ResType(t).String()...)
+			sep = ", "
+		}
+	}
+	b = append(b, " (--snapshot lists them)\n"...)
+	ew.buf = b
+	ew.w.Write(b) // an error sticks, for the next write or flush
+	ew.existing, ew.existingN = [256]uint64{}, 0
+}
+
+// release writes the held lines that may go: a handler's once its done
+// came, or once it waited cmHoldFor (all with force), and the lines
+// behind it.
+func (ew *EventWriter) release(now time.Time, force bool) error {
+	var err error
+	for _, h := range ew.held.ready(now, force) {
+		line := h.line
+		switch {
+		case line != nil:
+		case h.merged && h.ev.Kind == rdma.EvDestroyBegin:
+			line = ew.line(&h.end, nil) // the destroy, where it began
+		case h.merged:
+			line = ew.line(&h.ev, &h.end.Status)
+		default:
+			line = ew.line(&h.ev, nil)
+		}
+		err = ew.writeLine(line)
+	}
+	return err
+}
+
+// Flush writes out buffered events: a handler still waiting for its done
+// stays held until cmHoldFor has passed.
+func (ew *EventWriter) Flush() error {
+	if !ew.json {
+		ew.sumExisting()
+		_ = ew.release(time.Now(), false)
+	}
+	return ew.w.Flush()
+}
+
+// Close writes out everything, held handlers too.
+func (ew *EventWriter) Close() error {
+	if !ew.json {
+		ew.sumExisting()
+		_ = ew.release(time.Now(), true)
+	}
+	return ew.w.Flush()
+}
+
+// cmHoldFor is how long the human view holds a cm_event_handler for its
+// cm_event_done (or a destroy_begin for its destroy): the program's
+// handler runs between them (ucma's queues the event for user space,
+// microseconds); past it the held line is shown alone, and the one that
+// ends it gets its own.
+const cmHoldFor = 200 * time.Millisecond
+
+// cmMaxHeld bounds the lines held behind a waiting handler.
+const cmMaxHeld = 4096
+
+// cmHeld is the human view's queue behind cm_event_handler events that
+// wait for their cm_event_done, and destroy_begin events for their
+// destroy: lines that came after a waiting handler
+// wait behind it, so that the view keeps the events' order.
+type cmHeld struct {
+	q    []heldLine
+	head int // q[head:] is held
+}
+
+// heldLine is a rendered line, or a held event (line nil) and, once
+// merged, the one that ends it: a handler's done, a destroy_begin's
+// destroy.
+type heldLine struct {
+	line    []byte
+	ev, end rdma.Event
+	merged  bool
+	at      time.Time
+}
+
+func (c *cmHeld) waiting() bool { return c.head < len(c.q) }
+
+func (c *cmHeld) hold(e *rdma.Event, now time.Time) {
+	c.q = append(c.q, heldLine{ev: *e, at: now})
+}
+
+func (c *cmHeld) queue(line []byte) { c.q = append(c.q, heldLine{line: line}) }
+
+// done merges a cm_event_done into its handler's line, or a destroy into
+// its destroy_begin's, if one is held: the same ID's same event, handed
+// to its owner by the same task; the same object.
+func (c *cmHeld) done(e *rdma.Event) bool {
+	for i := len(c.q) - 1; i >= c.head; i-- {
+		h := &c.q[i]
+		if h.line == nil && !h.merged && ends(&h.ev, e) {
+			h.merged, h.end = true, *e
+			return true
+		}
+	}
+	return false
+}
+
+// ends says whether d ends h: h's handler's done, or h's destroy.
+func ends(h, d *rdma.Event) bool {
+	if h.Kind == rdma.EvDestroyBegin {
+		return d.Kind == rdma.EvDestroy && h.Type == d.Type && h.ID == d.ID && h.LQPN == d.LQPN &&
+			h.DevName == d.DevName && h.Owner.TID == d.Owner.TID && h.Owner.KernName == d.Owner.KernName
+	}
+	return d.Kind == rdma.EvCMEventDone && h.CMEvent == d.CMEvent && h.ID == d.ID && h.Actor.TID == d.Actor.TID &&
+		h.Owner.TID == d.Owner.TID && h.DevName == d.DevName && h.Src == d.Src && h.Dst == d.Dst
+}
+
+// ready takes the held lines that may be written, in order.
+func (c *cmHeld) ready(now time.Time, force bool) []heldLine {
+	if c.head > 0 && c.head >= len(c.q)/2 {
+		// What was written last time goes: a queue that never empties
+		// (a handler always waiting) stays as long as what it holds.
+		n := copy(c.q, c.q[c.head:])
+		clear(c.q[n:])
+		c.q, c.head = c.q[:n], 0
+	}
+	from := c.head
+	for c.head < len(c.q) {
+		h := &c.q[c.head]
+		if h.line == nil && !h.merged && !force && now.Sub(h.at) < cmHoldFor && len(c.q)-c.head < cmMaxHeld {
+			break
+		}
+		c.head++
+	}
+	out := c.q[from:c.head]
+	if c.head == len(c.q) {
+		// Nothing held: the next hold starts at the front again (out
+		// stays valid until then).
+		c.q, c.head = c.q[:0], 0
+	}
+	return out
 }
 
 // appendStack adds where a user object was created (--stacks): "via", the

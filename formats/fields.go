@@ -135,7 +135,8 @@ type fieldAppender[O any] interface {
 }
 
 // place adds where the owner runs: the keys `cgroup`, `runtime`,
-// `container-id`, `pod-uid`, `pidns-pid` (its pid in its own pid
+// `container-id`, `job` (a Slurm job's id), `pod-uid`, `pod-namespace` and
+// `pod-name` (where the node names the pod), `pidns-pid` (its pid in its own pid
 // namespace, when that is not ours) and `netns` (the namespace's inode),
 // each when known.
 func (o Object) place(p *rdma.Placement) Object { return AppendPlace(o, p) }
@@ -150,7 +151,12 @@ func appendPlace[O fieldAppender[O]](o O, p *rdma.Placement) O {
 	o = o.strIf(p.Cgroup != "", "cgroup", p.Cgroup)
 	o = o.strIf(p.Runtime != "", "runtime", p.Runtime)
 	o = o.strIf(p.ContainerID != "", "container-id", p.ContainerID)
+	if job := p.Job(); job != "" {
+		o = o.str("job", job)
+	}
 	o = o.strIf(p.PodUID != "", "pod-uid", p.PodUID)
+	o = o.strIf(p.PodName != "", "pod-namespace", p.PodNamespace)
+	o = o.strIf(p.PodName != "", "pod-name", p.PodName)
 	o = o.numIf(p.NSPid != 0, "pidns-pid", uint64(p.NSPid))
 	return o.numIf(p.NetNS != 0, "netns", p.NetNS)
 }

@@ -83,7 +83,7 @@ func TestDetailsTableGolden(t *testing.T) {
 func TestEventTeeSaysWhichOutputFailed(t *testing.T) {
 	var order []string
 	var screen bytes.Buffer
-	tee := &EventTee{Print: NewEventSink(&screen, FormatJSON, StampNone), Record: failing{},
+	tee := &EventTee{Print: NewEventSink(&screen, FormatJSON, EventView{Stamp: StampNone}), Record: failing{},
 		Closers: []func() error{func() error { order = append(order, "otlp"); return nil }, func() error { order = append(order, "recording"); return nil }}}
 	if err := tee.Write(&rdma.Event{Kind: rdma.EvCreate}); err == nil || !strings.HasPrefix(err.Error(), "-w: ") {
 		t.Errorf("Write = %v, want the recording's error under -w", err)

@@ -100,9 +100,8 @@ func (s *ndjsonSink[R]) Close() error { return s.w.Flush() }
 func Objects(_ Object, o Object) Object { return o }
 
 // NewEventSink is the writer of traced events in format f: the human
-// view (Text, timed by stamp), NDJSON (a recording's lines) or a JSON
-// array.
-func NewEventSink(w io.Writer, f Format, stamp Stamp) Sink[*rdma.Event] {
+// view (Text, as v says), NDJSON (a recording's lines) or a JSON array.
+func NewEventSink(w io.Writer, f Format, v EventView) Sink[*rdma.Event] {
 	switch f {
 	case FormatJSON:
 		return NewObjectSink(w, FormatJSON, false, AppendEventObject)
@@ -110,12 +109,9 @@ func NewEventSink(w io.Writer, f Format, stamp Stamp) Sink[*rdma.Event] {
 		return NewEventWriter(w, true)
 	}
 	ew := NewEventWriter(w, false)
-	ew.Stamp = stamp
+	ew.View = v
 	return ew
 }
-
-// Close flushes: a stream of lines has no end mark.
-func (ew *EventWriter) Close() error { return ew.Flush() }
 
 // Close ends the NDJSON stream: it flushes.
 func (n *NDJSONWriter) Close() error { return n.Flush() }

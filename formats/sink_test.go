@@ -48,7 +48,7 @@ func TestEventSinksWriteAnArrayOrLines(t *testing.T) {
 		{FormatNDJSON, func(s string) bool { return strings.Count(s, "\n") == 2 && strings.HasPrefix(s, "{") }},
 	} {
 		var b bytes.Buffer
-		s := NewEventSink(&b, c.f, StampAbsolute)
+		s := NewEventSink(&b, c.f, EventView{})
 		for i := 0; i < 2; i++ {
 			if err := s.Write(ev); err != nil {
 				t.Fatal(err)
@@ -59,7 +59,7 @@ func TestEventSinksWriteAnArrayOrLines(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := NewEventSink(&b, FormatJSON, StampAbsolute).Close(); err != nil || b.String() != "[]\n" {
+	if err := NewEventSink(&b, FormatJSON, EventView{}).Close(); err != nil || b.String() != "[]\n" {
 		t.Errorf("no event in -o json: %q, %v; want []", b.String(), err)
 	}
 }

@@ -223,8 +223,8 @@ func uintText(v uint64) string { return (&Field{Kind: Num, Num: v}).Text() }
 
 // ContainerName is how the human views name where a process runs: the
 // runtime and the container id shortened as runtimes print it
-// ("docker:0123456789ab", "slurm:42.3"), or the pod ("pod:<uid>") when
-// only that is known; "" for a process outside containers.
+// ("docker:0123456789ab", "slurm:42.3"), or the pod ("pod:NAMESPACE/NAME",
+// else "pod:<uid>") when only that is known; "" for a process outside containers.
 func ContainerName(p *rdma.Placement) string {
 	switch {
 	case p == nil:
@@ -239,6 +239,8 @@ func ContainerName(p *rdma.Placement) string {
 			rt = "container"
 		}
 		return Sanitize(rt + ":" + id)
+	case p.PodName != "":
+		return Sanitize("pod:" + p.Pod())
 	case p.PodUID != "":
 		return Sanitize("pod:" + p.PodUID)
 	}

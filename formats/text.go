@@ -39,7 +39,7 @@ func (t *TextWriter) Resource(r *rdma.Resource) error {
 		switch f.Key {
 		case "ifindex", "ifname", "port":
 			continue
-		case "cgroup", "runtime", "container-id", "pod-uid", "netns":
+		case "cgroup", "runtime", "container-id", "job", "pod-uid", "pod-namespace", "pod-name", "netns":
 			// One word says it in text; -j has each.
 			if f.Key == "cgroup" {
 				if c := ContainerName(r.Owner.Place); c != "" {

@@ -96,7 +96,9 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 			}
 			d := NewDecoder(clock)
 			var ev rdma.Event
+			// The human view as trace prints it: an rdma_cm event a line.
 			var human bytes.Buffer
+			hw := formats.NewEventWriter(&human, false)
 			kinds := map[rdma.EventKind]int{}
 			for i, rec := range recs {
 				if err := d.Decode(rec, &ev); err != nil {
@@ -107,7 +109,9 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 				if i >= len(want) || got != want[i] {
 					t.Fatalf("record %d decodes to\n  %s\nlive stream had\n  %s", i+1, got, want[min(i, len(want)-1)])
 				}
-				human.WriteString(formats.EventLine(&ev) + "\n")
+				if err := hw.Write(&ev); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if len(recs) != len(want) {
 				t.Errorf("%d records, %d live lines", len(recs), len(want))
@@ -117,6 +121,9 @@ func TestDecodeMatchesTheLiveStream(t *testing.T) {
 				if kinds[k] == 0 {
 					t.Errorf("the recording has no %s event", k)
 				}
+			}
+			if err := hw.Close(); err != nil {
+				t.Fatal(err)
 			}
 			golden.Check(t, filepath.Join(dir, "trace.txt"), human.Bytes())
 		})
@@ -388,7 +395,7 @@ func TestDecodeSMCLink(t *testing.T) {
 		!strings.Contains(j, `"lgr-id":"00000100","role":"server","link-id":1,"link-state":"activating"`) {
 		t.Errorf("-j: %s", j)
 	}
-	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     -                        lqpn 17 RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by e2e.test[130]") {
+	if l := formats.EventLine(&ev); !strings.Contains(l, "smc-link-create           rxe0/1     -                        lqpn=17 type=RC lgr 00000100 server link 1 activating") || !strings.Contains(l, "by=e2e.test[130]") {
 		t.Errorf("line: %s", l)
 	}
 	var back rdma.Event

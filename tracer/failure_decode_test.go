@@ -63,7 +63,7 @@ func TestDecodeAsync(t *testing.T) {
 		ev.DevName != "rxe0" || ev.Port != 1 || ev.Fault.HasPeer() || ev.Actor.Comm != "ip" {
 		t.Fatalf("port event decoded as %+v", ev)
 	}
-	if l := formats.EventLine(&ev); !strings.Contains(l, "async                     rxe0/1     -                        PORT_ERR by ip[300]") {
+	if l := formats.EventLine(&ev); !strings.Contains(l, "async                     rxe0/1     -                        PORT_ERR by=ip[300]") {
 		t.Errorf("line: %s", l)
 	}
 
@@ -113,7 +113,7 @@ func TestDecodeQPError(t *testing.T) {
 		report rdma.QPErrorReport
 		line   string
 	}{
-		{bpf.RdmatraceQpErrorCauseQPE_DRIVER_ERR, 0, 0, rdma.QPErrDriver, "lqpn 17 RC ERR by its driver peer ::ffff:10.99.0.2 qpn 18"},
+		{bpf.RdmatraceQpErrorCauseQPE_DRIVER_ERR, 0, 0, rdma.QPErrDriver, "lqpn=17 type=RC ERR by its driver peer ::ffff:10.99.0.2 qpn 18"},
 		{bpf.RdmatraceQpErrorCauseQPE_FIRST_WC, 12, 1, rdma.QPErrFirst, "first error RETRY_EXC_ERR (transport retry counter exceeded)"},
 		{bpf.RdmatraceQpErrorCauseQPE_WC_COUNT, 5, 1234, rdma.QPErrTotal, "1234 WR_FLUSH_ERR in all"},
 	} {

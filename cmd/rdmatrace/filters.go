@@ -20,8 +20,12 @@ var filterUsage = map[string]string{
 	"event":     "only these events (create, destroy, modify, cm_event_handler, ..., cm, cm-error or failure)",
 	"cgroup":    "only objects whose owner is in these cgroup v2 paths or below them (comma list: /kubepods.slice)",
 	"container": "only objects whose owner is in these containers (comma list of ids or their first characters)",
-	"pod":       "only objects whose owner is in these Kubernetes pods (comma list of pod UIDs)",
+	"pod":       "only objects whose owner is in these Kubernetes pods (comma list of pod UIDs, or NAMESPACE/NAME where the node's pod logs name them)",
+	"job":       "only objects whose owner is in these Slurm jobs (comma list of job ids, or JOB.STEP)",
 }
+
+// filterAliases are the --filter-KEY flags' short names.
+var filterAliases = map[string]string{"pod": "pod", "job": "job"}
 
 // filterFlags are the --filter-KEY flags for keys (and --pid, -p with
 // pidShort, as in bpftrace and ptcpdump): the same words as the iproute2
@@ -29,7 +33,11 @@ var filterUsage = map[string]string{
 func filterFlags(pidShort bool, keys ...string) []cli.Flag {
 	var fs []cli.Flag
 	for _, k := range keys {
-		fs = append(fs, &cli.StringFlag{Name: "filter-" + k, Usage: filterUsage[k]})
+		f := &cli.StringFlag{Name: "filter-" + k, Usage: filterUsage[k]}
+		if a, ok := filterAliases[k]; ok {
+			f.Aliases = []string{a}
+		}
+		fs = append(fs, f)
 	}
 	pid := &cli.StringFlag{Name: "pid", Usage: "same as --filter-pid"}
 	if pidShort {

@@ -33,7 +33,7 @@ var stacksFlag = &cli.BoolFlag{Name: "stacks", Usage: "name where in its program
 
 // leaksFilterKeys are leaks' filter keys: not event, which would hide the
 // destroys that end a resource's life.
-var leaksFilterKeys = []string{"pid", "comm", "dev", "res", "cgroup", "container", "pod"}
+var leaksFilterKeys = []string{"pid", "comm", "dev", "res", "cgroup", "container", "pod", "job"}
 
 func leaksCommand() *cli.Command {
 	return &cli.Command{

@@ -65,7 +65,7 @@ func TestUsageErrorsExitTwoAndListChoices(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"res", "qp", "colour", "red"}, "valid filters are cgroup, comm, container, dev, link, lqpn"},
+		{[]string{"res", "qp", "colour", "red"}, "valid filters are cgroup, comm, container, dev, job, link, lqpn"},
 		{[]string{"res", "qp", "state", "RUNNING"}, "valid values are RESET, INIT, RTR, RTS, SQD, SQE, ERR"},
 		{[]string{"res", "cm_id", "-f", "ps SDP"}, "valid values are TCP, UDP, IB, IPoIB"},
 		{[]string{"res", "queue"}, "valid types are pd, cq, qp, cm_id, mr, ctx, srq"},

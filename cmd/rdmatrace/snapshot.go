@@ -222,7 +222,7 @@ func linkCommand() *cli.Command {
 
 // resFilterFlagKeys are the --filter-KEY flags of res and ps: the keys
 // every resource type has; the others are iproute2 words only.
-var resFilterFlagKeys = []string{"pid", "comm", "dev", "cgroup", "container", "pod"}
+var resFilterFlagKeys = []string{"pid", "comm", "dev", "cgroup", "container", "pod", "job"}
 
 func resCommand() *cli.Command {
 	return &cli.Command{

@@ -30,10 +30,11 @@ func topCommand() *cli.Command {
 			"EXAMPLES:\n" +
 			"   sudo rdmatrace top                         # full screen, by process\n" +
 			"   sudo rdmatrace top --by pod                # one row per Kubernetes pod\n" +
+			"   sudo rdmatrace top --job 4242              # only Slurm job 4242's processes\n" +
 			"   sudo rdmatrace top -b -n 3 -d 1 > top.txt  # three tables a second apart\n" +
 			"   rdmatrace top --netlink -d 2               # no BPF: netlink's dumps\n\n" +
 			"EXIT STATUS:\n" + exitStatus("nothing could be counted: neither BPF nor RDMA netlink (the line says why)", ""),
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "batch", Aliases: []string{"b"}, Usage: "write plain tables one after the other, as top -b (the default when the output is no terminal)"},
 			&cli.IntFlag{Name: "iterations", Aliases: []string{"n"}, Usage: "stop after `N` refreshes (0: until q or Ctrl-C)"},
 			&cli.StringFlag{Name: "delay", Aliases: []string{"d"}, Value: "1", Usage: "refresh every `SECONDS` (as top's -d: 1, 0.5; or a duration: 500ms)"},
@@ -41,10 +42,13 @@ func topCommand() *cli.Command {
 			&cli.StringFlag{Name: "sort", Value: "creates", Usage: "sort the owners by `KEY` first: " + strings.Join(top.SortKeys(), ", ")},
 			&cli.IntFlag{Name: "max-owners", Value: top.DefaultMaxOwners, Usage: "at most `N` owner rows; the others are counted in one row, other"},
 			readyFileFlag("once counting has begun"), netlinkFlag, ringSizeFlag, fallbackFlag, btfFlag, verboseFlag,
-		},
+		}, filterFlags(false, topFilterKeys...)...),
 		Action: runTop,
 	}
 }
+
+// topFilterKeys select the owners top counts (and --pid).
+var topFilterKeys = []string{"pod", "job"}
 
 func runTop(c *cli.Context) error {
 	o, err := topOptions(c)
@@ -83,6 +87,11 @@ func topOptions(c *cli.Context) (o top.Options, err error) {
 	}
 	if c.Bool("netlink") {
 		o.NoBPF = "--netlink asked for none"
+	}
+	if f, err := eventFilterOptions(c, nil, topFilterKeys...); err != nil {
+		return o, usagef("%w", err)
+	} else if f.HasPlace() || c.IsSet("pid") {
+		o.Keep = f.Match
 	}
 	o.FullScreen = !c.Bool("batch") && isTerminal(os.Stdout)
 	if o.FullScreen {

@@ -22,8 +22,12 @@ func traceCommand() *cli.Command {
 		Description: "Attaches eBPF programs to ib_core's resource tracking, the rdma_cma tracepoints,\n" +
 			"QP state changes and device (un)registration, each with the cheapest variant the\n" +
 			"kernel allows (fentry/fexit/tp_btf, else kprobe/raw tracepoint). Resources that\n" +
-			"exist when tracing starts are listed first as \"exists\" events. Events the kernel\n" +
-			"could not queue are counted and reported, live and at the end.\n\n" +
+			"exist when tracing starts are counted in one line (--snapshot lists them as \"exists\"\n" +
+			"events; -j, -w and --otlp always have them). An rdma_cm event is one line, with what\n" +
+			"the program's handler returned, and so is a destroy (-j: cm_event_handler and\n" +
+			"cm_event_done, destroy_begin and destroy). Objects are their process's; -d or -v\n" +
+			"adds the thread. Events the kernel could not queue are counted and reported, live\n" +
+			"and at the end.\n\n" +
 			"Where BPF cannot be used (no privileges for it, no BTF, a kernel that refuses it) or\n" +
 			"with --netlink, trace says so and goes on through RDMA netlink: device events from the\n" +
 			"kernel's monitor group (Linux 6.12+) and resources compared every --poll (1s unless\n" +
@@ -35,6 +39,7 @@ func traceCommand() *cli.Command {
 			"   rdmatrace trace qp pid 1234 comm rping       # iproute2's words\n" +
 			"   rdmatrace trace -p 1234 --filter-res qp      # bpftrace's -p, ptcpdump's --filter-*\n" +
 			"   rdmatrace trace cm_id event cm -j            # rdma_cm events as NDJSON\n" +
+			"   rdmatrace trace --snapshot                   # what exists at start too, one line each\n" +
 			"   rdmatrace trace --duration 30s --no-snapshot > events.txt\n" +
 			"   rdmatrace trace -w rec.ndjson -C 100 -W 5     # record, rotated past 100 MB, 5 files kept\n" +
 			"   rdmatrace trace -r rec.ndjson qp --timestamp relative   # read it back, filtered\n" +
@@ -53,7 +58,7 @@ func traceCommand() *cli.Command {
 			filterFlags(true, traceFilterKeys...)...),
 			&cli.BoolFlag{Name: "kernel-only", Usage: "only objects owned by kernel modules"},
 			&cli.BoolFlag{Name: "user-only", Usage: "only objects owned by processes"},
-			streamDetailsFlag,
+			&cli.BoolFlag{Name: "details", Aliases: []string{"d"}, Usage: "the human view names the thread that made an object (tid=) and a thread of its process that acted (by=); -j has pid and tgid always"},
 			durationFlag,
 			&cli.IntFlag{Name: "count", Aliases: []string{"c"}, Usage: "stop after this many events"},
 			readyFileFlag("once every available hook is attached"),
@@ -65,7 +70,8 @@ func traceCommand() *cli.Command {
 			netlinkFlag,
 			bpfFlag,
 			verboseFlag,
-			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not list the resources that exist at start"},
+			&cli.BoolFlag{Name: "snapshot", Usage: "list the resources that exist at start, one \"exists\" line each (by default the human view counts them in one line)"},
+			&cli.BoolFlag{Name: "no-snapshot", Usage: "do not read the resources that exist at start, not even into -j, -w or --otlp"},
 			&cli.StringFlag{Name: "timestamp", Value: "absolute", Usage: "how the human view times events: absolute (time of day), relative (seconds since the first), date, none"},
 			&cli.StringFlag{Name: "read", Aliases: []string{"r"}, Usage: "read a recording back from `FILE` (- for stdin; compressed ones too) instead of tracing"},
 			maxInputFlag,
@@ -73,7 +79,7 @@ func traceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print", Usage: "with -w FILE: print events too"},
 			&cli.IntFlag{Name: "file-size", Aliases: []string{"C"}, Usage: "with -w: start a new file past `MB` megabytes (1,000,000 bytes), as tcpdump; FILE is the newest, FILE.1 the one before"},
 			&cli.IntFlag{Name: "file-count", Aliases: []string{"W"}, Value: rotate.DefaultCount, Usage: "with -C: keep `N` files, the oldest dropped"},
-			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
+			&cli.BoolFlag{Name: "no-kernel-filter", Usage: "filter pid, cgroup, container, pod, job and -- CMD in user space only (by default the kernel discards what they exclude; a container's cgroup is found within a second of its start)"},
 			userFlag,
 			&cli.IntSliceFlag{Name: "follow-pid", Usage: "also trace this process's off-CPU spells (sched_switch/sched_wakeup, who ran instead) and its ucma_get_event calls, and every process's time in the kernel functions behind verbs and rdma_cm steps (span events; repeatable)"},
 			otlpFlag,
@@ -87,7 +93,7 @@ func traceCommand() *cli.Command {
 }
 
 // traceFilterKeys are trace's filter keys: all of filter.EventKeys.
-var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod"}
+var traceFilterKeys = []string{"pid", "comm", "dev", "res", "event", "cgroup", "container", "pod", "job"}
 
 // traceRun is a trace as its flags say: the use case's options and
 // where its events go.
@@ -176,14 +182,14 @@ func splitCommand(args []string) (words, argv []string) {
 	return args, nil
 }
 
-// eventOutput is where trace's events go: the screen in Format (timed by
-// Stamp), the recording of -w (rotated past FileSizeMB, FileCount kept;
+// eventOutput is where trace's events go: the screen in Format (shown as
+// View says), the recording of -w (rotated past FileSizeMB, FileCount kept;
 // "-": stdout), with Print both, and an OTLP collector, with the node's
 // identity records as Node when Identity (live runs: a recording's QPs are
 // not this node's).
 type eventOutput struct {
 	Format     formats.Format
-	Stamp      formats.Stamp
+	View       formats.EventView
 	Write      string
 	FileSizeMB int
 	FileCount  int
@@ -197,8 +203,16 @@ func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
 	if o.Format, err = streamOptions(c, formats.FormatText, formats.FormatJSON, formats.FormatNDJSON); err != nil {
 		return o, err
 	}
-	if o.Stamp, err = formats.ParseStamp(c.String("timestamp")); err != nil {
+	if o.View.Stamp, err = formats.ParseStamp(c.String("timestamp")); err != nil {
 		return o, usagef("--timestamp: %w", err)
+	}
+	switch o.View.Threads = c.Bool("details") || c.Bool("verbose"); {
+	case c.Bool("snapshot") && c.Bool("no-snapshot"):
+		return o, usagef("--snapshot lists what --no-snapshot leaves out: give one")
+	case c.Bool("snapshot"):
+		o.View.Snapshot = formats.SnapshotList
+	case c.Bool("no-snapshot"):
+		o.View.Snapshot = formats.SnapshotHide
 	}
 	o.Write, o.FileSizeMB, o.FileCount, o.Print, o.OTLP = c.String("write"), c.Int("file-size"), c.Int("file-count"), c.Bool("print"), c.String("otlp")
 	o.Node, o.Identity = c.String("node"), c.String("read") == ""
@@ -220,7 +234,7 @@ func eventOutputOptions(c *cli.Context) (o eventOutput, err error) {
 func (o eventOutput) open() (*formats.EventTee, error) {
 	sink := &formats.EventTee{}
 	if o.Write == "" || o.Print {
-		sink.Print = formats.NewEventSink(os.Stdout, o.Format, o.Stamp)
+		sink.Print = formats.NewEventSink(os.Stdout, o.Format, o.View)
 	}
 	if o.Write == "-" {
 		sink.Record = formats.NewEventWriter(os.Stdout, true)

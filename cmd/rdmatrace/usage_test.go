@@ -29,7 +29,7 @@ func TestUsageErrorsAreOneLineAndExitTwoInEveryCommand(t *testing.T) {
 		{"trace --duration 5", `--duration "5": expected a duration`},
 		{"trace -d 5s", `unknown resource type "5s"`}, // -d is --details now
 		{"trace -o xml", `unknown output format "xml"`},
-		{"trace qp colour red", `unknown event filter "colour": valid filters are cgroup, comm, container, dev, event, pid, pod, res`},
+		{"trace qp colour red", `unknown event filter "colour": valid filters are cgroup, comm, container, dev, event, job, pid, pod, res`},
 		{"trace queue", `unknown resource type "queue"`},
 		{"trace --pid x", `filter pid: bad number "x"`},
 		{"trace -p 1-", `filter pid: bad range "1-"`},

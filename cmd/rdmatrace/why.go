@@ -45,7 +45,8 @@ func whyCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: outText, Usage: "output `FORMAT`: text, json (one array) or ndjson"},
 			&cli.StringFlag{Name: "pid", Aliases: []string{"p"}, Usage: "only objects owned by these PIDs (comma list, ranges)"},
 			&cli.StringFlag{Name: "container", Usage: "only objects whose owner is in these containers (ids or their first characters)"},
-			&cli.StringFlag{Name: "pod", Usage: "only objects whose owner is in these Kubernetes pods (comma list of pod `UID`s: a node's cgroups know pods by UID, not by name)"},
+			&cli.StringFlag{Name: "pod", Usage: "only objects whose owner is in these Kubernetes pods (comma list of pod `UID`s, or NAMESPACE/NAME where the node's pod logs name them)"},
+			&cli.StringFlag{Name: "job", Usage: "only objects whose owner is in these Slurm jobs (comma list of job `ID`s, or JOB.STEP)"},
 			&cli.StringFlag{Name: "comm", Usage: "only objects whose owner has one of these names (comma list)"},
 			&cli.UintFlag{Name: "qpn", Usage: "only the QP with this `N`umber and the rdma_cm ID that created it"},
 			&cli.DurationFlag{Name: "no-answer", Usage: "also list an rdma_cm step unanswered after this long (0: only when its ID is destroyed unanswered or the run ends)"},
@@ -145,11 +146,11 @@ func whyOptions(c *cli.Context) (why.Options, error) {
 	return o, nil
 }
 
-// whyFilterOptions are the owner selection: --pid, --comm, --container and
-// --pod, through trace's filter.
+// whyFilterOptions are the owner selection: --pid, --comm, --container,
+// --job and --pod, through trace's filter.
 func whyFilterOptions(c *cli.Context) (*filter.Events, error) {
 	var words []string
-	for _, k := range []string{"pid", "comm", "container"} {
+	for _, k := range []string{"pid", "comm", "container", "job"} {
 		if v := c.String(k); v != "" {
 			words = append(words, k, v)
 		}

@@ -206,33 +206,7 @@ func limitWords(e *Event) string {
 		return ""
 	}
 	a, d, dev := &c.Asked, &c.Caps, devOf(e)
-	over := func(what string, asked uint32, cap string, max uint32) string {
-		if max != 0 && asked > max {
-			return fmt.Sprintf("%s %d > %s's %s %d", what, asked, dev, cap, max)
-		}
-		return ""
-	}
-	var checks []string
-	if a.Has&AskedQP != 0 {
-		checks = append(checks,
-			over("max_send_wr", a.MaxSendWR, "max_qp_wr", d.MaxQPWR),
-			over("max_recv_wr", a.MaxRecvWR, "max_qp_wr", d.MaxQPWR),
-			over("max_send_sge", a.MaxSendSGE, "max_send_sge", d.MaxSendSGE),
-			over("max_recv_sge", a.MaxRecvSGE, "max_recv_sge", d.MaxRecvSGE))
-	}
-	if a.Has&AskedCQE != 0 {
-		checks = append(checks, over("cqe", a.CQE, "max_cqe", d.MaxCQE))
-	}
-	if a.Has&AskedMR != 0 && d.MaxMRSize != 0 && a.Length > d.MaxMRSize {
-		checks = append(checks, fmt.Sprintf("length %s > %s's max_mr_size %s", Bytes(a.Length), dev, Bytes(d.MaxMRSize)))
-	}
-	var out []string
-	for _, s := range checks {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	if len(out) > 0 {
+	if out := c.OverCaps(dev); len(out) > 0 {
 		return strings.Join(out, ", ")
 	}
 	// Nothing exceeded: say what was asked, for the reader to judge.
@@ -244,6 +218,36 @@ func limitWords(e *Event) string {
 		return fmt.Sprintf("asked %d entries (%s allows %d)", a.CQE, dev, d.MaxCQE)
 	}
 	return ""
+}
+
+// OverCaps says each thing asked that exceeds the device's limits
+// (dev names the device in the words): "max_send_wr 40000 > rxe0's
+// max_qp_wr 16384". None when the limits are not known or nothing
+// exceeds them.
+func (c *CallFail) OverCaps(dev string) []string {
+	if !c.Caps.Valid {
+		return nil
+	}
+	a, d := &c.Asked, &c.Caps
+	var out []string
+	over := func(what string, asked uint32, cap string, max uint32) {
+		if max != 0 && asked > max {
+			out = append(out, fmt.Sprintf("%s %d > %s's %s %d", what, asked, dev, cap, max))
+		}
+	}
+	if a.Has&AskedQP != 0 {
+		over("max_send_wr", a.MaxSendWR, "max_qp_wr", d.MaxQPWR)
+		over("max_recv_wr", a.MaxRecvWR, "max_qp_wr", d.MaxQPWR)
+		over("max_send_sge", a.MaxSendSGE, "max_send_sge", d.MaxSendSGE)
+		over("max_recv_sge", a.MaxRecvSGE, "max_recv_sge", d.MaxRecvSGE)
+	}
+	if a.Has&AskedCQE != 0 {
+		over("cqe", a.CQE, "max_cqe", d.MaxCQE)
+	}
+	if a.Has&AskedMR != 0 && d.MaxMRSize != 0 && a.Length > d.MaxMRSize {
+		out = append(out, fmt.Sprintf("length %s > %s's max_mr_size %s", Bytes(a.Length), dev, Bytes(d.MaxMRSize)))
+	}
+	return out
 }
 
 // errnoWords says what an errno means for the call where it is

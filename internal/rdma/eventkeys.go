@@ -35,7 +35,8 @@ var EventKeys = []EventKey{
 	{KeySrcAddr.Name, ValString}, {KeyDstAddr.Name, ValString},
 	// The owner, and where it ran (formats.AppendPlace's keys).
 	{KeyPID.Name, ValUint32}, {"tgid", ValUint32}, {KeyComm.Name, ValString}, {"cgroup-id", ValUint64},
-	{"cgroup", ValString}, {"runtime", ValString}, {"container-id", ValString}, {"pod-uid", ValString},
+	{"cgroup", ValString}, {"runtime", ValString}, {"container-id", ValString}, {"job", ValString},
+	{"pod-uid", ValString}, {"pod-namespace", ValString}, {"pod-name", ValString},
 	{"pidns-pid", ValUint32}, {"netns", ValUint64},
 	{"actor-pid", ValUint32}, {"actor-comm", ValString}, {"cleanup", ValString},
 	// Spans and off-CPU spells; an MR's size.

@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"net/netip"
+	"strings"
 )
 
 // Device is one RDMA device (an nldev GET reply).
@@ -112,8 +113,30 @@ type Placement struct {
 	Runtime     string // container runtime: docker, containerd, cri-o, podman, slurm
 	ContainerID string // the container's id as its runtime prints it (Slurm: job.step)
 	PodUID      string // Kubernetes pod UID
-	NSPid       uint32 // pid in the process's own pid namespace, when that is not ours
-	NetNS       uint64 // inode of its network namespace (as /proc/PID/ns/net names it)
+	// PodNamespace and PodName name the pod of PodUID, where the node
+	// ties them (its pod logs' directory names).
+	PodNamespace, PodName string
+	NSPid                 uint32 // pid in the process's own pid namespace, when that is not ours
+	NetNS                 uint64 // inode of its network namespace (as /proc/PID/ns/net names it)
+}
+
+// Job is the Slurm job the cgroup path names ("42" of the step 42.0),
+// "" for a process outside Slurm's jobs.
+func (p *Placement) Job() string {
+	if p == nil || p.Runtime != "slurm" {
+		return ""
+	}
+	job, _, _ := strings.Cut(p.ContainerID, ".")
+	return job
+}
+
+// Pod is the pod as kubectl names it, NAMESPACE/NAME, when the node tied
+// its UID to a name; else "".
+func (p *Placement) Pod() string {
+	if p == nil || p.PodName == "" {
+		return ""
+	}
+	return p.PodNamespace + "/" + p.PodName
 }
 
 // Kernel reports whether a kernel module owns the resource.

@@ -134,7 +134,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filt
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-res -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-cgroup -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-container -x
-complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l filter-job -l job -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l kernel-only
 complete -c rdmatrace -n '__rdmatrace_cmd leaks; and not __rdmatrace_dd' -l user-only
@@ -200,7 +201,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-dev -x
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-cgroup -x
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-container -x
-complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l filter-job -l job -x
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -l details -s d
 complete -c rdmatrace -n '__rdmatrace_cmd ps; and not __rdmatrace_dd' -s o -l output -x -a 'table json ndjson'
@@ -215,16 +217,17 @@ complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour re
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-dev -x
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-cgroup -x
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-container -x
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l filter-job -l job -x
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd' -l pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __rdmatrace_first' -a 'show pd cq qp cm_id mr ctx srq'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup cm-idn comm container dev dev-type dst-addr dst-port link lqpn pid pod ps qp-type src-addr src-port state'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cq' -a 'cgroup comm container cqn ctxn dev pid pod poll-ctx users'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container ctxn dev pid pod'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev lkey mrlen mrn pdn pid pod rkey'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from pd' -a 'cgroup comm container ctxn dev pdn pid pod users'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type'
-complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from srq' -a 'cgroup comm container cqn dev lqpn pdn pid pod srqn type'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup cm-idn comm container dev dev-type dst-addr dst-port job link lqpn pid pod ps qp-type src-addr src-port state'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cq' -a 'cgroup comm container cqn ctxn dev job pid pod poll-ctx users'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container ctxn dev job pid pod'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev job lkey mrlen mrn pdn pid pod rkey'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from pd' -a 'cgroup comm container ctxn dev job pdn pid pod users'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev job link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type'
+complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from srq' -a 'cgroup comm container cqn dev job lqpn pdn pid pod srqn type'
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev ps' -a 'TCP UDP IB IPoIB'
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev qp-type' -a 'SMI GSI RC UC UD RAW_IPV6 RAW_ETHERTYPE RAW_PACKET XRC_INI XRC_TGT DRIVER'
 complete -c rdmatrace -n '__rdmatrace_cmd res resource r re reso resou resour resourc; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id; and __rdmatrace_prev state' -a 'IDLE ADDR_QUERY ADDR_RESOLVED ROUTE_QUERY ROUTE_RESOLVED CONNECT DISCONNECT ADDR_BOUND LISTEN DEVICE_REMOVAL DESTROYING'
@@ -265,6 +268,9 @@ complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l ring-s
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l fallback
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l btf -r -F
 complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l verbose -s v
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l filter-job -l job -x
+complete -c rdmatrace -n '__rdmatrace_cmd top; and not __rdmatrace_dd' -l pid -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pid -x
@@ -274,7 +280,8 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filt
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-event -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-cgroup -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-container -x
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-pod -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l filter-job -l job -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l kernel-only
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l user-only
@@ -290,6 +297,7 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l poll
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l netlink
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l bpf
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l verbose -s v
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l no-snapshot
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l timestamp -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l read -s r -r -F
@@ -304,20 +312,21 @@ complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l foll
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l otlp -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l node -x
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -l list -s l
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __rdmatrace_first' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cq' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from pd' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev event pid pod res'
-complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from srq' -a 'cgroup comm container dev event pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __rdmatrace_first' -a 'pd cq qp cm_id mr ctx srq cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cm_id' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from cq' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from ctx' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from mr' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from pd' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from qp' -a 'cgroup comm container dev event job pid pod res'
+complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd; and __fish_seen_subcommand_from srq' -a 'cgroup comm container dev event job pid pod res'
 complete -c rdmatrace -n '__rdmatrace_cmd trace; and not __rdmatrace_dd' -s o -l output -x -a 'text json ndjson'
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l json -s j
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l output -s o -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l pid -s p -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l container -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l pod -x
+complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l job -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l comm -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l qpn -x
 complete -c rdmatrace -n '__rdmatrace_cmd why; and not __rdmatrace_dd' -l no-answer -x

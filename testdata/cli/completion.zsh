@@ -6,25 +6,25 @@ autoload -U +X bashcompinit && bashcompinit
 # value (the next word is its value, not an argument).
 _rdmatrace_value() {
     case $1 in
-    "") case $2 in --addr | --after | --at | --btf | --by | --comm | --container | --count | --delay | --dev | --duration | --failed-creates | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-pid | --filter-pod | --filter-res | --follow-pid | --headroom | --interval | --iterations | --listen | --log | --max-blocked | --max-input | --max-owners | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-errors | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --since | --sort | --speed | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -n | -o | -r | -w) return 0 ;; esac ;;
+    "") case $2 in --addr | --after | --at | --btf | --by | --comm | --container | --count | --delay | --dev | --duration | --failed-creates | --file-count | --file-size | --filter | --filter-cgroup | --filter-comm | --filter-container | --filter-dev | --filter-event | --filter-job | --filter-pid | --filter-pod | --filter-res | --follow-pid | --headroom | --interval | --iterations | --job | --listen | --log | --max-blocked | --max-input | --max-owners | --max-table | --netns | --no-answer | --node | --otlp | --output | --pid | --pod | --poll | --port | --qp-errors | --qp-trace | --qpn | --read | --ready-file | --recording | --report | --ring-size | --since | --sort | --speed | --store | --timeout | --timestamp | --top | --user | --web.config.file | --web.max-connections | --web.max-requests | --web.probe-listen | --web.timeout | --write | -C | -W | -c | -d | -f | -n | -o | -r | -w) return 0 ;; esac ;;
     dev | d | de) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     doctor) case $2 in --qp-trace | --pid | -p | --container | --port | --qpn | --after | --user | --output | -o) return 0 ;; esac ;;
     exporter) case $2 in --btf | --ready-file | --web.config.file | --listen | --web.probe-listen | --top | --ring-size | --web.max-connections | --web.max-requests | --web.timeout | --otlp | --node) return 0 ;; esac ;;
     gid) case $2 in --dev | -d | --port | -p | --output | -o | --interval) return 0 ;; esac ;;
     health) case $2 in --ready-file | --since | --speed | --dev | -d | --qp-errors | --failed-creates | --headroom) return 0 ;; esac ;;
-    leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
+    leaks) case $2 in --ready-file | --btf | --log | --recording | --report | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-cgroup | --filter-container | --filter-pod | --pod | --filter-job | --job | --pid | -p | --duration | --interval | --max-blocked | --max-table | --ring-size | --max-input | --user) return 0 ;; esac ;;
     link | l | li | lin) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     parse) case $2 in --output | -o | --filter | -f | --max-input | --filter-pid | --filter-comm | --filter-dev | --pid) return 0 ;; esac ;;
     peer) case $2 in --store | --at | --timeout) return 0 ;; esac ;;
     ports) case $2 in --output | -o | --port | --addr | --pid | --dev) return 0 ;; esac ;;
-    ps) case $2 in --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid | -p) return 0 ;; esac ;;
-    res | resource | r | re | reso | resou | resour | resourc) case $2 in --output | -o | --netns | --filter | -f | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pid) return 0 ;; esac ;;
+    ps) case $2 in --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pod | --filter-job | --job | --pid | -p) return 0 ;; esac ;;
+    res | resource | r | re | reso | resou | resour | resourc) case $2 in --output | -o | --netns | --filter | -f | --filter-pid | --filter-comm | --filter-dev | --filter-cgroup | --filter-container | --filter-pod | --pod | --filter-job | --job | --pid) return 0 ;; esac ;;
     smc) case $2 in --output | -o) return 0 ;; esac ;;
     stat | statistic | st | sta | stati | statis | statist | statisti) case $2 in --output | -o | --netns) return 0 ;; esac ;;
     system | s | sy | sys | syst | syste) case $2 in --output | -o) return 0 ;; esac ;;
-    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size) return 0 ;; esac ;;
-    trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
-    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
+    top) case $2 in --ready-file | --btf | --iterations | -n | --delay | -d | --by | --sort | --max-owners | --ring-size | --filter-pod | --pod | --filter-job | --job | --pid) return 0 ;; esac ;;
+    trace) case $2 in --ready-file | --btf | --read | -r | --write | -w | --output | -o | --filter-pid | --filter-comm | --filter-dev | --filter-res | --filter-event | --filter-cgroup | --filter-container | --filter-pod | --pod | --filter-job | --job | --pid | -p | --duration | --count | -c | --ring-size | --poll | --timestamp | --max-input | --file-size | -C | --file-count | -W | --user | --follow-pid | --otlp | --node) return 0 ;; esac ;;
+    why) case $2 in --read | -r | --log | --ready-file | --btf | --output | -o | --pid | -p | --container | --pod | --job | --comm | --qpn | --no-answer | --store | --node | --max-input | --duration | --ring-size | --poll) return 0 ;; esac ;;
     esac
     return 1
 }
@@ -101,10 +101,10 @@ _rdmatrace() {
         values="--since --speed --dev -d --qp-errors --failed-creates --headroom"
         ;;
     leaks)
-        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --stacks --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
+        flags="--json -j --filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --kernel-only --user-only --details -d --duration --interval --max-blocked --max-table --ready-file --ring-size --stacks --fallback --btf --verbose -v --log --recording --max-input --user --report --help -h"
         words=""
         files="--ready-file --btf --log --recording --report"
-        values="--filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pid -p --duration --interval --max-blocked --max-table --ring-size --max-input --user"
+        values="--filter-pid --filter-comm --filter-dev --filter-res --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --duration --interval --max-blocked --max-table --ring-size --max-input --user"
         ;;
     link | l | li | lin)
         flags="--json -j --pretty -p --output -o --netns --details -d --help -h"
@@ -131,15 +131,15 @@ _rdmatrace() {
         formats="table json ndjson"
         ;;
     ps)
-        flags="--json -j --pretty --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid -p --details -d --help -h"
+        flags="--json -j --pretty --output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --details -d --help -h"
         words=""
-        values="--output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid -p"
+        values="--output -o --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p"
         formats="table json ndjson"
         ;;
     res | resource | r | re | reso | resou | resour | resourc)
-        flags="--json -j --pretty -p --output -o --netns --filter -f --details -d --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid --help -h"
+        flags="--json -j --pretty -p --output -o --netns --filter -f --details -d --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid --help -h"
         words="show pd cq qp cm_id mr ctx srq"
-        values="--output -o --netns --filter -f --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pid"
+        values="--output -o --netns --filter -f --filter-pid --filter-comm --filter-dev --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid"
         formats="table text json ndjson legacy"
         [[ -z $typ || $typ == show ]] && words="$words $devs"
         case $typ:$prev in
@@ -153,13 +153,13 @@ _rdmatrace() {
         srq:type) COMPREPLY=($(compgen -W "BASIC XRC TM" -- "$cur")); return ;;
         esac
         case $typ in
-        cm_id) words="cgroup cm-idn comm container dev dev-type dst-addr dst-port link lqpn pid pod ps qp-type src-addr src-port state" ;;
-        cq) words="cgroup comm container cqn ctxn dev pid pod poll-ctx users" ;;
-        ctx) words="cgroup comm container ctxn dev pid pod" ;;
-        mr) words="cgroup comm container dev lkey mrlen mrn pdn pid pod rkey" ;;
-        pd) words="cgroup comm container ctxn dev pdn pid pod users" ;;
-        qp) words="cgroup comm container dev link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type" ;;
-        srq) words="cgroup comm container cqn dev lqpn pdn pid pod srqn type" ;;
+        cm_id) words="cgroup cm-idn comm container dev dev-type dst-addr dst-port job link lqpn pid pod ps qp-type src-addr src-port state" ;;
+        cq) words="cgroup comm container cqn ctxn dev job pid pod poll-ctx users" ;;
+        ctx) words="cgroup comm container ctxn dev job pid pod" ;;
+        mr) words="cgroup comm container dev job lkey mrlen mrn pdn pid pod rkey" ;;
+        pd) words="cgroup comm container ctxn dev job pdn pid pod users" ;;
+        qp) words="cgroup comm container dev job link lqpn path-mig-state pdn pid pod rq-psn rqpn sq-psn state type" ;;
+        srq) words="cgroup comm container cqn dev job lqpn pdn pid pod srqn type" ;;
         esac
         ;;
     smc)
@@ -190,32 +190,32 @@ _rdmatrace() {
         esac
         ;;
     top)
-        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --help -h"
+        flags="--batch -b --iterations -n --delay -d --by --sort --max-owners --ready-file --netlink --ring-size --fallback --btf --verbose -v --filter-pod --pod --filter-job --job --pid --help -h"
         words=""
         files="--ready-file --btf"
-        values="--iterations -n --delay -d --by --sort --max-owners --ring-size"
+        values="--iterations -n --delay -d --by --sort --max-owners --ring-size --filter-pod --pod --filter-job --job --pid"
         ;;
     trace)
-        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"
-        words="pd cq qp cm_id mr ctx srq cgroup comm container dev event pid pod res"
+        flags="--json -j --output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --kernel-only --user-only --details -d --duration --count -c --ready-file --ring-size --stacks --fallback --btf --poll --netlink --bpf --verbose -v --snapshot --no-snapshot --timestamp --read -r --max-input --write -w --print --file-size -C --file-count -W --no-kernel-filter --user --follow-pid --otlp --node --list -l --help -h"
+        words="pd cq qp cm_id mr ctx srq cgroup comm container dev event job pid pod res"
         files="--ready-file --btf --read -r --write -w"
-        values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp --node"
+        values="--output -o --filter-pid --filter-comm --filter-dev --filter-res --filter-event --filter-cgroup --filter-container --filter-pod --pod --filter-job --job --pid -p --duration --count -c --ring-size --poll --timestamp --max-input --file-size -C --file-count -W --user --follow-pid --otlp --node"
         formats="text json ndjson"
         case $typ in
-        cm_id) words="cgroup comm container dev event pid pod res" ;;
-        cq) words="cgroup comm container dev event pid pod res" ;;
-        ctx) words="cgroup comm container dev event pid pod res" ;;
-        mr) words="cgroup comm container dev event pid pod res" ;;
-        pd) words="cgroup comm container dev event pid pod res" ;;
-        qp) words="cgroup comm container dev event pid pod res" ;;
-        srq) words="cgroup comm container dev event pid pod res" ;;
+        cm_id) words="cgroup comm container dev event job pid pod res" ;;
+        cq) words="cgroup comm container dev event job pid pod res" ;;
+        ctx) words="cgroup comm container dev event job pid pod res" ;;
+        mr) words="cgroup comm container dev event job pid pod res" ;;
+        pd) words="cgroup comm container dev event job pid pod res" ;;
+        qp) words="cgroup comm container dev event job pid pod res" ;;
+        srq) words="cgroup comm container dev event job pid pod res" ;;
         esac
         ;;
     why)
-        flags="--json -j --output -o --pid -p --container --pod --comm --qpn --no-answer --read -r --log --store --node --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
+        flags="--json -j --output -o --pid -p --container --pod --job --comm --qpn --no-answer --read -r --log --store --node --max-input --duration --ready-file --ring-size --fallback --btf --poll --verbose -v --help -h"
         words=""
         files="--read -r --log --ready-file --btf"
-        values="--output -o --pid -p --container --pod --comm --qpn --no-answer --store --node --max-input --duration --ring-size --poll"
+        values="--output -o --pid -p --container --pod --job --comm --qpn --no-answer --store --node --max-input --duration --ring-size --poll"
         formats="text json ndjson"
         ;;
     esac

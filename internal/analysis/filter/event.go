@@ -10,7 +10,7 @@ import (
 // EventKeys are the filter keys of traced events (trace and leaks), each
 // also a --filter-KEY flag. pid, comm and dev mean what they mean for
 // `rdmatrace res`; res is the resource type, event the kind of event.
-var EventKeys = []string{"cgroup", "comm", "container", "dev", "event", "pid", "pod", "res"}
+var EventKeys = []string{"cgroup", "comm", "container", "dev", "event", "job", "pid", "pod", "res"}
 
 // Events selects traced events by owner, device, type and kind.
 type Events struct {
@@ -94,7 +94,7 @@ func ParseEvents(words []string) (*Events, error) {
 					f.kinds[k] = true
 				}
 			}
-		case "cgroup", "container", "pod":
+		case "cgroup", "container", "pod", "job":
 			f.places[name] = append(f.places[name], parts...)
 		default:
 			return nil, fmt.Errorf("unknown event filter %q: valid filters are %s", words[i], strings.Join(EventKeys, ", "))
@@ -194,11 +194,11 @@ func (f *Events) PIDs(max int) ([]uint32, bool) {
 	return out, true
 }
 
-// HasPlace says whether a cgroup, container or pod filter is given.
+// HasPlace says whether a cgroup, container, pod or job filter is given.
 func (f *Events) HasPlace() bool { return len(f.places) > 0 }
 
 // MatchPlace says whether a process placed at p passes the cgroup,
-// container and pod filters (all of them, as Match does).
+// container, pod and job filters (all of them, as Match does).
 func (f *Events) MatchPlace(p *rdma.Placement) bool {
 	for name, wants := range f.places {
 		v, ok := placeValue(name, p)

@@ -44,7 +44,7 @@ func TestEventFilterTakesIproute2Words(t *testing.T) {
 
 func TestBadEventFiltersSayWhatIsExpected(t *testing.T) {
 	for words, want := range map[string]string{
-		"colour red":   `unknown event filter "colour": valid filters are cgroup, comm, container, dev, event, pid, pod, res`,
+		"colour red":   `unknown event filter "colour": valid filters are cgroup, comm, container, dev, event, job, pid, pod, res`,
 		"queue":        `unknown resource type "queue"`,
 		"pid x":        `filter pid: bad number "x"`,
 		"pid 5-1":      `filter pid: bad range "5-1"`,

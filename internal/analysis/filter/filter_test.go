@@ -142,7 +142,7 @@ func TestBadFiltersNameTheValidChoices(t *testing.T) {
 		{rdma.ResQP, "lqpn x", []string{"bad number"}},
 		{rdma.ResQP, "link /1", []string{"bad link"}},
 		{rdma.ResCMID, "src-addr 10.0.0", []string{"bad address"}},
-		{rdma.ResMR, "lqpn 1", []string{"valid filters are cgroup, comm, container, dev, lkey, mrlen, mrn, pdn, pid, pod, rkey"}},
+		{rdma.ResMR, "lqpn 1", []string{"valid filters are cgroup, comm, container, dev, job, lkey, mrlen, mrn, pdn, pid, pod, rkey"}},
 	} {
 		_, err := Parse(tc.typ, tc.expr)
 		if err == nil {

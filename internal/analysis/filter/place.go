@@ -8,10 +8,12 @@ import (
 
 // PlaceKeys select by where the owner runs: cgroup (that cgroup v2 path
 // or one below it), container (an id or its first characters, as runtimes
-// print them short) and pod (a Kubernetes pod UID).
-var PlaceKeys = []string{"cgroup", "container", "pod"}
+// print them short), pod (a Kubernetes pod's UID, or NAMESPACE/NAME where
+// the node names its pods) and job (a Slurm job's id, or JOB.STEP).
+var PlaceKeys = []string{"cgroup", "container", "pod", "job"}
 
-// placeValue reads a place key from p.
+// placeValue reads a place key from p. A pod is its UID and, when known,
+// its NAMESPACE/NAME after a space (neither has one).
 func placeValue(name string, p *rdma.Placement) (string, bool) {
 	if p == nil {
 		return "", false
@@ -22,7 +24,13 @@ func placeValue(name string, p *rdma.Placement) (string, bool) {
 	case "container":
 		return p.ContainerID, p.ContainerID != ""
 	case "pod":
+		if n := p.Pod(); n != "" {
+			return p.PodUID + " " + n, p.PodUID != ""
+		}
 		return p.PodUID, p.PodUID != ""
+	case "job":
+		// job.step: the job selects its steps, job.step one of them.
+		return p.ContainerID, p.Job() != ""
 	}
 	return "", false
 }
@@ -35,6 +43,14 @@ func placeWithin(name, v, want string) bool {
 		return v == want || want == "/" || strings.HasPrefix(v, want+"/")
 	case "container":
 		return strings.HasPrefix(v, strings.ToLower(want))
+	case "pod":
+		uid, pod, _ := strings.Cut(v, " ")
+		if strings.Contains(want, "/") {
+			return pod == want // names are case-sensitive
+		}
+		return strings.EqualFold(uid, want)
+	case "job":
+		return v == want || strings.HasPrefix(v, want+".")
 	}
 	return strings.EqualFold(v, want)
 }

@@ -147,7 +147,10 @@ func (t *Tracker) Event(e *rdma.Event) {
 				l.connected = e.QPState != rdma.QPStateErr && e.QPState != rdma.QPStateSQE
 			}
 			t.emit(l, rdma.QPExists, e.Time)
-			l.reported = l.connected // its remote QPN, when connected, came with it
+			// Its remote QPN, when connected, came with it; else
+			// netlink's next dump gives it.
+			l.reported = l.connected && l.id.HasRemoteQPN
+			l.remoteBy = e.Time.Add(t.o.RemoteWait)
 			return
 		}
 		t.emit(l, rdma.QPCreated, e.Time)
@@ -232,7 +235,9 @@ func (t *Tracker) fill(l *life, e *rdma.Event) {
 			q.Owner.Place = place
 		}
 	}
-	if e.Given(rdma.HasRQPN) {
+	// Netlink gives an RC QP's rqpn in any state: 0 until its RTR sets
+	// it. No connected QP's peer is QP 0 (the SMI's).
+	if e.Given(rdma.HasRQPN) && e.RQPN != 0 {
 		q.RemoteQPN, q.HasRemoteQPN = e.RQPN, true
 	}
 	switch e.Kind {
@@ -248,7 +253,7 @@ func (t *Tracker) fill(l *life, e *rdma.Event) {
 			if !q.RemoteGID.IsValid() {
 				q.RemoteGID = e.Fault.PeerGID
 			}
-			if !q.HasRemoteQPN {
+			if !q.HasRemoteQPN && e.Fault.PeerQPN != 0 {
 				q.RemoteQPN, q.HasRemoteQPN = e.Fault.PeerQPN, true
 			}
 		}
@@ -338,28 +343,24 @@ func (t *Tracker) device(e *rdma.Event) {
 }
 
 // Exit takes a process's exit status: the QPs freed at its exit are
-// reported with it; one read before its QPs' destroys is kept for them.
+// reported with it. It is kept for ExitWait for the destroys still to
+// come: the tracer's and the process events' paths interleave, and an
+// owner's status can come between the destroys of its QPs.
 func (t *Tracker) Exit(x rdma.ExitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	found := false
 	kept := t.ended[:0]
 	for _, l := range t.ended {
 		if l.id.Owner.PID == x.PID {
 			setExit(&l.id, x)
 			t.emit(l, rdma.QPEnded, l.id.Ended)
-			found = true
 			continue
 		}
 		kept = append(kept, l)
 	}
 	clear(t.ended[len(kept):])
 	t.ended = kept
-	if !found {
-		if _, ok := t.exits[x.PID]; !ok {
-			t.exits[x.PID] = x
-		}
-	}
+	t.exits[x.PID] = x
 }
 
 // NeedRemote lists the connected QPs still waiting for their remote QPN,
@@ -379,13 +380,16 @@ func (t *Tracker) NeedRemote() map[string][]uint32 {
 	return m
 }
 
-// RemoteQPN gives a followed QP its remote QPN (netlink's rqpn), read at
-// at: a connected QP waiting for it is reported.
+// RemoteQPN gives a connected QP waiting for it its remote QPN (netlink's
+// rqpn), read at at, and reports it. The dump that reads it lists every
+// QP of the device: one not connected yet (netlink's rqpn is 0 until the
+// RTR sets it) takes nothing from it, nor does one that a dump read too
+// early gives 0.
 func (t *Tracker) RemoteQPN(dev string, qpn, rqpn uint32, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l := t.qps[key{dev, qpn}]
-	if l == nil || l.id.HasRemoteQPN {
+	if l == nil || l.id.HasRemoteQPN || !l.connected || l.reported || rqpn == 0 {
 		return
 	}
 	l.id.RemoteQPN, l.id.HasRemoteQPN = rqpn, true

@@ -279,3 +279,76 @@ func TestAQPFirstSeenLaterIsFollowedFromThen(t *testing.T) {
 		"ended qp 17 rxe0/1 RTR ib_write_bw[999] created +100ms (seen) rqpn 18 fate destroyed +300ms at +300ms",
 		"ended qp 19 rxe0/1 RESET ib_write_bw[999] created +400ms (seen) fate destroyed +400ms at +400ms")
 }
+
+// Netlink's dump, read for one connected QP, lists every QP of the device,
+// and gives the rqpn of an RC QP in any state: 0 before its RTR (its
+// dest_qp_num is not set yet). A QP that was not waiting for its remote
+// QPN keeps none from that dump, and a 0 is never a peer (QP0 is the
+// SMI's): the QP connected later is reported with the QPN a dump read
+// after its RTR gives.
+func TestAnotherQPsDumpBeforeItsRTRGivesNoRemoteQPN(t *testing.T) {
+	r := &recorder{}
+	tr := newTracker(r)
+	tr.Event(ev(rdma.EvCreate, 0, 17))
+	tr.Event(ev(rdma.EvCreate, 1, 19))
+	tr.Event(modify(2, 17, rdma.QPStateRTR))
+	// The dump for 17 lists 19 as well, still in INIT.
+	tr.RemoteQPN("rxe0", 17, 18, at(500))
+	tr.RemoteQPN("rxe0", 19, 0, at(500))
+	tr.Event(modify(600, 19, rdma.QPStateRTR))
+	if need := tr.NeedRemote(); len(need["rxe0"]) != 1 || need["rxe0"][0] != 19 {
+		t.Errorf("NeedRemote %v, want rxe0's QP 19", need)
+	}
+	// A dump that still says 0 (read before the RTR took effect) is
+	// not the answer either.
+	tr.RemoteQPN("rxe0", 19, 0, at(700))
+	tr.RemoteQPN("rxe0", 19, 20, at(1000))
+	check(t, r.lines,
+		"created qp 17 rxe0/1 RESET ib_write_bw[999] created +0s at +0s",
+		"created qp 19 rxe0/1 RESET ib_write_bw[999] created +1ms at +1ms",
+		"connected qp 17 rxe0/1 RTR ib_write_bw[999] created +0s rqpn 18 at +500ms",
+		"connected qp 19 rxe0/1 RTR ib_write_bw[999] created +1ms rqpn 20 at +1s")
+}
+
+// A QP found by the start's snapshot before its RTR: netlink's rqpn 0 is
+// no peer, the connect later is reported with the one read after it.
+func TestASnapshotBeforeTheRTRGivesNoRemoteQPN(t *testing.T) {
+	r := &recorder{}
+	tr := newTracker(r)
+	x := ev(rdma.EvExists, 0, 30)
+	x.SetState(uint8(rdma.QPStateInit))
+	x.Resource.Has |= rdma.HasRQPN // RQPN 0, as netlink gives it
+	tr.Event(x)
+	tr.Event(modify(100, 30, rdma.QPStateRTR))
+	tr.RemoteQPN("rxe0", 30, 31, at(400))
+	check(t, r.lines,
+		"exists qp 30 rxe0/1 INIT ib_write_bw[999] created +0s (seen) at +0s",
+		"connected qp 30 rxe0/1 RTR ib_write_bw[999] created +0s (seen) rqpn 31 at +400ms")
+}
+
+// An owner with two QPs killed: its exit status, read (by its own path)
+// between the tracer's two destroys, is the second QP's as well as the
+// first's.
+func TestAnOwnersExitBetweenTheDestroysOfItsQPs(t *testing.T) {
+	r := &recorder{}
+	tr := newTracker(r)
+	tr.Event(ev(rdma.EvCreate, 0, 17))
+	tr.Event(ev(rdma.EvCreate, 1, 19))
+	destroy := func(ms int, qpn uint32) {
+		d := ev(rdma.EvDestroy, ms, qpn)
+		d.Flags |= rdma.EvActorExiting | rdma.EvFileClose
+		tr.Event(d)
+	}
+	destroy(4000, 17)
+	tr.Exit(rdma.ExitStatus{PID: 999, Time: at(4001), Code: 9})
+	destroy(4002, 19)
+	tr.Tick(at(9000))
+	check(t, r.lines,
+		"created qp 17 rxe0/1 RESET ib_write_bw[999] created +0s at +0s",
+		"created qp 19 rxe0/1 RESET ib_write_bw[999] created +1ms at +1ms",
+		"ended qp 17 rxe0/1 RESET ib_write_bw[999] created +0s fate signal +4s SIGKILL at +4s",
+		"ended qp 19 rxe0/1 RESET ib_write_bw[999] created +1ms fate signal +4.002s SIGKILL at +4.002s")
+	if st := tr.Stats(); st.NoStatus != 0 {
+		t.Errorf("%d QPs without their owner's status, want none", st.NoStatus)
+	}
+}

@@ -51,6 +51,16 @@ type Options struct {
 	Open func(stop func()) (View, error)
 	// Stderr gets the run's lines (os.Stderr when nil).
 	Stderr io.Writer
+	// Keep selects the objects counted (nil: all): --job, --pod.
+	Keep func(*rdma.Event) bool
+}
+
+// keep is o.Keep, or one that keeps everything.
+func (o Options) keep() func(*rdma.Event) bool {
+	if o.Keep == nil {
+		return func(*rdma.Event) bool { return true }
+	}
+	return o.Keep
 }
 
 // Run is `rdmatrace top`: the tracer's events where BPF can run, else
@@ -75,6 +85,7 @@ func Run(o Options) error {
 	}
 	o.Session.Tracer.Enrich = x
 	o.Session.Stderr = out
+	o.Session.Keep = o.Keep
 	s, err := tracer.NewSession(o.Session)
 	if tracer.BPFDenied(err) {
 		return runNetlink(o, out, x, "the kernel refused to load BPF programs (seccomp, an LSM or kernel.unprivileged_bpf_disabled may forbid them to this process)")
@@ -84,7 +95,12 @@ func Run(o Options) error {
 	}
 	defer s.Close()
 	a := New(o.By, o.MaxOwners, 0)
-	if _, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { a.Add(e); return true }}); err != nil {
+	if _, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool {
+		if o.keep()(e) {
+			a.Add(e)
+		}
+		return true
+	}}); err != nil {
 		fmt.Fprintf(out, "rdmatrace: the objects that exist now could not all be listed (their destroys are counted, their live counts are not): %v\n", err)
 	}
 	src := Source{BPF: true, Hooks: s.Tracer().Attached()}
@@ -124,7 +140,7 @@ func runNetlink(o Options, out *noteWriter, x *enrich.Enricher, reason string) e
 		return err
 	}
 	fr.ports = nl.Client
-	p := nl.Poller(nlpoll.Options{Interval: poll, Owner: x.Process,
+	p := nl.Poller(nlpoll.Options{Interval: poll, Owner: x.Process, Keep: o.Keep,
 		Write: func(e *rdma.Event) error { a.Add(e); return nil },
 		// A dump's differences come in one batch, then Flush: a frame
 		// when one is due.

@@ -104,7 +104,9 @@ func Run(o Options, sink Sink) error {
 	}
 	defer closeRaw()
 	return s.Run(tracer.Loop{
-		Consumer: tracer.Consumer{Event: sink.Write, Idle: func() { _ = sink.Flush() }, Raw: raw},
+		// Tick flushes too: the human view holds an rdma_cm handler's line
+		// for its done a moment, and shows it alone past that moment.
+		Consumer: tracer.Consumer{Event: sink.Write, Idle: func() { _ = sink.Flush() }, Tick: func() { _ = sink.Flush() }, Raw: raw},
 		Flush:    sink.Flush,
 	})
 }

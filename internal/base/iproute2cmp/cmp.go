@@ -33,7 +33,7 @@ var BrokenKeys = map[string][]string{
 // runs (formats' place keys), the namespace a --netns listing came from,
 // whether the kernel sends device events. Where iproute2 has none of
 // them, they are not compared.
-var Additions = []string{"cgroup", "runtime", "container-id", "pod-uid", "pidns-pid", "netns", "netns-name", "monitor-mode"}
+var Additions = []string{"cgroup", "runtime", "container-id", "job", "pod-uid", "pod-namespace", "pod-name", "pidns-pid", "netns", "netns-name", "monitor-mode"}
 
 // Compare returns one line per difference between iproute2's JSON array and
 // rdmatrace's for objects of type typ ("qp", "srq", ...; "" for the

@@ -41,13 +41,14 @@ type Exporter struct {
 	topN   int
 
 	mu           sync.Mutex
-	born         map[uint64]time.Time // a CM_ID's or QP's creation, by kernel address
+	born         map[uint64]birth // a CM_ID's or QP's creation, by kernel address
 	creates      *prometheus.CounterVec
 	destroys     *prometheus.CounterVec
 	transitions  *prometheus.CounterVec
 	cmEvents     *prometheus.CounterVec
-	setup        prometheus.Histogram
-	qpLife       prometheus.Histogram
+	setup        *prometheus.HistogramVec
+	qpLife       *prometheus.HistogramVec
+	createFails  *prometheus.CounterVec
 	scrapeErrors prometheus.Counter
 	atExit       *prometheus.CounterVec
 	failures     *prometheus.CounterVec
@@ -74,6 +75,16 @@ type Exporter struct {
 	health  *Health
 
 	success, resources, byOwner, qps, portActive, portCounter, blocked, holders *prometheus.Desc
+	// portFams are the named port counters' families (portFamilies),
+	// read from netlink's counters and sysfs under sysfs.
+	portFams []*prometheus.Desc
+	sysfs    string
+}
+
+// birth is when and on which device a CM_ID or a QP was created.
+type birth struct {
+	at  time.Time
+	dev string
 }
 
 type unregistration struct {
@@ -108,7 +119,7 @@ const maxBorn = 1 << 16
 // owner="other"): the worst case is devices × 7 types × (topN+1) series
 // for rdma_resources_by_owner.
 func New(source Source, topN int) *Exporter {
-	x := &Exporter{source: source, topN: topN, born: map[uint64]time.Time{}, unregs: map[string]unregistration{}, now: time.Now,
+	x := &Exporter{source: source, topN: topN, born: map[uint64]birth{}, sysfs: defaultSysfs, portFams: newPortFamilyDescs(), unregs: map[string]unregistration{}, now: time.Now,
 		live: restable.New(LiveTableSize), failing: map[string]string{}, log: ratelog.New(os.Stderr, 10*time.Second)}
 	x.success = prometheus.NewDesc("rdmatrace_scrape_collector_success",
 		"1 when the last scrape read this part of the RDMA state, 0 when it could not (rdmatrace logs why when it starts failing).",
@@ -135,12 +146,15 @@ func New(source Source, topN int) *Exporter {
 		Help: "QP state changes, by device and the state entered (ERR: a QP failed)."}, []string{"device", "state"})
 	x.cmEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_cm_events_total",
 		Help: "rdma_cm events delivered, by event and status name (REJECTED, UNREACHABLE, ADDR_ERROR ...)."}, []string{"event", "status"})
-	x.setup = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_cm_connection_setup_seconds",
-		Help:    "Connection setup, each side of a connection once: from a CM_ID's tracking (its bind to a device, or a connection request) to ESTABLISHED, or CONNECT_RESPONSE for an active side whose QP user space owns.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
-	x.qpLife = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rdma_qp_lifetime_seconds",
-		Help:    "From a QP's creation to its destruction.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 4, 14)})
+	x.setup = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rdma_cm_connection_setup_seconds",
+		Help:    "Connection setup, each side of a connection once, by device: from a CM_ID's tracking (its bind to a device, or a connection request) to ESTABLISHED, or CONNECT_RESPONSE for an active side whose QP user space owns.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"device"})
+	x.qpLife = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rdma_qp_lifetime_seconds",
+		Help:    "From a QP's creation to its destruction, by device.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 14)}, []string{"device"})
+	x.createFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rdma_create_failures_total",
+		Help: "Creates, opens and registrations that failed inside the call and created nothing, and rdma_cm steps that did (type cm_id), by device, object type and reason: cgroup (the rdma cgroup's rdma.max), memlock (RLIMIT_MEMLOCK), device_cap (more asked than the device allows), else the errno's name (EINVAL, ENOMEM, ... a fixed set; other for the rest)."},
+		[]string{"device", "type", "reason"})
 	x.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "rdmatrace_scrape_errors_total",
 		Help: "Parts of the RDMA state that a scrape could not read (the rest was served)."})
 	x.resources = prometheus.NewDesc("rdma_resources", "Live RDMA objects, by device and type (from netlink at the scrape).",
@@ -177,7 +191,7 @@ func (x *Exporter) SetHealth(h *Health) { x.health = h }
 // Register adds the exporter's metrics but the scrape's read of the
 // kernel to reg; Gatherer adds that read, bound to each scrape's context.
 func (x *Exporter) Register(reg prometheus.Registerer) error {
-	cs := []prometheus.Collector{x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.scrapeErrors, x.atExit, x.untracked, failuresCollector{x}}
+	cs := []prometheus.Collector{x.creates, x.destroys, x.transitions, x.cmEvents, x.setup, x.qpLife, x.createFails, x.scrapeErrors, x.atExit, x.untracked, failuresCollector{x}}
 	if x.health != nil {
 		cs = append(cs, x.health)
 	}
@@ -217,7 +231,7 @@ func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) { c.x.collect(c.ct
 // Describe is for prometheus.Collector: the kernel's state, read at each
 // scrape (Gatherer).
 func (x *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{partUpDesc, x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders} {
+	for _, d := range append([]*prometheus.Desc{partUpDesc, x.success, x.resources, x.byOwner, x.qps, x.portActive, x.portCounter, x.blocked, x.holders}, x.portFams...) {
 		ch <- d
 	}
 }
@@ -236,6 +250,7 @@ func (x *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 	}
 	x.scrapeErrors.Add(float64(len(s.Errors)))
 	x.mu.Lock()
+	logs := x.log
 	x.partsHealth(ch, s.Errors)
 	for dev, u := range x.unregs {
 		ch <- prometheus.MustNewConstMetric(x.blocked, prometheus.GaugeValue, x.now().Sub(u.since).Seconds(), dev, u.by)
@@ -277,6 +292,13 @@ func (x *Exporter) collect(ctx context.Context, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(x.portCounter, prometheus.CounterValue, float64(c.Value), st.DevName, port, c.Name)
 		}
 	}
+	ok := 1.0
+	if err := namedPortCounters(ch, x.portFams, x.sysfs, s.Ports, s.Stats); err != nil {
+		ok = 0
+		x.scrapeErrors.Inc()
+		logs.Printf("scrape "+PartSysfsCounters, "scrape: cannot read some port counters in sysfs: %v (served without them)", err)
+	}
+	ch <- prometheus.MustNewConstMetric(x.success, prometheus.GaugeValue, ok, PartSysfsCounters)
 }
 
 // partsHealth sends each part's success and logs a part's first error
@@ -416,6 +438,10 @@ func (x *Exporter) Event(e *rdma.Event) {
 		}
 		x.countFailure(e, en)
 	}
+	if e.Kind == rdma.EvCallFail {
+		x.countCallFail(e)
+		return
+	}
 	switch e.Kind {
 	case rdma.EvDevUnregister:
 		held := map[holder]int{}
@@ -441,16 +467,16 @@ func (x *Exporter) Event(e *rdma.Event) {
 			if len(x.born) >= maxBorn {
 				clear(x.born)
 			}
-			x.born[e.Obj] = e.Time
+			x.born[e.Obj] = birth{e.Time, dev}
 		}
 	case rdma.EvDestroy:
 		x.destroys.WithLabelValues(dev, typ).Inc()
 		if e.Cleanup() != "" && e.Owner.KernName == "" {
 			x.atExit.WithLabelValues(dev, typ).Inc()
 		}
-		if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+		if b, ok := x.born[e.Obj]; ok && e.Obj != 0 {
 			if e.Type == rdma.ResQP {
-				x.qpLife.Observe(e.Time.Sub(t).Seconds())
+				x.qpLife.WithLabelValues(cmp.Or(dev, b.dev)).Observe(e.Time.Sub(b.at).Seconds())
 			}
 			delete(x.born, e.Obj)
 		}
@@ -469,8 +495,8 @@ func (x *Exporter) Event(e *rdma.Event) {
 		// QP is user space's, CONNECT_RESPONSE (librdmacm moves the QP and
 		// makes ESTABLISHED itself: the kernel never delivers it).
 		if ev := e.CMEvent.String(); ev == "ESTABLISHED" || ev == "CONNECT_RESPONSE" && e.Status == 0 {
-			if t, ok := x.born[e.Obj]; ok && e.Obj != 0 {
-				x.setup.Observe(e.Time.Sub(t).Seconds())
+			if b, ok := x.born[e.Obj]; ok && e.Obj != 0 {
+				x.setup.WithLabelValues(cmp.Or(dev, b.dev)).Observe(e.Time.Sub(b.at).Seconds())
 				delete(x.born, e.Obj) // each side once
 			}
 		}

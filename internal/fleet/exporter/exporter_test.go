@@ -54,6 +54,7 @@ func snapshot() rdma.NodeState {
 
 func TestScrapeGoldenAndLint(t *testing.T) {
 	x := New(func(context.Context, func(*rdma.Resource)) rdma.NodeState { return snapshot() }, 2)
+	x.sysfs = fixtureSysfs
 	reg := prometheus.NewPedanticRegistry()
 	if err := x.Register(reg); err != nil {
 		t.Fatal(err)
@@ -126,7 +127,9 @@ func TestScrapeGoldenAndLint(t *testing.T) {
 	for _, want := range []string{
 		`rdma_resources_by_owner{container="",device="rxe0",owner="other",type="qp"} 2`,
 		`rdma_cm_events_total{event="REJECTED",status="consumer defined"} 1`,
-		`rdma_cm_connection_setup_seconds_count 2`,
+		`rdma_cm_connection_setup_seconds_count{device="rxe0"} 2`,
+		`rdma_qp_lifetime_seconds_count{device="rxe0"} 1`,
+		`rdma_port_transmit_packets_total{device="rxe0",port="1"} 124`,
 		`rdma_qp_transitions_total{device="rxe0",state="ERR"} 1`,
 		`rdma_device_unregister_blocked_seconds{by="rdma",device="rxe1"} 42`,
 		`rdma_device_unregister_holders{container="c0ffee",device="rxe1",owner="leakqp"} 2`,
@@ -201,7 +204,7 @@ func TestScrapeCollectorSuccessAndWhyLogged(t *testing.T) {
 				}
 			}
 		}
-		if len(got) != len(rdma.NodeParts) {
+		if len(got) != len(rdma.NodeParts)+1 { // and sysfs_port_counters
 			t.Errorf("%d success series, want one per part: %v", len(got), got)
 		}
 		return got

@@ -114,7 +114,7 @@ func TestEventsReachALocalReceiver(t *testing.T) {
 		}
 	}
 	if r.TimeUnixNano != uint64(evs[0].Time.UnixNano()) || r.EventName != "rdma.create" || r.SeverityText != "INFO" ||
-		!strings.Contains(r.Body.GetStringValue(), "lqpn 17") || attrs["comm"] != "rping" || attrs["res"] != "qp" || attrs["ifname"] != "rxe0" {
+		!strings.Contains(r.Body.GetStringValue(), "lqpn=17") || attrs["comm"] != "rping" || attrs["res"] != "qp" || attrs["ifname"] != "rxe0" {
 		t.Errorf("record 0: time %d event %q severity %q body %q attrs %v", r.TimeUnixNano, r.EventName, r.SeverityText, r.Body.GetStringValue(), attrs)
 	}
 	for i, want := range []string{"INFO", "WARN", "WARN"} {

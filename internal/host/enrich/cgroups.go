@@ -8,7 +8,7 @@ import (
 // PlacementOf is what a cgroup path alone says: the container and pod.
 func PlacementOf(cgroupPath string) rdma.Placement {
 	p := rdma.Placement{Cgroup: cgroupPath}
-	identify(&p)
+	identify(&p, nil)
 	return p
 }
 
@@ -27,10 +27,13 @@ func (x *Enricher) CgroupSelector(match func(*rdma.Placement) bool) (func() []ui
 		}
 	}
 	r := cgroup.NewResolver(root)
+	pods := x.podNames()
 	return func() []uint64 {
 		var ids []uint64
 		for id, path := range r.Rescan() {
-			if p := PlacementOf(path); match(&p) {
+			// A pod's name too: pod NAMESPACE/NAME selects its cgroups.
+			p := rdma.Placement{Cgroup: path}
+			if identify(&p, pods); match(&p) {
 				ids = append(ids, id)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
 
+	"github.com/rdmatrace/rdmatrace/internal/host/podnames"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
@@ -24,6 +25,9 @@ import (
 type Options struct {
 	ProcRoot   string // "" for /proc
 	CgroupRoot string // "" for the cgroup v2 mount (none: no cgroup ids are resolved)
+	// PodLogDir is where the kubelet keeps its pods' logs, whose
+	// directories name the pods of their UIDs ("" for /var/log/pods).
+	PodLogDir string
 	// SMCOwners: Event names the process holding the socket of an SMC
 	// fallback event that came without one (its inode's holder, from
 	// /proc/PID/fd: the server side falls back in a kworker).
@@ -39,6 +43,7 @@ type Enricher struct {
 	mu     sync.Mutex
 	procs  proc.CommCache // comms, read once per pid
 	places *placeCache    // made at the first Place: most commands never ask
+	pods   *podnames.Names
 	// rdmacgSince and rdmacgReads bound RDMACgroupLimit's reads.
 	rdmacgSince time.Time
 	rdmacgReads int
@@ -95,9 +100,23 @@ func (x *Enricher) Place(pid uint32, cgroupID uint64) *rdma.Placement {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.places == nil {
-		x.places = newPlaceCache(x.opts.ProcRoot, x.opts.CgroupRoot)
+		x.places = newPlaceCache(x.opts.ProcRoot, x.opts.CgroupRoot, x.podNamesLocked())
 	}
 	return x.places.place(pid, cgroupID)
+}
+
+// podNames is the run's one lookup of pod names, made at the first ask.
+func (x *Enricher) podNames() *podnames.Names {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.podNamesLocked()
+}
+
+func (x *Enricher) podNamesLocked() *podnames.Names {
+	if x.pods == nil {
+		x.pods = podnames.New(x.opts.PodLogDir)
+	}
+	return x.pods
 }
 
 // Resource names the owner of a resource from RDMA netlink: a process's

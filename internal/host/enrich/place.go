@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmatrace/rdmatrace/internal/host/cgroup"
 	"github.com/rdmatrace/rdmatrace/internal/host/container"
+	"github.com/rdmatrace/rdmatrace/internal/host/podnames"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 )
 
@@ -21,6 +22,7 @@ type placeCache struct {
 	fs      procfs.FS
 	fsErr   error
 	cgroups *cgroup.Resolver // nil without cgroup v2
+	pods    *podnames.Names
 	places  map[placeKey]placed
 }
 
@@ -39,14 +41,14 @@ type placeKey struct {
 // newPlaceCache reads processes under procRoot ("" for /proc) and
 // resolves cgroup ids under cgroupRoot ("" for the cgroup v2 mount; no
 // ids are resolved when there is none).
-func newPlaceCache(procRoot, cgroupRoot string) *placeCache {
+func newPlaceCache(procRoot, cgroupRoot string, pods *podnames.Names) *placeCache {
 	if procRoot == "" {
 		procRoot = procfs.DefaultMountPoint
 	}
 	if cgroupRoot == "" {
 		cgroupRoot, _ = cgroup.Mount()
 	}
-	c := &placeCache{places: map[placeKey]placed{}}
+	c := &placeCache{places: map[placeKey]placed{}, pods: pods}
 	c.fs, c.fsErr = procfs.NewFS(procRoot)
 	if cgroupRoot != "" {
 		c.cgroups = cgroup.NewResolver(cgroupRoot)
@@ -79,7 +81,7 @@ func (c *placeCache) place(pid uint32, cgroupID uint64) *rdma.Placement {
 			p = *got.place
 		}
 		p.Cgroup = path
-		identify(&p)
+		identify(&p, c.pods)
 		got = placed{place: &p}
 	} else {
 		got = c.look(pid, cgroupID)
@@ -116,15 +118,16 @@ func (c *placeCache) look(pid uint32, cgroupID uint64) placed {
 			}
 		}
 	}
-	identify(&p)
+	identify(&p, c.pods)
 	if p == (rdma.Placement{}) {
 		return placed{unresolved: unresolved}
 	}
 	return placed{place: &p, unresolved: unresolved}
 }
 
-// identify names the container and pod of p's cgroup path.
-func identify(p *rdma.Placement) {
+// identify names the container and pod of p's cgroup path, and the pod's
+// namespace and name where pods (nil: none) knows them.
+func identify(p *rdma.Placement, pods *podnames.Names) {
 	if p.Cgroup == "" {
 		return
 	}
@@ -136,6 +139,9 @@ func identify(p *rdma.Placement) {
 		if id.SlurmStep != "" {
 			p.ContainerID += "." + id.SlurmStep
 		}
+	}
+	if pod, ok := pods.Pod(p.PodUID); ok {
+		p.PodNamespace, p.PodName = pod.Namespace, pod.Name
 	}
 }
 

@@ -36,12 +36,17 @@ func fakeProc(t *testing.T, root string, pid, cgroupLine, nspid, netns string) {
 func TestPlaceOfAProcessInAPod(t *testing.T) {
 	root := t.TempDir()
 	fakeProc(t, root, "4242", "0::"+podScope, "4242\t7", "4026532301")
-	c := New(Options{ProcRoot: root, CgroupRoot: t.TempDir()})
+	// The kubelet's pod log directory names the pod of the UID.
+	logs := t.TempDir()
+	if err := os.Mkdir(filepath.Join(logs, "train_llm-0_0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{ProcRoot: root, CgroupRoot: t.TempDir(), PodLogDir: logs})
 	p := c.Place(4242, 0)
 	want := rdma.Placement{
 		Cgroup: podScope, Runtime: "containerd",
 		ContainerID: "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b",
-		PodUID:      "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6", NSPid: 7, NetNS: 4026532301,
+		PodUID:      "0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6", PodNamespace: "train", PodName: "llm-0", NSPid: 7, NetNS: 4026532301,
 	}
 	if p == nil || *p != want {
 		t.Fatalf("Place = %+v, want %+v", p, want)
@@ -112,7 +117,7 @@ func TestPlaceFromAnEventsCgroupID(t *testing.T) {
 	if err := os.Rename(filepath.Join(outside, "slurm"), filepath.Join(cg, "slurm")); err != nil {
 		t.Fatal(err)
 	}
-	if p := c.Place(556, st.Ino); p == nil || p.ContainerID != "42.3" || p.Runtime != "slurm" {
+	if p := c.Place(556, st.Ino); p == nil || p.ContainerID != "42.3" || p.Runtime != "slurm" || p.Job() != "42" {
 		t.Fatalf("Place after the cgroup appeared = %+v, want Slurm's 42.3", p)
 	}
 }

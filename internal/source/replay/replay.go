@@ -70,6 +70,7 @@ func (r *Reader) place(p rdma.Placement) *rdma.Placement {
 		r.places = map[rdma.Placement]*rdma.Placement{}
 	}
 	p.Cgroup, p.Runtime, p.ContainerID, p.PodUID = r.intern(p.Cgroup), r.intern(p.Runtime), r.intern(p.ContainerID), r.intern(p.PodUID)
+	p.PodNamespace, p.PodName = r.intern(p.PodNamespace), r.intern(p.PodName)
 	if len(r.places) < maxInterned {
 		r.places[p] = &p
 	}
@@ -108,7 +109,10 @@ type object struct {
 	Cgroup      string `json:"cgroup"`
 	Runtime     string `json:"runtime"`
 	ContainerID string `json:"container-id"`
+	Job         string `json:"job"` // derived: container-id has it
 	PodUID      string `json:"pod-uid"`
+	PodNS       string `json:"pod-namespace"`
+	PodName     string `json:"pod-name"`
 	PidnsPID    uint32 `json:"pidns-pid"`
 	NetNS       uint64 `json:"netns"`
 	ActorPID    uint32 `json:"actor-pid"`
@@ -381,7 +385,7 @@ func (r *Reader) event(o *object, ev *rdma.Event) *fieldError {
 		ev.Actor = ev.Owner // the key is left out when the owner acted
 	}
 	if p := (rdma.Placement{Cgroup: o.Cgroup, Runtime: o.Runtime, ContainerID: o.ContainerID, PodUID: o.PodUID,
-		NSPid: o.PidnsPID, NetNS: o.NetNS}); o.PID != nil && p != (rdma.Placement{}) {
+		PodNamespace: o.PodNS, PodName: o.PodName, NSPid: o.PidnsPID, NetNS: o.NetNS}); o.PID != nil && p != (rdma.Placement{}) {
 		ev.Owner.Place = r.place(p)
 	}
 	switch o.Cleanup {

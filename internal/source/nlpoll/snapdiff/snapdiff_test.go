@@ -83,8 +83,8 @@ func TestSnapshotsDifferAsEvents(t *testing.T) {
 	}
 	d := New(Options{Devices: true})
 	var text, js bytes.Buffer
-	tw := formats.NewEventSink(&text, formats.FormatText, formats.StampNone)
-	jw := formats.NewEventSink(&js, formats.FormatNDJSON, formats.StampNone)
+	tw := formats.NewEventSink(&text, formats.FormatText, formats.EventView{Stamp: formats.StampNone, Snapshot: formats.SnapshotList})
+	jw := formats.NewEventSink(&js, formats.FormatNDJSON, formats.EventView{})
 	start := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	for i, f := range files {
 		evs := d.Next(readSnapshot(t, f, start.Add(time.Duration(i)*time.Second)))
