@@ -303,15 +303,39 @@ static __always_inline int share_admit(const struct actor *a)
 	return avail <= size - size / 4;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} aux_shed SEC(".maps");
+
+/* Whether a record of kind is refused to keep room for the lifecycle
+ * events: a QP's settings (qp-attr, a quarter of a connection burst's
+ * records and the dearest to write out) and bench-trace's spans are shed
+ * once the ring is half full, counted in aux_shed. kind is a constant at
+ * every reserve: the look at the ring is compiled in only for those. */
+static __always_inline int aux_shed_first(__u32 kind)
+{
+	if (kind != EV_QP_ATTR && kind != EV_SPAN && kind != EV_OFF_CPU)
+		return 0;
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	__u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+	return avail > size / 2;
+}
+
 /* Reserve a record of type (one of the *_event structs) for actor, zeroed,
  * its header filled, counting a full ring in lost (drops, or busy_drops for
- * the port-busy events) and a refusal by the share in shed. reserve_counted
- * and reserve are it for the task that runs the hook. Macros: the ring
- * takes only a constant size. */
+ * the port-busy events), a refusal by the share in shed and an auxiliary
+ * record refused at half in aux_shed. reserve_counted and reserve are it
+ * for the task that runs the hook. Macros: the ring takes only a constant
+ * size. */
 #define reserve_as(type, kind, lost, actor)                                      \
 	({                                                                        \
 		type *__e = 0;                                                    \
-		if (!share_admit(actor)) {                                        \
+		if (aux_shed_first(kind)) {                                       \
+			count(&aux_shed);                                         \
+		} else if (!share_admit(actor)) {                                 \
 			count(&shed);                                             \
 		} else if ((__e = bpf_ringbuf_reserve(&events, sizeof(type), 0))) { \
 			__builtin_memset(__e, 0, sizeof(type));                   \

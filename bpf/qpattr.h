@@ -130,4 +130,16 @@ static __always_inline int emit_qp_attr(struct ib_qp *qp, struct ib_qp_attr *att
 	return 0;
 }
 
+/* The unit tests' way in to reserve (tracer/busy_test.go): a record the
+ * size of a qp-attr one, of its kind (settings) or of a QP's state change. */
+SEC("raw_tp")
+int BPF_PROG(selftest_reserve_qp_attr, __u64 settings)
+{
+	struct qp_attr_event *e = reserve(struct qp_attr_event, settings ? EV_QP_ATTR : EV_QP_STATE);
+	if (!e)
+		return 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 1;
+}
+
 #endif /* RDMATRACE_QPATTR_H */

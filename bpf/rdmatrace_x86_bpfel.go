@@ -616,6 +616,7 @@ type RdmatraceWcKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	RdmatraceMapAuxShed                                              = "aux_shed"
 	RdmatraceMapBusiest                                              = "busiest"
 	RdmatraceMapBusyAll                                              = "busy_all"
 	RdmatraceMapBusyDrops                                            = "busy_drops"
@@ -836,6 +837,7 @@ const (
 	RdmatraceProgSelftestReserve                                     = "selftest_reserve"
 	RdmatraceProgSelftestReserveAs                                   = "selftest_reserve_as"
 	RdmatraceProgSelftestReserveBusy                                 = "selftest_reserve_busy"
+	RdmatraceProgSelftestReserveQpAttr                               = "selftest_reserve_qp_attr"
 	RdmatraceProgSelftestSaveEntry                                   = "selftest_save_entry"
 	RdmatraceProgSelftestStashSave                                   = "selftest_stash_save"
 	RdmatraceProgSelftestStashTake                                   = "selftest_stash_take"
@@ -1118,6 +1120,7 @@ type RdmatraceProgramSpecs struct {
 	SelftestReserve                                     *ebpf.ProgramSpec `ebpf:"selftest_reserve"`
 	SelftestReserveAs                                   *ebpf.ProgramSpec `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.ProgramSpec `ebpf:"selftest_reserve_busy"`
+	SelftestReserveQpAttr                               *ebpf.ProgramSpec `ebpf:"selftest_reserve_qp_attr"`
 	SelftestSaveEntry                                   *ebpf.ProgramSpec `ebpf:"selftest_save_entry"`
 	SelftestStashSave                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_save"`
 	SelftestStashTake                                   *ebpf.ProgramSpec `ebpf:"selftest_stash_take"`
@@ -1147,6 +1150,7 @@ type RdmatraceProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RdmatraceMapSpecs struct {
+	AuxShed        *ebpf.MapSpec `ebpf:"aux_shed"`
 	Busiest        *ebpf.MapSpec `ebpf:"busiest"`
 	BusyAll        *ebpf.MapSpec `ebpf:"busy_all"`
 	BusyDrops      *ebpf.MapSpec `ebpf:"busy_drops"`
@@ -1226,6 +1230,7 @@ func (o *RdmatraceObjects) Close() error {
 //
 // It can be passed to LoadRdmatraceObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RdmatraceMaps struct {
+	AuxShed        *ebpf.Map `ebpf:"aux_shed"`
 	Busiest        *ebpf.Map `ebpf:"busiest"`
 	BusyAll        *ebpf.Map `ebpf:"busy_all"`
 	BusyDrops      *ebpf.Map `ebpf:"busy_drops"`
@@ -1258,6 +1263,7 @@ type RdmatraceMaps struct {
 
 func (m *RdmatraceMaps) Close() error {
 	return _RdmatraceClose(
+		m.AuxShed,
 		m.Busiest,
 		m.BusyAll,
 		m.BusyDrops,
@@ -1514,6 +1520,7 @@ type RdmatracePrograms struct {
 	SelftestReserve                                     *ebpf.Program `ebpf:"selftest_reserve"`
 	SelftestReserveAs                                   *ebpf.Program `ebpf:"selftest_reserve_as"`
 	SelftestReserveBusy                                 *ebpf.Program `ebpf:"selftest_reserve_busy"`
+	SelftestReserveQpAttr                               *ebpf.Program `ebpf:"selftest_reserve_qp_attr"`
 	SelftestSaveEntry                                   *ebpf.Program `ebpf:"selftest_save_entry"`
 	SelftestStashSave                                   *ebpf.Program `ebpf:"selftest_stash_save"`
 	SelftestStashTake                                   *ebpf.Program `ebpf:"selftest_stash_take"`
@@ -1733,6 +1740,7 @@ func (p *RdmatracePrograms) Close() error {
 		p.SelftestReserve,
 		p.SelftestReserveAs,
 		p.SelftestReserveBusy,
+		p.SelftestReserveQpAttr,
 		p.SelftestSaveEntry,
 		p.SelftestStashSave,
 		p.SelftestStashTake,

@@ -9,9 +9,9 @@ import (
 // appendCallFailFields adds what a failed call says (trace -j): the
 // errno, what was asked, the device's limits and the limit that refused
 // it. The call itself is func; the sentence is why.
-func appendCallFailFields(o Object, e *rdma.Event) Object {
+func appendCallFailFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	c := &e.CallFail
-	o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(-c.Errno))})
+	o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(-c.Errno))})
 	o = o.str("status-name", rdma.ErrnoName(c.Errno))
 	a := &c.Asked
 	if a.Has&rdma.AskedQP != 0 {
@@ -49,7 +49,7 @@ func appendCallFailFields(o Object, e *rdma.Event) Object {
 }
 
 // appendGIDFields adds a GID table change's entry (trace -j).
-func appendGIDFields(o Object, e *rdma.Event) Object {
+func appendGIDFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	g := &e.GID
 	op := "del"
 	if g.Added {

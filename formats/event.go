@@ -18,9 +18,20 @@ import (
 // replay.Reader reads recordings back by.
 func EventObject(e *rdma.Event) Object { return AppendEventObject(make(Object, 0, 20), e) }
 
-// AppendEventObject is EventObject into a reused slice, for the hot path.
-func AppendEventObject(o Object, e *rdma.Event) Object {
-	o = append(o, timeField("time", e.Time))
+// AppendEventObject is EventObject into a reused slice.
+func AppendEventObject(o Object, e *rdma.Event) Object { return appendEvent(o, e) }
+
+// AppendEventJSON appends the event's JSON object, as
+// AppendJSON(b, EventObject(e)) writes it, without laying out its fields
+// first: trace -j's hot path.
+func AppendEventJSON(b []byte, e *rdma.Event) []byte {
+	return append(appendEvent(jsonLine(append(b, '{')), e), '}')
+}
+
+// appendEvent lays out an event's fields, for an Object or straight into
+// a JSON line: one layout for both.
+func appendEvent[O fieldAppender[O]](o O, e *rdma.Event) O {
+	o = o.field(timeField("time", e.Time))
 	o = o.str("event", e.Kind.String())
 	switch {
 	case e.Kind == rdma.EvSpan && e.Span.Func != "":
@@ -55,7 +66,7 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 		o = o.str("cm-event", e.CMEvent.String())
 	}
 	if e.Has(rdma.EvHasCM) || e.Kind == rdma.EvCMQPCreate {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		if n := statusName(e); n != "" {
 			o = o.str("status-name", n)
 		}
@@ -96,8 +107,10 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 	o = appendSpanFields(o, e)
 	// A failed rdma_cm step in words (the other failures' kinds say
 	// what they are by their keys).
-	if f, ok := e.Failure(); ok && (e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvCallFail) {
-		o = o.str("why", f.Why)
+	if e.Kind == rdma.EvCMEventHandler || e.Kind == rdma.EvCallFail {
+		if f, ok := e.Failure(); ok {
+			o = o.str("why", f.Why)
+		}
 	}
 	return o
 }
@@ -105,18 +118,18 @@ func AppendEventObject(o Object, e *rdma.Event) Object {
 // appendSpanFields adds what spans and off-CPU spells carry, and an MR's
 // size: dur-us, size, and for a spell wait-us (wakeup to running again),
 // preempted, and who ran instead.
-func appendSpanFields(o Object, e *rdma.Event) Object {
+func appendSpanFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	if e.Has(rdma.EvHasDur) {
-		o = append(o, Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
+		o = o.field(Field{Key: "dur-us", Kind: Micros, Num: e.Length()})
 	}
 	if e.Has(rdma.EvHasSize) {
 		o = o.num("size", e.Size)
 	}
 	if e.Kind == rdma.EvSpan && e.Status != 0 {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 	}
 	if e.Kind == rdma.EvPortBusy {
-		o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+		o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		o = o.str("status-name", "EADDRINUSE")
 		if e.PortBusy.Holders != nil {
 			o = o.list("holders", e.PortBusy.Holders)
@@ -141,7 +154,7 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 			o = o.str("link-state", e.SMC.State)
 		}
 		if e.Kind.IsSMCLink() && e.Status != 0 {
-			o = append(o, Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
+			o = o.field(Field{Key: "status", Kind: Int, Num: uint64(int64(e.Status))})
 		}
 	}
 	if e.Kind == rdma.EvAsync || e.Kind == rdma.EvQPError {
@@ -154,15 +167,15 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 		o = appendGIDFields(o, e)
 	}
 	if e.Kind == rdma.EvOffCPU {
-		o = append(o, Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
-		o = append(o, Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
+		o = o.field(Field{Key: "wait-us", Kind: Micros, Num: e.OffCPU.Wait})
+		o = o.field(Field{Key: "preempted", Kind: Bool, Num: b2u(e.Has(rdma.EvPreempted))})
 		o = o.num("next-pid", uint64(e.OffCPU.Next.TID)).str("next-comm", e.OffCPU.Next.Comm)
 	}
 	if e.Given(rdma.HasNetdev) && e.Kind.IsDevice() {
 		o = o.str("netdev", e.Netdev)
 	}
 	if e.Has(rdma.EvPolled) {
-		o = append(o, Field{Key: "polled", Kind: Bool, Num: 1})
+		o = o.field(Field{Key: "polled", Kind: Bool, Num: 1})
 	}
 	if e.Kind == rdma.EvQPAttr {
 		o = appendQPAttrFields(o, e)
@@ -173,7 +186,7 @@ func appendSpanFields(o Object, e *rdma.Event) Object {
 // appendFailureFields adds what an async event or a QP error says: the IB
 // event, which QP error it is, the completions' status and count, the QP's
 // peer, and a port event's objects.
-func appendFailureFields(o Object, e *rdma.Event) Object {
+func appendFailureFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	f := &e.Fault
 	if e.Kind == rdma.EvAsync {
 		o = o.str("ib-event", f.IBEvent.String())
@@ -619,7 +632,6 @@ func appendTask(b []byte, comm string, tid uint32) []byte {
 type EventWriter struct {
 	w    *bufio.Writer
 	json bool
-	obj  Object
 	buf  []byte
 	// View is how the human view shows events; JSON has every event and
 	// field.
@@ -635,14 +647,18 @@ type EventWriter struct {
 // NewEventWriter writes to w, NDJSON when json is set; call Close (or
 // Flush, then Close) at the end.
 func NewEventWriter(w io.Writer, json bool) *EventWriter {
-	return &EventWriter{w: bufio.NewWriter(w), json: json, obj: make(Object, 0, 24), buf: make([]byte, 0, 512)}
+	return &EventWriter{w: bufio.NewWriterSize(w, eventBufSize), json: json, buf: make([]byte, 0, 512)}
 }
+
+// eventBufSize is how much an EventWriter holds before it writes: a
+// write(2) per 4 KiB (bufio's default) was a quarter of the reader's CPU
+// under a burst, in system calls (docs/benchmarks.md).
+const eventBufSize = 64 << 10
 
 // Write writes one event and its newline.
 func (ew *EventWriter) Write(e *rdma.Event) error {
 	if ew.json {
-		ew.obj = AppendEventObject(ew.obj[:0], e)
-		ew.buf = append(AppendJSON(ew.buf[:0], ew.obj), '\n')
+		ew.buf = append(AppendEventJSON(ew.buf[:0], e), '\n')
 		_, err := ew.w.Write(ew.buf)
 		return err
 	}
@@ -839,7 +855,7 @@ func (c *cmHeld) ready(now time.Time, force bool) []heldLine {
 // library function its program called, and "stack", the frames from the
 // call site outwards, each {"func","file","line","binary","offset","build-id"}
 // with what is known.
-func appendStack(o Object, s *rdma.CallStack) Object {
+func appendStack[O fieldAppender[O]](o O, s *rdma.CallStack) O {
 	if s.Via != "" {
 		o = o.str("via", s.Via)
 	}
@@ -868,5 +884,5 @@ func appendStack(o Object, s *rdma.CallStack) Object {
 		words[i] = Sanitize(f.String())
 	}
 	b = append(b, ']')
-	return append(o, Field{Key: "stack", Kind: Frames, Str: string(b), List: words})
+	return o.field(Field{Key: "stack", Kind: Frames, Str: string(b), List: words})
 }

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -96,20 +97,41 @@ func (o Object) num(k string, v uint64) Object { return append(o, Field{Key: k, 
 func (o Object) str(k, v string) Object        { return append(o, Field{Key: k, Kind: Str, Str: v}) }
 func (o Object) hex(k string, v uint64) Object { return append(o, Field{Key: k, Kind: Hex, Num: v}) }
 
+func (o Object) field(f Field) Object              { return append(o, f) }
+func (o Object) gid(k string, g netip.Addr) Object { return o.str(k, rdma.GIDText(g)) }
+
 // numIf and strIf add a key only when the source gave it (ok): `rdma -j`
 // leaves out what the kernel left out.
-func (o Object) numIf(ok bool, k string, v uint64) Object {
+func (o Object) numIf(ok bool, k string, v uint64) Object { return numIf(o, ok, k, v) }
+func (o Object) strIf(ok bool, k, v string) Object        { return strIf(o, ok, k, v) }
+
+func numIf[O fieldAppender[O]](o O, ok bool, k string, v uint64) O {
 	if ok {
 		o = o.num(k, v)
 	}
 	return o
 }
 
-func (o Object) strIf(ok bool, k, v string) Object {
+func strIf[O fieldAppender[O]](o O, ok bool, k, v string) O {
 	if ok {
 		o = o.str(k, v)
 	}
 	return o
+}
+
+// fieldAppender is where a layout puts its fields: an Object, or a JSON
+// line written as they come (jsonLine).
+type fieldAppender[O any] interface {
+	num(k string, v uint64) O
+	str(k, v string) O
+	hex(k string, v uint64) O
+	list(k string, v []string) O
+	field(f Field) O
+	gid(k string, g netip.Addr) O
+	numIf(ok bool, k string, v uint64) O
+	strIf(ok bool, k, v string) O
+	keyAlways(r *rdma.Resource, k *rdma.ResKey) O
+	place(p *rdma.Placement) O
 }
 
 // place adds where the owner runs: the keys `cgroup`, `runtime`,
@@ -120,7 +142,9 @@ func (o Object) strIf(ok bool, k, v string) Object {
 func (o Object) place(p *rdma.Placement) Object { return AppendPlace(o, p) }
 
 // AppendPlace is place for other renderers.
-func AppendPlace(o Object, p *rdma.Placement) Object {
+func AppendPlace(o Object, p *rdma.Placement) Object { return appendPlace(o, p) }
+
+func appendPlace[O fieldAppender[O]](o O, p *rdma.Placement) O {
 	if p == nil {
 		return o
 	}
@@ -160,7 +184,9 @@ func (o Object) key(r *rdma.Resource, k *rdma.ResKey) Object {
 	return o.keyAlways(r, k)
 }
 
-func (o Object) keyAlways(r *rdma.Resource, k *rdma.ResKey) Object {
+func (o Object) keyAlways(r *rdma.Resource, k *rdma.ResKey) Object { return keyAlways(o, r, k) }
+
+func keyAlways[O fieldAppender[O]](o O, r *rdma.Resource, k *rdma.ResKey) O {
 	switch {
 	case k.Num != nil && k.Hex:
 		return o.hex(k.Name, k.Num(r))

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"strconv"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -61,8 +60,7 @@ func appendJSONValue(b []byte, f *Field, indent string) []byte {
 		return appendSecs(b, f.Num)
 	case Time:
 		b = append(b, '"')
-		b = timeOf(f.Num).AppendFormat(b, time.RFC3339Nano)
-		return append(b, '"')
+		return append(appendRFC3339NanoUTC(b, int64(f.Num)), '"')
 	case Frames:
 		return append(b, f.Str...)
 	case StrList, NumList:
@@ -92,12 +90,15 @@ func appendJSONValue(b []byte, f *Field, indent string) []byte {
 func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
-			b = append(b, c)
-			i++
-			continue
+		// The run of bytes that need no escape, appended at once: most
+		// strings are all one run (a trace line's keys and values).
+		if j := safeRun(s, i); j > i {
+			b = append(b, s[i:j]...)
+			if i = j; i == len(s) {
+				break
+			}
 		}
+		c := s[i]
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case c == '"' || c == '\\':
@@ -129,6 +130,15 @@ func AppendJSONString(b []byte, s string) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// jsonSafe says which bytes a JSON string holds as they are: printable
+// ASCII but the quote and the backslash.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // appendU4 appends the JSON escape \uHHHH of one UTF-16 unit.
 func appendU4(b []byte, u rune) []byte {

@@ -6,7 +6,7 @@ import (
 
 // appendQPAttrFields adds a qp-attr event's settings: each value the
 // modify set, the source GID the QP uses with its netdev, and the risks.
-func appendQPAttrFields(o Object, e *rdma.Event) Object {
+func appendQPAttrFields[O fieldAppender[O]](o O, e *rdma.Event) O {
 	a := &e.QPAttr
 	o = o.numIf(a.Sets(rdma.QPMaskTimeout), "timeout", uint64(a.Timeout))
 	o = o.numIf(a.Sets(rdma.QPMaskRetryCnt), "retry-cnt", uint64(a.RetryCnt))
@@ -14,14 +14,16 @@ func appendQPAttrFields(o Object, e *rdma.Event) Object {
 	o = o.numIf(a.Sets(rdma.QPMaskMinRNRTimer), "min-rnr-timer", uint64(a.MinRNRTimer))
 	o = o.numIf(a.Sets(rdma.QPMaskPathMTU), "path-mtu", uint64(rdma.PathMTUBytes(a.PathMTU)))
 	if a.HasGID {
-		o = o.num("sgid-index", uint64(a.SGIDIndex)).str("sgid", rdma.GIDText(a.SGID)).str("gid-type", a.GIDType.Name(a.HasNdev))
+		o = o.num("sgid-index", uint64(a.SGIDIndex)).gid("sgid", a.SGID).str("gid-type", a.GIDType.Name(a.HasNdev))
 	}
 	if a.HasNdev {
 		o = o.str("gid-ndev", a.Ndev).num("gid-ndev-mtu", uint64(a.NdevMTU))
 		o = o.numIf(a.HasVLAN, "gid-vlan", uint64(a.VLAN))
 		o = o.numIf(a.NetNS != 0, "gid-netns", a.NetNS)
 	}
-	o = o.strIf(a.HasGRH, "dgid", rdma.GIDText(a.DGID))
+	if a.HasGRH {
+		o = o.gid("dgid", a.DGID)
+	}
 	return o.list("risks", nonNil(a.Risks()))
 }
 

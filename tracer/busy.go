@@ -33,6 +33,12 @@ func (t *Tracer) BusyDrops() (uint64, error) { return t.perCPUSum("busy_drops") 
 // the other owners. They are not in Drops.
 func (t *Tracer) Shed() (uint64, error) { return t.perCPUSum("shed") }
 
+// AuxShed is how many auxiliary records (a modify's QP settings, spans,
+// off-CPU spells) were refused as the ring was half full, to keep the rest
+// for the lifecycle events (bpf/common.h, aux_shed_first). They are not
+// in Drops.
+func (t *Tracer) AuxShed() (uint64, error) { return t.perCPUSum("aux_shed") }
+
 // Busiest is the owner the ring's share holds to three quarters, as the
 // kernel's vote stands now: a user (NoUID for kernel threads) in a cgroup.
 // ok is false when no owner leads by enough to be held.

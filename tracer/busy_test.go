@@ -17,6 +17,7 @@ type busyObjs struct {
 	ReserveB   *ebpf.Program `ebpf:"selftest_reserve_busy"`
 	Reserve    *ebpf.Program `ebpf:"selftest_reserve"`
 	ReserveAs  *ebpf.Program `ebpf:"selftest_reserve_as"`
+	ReserveQA  *ebpf.Program `ebpf:"selftest_reserve_qp_attr"`
 	Procs      *ebpf.Map     `ebpf:"busy_procs"`
 	Groups     *ebpf.Map     `ebpf:"busy_groups"`
 	All        *ebpf.Map     `ebpf:"busy_all"`
@@ -24,11 +25,12 @@ type busyObjs struct {
 	BusyDrops  *ebpf.Map     `ebpf:"busy_drops"`
 	Drops      *ebpf.Map     `ebpf:"drops"`
 	Shed       *ebpf.Map     `ebpf:"shed"`
+	AuxShed    *ebpf.Map     `ebpf:"aux_shed"`
 	Events     *ebpf.Map     `ebpf:"events"`
 }
 
 func (o *busyObjs) close() {
-	for _, c := range []interface{ Close() error }{o.Admit, o.AdmitAs, o.ReserveB, o.Reserve, o.ReserveAs, o.Procs, o.Groups, o.All, o.Suppressed, o.BusyDrops, o.Drops, o.Shed, o.Events} {
+	for _, c := range []interface{ Close() error }{o.Admit, o.AdmitAs, o.ReserveB, o.Reserve, o.ReserveAs, o.ReserveQA, o.Procs, o.Groups, o.All, o.Suppressed, o.BusyDrops, o.Drops, o.Shed, o.AuxShed, o.Events} {
 		c.Close()
 	}
 }
@@ -240,6 +242,45 @@ func TestBusiestOwnerLeavesAQuarterToOthers(t *testing.T) {
 		t.Errorf("shed went from %d to %d with another owner's records", shed, n)
 	}
 	t.Logf("ring of %d: the flood queued %d, %d shed; another owner queued %d after it", ring, flood, shed, other)
+}
+
+// TestQPSettingsLeaveHalfTheRingToLifecycleEvents: a modify's settings
+// (qp-attr records) are refused once the ring is half full, each counted
+// in aux_shed, and the QP state changes that follow still find the room
+// past it. Before, the settings filled the ring as the lifecycle events did
+// and a burst's RTR and RTS moves were dropped with them.
+func TestQPSettingsLeaveHalfTheRingToLifecycleEvents(t *testing.T) {
+	const ring = 1 << 16
+	o := loadBusy(t, ring)
+	rec := uint64(qpAttrSize + 8)
+	settings := uint64(0)
+	tries := ring / rec
+	for i := uint64(0); i < tries; i++ {
+		settings += uint64(runProg(t, o.ReserveQA, 1))
+	}
+	aux := sumPerCPU(t, o.AuxShed)
+	if settings*rec > ring/2+rec || settings*rec < ring/2 {
+		t.Errorf("the settings queued %d records (%d bytes), want half of %d", settings, settings*rec, ring)
+	}
+	if settings+aux+sumPerCPU(t, o.Drops) != tries {
+		t.Errorf("%d queued + %d shed + %d dropped, want all %d counted", settings, aux, sumPerCPU(t, o.Drops), tries)
+	}
+	moves := uint64(0)
+	for i := uint64(0); i < tries; i++ {
+		moves += uint64(runProg(t, o.ReserveQA, 0))
+	}
+	// One owner makes them all here: the share holds its records to three
+	// quarters (TestBusiestOwnerLeavesAQuarterToOthers).
+	if want := (ring/4)/rec - 1; moves < want {
+		t.Errorf("the state changes queued %d records after the settings, want at least %d (from half to three quarters)", moves, want)
+	}
+	if shed := sumPerCPU(t, o.Shed); moves+shed+sumPerCPU(t, o.Drops) != tries {
+		t.Errorf("%d state changes queued + %d shed + %d dropped, want all %d counted", moves, shed, sumPerCPU(t, o.Drops), tries)
+	}
+	if n := sumPerCPU(t, o.AuxShed); n != aux {
+		t.Errorf("aux_shed went from %d to %d with lifecycle records", aux, n)
+	}
+	t.Logf("ring of %d: %d settings queued, %d shed; %d state changes after them", ring, settings, aux, moves)
 }
 
 // TestIWarpDevicesAreCountedFromSysfs: RNICs ("4: RNIC") count, RoCE and

@@ -13,6 +13,7 @@ type losses struct {
 	drops, side uint64
 	busyDrops   uint64 // port-busy events, counted apart from drops
 	shed        uint64 // the busiest owner's, refused at three quarters
+	auxShed     uint64 // QP settings and spans, refused at half
 	unnamed     uint64 // events delivered without their lookup (the namer's budget)
 	missed      Misses
 	// busiest names the owner the share holds back, for the warnings.
@@ -26,6 +27,7 @@ func readLosses(t *Tracer) losses {
 	if l.shed, _ = t.Shed(); l.shed > 0 {
 		l.busiest = busiestName(t)
 	}
+	l.auxShed, _ = t.AuxShed()
 	l.side, _ = t.SideDrops()
 	l.unnamed = t.NamingSkipped()
 	l.missed = t.Missed()
@@ -64,6 +66,9 @@ func (w *lossWatch) update(now losses, out io.Writer) {
 	if n := now.shed; n > w.last.shed {
 		warn("%d events of the busiest owner%s refused (%d in all): %s", n-w.last.shed, now.busiest, n, shedWhy)
 	}
+	if n := now.auxShed; n > w.last.auxShed {
+		warn("%d QP settings (qp-attr) or spans not traced (%d in all): %s", n-w.last.auxShed, n, auxShedWhy)
+	}
 	if n := now.unnamed; n > w.last.unnamed {
 		warn("%d port-busy or SMC fallback events shown without who held the port or socket (%d in all): %s", n-w.last.unnamed, n, unnamedWhy)
 	}
@@ -93,6 +98,10 @@ const busyDropWhy = "they may fill only a quarter of the ring buffer, the rest i
 
 // unnamedWhy says why an event's holders were not looked up.
 var unnamedWhy = fmt.Sprintf("the lookups, which read every process's open files, are kept off the reader's path and to %d a second with %d waiting, and the stop waits %v for them", namerRate, namerQueue, StopDrain)
+
+// auxShedWhy says why auxiliary records are refused before the ring is
+// full.
+const auxShedWhy = "they may fill only half the ring buffer, the rest is kept for the lifecycle events (raise --ring-size to keep them)"
 
 // shedWhy says why the busiest owner's events are refused before the ring
 // is full.
@@ -131,6 +140,9 @@ func endLosses(l losses, kprobes bool, out io.Writer) {
 	}
 	if l.shed > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d events of the busiest owner%s refused: %s\n", l.shed, l.busiest, shedWhy)
+	}
+	if l.auxShed > 0 {
+		fmt.Fprintf(out, "rdmatrace: WARNING: %d QP settings (qp-attr) or spans not traced: %s\n", l.auxShed, auxShedWhy)
 	}
 	if l.side > 0 {
 		fmt.Fprintf(out, "rdmatrace: WARNING: %d creates, QP state changes or file closes lost by the kprobe fallbacks (a return without its saved entry)\n", l.side)

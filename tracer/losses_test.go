@@ -94,3 +94,22 @@ func TestPortBusyLossesAreSaidApart(t *testing.T) {
 		t.Errorf("end summary %q", got)
 	}
 }
+
+// TestAuxShedIsSaidApart: QP settings and spans refused at half the ring
+// are warned of as such, and said at the end.
+func TestAuxShedIsSaidApart(t *testing.T) {
+	w := &lossWatch{dropHint: "raise --ring-size"}
+	var out bytes.Buffer
+	w.update(losses{auxShed: 5}, &out)
+	if got := out.String(); got != "rdmatrace: WARNING: 5 QP settings (qp-attr) or spans not traced (5 in all): "+auxShedWhy+"\n" {
+		t.Errorf("warning %q", got)
+	}
+	out.Reset()
+	endLosses(losses{auxShed: 5}, false, &out)
+	if got := out.String(); !strings.Contains(got, "rdmatrace: WARNING: 5 QP settings (qp-attr) or spans not traced: ") {
+		t.Errorf("end %q", got)
+	}
+	if c := (counts{drops: 1, auxShed: 5}); c.dropped() != 6 {
+		t.Errorf("dropped %d, want the shed settings counted with the drops", c.dropped())
+	}
+}

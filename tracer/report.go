@@ -130,12 +130,13 @@ type counts struct {
 	held           uint64 // port-busy events the rate limit held back
 	// What was lost: the ring full (drops), port-busy events refused at a
 	// quarter of it or by a full ring (busyDrops), the busiest owner's
-	// refused at three quarters (shed), and what the stop left unread.
-	drops, busyDrops, shed, unread uint64
+	// refused at three quarters (shed), auxiliary records refused at half
+	// (auxShed), and what the stop left unread.
+	drops, busyDrops, shed, auxShed, unread uint64
 }
 
 func (c counts) filtered() uint64 { return c.read - c.shown + c.kernelFiltered }
-func (c counts) dropped() uint64  { return c.drops + c.busyDrops + c.shed + c.unread }
+func (c counts) dropped() uint64  { return c.drops + c.busyDrops + c.shed + c.auxShed + c.unread }
 func (c counts) seen() uint64     { return c.read + c.kernelFiltered + c.held + c.dropped() }
 
 // readCounts reads the kernel's side of the counts; read and shown are the
@@ -146,6 +147,7 @@ func readCounts(t *Tracer, read, shown uint64, kernelFilter bool) counts {
 	c.busyDrops, _ = t.BusyDrops()
 	c.held, _ = t.BusySuppressed()
 	c.shed, _ = t.Shed()
+	c.auxShed, _ = t.AuxShed()
 	if kernelFilter {
 		c.kernelFiltered, _ = t.Filtered()
 	}
@@ -160,6 +162,7 @@ func summary(t *Tracer, c counts, verbose bool, out io.Writer) {
 	endCounts(t, c, verbose, out)
 	writeBusySummary(out, c.held, c.busyDrops)
 	l := readLosses(t)
+	l.auxShed = c.auxShed
 	if l.shed = c.shed; l.shed > 0 && l.busiest == "" {
 		l.busiest = busiestName(t)
 	}
