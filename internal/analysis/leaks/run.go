@@ -7,6 +7,7 @@ import (
 
 	lineio "github.com/rdmatrace/rdmatrace/internal/base/lines"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -57,7 +58,15 @@ func Run(o RunOptions, open func() (Report, error)) error {
 	w.Program = len(so.Argv) > 0
 	live := NewLive(w, report, o.Warn)
 	proc.WarnPIDNamespace(os.Stderr)
-	if _, err := nldev.ExistsEvents(context.Background(), o.Enrich, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { live.Snapshot(e); return true }}); err != nil {
+	stopped, err := lifecycle.Interruptible(func(ctx context.Context) error {
+		_, err := nldev.ExistsEvents(ctx, o.Enrich, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { live.Snapshot(e); return true }})
+		return err
+	})
+	switch {
+	case stopped:
+		o.Warn("stopped during the snapshot of existing resources, before the watch began: nothing was reported")
+		return nil
+	case err != nil:
 		o.Warn("snapshot of existing resources: " + err.Error())
 	}
 	clock := s.Clock()

@@ -95,12 +95,20 @@ func Run(o Options) error {
 	}
 	defer s.Close()
 	a := New(o.By, o.MaxOwners, 0)
-	if _, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool {
-		if o.keep()(e) {
-			a.Add(e)
-		}
-		return true
-	}}); err != nil {
+	stopped, err := lifecycle.Interruptible(func(ctx context.Context) error {
+		_, err := nldev.ExistsEvents(ctx, x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool {
+			if o.keep()(e) {
+				a.Add(e)
+			}
+			return true
+		}})
+		return err
+	})
+	switch {
+	case stopped:
+		fmt.Fprintln(out, "rdmatrace: stopped while listing the objects that exist now")
+		return nil
+	case err != nil:
 		fmt.Fprintf(out, "rdmatrace: the objects that exist now could not all be listed (their destroys are counted, their live counts are not): %v\n", err)
 	}
 	src := Source{BPF: true, Hooks: s.Tracer().Attached()}

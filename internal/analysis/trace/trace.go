@@ -9,15 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"github.com/rdmatrace/rdmatrace/internal/analysis/filter"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/onport"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/base/safefile"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -145,14 +144,16 @@ const maxSnapshotShown = 10000
 // most maxSnapshotShown. A SIGINT or SIGTERM stops it, and the run
 // (false): the run's lifecycle catches signals only once it starts.
 func existingTo(x *enrich.Enricher, f *filter.Events, sink Sink) bool {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	proc.WarnPIDNamespace(os.Stderr)
-	sum, err := nldev.ExistsEvents(ctx, x, nldev.ExistsOptions{Max: maxSnapshotShown,
-		Keep: func(e *rdma.Event) bool { return f.Match(e) && sink.Write(e) == nil }})
+	var sum nldev.ExistsSummary
+	stopped, err := lifecycle.Interruptible(func(ctx context.Context) (err error) {
+		sum, err = nldev.ExistsEvents(ctx, x, nldev.ExistsOptions{Max: maxSnapshotShown,
+			Keep: func(e *rdma.Event) bool { return f.Match(e) && sink.Write(e) == nil }})
+		return err
+	})
 	_ = sink.Flush()
 	switch {
-	case ctx.Err() != nil:
+	case stopped:
 		logf("stopped during the snapshot of existing resources, %d shown", sum.Kept)
 		return false
 	case err != nil:

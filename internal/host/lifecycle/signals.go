@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -79,4 +80,15 @@ func onInterrupt(first func(os.Signal)) (release func()) {
 		signal.Stop(sigs)
 		close(done)
 	}
+}
+
+// Interruptible runs f with a context that a SIGINT or SIGTERM cancels:
+// what a command does before its run catches signals (a start snapshot
+// of a node's objects takes seconds to list) stops at one as the run
+// would. stopped says a signal came.
+func Interruptible(f func(ctx context.Context) error) (stopped bool, err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = f(ctx)
+	return ctx.Err() != nil, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rdmatrace/rdmatrace/internal/analysis/ports"
 	"github.com/rdmatrace/rdmatrace/internal/analysis/why"
 	"github.com/rdmatrace/rdmatrace/internal/host/enrich"
+	"github.com/rdmatrace/rdmatrace/internal/host/lifecycle"
 	"github.com/rdmatrace/rdmatrace/internal/host/proc"
 	"github.com/rdmatrace/rdmatrace/internal/rdma"
 	"github.com/rdmatrace/rdmatrace/internal/source/nldev"
@@ -50,7 +51,15 @@ func Run(an *why.Analyzer, o Options, sink why.Sink) error {
 	defer s.Close()
 	clock := s.Clock()
 	proc.WarnPIDNamespace(os.Stderr)
-	if _, err := nldev.ExistsEvents(context.Background(), x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { an.Feed(e); return true }}); err != nil {
+	stopped, err := lifecycle.Interruptible(func(ctx context.Context) error {
+		_, err := nldev.ExistsEvents(ctx, x, nldev.ExistsOptions{Keep: func(e *rdma.Event) bool { an.Feed(e); return true }})
+		return err
+	})
+	switch {
+	case stopped:
+		slog.Info("stopped during the snapshot of existing resources, before the watch began")
+		return nil
+	case err != nil:
 		slog.Info(fmt.Sprintf("snapshot of existing resources: %v", err))
 	}
 	live := why.NewLive(an, o.Window, func(ls []why.Line) error {
