@@ -437,7 +437,7 @@ func TestFloodsDoNotHideOthersEvents(t *testing.T) {
 					_ = c.Process.Kill()
 					_ = c.Wait()
 				}
-				return "nobody's two churns"
+				return "nobody's three churns"
 			}
 		})
 		if !strings.Contains(said, "events of the busiest owner (uid 65534") {
