@@ -54,24 +54,11 @@ func TestOwnersArePlacedInTheirContainer(t *testing.T) {
 	} else {
 		t.Logf("kernel %s has no module BTF: res and ps only", release(t))
 	}
-	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
-	holder.SysProcAttr = &syscall.SysProcAttr{
+	holder, lqpn, stop := startQPHolder(t, &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWNET,
 		UseCgroupFD: true, CgroupFD: int(dir.Fd()),
-	}
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	lqpn, ok := strings.CutPrefix(strings.TrimSpace(line), "lqpn ")
-	if err != nil || !ok {
-		t.Fatalf("leakqp hold printed %q (%v), want its lqpn", line, err)
-	}
+	})
+	defer stop()
 	pid := strconv.Itoa(holder.Process.Pid)
 	ours, err := os.Readlink("/proc/self/ns/net")
 	if err != nil {
@@ -198,21 +185,8 @@ func slurmJobSelectsItsStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
-	holder.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	lqpn, ok := strings.CutPrefix(strings.TrimSpace(line), "lqpn ")
-	if err != nil || !ok {
-		t.Fatalf("leakqp hold in job 4242 printed %q (%v), want its lqpn", line, err)
-	}
+	holder, lqpn, stop := startQPHolder(t, &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())})
+	defer stop()
 	pid := holder.Process.Pid
 	var procs []resRow
 	if err := json.Unmarshal(run(t, *rdmatraceBin, "ps", "-j", "--job", "4242"), &procs); err != nil {
@@ -493,4 +467,28 @@ func TestDoctorNamesEachCauseMadeOnPurpose(t *testing.T) {
 		}
 		wantOnlyFailure(t, netdev+" down", got, code, "ports")
 	}
+}
+
+// startQPHolder starts leakqp holding one QP on device, as attr places it,
+// and returns the process, the QP's lqpn and what kills it: before the
+// caller removes its cgroup, so not at the test's end.
+func startQPHolder(t *testing.T, attr *syscall.SysProcAttr) (*exec.Cmd, string, func()) {
+	t.Helper()
+	holder := exec.Command(filepath.Join(*workloads, "leakqp"), device, "hold")
+	holder.SysProcAttr = attr
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() { _ = holder.Process.Kill(); _ = holder.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	lqpn, ok := strings.CutPrefix(strings.TrimSpace(line), "lqpn ")
+	if err != nil || !ok {
+		stop()
+		t.Fatalf("leakqp hold printed %q (%v), want its lqpn", line, err)
+	}
+	return holder, lqpn, stop
 }
